@@ -1,0 +1,17 @@
+"""Chunking strategies: each turns a Document and its Tokenization into Boundaries.
+
+Importing this package registers the five built-ins: fixed, recursive, heading, sentence_window, semantic.
+"""
+
+from latechunk.strategies import fixed, heading, recursive, semantic, sentence_window  # noqa: F401  (register)
+from latechunk.strategies.base import (
+    Strategy,
+    expand_spec,
+    get_strategy,
+    make_boundaries,
+    parse_spec,
+    register,
+    registry,
+)
+
+__all__ = ["Strategy", "expand_spec", "get_strategy", "make_boundaries", "parse_spec", "register", "registry"]

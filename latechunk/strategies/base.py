@@ -1,0 +1,205 @@
+"""Strategy protocol, the registry, and SPEC parsing (``name`` or ``name:key=value,key=value``).
+
+A strategy sees a :class:`Document` and its :class:`Tokenization`, never a model; it returns :class:`Boundaries`.
+Strategies are frozen dataclasses whose fields are their parameters (validated in ``__post_init__``), registered
+by name with :func:`register` so the CLI can list them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import numpy as np
+
+from latechunk.tokenize import char_spans_from_token_spans
+from latechunk.types import Boundaries, Document, Tokenization
+
+__all__ = [
+    "Strategy",
+    "register",
+    "registry",
+    "get_strategy",
+    "parse_spec",
+    "expand_spec",
+    "make_boundaries",
+    "SentenceEmbedder",
+]
+
+# (doc, tok, sentence_token_spans (n, 2) int32) -> (n, dim) float32 sentence vectors
+SentenceEmbedder = Callable[[Document, Tokenization, np.ndarray], np.ndarray]
+
+_REGISTRY: dict[str, type[Strategy]] = {}
+
+
+class Strategy(ABC):
+    """One chunking strategy. Subclasses are frozen dataclasses; their fields are the parameters.
+
+    Each field should carry ``metadata={"help": "..."}`` for ``latechunk strategies``.
+    """
+
+    name: ClassVar[str] = ""
+    #: one line: what the strategy bets about where a fact ends
+    bet: ClassVar[str] = ""
+    #: True when split() needs sentence vectors (``semantic``); the pipeline then passes ``embed_sentences``
+    needs_embedder: ClassVar[bool] = False
+
+    @abstractmethod
+    def split(self, doc: Document, tok: Tokenization, embed_sentences: SentenceEmbedder | None = None) -> Boundaries:
+        """Cut ``doc`` into chunks.
+
+        Args:
+            doc: The document.
+            tok: Its one whole-document tokenization.
+            embed_sentences: Only for strategies with ``needs_embedder``: maps sentence token spans to vectors.
+
+        Returns:
+            Boundaries whose token spans cover content tokens only and whose char spans are exact slices.
+        """
+
+    @property
+    def spec(self) -> str:
+        """Canonical SPEC string: ``name:key=value,...`` with every parameter, in field order."""
+        params = ",".join(f"{f.name}={_fmt(getattr(self, f.name))}" for f in dataclasses.fields(self))  # type: ignore[arg-type]
+        return f"{self.name}:{params}" if params else self.name
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, **dataclasses.asdict(self)}  # type: ignore[call-overload]
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+def register(name: str) -> Callable[[type[Strategy]], type[Strategy]]:
+    """Class decorator: register a strategy under ``name``."""
+
+    def deco(cls: type[Strategy]) -> type[Strategy]:
+        if name in _REGISTRY:
+            raise ValueError(f"strategy {name!r} is already registered")
+        cls.name = name
+        _REGISTRY[name] = cls
+        return cls
+
+    return deco
+
+
+def registry() -> dict[str, type[Strategy]]:
+    """All registered strategies by name (imports the built-in ones)."""
+    import latechunk.strategies  # noqa: F401  (registers the built-ins)
+
+    return dict(_REGISTRY)
+
+
+def _convert(cls_name: str, fname: str, ftype: Any, raw: str) -> Any:
+    t = ftype if isinstance(ftype, str) else getattr(ftype, "__name__", str(ftype))
+    t = t.replace(" ", "")
+    try:
+        if t in ("int",):
+            return int(raw)
+        if t in ("float",):
+            return float(raw)
+        if t in ("bool",):
+            if raw.lower() in ("1", "true", "yes", "on"):
+                return True
+            if raw.lower() in ("0", "false", "no", "off"):
+                return False
+            raise ValueError(raw)
+        if t.startswith("int|None") or t.startswith("None|int") or t == "Optional[int]":
+            return None if raw.lower() in ("none", "") else int(raw)
+        if t.startswith("tuple[int"):
+            return tuple(int(x) for x in raw.split("/") if x)
+        if t.startswith("tuple[str"):
+            return tuple(x for x in raw.split("/") if x)
+    except ValueError as err:
+        raise ValueError(f"strategy {cls_name!r}: parameter {fname}={raw!r} is not a valid {t}") from err
+    return raw
+
+
+def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
+    """Split ``name:key=value,key=value`` into the name and raw string parameters.
+
+    Raises:
+        ValueError: on an unknown strategy name or a malformed ``key=value`` pair.
+    """
+    spec = spec.strip()
+    name, _, rest = spec.partition(":")
+    name = name.strip()
+    known = registry()
+    if name not in known:
+        raise ValueError(f"unknown strategy {name!r}; choose one of: {', '.join(sorted(known))}")
+    params: dict[str, str] = {}
+    for part in filter(None, (p.strip() for p in rest.split(","))):
+        key, eq, value = part.partition("=")
+        if not eq or not key.strip():
+            raise ValueError(f"strategy spec {spec!r}: expected key=value, got {part!r}")
+        params[key.strip()] = value.strip()
+    return name, params
+
+
+def get_strategy(spec: str | Strategy) -> Strategy:
+    """Build a strategy from a SPEC string (``fixed:size=256,overlap=32``).
+
+    Raises:
+        ValueError: on an unknown name, an unknown parameter, or a value the strategy rejects.
+    """
+    if isinstance(spec, Strategy):
+        return spec
+    name, raw = parse_spec(spec)
+    cls = registry()[name]
+    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    aliases = getattr(cls, "aliases", {})
+    kwargs: dict[str, Any] = {}
+    for key, value in raw.items():
+        key = aliases.get(key, key)
+        if key not in fields:
+            raise ValueError(
+                f"strategy {name!r} has no parameter {key!r}; its parameters are: {', '.join(fields) or '(none)'}"
+            )
+        if "|" in value:
+            raise ValueError(f"strategy spec {spec!r}: '|' sweeps are for `latechunk compare`; give one value")
+        kwargs[key] = _convert(name, key, fields[key].type, value)
+    return cls(**kwargs)
+
+
+def expand_spec(spec: str) -> list[str]:
+    """Expand a sweep SPEC (``fixed:size=128|256,overlap=0``) into one SPEC per combination, in order."""
+    name, raw = parse_spec(spec)
+    if not raw:
+        return [name]
+    keys = list(raw)
+    choices = [raw[k].split("|") for k in keys]
+    return [f"{name}:" + ",".join(f"{k}={v}" for k, v in zip(keys, combo)) for combo in itertools.product(*choices)]
+
+
+def make_boundaries(
+    doc: Document,
+    tok: Tokenization,
+    token_spans: np.ndarray | list[tuple[int, int]],
+    strategy: str,
+    heading_paths: tuple[tuple[str, ...], ...] | None = None,
+    contexts: tuple[str, ...] | None = None,
+) -> Boundaries:
+    """Build :class:`Boundaries` from content token spans; char spans come from the token offsets.
+
+    Args:
+        token_spans: (n, 2), int. Half-open token spans inside the content tokens.
+
+    Returns:
+        Boundaries with ``char_spans = char_spans_from_token_spans(doc.text, tok, token_spans)``.
+    """
+    ts = np.asarray(token_spans, dtype=np.int32).reshape(-1, 2)
+    cs = char_spans_from_token_spans(doc.text, tok, ts)
+    return Boundaries(
+        doc_id=doc.doc_id,
+        token_spans=ts,
+        char_spans=cs,
+        heading_paths=heading_paths or (),
+        contexts=contexts or (),
+        strategy=strategy,
+    )
