@@ -1,0 +1,197 @@
+"""Tests of eval/datasets.py on hand-made miniatures (tests/data/eval_mini/) and on the real shared data."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from eval.datasets import (
+    DATA_ENV_VAR,
+    EvalDataset,
+    Query,
+    data_root,
+    load_beir,
+    load_chroma,
+    load_dataset,
+    load_squad,
+)
+from latechunk.types import Document
+
+MINI = Path(__file__).parent / "data" / "eval_mini"
+REAL = data_root()
+
+
+# ---------------------------------------------------------------- Chroma
+
+
+def test_load_chroma_mini():
+    ds = load_chroma(MINI / "chroma")
+    assert ds.name == "chroma"
+    assert [d.doc_id for d in ds.documents] == ["alpha", "beta"]
+    assert ds.document("beta").text == "Café owners open early. Naïve bakers burn bread."
+    assert [q.query_id for q in ds.queries] == ["0", "1", "2"]
+    # "Café owners open early." is 23 chars (é is 1 code point, 2 bytes), a space, then "Naïve" at 24.
+    assert ds.queries[1].spans == (("beta", 24, 48),)
+    assert ds.queries[2].spans == (("beta", 0, 23), ("beta", 37, 41))
+    assert ds.span_text(("beta", 37, 41)) == "burn"
+    assert ds.qrels is None
+    assert ds.doc_qrels() == {"0": {"alpha": 1}, "1": {"beta": 1}, "2": {"beta": 1}}
+
+
+def test_load_chroma_keeps_crlf(tmp_path):
+    root = tmp_path / "c"
+    (root / "corpora").mkdir(parents=True)
+    (root / "corpora" / "x.md").write_bytes(b"line one\r\nline two\r\n")
+    refs = [{"content": "line two", "start_index": 10, "end_index": 18}]  # offsets count the "\r"
+    with open(root / "questions_df.csv", "w", newline="", encoding="utf-8") as f:
+        csv.writer(f).writerows([["question", "references", "corpus_id"], ["q?", json.dumps(refs), "x"]])
+    ds = load_chroma(root)
+    assert ds.document("x").text == "line one\r\nline two\r\n"
+    assert ds.queries[0].spans == (("x", 10, 18),)
+
+
+def test_load_chroma_bad_span_names_query(tmp_path):
+    root = tmp_path / "c"
+    shutil.copytree(MINI / "chroma", root)
+    with open(root / "questions_df.csv", "a", newline="", encoding="utf-8") as f:
+        bad = [{"content": "Dogs", "start_index": 0, "end_index": 4}]  # text[0:4] is "Cats"
+        csv.writer(f).writerow(["Where are the dogs?", json.dumps(bad), "alpha"])
+    with pytest.raises(ValueError, match=r"query '3'.*\[0, 4\)"):
+        load_chroma(root)
+
+
+def test_load_chroma_unknown_corpus(tmp_path):
+    root = tmp_path / "c"
+    shutil.copytree(MINI / "chroma", root)
+    (root / "corpora" / "beta.md").unlink()
+    with pytest.raises(ValueError, match="beta"):
+        load_chroma(root)
+
+
+# ---------------------------------------------------------------- SQuAD
+
+
+def test_load_squad_mini():
+    ds = load_squad(MINI / "squad_mini.json")
+    assert ds.name == "squad_mini"
+    rivers = ds.document("Rivers")
+    assert rivers.text == "The Nile is long.\n\nThe Amazon is wide."
+    assert rivers.metadata["paragraph_char_spans"] == [[0, 17], [19, 38]]
+    spans = ds.spans_by_query()
+    # "Nile" at paragraph offset 4; "Amazon" at 4 in paragraph 2, shifted by len("The Nile is long.")+2 = 19
+    assert spans == {"r1": (("Rivers", 4, 8),), "r2": (("Rivers", 23, 29),), "h1": (("Hills", 9, 14),)}
+    assert ds.span_text(spans["r2"][0]) == "Amazon"
+
+
+def test_load_squad_all_answers_dedups():
+    ds = load_squad(MINI / "squad_mini.json", answers="all")
+    # three listed answers, two distinct spans: "Amazon" [23, 29) twice and "The Amazon" [19, 29)
+    assert ds.spans_by_query()["r2"] == (("Rivers", 23, 29), ("Rivers", 19, 29))
+
+
+def test_load_squad_bad_offset_and_unanswerable(tmp_path):
+    payload = json.loads((MINI / "squad_mini.json").read_text())
+    payload["data"][1]["paragraphs"][0]["qas"][0]["answers"][0]["answer_start"] = 8
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(payload))
+    with pytest.raises(ValueError, match="h1"):
+        load_squad(bad)
+    payload = json.loads((MINI / "squad_mini.json").read_text())
+    payload["data"][1]["paragraphs"][0]["qas"].append(
+        {"id": "h2", "question": "Unanswerable?", "answers": [], "is_impossible": True}
+    )
+    v2 = tmp_path / "v2.json"
+    v2.write_text(json.dumps(payload))
+    with pytest.raises(ValueError, match="h2"):
+        load_squad(v2)
+    assert [q.query_id for q in load_squad(v2, skip_unanswerable=True).queries] == ["r1", "r2", "h1"]
+
+
+# ---------------------------------------------------------------- BEIR
+
+
+def test_load_beir_mini():
+    ds = load_beir(MINI / "beir")
+    assert ds.name == "beir"
+    assert ds.document("d1").text == "Tea\n\nGreen tea has caffeine."
+    assert ds.document("d2").text == "Water has none."  # empty title: body only
+    assert ds.document("d1").metadata["title"] == "Tea"
+    assert [q.query_id for q in ds.queries] == ["q1", "q2"]  # q3 is only in train qrels
+    assert all(q.spans == () for q in ds.queries)
+    assert ds.qrels == {"q1": {"d1": 2, "d3": 1}, "q2": {"d2": 1, "d1": 0}}
+    assert ds.doc_qrels() == ds.qrels and ds.doc_qrels() is not ds.qrels
+    train = load_beir(MINI / "beir", split="train")
+    assert [q.query_id for q in train.queries] == ["q3"]
+
+
+def test_load_beir_falls_back_to_first_qrels(tmp_path):
+    root = tmp_path / "b"
+    shutil.copytree(MINI / "beir", root)
+    (root / "qrels" / "test.tsv").unlink()
+    assert [q.query_id for q in load_beir(root).queries] == ["q3"]
+
+
+# ---------------------------------------------------------------- dispatch and validation
+
+
+def test_load_dataset_dispatch(monkeypatch, tmp_path):
+    assert load_dataset(str(MINI / "chroma")).name == "chroma"
+    assert load_dataset(MINI / "beir").qrels is not None
+    assert load_dataset(MINI / "squad_mini.json").name == "squad_mini"
+    with pytest.raises(ValueError, match="not a known name"):
+        load_dataset(str(tmp_path))
+    data = tmp_path / "data"
+    shutil.copytree(MINI / "chroma", data / "chroma_chunking_eval")
+    monkeypatch.setenv(DATA_ENV_VAR, str(data))
+    assert data_root() == data
+    assert len(load_dataset("chroma").queries) == 3
+    with pytest.raises(FileNotFoundError, match=DATA_ENV_VAR):
+        load_dataset("xquad")
+
+
+def test_eval_dataset_validation():
+    doc = Document("a", "hello")
+    with pytest.raises(ValueError, match="exceeds"):
+        EvalDataset("x", (doc,), (Query("q", "?", (("a", 0, 6),)),))
+    with pytest.raises(ValueError, match="unknown document"):
+        EvalDataset("x", (doc,), (Query("q", "?", (("b", 0, 1),)),))
+    with pytest.raises(ValueError, match="duplicate doc_id"):
+        EvalDataset("x", (doc, doc), ())
+    with pytest.raises(ValueError, match="duplicate query_id"):
+        EvalDataset("x", (doc,), (Query("q", "?"), Query("q", "!")))
+    with pytest.raises(ValueError, match="unknown queries"):
+        EvalDataset("x", (doc,), (Query("q", "?"),), {"z": {"a": 1}})
+    with pytest.raises(ValueError, match="char_start < char_end"):
+        Query("q", "?", (("a", 3, 3),))
+
+
+# ---------------------------------------------------------------- real data
+
+
+@pytest.mark.skipif(
+    not (REAL / "chroma_chunking_eval" / "questions_df.csv").is_file(), reason="shared data missing"
+)
+def test_real_chroma_counts():
+    ds = load_dataset("chroma")
+    assert len(ds.documents) == 5
+    assert len(ds.queries) == 472
+    assert sum(len(q.spans) for q in ds.queries) == 790
+    assert len(ds.document("finance").text) == 737_905
+    assert ds.span_text(("state_of_the_union", 27346, 27425)) == (
+        "My administration announced we’re cutting credit card late fees from $32 to $8."
+    )
+
+
+@pytest.mark.skipif(not (REAL / "xquad_en" / "xquad.en.json").is_file(), reason="shared data missing")
+def test_real_xquad_counts():
+    ds = load_dataset("xquad")
+    assert ds.name == "xquad"
+    assert len(ds.documents) == 48
+    assert len(ds.queries) == 1190
+    assert all(len(q.spans) == 1 for q in ds.queries)
+    assert sum(len(d.metadata["paragraph_char_spans"]) for d in ds.documents) == 240
+    assert ds.span_text(ds.spans_by_query()["56beb4343aeaaa14008c925b"][0]) == "308"
