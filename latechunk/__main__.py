@@ -1,0 +1,5 @@
+"""``python -m latechunk`` runs the command line."""
+
+from latechunk.cli import main
+
+main()

@@ -1,0 +1,314 @@
+"""The ``latechunk`` command line: embed, search, chunk, strategies (and compare, verify).
+
+Run ``latechunk COMMAND --help`` for each command's options.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+app = typer.Typer(
+    help=(
+        "Late chunking: encode each document once, pool one vector per chunk from its token states.\n\n"
+        "Typical use: `latechunk embed docs/ --out idx` then `latechunk search idx \"question\"`."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+DEFAULT_STRATEGY = "recursive:max_tokens=256"
+
+
+def _fail(msg: str, code: int = 2) -> None:
+    typer.secho(f"error: {msg}", fg=typer.colors.RED, err=True)
+    raise typer.Exit(code)
+
+
+def _versions() -> dict:
+    import faiss
+    import numpy
+    import torch
+    import transformers
+
+    import latechunk
+
+    return {
+        "latechunk": latechunk.__version__,
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "faiss": getattr(faiss, "__version__", "?"),
+        "numpy": numpy.__version__,
+        "platform": platform.platform(),
+    }
+
+
+def _sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+ModelOpt = Annotated[
+    Optional[str],
+    typer.Option("--model", "-m", help="Hugging Face model id or local folder. Default: bundled all-MiniLM-L6-v2 (offline)."),
+]
+DeviceOpt = Annotated[str, typer.Option("--device", help="auto (CUDA when present), cpu, cuda, cuda:N.")]
+
+
+@app.command()
+def embed(
+    inputs: Annotated[list[Path], typer.Argument(help=".md/.txt files, folders of them, .jsonl (id/text) or BEIR corpus.jsonl.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output folder: index.faiss, chunks.parquet, manifest.json.")],
+    model: ModelOpt = None,
+    strategy: Annotated[str, typer.Option("--strategy", "-s", help="SPEC: name or name:key=value,... (see `latechunk strategies`).")] = DEFAULT_STRATEGY,
+    mode: Annotated[str, typer.Option("--mode", help="late (encode the document once, pool per chunk) or naive (encode each chunk alone).")] = "late",
+    device: DeviceOpt = "auto",
+    dtype: Annotated[Optional[str], typer.Option(help="float32, bfloat16, float16. Default: bf16 on CUDA, fp32 on CPU.")] = None,
+    window: Annotated[Optional[int], typer.Option(help="Macro-window size in tokens (frame included). Default: the model's limit.")] = None,
+    window_overlap: Annotated[Optional[int], typer.Option(help="Tokens shared by consecutive macro windows. Default: a quarter of the window.")] = None,
+    batch_tokens: Annotated[int, typer.Option(help="Token budget per forward batch (padded tokens).")] = 16384,
+    index: Annotated[str, typer.Option("--index", help="flat (exact inner product) or hnsw.")] = "flat",
+    hnsw_m: Annotated[int, typer.Option(help="HNSW: graph degree M.")] = 32,
+    ef_construction: Annotated[int, typer.Option(help="HNSW: build beam width.")] = 200,
+    ef_search: Annotated[int, typer.Option(help="HNSW: search beam width.")] = 128,
+    normalize: Annotated[bool, typer.Option(help="L2-normalise chunk vectors (cosine search).")] = True,
+    include_special: Annotated[bool, typer.Option(help="Late mode: first/last chunk absorb [CLS]/prefix/[SEP] states.")] = False,
+    macro_windows: Annotated[bool, typer.Option(help="Encode long documents in overlapping macro windows; off: skip them (listed).")] = True,
+    trust_remote_code: Annotated[bool, typer.Option(help="Run the model repository's own code (only for models that need it).")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing output folder.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
+) -> None:
+    """Chunk and embed documents; write a FAISS index, the chunk table and a manifest.
+
+    Example: latechunk embed ../shared/data/chroma_chunking_eval/corpora --out out/chroma --strategy fixed:size=256
+    """
+    from latechunk.encoder import Encoder
+    from latechunk.export import IndexSpec, build_index, chunk_table, write_output
+    from latechunk.io import iter_inputs
+    from latechunk.pipeline import Skipped, embed as run_embed
+    from latechunk.strategies import get_strategy
+
+    # validate everything before any work
+    if mode not in ("late", "naive"):
+        _fail(f"--mode must be 'late' or 'naive', got {mode!r}")
+    try:
+        strat = get_strategy(strategy)
+        spec = IndexSpec(kind=index, hnsw_m=hnsw_m, ef_construction=ef_construction, ef_search=ef_search,
+                         metric="cosine" if normalize else "ip")
+        missing = [str(p) for p in inputs if not p.exists()]
+        if missing:
+            raise ValueError(f"input path(s) not found: {', '.join(missing)}")
+    except ValueError as err:
+        _fail(str(err))
+    if out.exists() and any(out.iterdir()) and not force:
+        _fail(f"output folder {out} exists and is not empty; pass --force to overwrite")
+    t_start = time.time()
+    try:
+        encoder = Encoder(model, device=device, dtype=dtype, window=window, window_overlap=window_overlap,
+                          batch_tokens=batch_tokens, trust_remote_code=trust_remote_code)
+    except ValueError as err:
+        _fail(str(err))
+
+    skipped: list[Skipped] = []
+
+    def documents():
+        for item in iter_inputs(inputs):
+            if isinstance(item, Skipped):
+                skipped.append(item)
+            else:
+                yield item
+
+    result = run_embed(documents(), [strat], encoder, modes=(mode,), normalize=normalize,
+                       include_special=include_special, macro_windows=macro_windows, progress=not quiet)
+    run = result.runs[strat.spec]
+    vectors = run.vectors[mode]
+    idx = build_index(vectors.vectors, spec, dim=encoder.dim)
+    table = chunk_table(result.documents, run.boundaries, strat.spec)
+    all_skipped = skipped + result.skipped
+    manifest = {
+        "format": "latechunk-index/1",
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "model": encoder.describe(),
+        "strategy": {"spec": strat.spec, **dataclasses.asdict(strat), "name": strat.name},
+        "mode": mode,
+        "normalize": normalize,
+        "include_special": include_special,
+        "macro_windows": macro_windows,
+        "dim": encoder.dim,
+        "index": {**spec.to_dict(), "ntotal": int(idx.ntotal), "file": "index.faiss"},
+        "inputs": [str(p) for p in inputs],
+        "counts": {
+            "documents_in": len(result.documents) + len(all_skipped),
+            "documents_embedded": len(result.documents),
+            "documents_skipped": len(all_skipped),
+            "chunks": run.n_chunks,
+            "content_tokens": result.stats["content_tokens"],
+            "tokens_encoded": run.tokens_encoded.get(mode, 0),
+            "forward_calls": result.stats["forward_calls"][mode],
+        },
+        "documents": [
+            {"doc_id": d.doc_id, "chunks": len(b), "sha256": _sha256_text(d.text), "source": d.metadata.get("source", "")}
+            for d, b in zip(result.documents, run.boundaries)
+        ],
+        "skipped": [{"doc_id": s.doc_id, "reason": s.reason, "source": s.source} for s in all_skipped],
+        "seconds": {k: round(v, 3) for k, v in result.stats["seconds"].items()} | {"total": round(time.time() - t_start, 3)},
+        "versions": _versions(),
+    }
+    write_output(out, idx, table, manifest)
+    c = manifest["counts"]
+    typer.echo(
+        f"embedded {c['documents_embedded']}/{c['documents_in']} documents -> {c['chunks']} chunks "
+        f"({mode}, {strat.spec}, {c['tokens_encoded']} tokens encoded, {manifest['seconds']['total']:.1f} s) into {out}"
+    )
+    for s in all_skipped:
+        typer.secho(f"skipped {s.doc_id}: {s.reason}", fg=typer.colors.YELLOW, err=True)
+
+
+@app.command()
+def search(
+    out: Annotated[Path, typer.Argument(help="A folder written by `latechunk embed`.")],
+    query: Annotated[str, typer.Argument(help="The query text (embedded with the model's query prompt).")],
+    k: Annotated[int, typer.Option("-k", help="Number of results.")] = 5,
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list of results, best first.")] = False,
+    device: DeviceOpt = "auto",
+    model: ModelOpt = None,
+) -> None:
+    """Search an index: prints doc id, char span, score and a snippet of the best chunks."""
+    from latechunk.encoder import Encoder
+    from latechunk.export import load_output, search_index
+
+    if k < 1:
+        _fail(f"-k must be >= 1, got {k}")
+    try:
+        index, table, manifest = load_output(out)
+    except ValueError as err:
+        _fail(str(err))
+    m = manifest["model"]
+    name = model or (m["path"] if Path(m["path"]).is_dir() else m["name"])
+    try:
+        encoder = Encoder(name, device=device, max_length=m.get("max_length"), query_prompt=m.get("query_prompt"))
+    except ValueError as err:
+        _fail(str(err))
+    if m.get("sha256") and encoder.model_hash and encoder.model_hash != m["sha256"]:
+        typer.secho("warning: the model's weights differ from the ones the index was built with", fg="yellow", err=True)
+    xq = encoder.encode_texts([query], kind="query", normalize=manifest.get("normalize", True))
+    D, I = search_index(index, xq, k, metric=manifest.get("index", {}).get("metric", "cosine"))
+    rows = table.to_pylist()
+    results = []
+    for rank, (score, i) in enumerate(zip(D[0].tolist(), I[0].tolist()), 1):
+        if i < 0:
+            continue
+        r = rows[i]
+        results.append({
+            "rank": rank, "score": float(score), "doc_id": r["doc_id"], "chunk_index": r["chunk_index"],
+            "char_start": r["char_start"], "char_end": r["char_end"], "token_start": r["token_start"],
+            "token_end": r["token_end"], "heading_path": r["heading_path"], "text": r["text"],
+        })
+    if as_json:
+        typer.echo(json.dumps(results, ensure_ascii=False, indent=2))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title=f"top {len(results)} for: {query}")
+    for col in ("rank", "score", "doc_id", "char span", "snippet"):
+        t.add_column(col, overflow="fold")
+    for r in results:
+        snippet = " ".join(r["text"].split())
+        t.add_row(str(r["rank"]), f"{r['score']:.4f}", r["doc_id"], f"[{r['char_start']}, {r['char_end']})",
+                  snippet[:160] + ("…" if len(snippet) > 160 else ""))
+    Console().print(t)
+
+
+@app.command()
+def chunk(
+    inputs: Annotated[list[Path], typer.Argument(help=".md/.txt files, folders or .jsonl.")],
+    strategy: Annotated[str, typer.Option("--strategy", "-s", help="SPEC, e.g. fixed:size=256,overlap=32.")] = DEFAULT_STRATEGY,
+    model: ModelOpt = None,
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write JSONL here (default: stdout).")] = None,
+    device: DeviceOpt = "auto",
+) -> None:
+    """Write chunk records as JSONL (one line per chunk). Needs the model's tokenizer only, except `semantic`."""
+    from latechunk.encoder import resolve_model_path
+    from latechunk.io import iter_inputs
+    from latechunk.pipeline import Skipped, chunk_documents, embed as run_embed
+    from latechunk.strategies import get_strategy
+    from latechunk.tokenize import DocumentTokenizer
+
+    try:
+        strat = get_strategy(strategy)
+        docs_and_skips = list(iter_inputs(inputs)) if strat.needs_embedder else None
+    except ValueError as err:
+        _fail(str(err))
+    fh = open(out, "w", encoding="utf-8") if out else sys.stdout
+
+    def emit(doc, b):
+        for i, ((cs, ce), (ts, te), hp) in enumerate(zip(b.char_spans.tolist(), b.token_spans.tolist(), b.heading_paths)):
+            fh.write(json.dumps({"doc_id": doc.doc_id, "chunk_index": i, "char_start": cs, "char_end": ce,
+                                 "token_start": ts, "token_end": te, "heading_path": list(hp),
+                                 "strategy": strat.spec, "text": doc.text[cs:ce]}, ensure_ascii=False) + "\n")
+
+    n_chunks = n_docs = 0
+    if strat.needs_embedder:
+        from latechunk.encoder import Encoder
+
+        encoder = Encoder(model, device=device)
+        docs = [d for d in docs_and_skips if not isinstance(d, Skipped)]
+        res = run_embed(docs, [strat], encoder, modes=("late",))
+        for d, b in zip(res.documents, res.runs[strat.spec].boundaries):
+            emit(d, b)
+            n_docs += 1
+            n_chunks += len(b)
+        skipped = [s for s in docs_and_skips if isinstance(s, Skipped)] + res.skipped
+        for s in skipped:
+            typer.secho(f"skipped {s.doc_id}: {s.reason}", fg="yellow", err=True)
+    else:
+        tokenizer = DocumentTokenizer.from_pretrained(resolve_model_path(model))
+        stream = (d for d in iter_inputs(inputs) if not (isinstance(d, Skipped) and
+                  typer.secho(f"skipped {d.doc_id}: {d.reason}", fg="yellow", err=True) is None))
+        for doc, b, reason in chunk_documents(stream, strat, tokenizer):
+            if b is None:
+                typer.secho(f"skipped {doc.doc_id}: {reason}", fg="yellow", err=True)
+                continue
+            emit(doc, b)
+            n_docs += 1
+            n_chunks += len(b)
+    if out:
+        fh.close()
+        typer.echo(f"{n_chunks} chunks from {n_docs} documents -> {out}", err=True)
+
+
+@app.command()
+def strategies() -> None:
+    """List the chunking strategies, what each bets about where a fact ends, and their parameters."""
+    from latechunk.strategies import registry
+
+    for name, cls in registry().items():
+        typer.secho(f"{name}", bold=True, nl=False)
+        typer.echo(f"  — {cls.bet}" if cls.bet else "")
+        for f in dataclasses.fields(cls):
+            default = f.default if f.default is not dataclasses.MISSING else (
+                f.default_factory() if f.default_factory is not dataclasses.MISSING else "required")
+            help_ = f.metadata.get("help", "")
+            typer.echo(f"    {f.name} = {default!s:<8} {help_}")
+    typer.echo('\nSPEC syntax: name or name:key=value,key=value   e.g. "fixed:size=256,overlap=32"')
+
+
+def main() -> None:  # pragma: no cover
+    logging.basicConfig(level=os.environ.get("LATECHUNK_LOG", "WARNING"))
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,369 @@
+"""Tokenize once, encode once, pool many times: late and naive chunk vectors for many strategies.
+
+Late chunking (Günther et al. 2024, arXiv:2409.04669): the document is encoded once (or in overlapping macro
+windows) and each chunk vector is the mean of the token states in its token span. Naive chunking: each chunk's
+original substring is encoded on its own with the model's own pooling. Both modes use the *same* Boundaries.
+
+In late mode the token states of one document serve every strategy asked for in the same run: N strategies cost
+one forward pass per document (or per macro window), not N. Documents are processed in groups (a token budget),
+so memory stays bounded by the group, not the corpus.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from latechunk.encoder import Encoder
+from latechunk.pooling import segment_mean
+from latechunk.strategies.base import SentenceEmbedder, Strategy, get_strategy
+from latechunk.types import Boundaries, ChunkVectors, Document, Mode, Tokenization
+
+__all__ = ["EmbedResult", "StrategyRun", "Skipped", "embed", "chunk_documents", "late_vectors"]
+
+log = logging.getLogger("latechunk")
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A document that was not embedded, and why."""
+
+    doc_id: str
+    reason: str
+    source: str = ""
+
+
+@dataclass
+class StrategyRun:
+    """One strategy's output: Boundaries per embedded document, and vectors per mode.
+
+    Attributes:
+        strategy: The strategy.
+        boundaries: One Boundaries per embedded document, in document order.
+        vectors: ``{"late": ChunkVectors, "naive": ChunkVectors}`` for the modes asked for; row i of each is
+            chunk i of the concatenated boundaries (identical chunk records in both modes).
+        tokens_encoded: Tokens through the encoder per mode (for late: the shared pass, counted once per run).
+    """
+
+    strategy: Strategy
+    boundaries: list[Boundaries] = field(default_factory=list)
+    vectors: dict[str, ChunkVectors] = field(default_factory=dict)
+    tokens_encoded: dict[str, int] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def n_chunks(self) -> int:
+        return sum(len(b) for b in self.boundaries)
+
+
+@dataclass
+class EmbedResult:
+    """The output of :func:`embed`.
+
+    Attributes:
+        documents: The embedded documents, in input order.
+        tokenizations: Their tokenizations (same order).
+        skipped: Documents not embedded, with reasons.
+        runs: ``{strategy spec: StrategyRun}``, in the order the strategies were given.
+        stats: Counters: documents, content tokens, forward calls and tokens per pass, seconds per stage.
+    """
+
+    documents: list[Document]
+    tokenizations: list[Tokenization]
+    skipped: list[Skipped]
+    runs: dict[str, StrategyRun]
+    stats: dict
+
+    def run(self, spec: str | Strategy) -> StrategyRun:
+        """The run of a strategy given by any SPEC form (``fixed`` finds ``fixed:size=256,overlap=0``)."""
+        return self.runs[get_strategy(spec).spec]
+
+
+def _late_embedder(states: torch.Tensor) -> SentenceEmbedder:
+    def embed_sentences(doc: Document, tok: Tokenization, spans: np.ndarray) -> np.ndarray:
+        return segment_mean(states, spans, normalize=True).cpu().numpy()
+
+    return embed_sentences
+
+
+def _model_embedder(encoder: Encoder) -> SentenceEmbedder:
+    def embed_sentences(doc: Document, tok: Tokenization, spans: np.ndarray) -> np.ndarray:
+        offs = tok.offsets
+        texts = [doc.text[int(offs[a, 0]) : int(offs[b - 1, 1])] for a, b in spans.tolist()]
+        return encoder.encode_texts(texts, kind="plain")
+
+    return embed_sentences
+
+
+def _pool_spans(b: Boundaries, tok: Tokenization, include_special: bool) -> np.ndarray:
+    spans = b.token_spans.astype(np.int64, copy=True)
+    if include_special and len(spans):
+        # jina's convention: the first chunk absorbs the lead frame, the last the trail frame
+        spans[0, 0] = 0
+        spans[-1, 1] = len(tok)
+    return spans
+
+
+def late_vectors(
+    states: Sequence[torch.Tensor],
+    toks: Sequence[Tokenization],
+    boundaries: Sequence[Boundaries],
+    normalize: bool = True,
+    include_special: bool = False,
+) -> np.ndarray:
+    """Late-chunking vectors of several documents in one segment-mean call (packed, one kernel launch on CUDA).
+
+    Args:
+        states: Per document (n_tokens_i, dim) float token states.
+        toks: Their tokenizations.
+        boundaries: Their boundaries.
+        normalize: L2-normalise each chunk vector.
+        include_special: Let the first/last chunk absorb the frame tokens (default: excluded).
+
+    Returns:
+        (total_chunks, dim) float32 on the host; row order = documents in order, chunks in order.
+    """
+    spans, offset = [], 0
+    for st, tok, b in zip(states, toks, boundaries):
+        spans.append(_pool_spans(b, tok, include_special) + offset)
+        offset += st.shape[0]
+    if not spans or offset == 0:
+        dim = states[0].shape[1] if states else 0
+        return np.zeros((0, dim), dtype=np.float32)
+    packed = states[0] if len(states) == 1 else torch.cat(list(states), dim=0)
+    out = segment_mean(packed, np.concatenate(spans).reshape(-1, 2), normalize=normalize)
+    return out.cpu().numpy().astype(np.float32, copy=False)
+
+
+def _groups(items: Iterable, budget: int) -> Iterator[list]:
+    group, tokens = [], 0
+    for item in items:
+        group.append(item)
+        tokens += len(item[1])
+        if tokens >= budget:
+            yield group
+            group, tokens = [], 0
+    if group:
+        yield group
+
+
+def embed(
+    documents: Iterable[Document],
+    strategies: Sequence[str | Strategy],
+    encoder: Encoder,
+    modes: Sequence[Mode] = ("late",),
+    normalize: bool = True,
+    include_special: bool = False,
+    macro_windows: bool = True,
+    group_tokens: int = 1 << 18,
+    progress: bool = False,
+    sentence_encoders: dict[str, Encoder] | None = None,
+) -> EmbedResult:
+    """Chunk and embed documents with several strategies at once.
+
+    Each document is tokenized once. In late mode its token states are computed once and pooled for every
+    strategy. Naive mode encodes every chunk's text on its own. Strategies needing sentence vectors
+    (``semantic``) get them from the same late states (``source=late``) or from the named model.
+
+    Args:
+        documents: Input documents (an iterable: consumed once, in groups of about ``group_tokens`` tokens).
+        strategies: SPEC strings or Strategy objects.
+        encoder: The :class:`Encoder`.
+        modes: Any of ``"late"``, ``"naive"``.
+        normalize: L2-normalise chunk vectors.
+        include_special: Late mode: the first/last chunk absorb the frame tokens (default excluded).
+        macro_windows: If False, a document longer than the model limit is skipped with its token count
+            instead of being encoded in macro windows (never silently truncated).
+        group_tokens: Documents are processed in groups of about this many tokens (bounds memory).
+        progress: Show a progress bar (documents).
+        sentence_encoders: Encoders for ``semantic:source=MODEL`` by model name (built on demand otherwise).
+
+    Returns:
+        EmbedResult: embedded documents, skipped documents with reasons, per-strategy boundaries and vectors.
+
+    Raises:
+        ValueError: on an unknown mode or strategy spec (before any work).
+    """
+    for m in modes:
+        if m not in ("late", "naive"):
+            raise ValueError(f"mode must be 'late' or 'naive', got {m!r}")
+    if not modes:
+        raise ValueError("give at least one mode: late, naive")
+    strats = [get_strategy(s) for s in strategies]
+    if not strats:
+        raise ValueError("give at least one strategy")
+    specs = [s.spec for s in strats]
+    if len(set(specs)) != len(specs):
+        raise ValueError(f"the same strategy was given twice: {specs}")
+    sentence_encoders = dict(sentence_encoders or {})
+    runs = {s.spec: StrategyRun(strategy=s) for s in strats}
+    late_vecs: dict[str, list[np.ndarray]] = {s.spec: [] for s in strats}
+    naive_vecs: dict[str, list[np.ndarray]] = {s.spec: [] for s in strats}
+    need_states = "late" in modes or any(
+        s.needs_embedder and getattr(s, "source", "late") == "late" for s in strats
+    )
+    embedded: list[Document] = []
+    toks_out: list[Tokenization] = []
+    skipped: list[Skipped] = []
+    stats = {
+        "documents_in": 0,
+        "content_tokens": 0,
+        "late_tokens": 0,
+        "naive_tokens": 0,
+        "forward_calls": {"late": 0, "naive": 0},
+        "seconds": {"tokenize": 0.0, "late_encode": 0.0, "split": 0.0, "pool": 0.0, "naive_encode": 0.0},
+    }
+    sec = stats["seconds"]
+
+    def tokenized() -> Iterator[tuple[Document, Tokenization]]:
+        for doc in documents:
+            stats["documents_in"] += 1
+            t0 = time.perf_counter()
+            try:
+                tok = encoder.tokenizer(doc)
+            except Exception as err:  # noqa: BLE001  (a bad document is listed, never fatal)
+                skipped.append(Skipped(doc.doc_id, f"tokenizer failed: {type(err).__name__}: {err}"))
+                continue
+            finally:
+                sec["tokenize"] += time.perf_counter() - t0
+            if tok.n_content == 0:
+                skipped.append(Skipped(doc.doc_id, "empty or whitespace-only (no tokens)"))
+                continue
+            if not macro_windows and len(tok) > encoder.window:
+                skipped.append(
+                    Skipped(doc.doc_id, f"{len(tok)} tokens > model limit {encoder.window} and macro windows are off")
+                )
+                continue
+            yield doc, tok
+
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(unit="doc", desc="embed")
+
+    for group in _groups(tokenized(), group_tokens):
+        docs = [d for d, _ in group]
+        toks = [t for _, t in group]
+        states: list[torch.Tensor] = []
+        if need_states:
+            before = dict(encoder.stats)
+            t0 = time.perf_counter()
+            states = encoder.token_states(toks, progress=progress)
+            sec["late_encode"] += time.perf_counter() - t0
+            stats["late_tokens"] += encoder.stats["tokens"] - before["tokens"]
+            stats["forward_calls"]["late"] += encoder.stats["forward_calls"] - before["forward_calls"]
+        # split every document with every strategy; a failing document is skipped for all strategies
+        t0 = time.perf_counter()
+        keep: list[int] = []
+        bounds: list[list[Boundaries]] = []
+        for i, (doc, tok) in enumerate(group):
+            try:
+                per = []
+                for s in strats:
+                    emb = None
+                    if s.needs_embedder:
+                        source = getattr(s, "source", "late")
+                        if source == "late":
+                            emb = _late_embedder(states[i])
+                        else:
+                            if source not in sentence_encoders:
+                                sentence_encoders[source] = Encoder(source, device=str(encoder.device))
+                            emb = _model_embedder(sentence_encoders[source])
+                    per.append(s.split(doc, tok, emb))
+            except Exception as err:  # noqa: BLE001
+                log.warning("document %r skipped: %s: %s", doc.doc_id, type(err).__name__, err)
+                skipped.append(Skipped(doc.doc_id, f"chunking failed: {type(err).__name__}: {err}"))
+                continue
+            keep.append(i)
+            bounds.append(per)
+        sec["split"] += time.perf_counter() - t0
+        docs = [docs[i] for i in keep]
+        toks = [toks[i] for i in keep]
+        states = [states[i] for i in keep] if states else []
+        embedded.extend(docs)
+        toks_out.extend(toks)
+        stats["content_tokens"] += sum(t.n_content for t in toks)
+        for j, s in enumerate(strats):
+            b_list = [per[j] for per in bounds]
+            runs[s.spec].boundaries.extend(b_list)
+            if "late" in modes:
+                t0 = time.perf_counter()
+                late_vecs[s.spec].append(late_vectors(states, toks, b_list, normalize, include_special))
+                dt = time.perf_counter() - t0
+                sec["pool"] += dt
+                runs[s.spec].seconds["pool"] = runs[s.spec].seconds.get("pool", 0.0) + dt
+        if "naive" in modes:
+            # each strategy's chunk texts of the group in one length-sorted encode call
+            for j, s in enumerate(strats):
+                texts = []
+                for doc, per in zip(docs, bounds):
+                    b = per[j]
+                    for (cs, ce), ctx in zip(b.char_spans.tolist(), b.contexts):
+                        chunk = doc.text[cs:ce]
+                        texts.append(f"{ctx}\n{chunk}" if ctx else chunk)
+                before = dict(encoder.stats)
+                t0 = time.perf_counter()
+                naive_vecs[s.spec].append(encoder.encode_texts(texts, kind="document", normalize=normalize))
+                dt = time.perf_counter() - t0
+                sec["naive_encode"] += dt
+                run = runs[s.spec]
+                run.seconds["naive"] = run.seconds.get("naive", 0.0) + dt
+                n_tok = encoder.stats["tokens"] - before["tokens"]
+                run.tokens_encoded["naive"] = run.tokens_encoded.get("naive", 0) + n_tok
+                stats["naive_tokens"] += n_tok
+                stats["forward_calls"]["naive"] += encoder.stats["forward_calls"] - before["forward_calls"]
+        del states
+        if bar is not None:
+            bar.update(len(group))
+    if bar is not None:
+        bar.close()
+
+    dim = encoder.dim
+    for s in strats:
+        run = runs[s.spec]
+        counts = np.asarray([len(b) for b in run.boundaries], dtype=np.int64)
+        cu = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
+        chunk_index = np.concatenate([np.arange(c, dtype=np.int32) for c in counts]) if len(counts) else np.zeros(0, np.int32)
+        doc_ids = tuple(b.doc_id for b in run.boundaries)
+        for mode, store in (("late", late_vecs), ("naive", naive_vecs)):
+            if mode not in modes:
+                continue
+            v = np.concatenate(store[s.spec]) if store[s.spec] else np.zeros((0, dim), np.float32)
+            if v.shape[0] != int(cu[-1]):
+                raise RuntimeError(f"{s.spec} {mode}: {v.shape[0]} vectors for {int(cu[-1])} chunks")
+            run.vectors[mode] = ChunkVectors(v, doc_ids, chunk_index, cu, mode, normalized=normalize)
+        if "late" in modes:
+            run.tokens_encoded["late"] = stats["late_tokens"]
+            run.seconds["late"] = sec["late_encode"] + run.seconds.pop("pool", 0.0)
+    return EmbedResult(embedded, toks_out, skipped, runs, stats)
+
+
+def chunk_documents(
+    documents: Iterable[Document],
+    strategy: str | Strategy,
+    tokenizer,
+    embed_sentences: SentenceEmbedder | None = None,
+) -> Iterator[tuple[Document, Boundaries | None, str]]:
+    """Chunk documents without an encoder (all strategies but ``semantic`` need none).
+
+    Yields:
+        ``(doc, boundaries, "")`` per chunked document, or ``(doc, None, reason)`` for a skipped one.
+    """
+    strat = get_strategy(strategy)
+    if strat.needs_embedder and embed_sentences is None:
+        raise ValueError(f"strategy {strat.name!r} needs sentence vectors: run it through embed() or pass a model")
+    for doc in documents:
+        try:
+            tok = tokenizer(doc)
+            if tok.n_content == 0:
+                yield doc, None, "empty or whitespace-only (no tokens)"
+                continue
+            yield doc, strat.split(doc, tok, embed_sentences), ""
+        except Exception as err:  # noqa: BLE001
+            yield doc, None, f"chunking failed: {type(err).__name__}: {err}"

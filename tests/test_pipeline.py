@@ -1,0 +1,104 @@
+"""Late and naive pipelines: one pass per document for many strategies, exact means, identical records."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from latechunk.pipeline import embed, late_vectors
+from latechunk.types import Document
+from tests.models import ForwardRecorder, minilm_encoder
+
+TEXT = (
+    "Late chunking encodes a whole document once. Each chunk vector is the mean of the token states in its span. "
+    "Boundaries change only the pooling, never the encoding.\n\n"
+    "Naive chunking encodes every chunk on its own. It loses the context of the rest of the document. "
+    "The evaluator compares both on the same boundaries."
+)
+STRATS = ["fixed:size=16,overlap=4", "sentence_window:window=1", "recursive:max_tokens=24"]
+
+
+@pytest.fixture(scope="module")
+def encoder():
+    return minilm_encoder()
+
+
+def test_one_forward_pass_per_document_serves_three_strategies(encoder):
+    docs = [Document("a", TEXT), Document("b", TEXT[:150])]
+    rec = ForwardRecorder(encoder)
+    res = embed(docs, STRATS, encoder, modes=("late",))
+    assert len(rec.rows) == 2  # one model input per document, three strategies pooled from it
+    assert sorted(len(r) for r in rec.rows) == sorted(len(t) for t in res.tokenizations)
+    assert all(res.run(s).n_chunks > 1 for s in STRATS)
+
+
+def test_late_vectors_are_means_of_one_forward_pass(encoder):
+    doc = Document("a", TEXT)
+    res = embed([doc], STRATS, encoder, modes=("late",), normalize=False)
+    tok = res.tokenizations[0]
+    with torch.inference_mode():
+        states = encoder.model(input_ids=torch.tensor(tok.input_ids)[None]).last_hidden_state[0]
+    for spec in STRATS:
+        run = res.run(spec)
+        spans = run.boundaries[0].token_spans
+        ref = np.stack([states[a:b].mean(0).numpy() for a, b in spans.tolist()])
+        np.testing.assert_allclose(run.vectors["late"].vectors, ref, atol=1e-5)
+        assert not tok.special_tokens_mask[np.concatenate([np.arange(a, b) for a, b in spans.tolist()])].any()
+
+
+def test_late_and_naive_share_identical_chunk_records(encoder):
+    docs = [Document("a", TEXT), Document("b", "Short doc. Two sentences.")]
+    res = embed(docs, STRATS, encoder, modes=("late", "naive"))
+    for spec in STRATS:
+        run = res.run(spec)
+        late, naive = run.vectors["late"], run.vectors["naive"]
+        assert late.vectors.shape == naive.vectors.shape
+        np.testing.assert_array_equal(late.chunk_index, naive.chunk_index)
+        np.testing.assert_array_equal(late.cu_chunks, naive.cu_chunks)
+        assert late.doc_ids == naive.doc_ids
+        assert not np.allclose(late.vectors, naive.vectors)  # the encodings really differ
+        np.testing.assert_allclose(np.linalg.norm(naive.vectors, axis=1), 1.0, atol=1e-5)
+
+
+def test_naive_vectors_encode_each_chunk_text_alone(encoder):
+    doc = Document("a", TEXT)
+    res = embed([doc], ["sentence_window:window=0"], encoder, modes=("naive",))
+    run = res.run("sentence_window:window=0")
+    texts = run.boundaries[0].texts(doc.text)
+    np.testing.assert_allclose(run.vectors["naive"].vectors, encoder.encode_texts(texts), atol=1e-5)
+
+
+def test_include_special_absorbs_frame_into_first_and_last_chunk(encoder):
+    doc = Document("a", TEXT)
+    res = embed([doc], ["fixed:size=16"], encoder, modes=("late",), normalize=False, include_special=True)
+    tok = res.tokenizations[0]
+    run = next(iter(res.runs.values()))
+    with torch.inference_mode():
+        states = encoder.model(input_ids=torch.tensor(tok.input_ids)[None]).last_hidden_state[0]
+    spans = run.boundaries[0].token_spans
+    np.testing.assert_allclose(run.vectors["late"].vectors[0], states[0 : spans[0, 1]].mean(0).numpy(), atol=1e-5)
+    np.testing.assert_allclose(run.vectors["late"].vectors[-1], states[spans[-1, 0] :].mean(0).numpy(), atol=1e-5)
+
+
+def test_bad_documents_are_listed_not_fatal(encoder):
+    docs = [Document("empty", ""), Document("ws", "  \n\t "), Document("ok", TEXT)]
+    res = embed(docs, ["fixed:size=16"], encoder)
+    assert [d.doc_id for d in res.documents] == ["ok"]
+    assert {s.doc_id for s in res.skipped} == {"empty", "ws"}
+    assert all("empty" in s.reason for s in res.skipped)
+
+
+def test_bad_parameters_fail_before_work(encoder):
+    rec = ForwardRecorder(encoder)
+    for bad in ["nope", "fixed:size=8,overlap=8", "fixed:size=0"]:
+        with pytest.raises(ValueError):
+            embed([Document("a", TEXT)], [bad], encoder)
+    with pytest.raises(ValueError, match="mode"):
+        embed([Document("a", TEXT)], ["fixed"], encoder, modes=("early",))
+    assert rec.calls == 0
+
+
+def test_late_vectors_of_zero_chunks_is_empty_float32(encoder):
+    out = late_vectors([], [], [])
+    assert out.shape[0] == 0 and out.dtype == np.float32
