@@ -15,6 +15,8 @@ Two span coordinate systems, as in flash-attn's varlen functions:
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import torch
 
@@ -165,12 +167,21 @@ def segment_mean_ref(
     n, dim = spans.shape[0], states.shape[1]
     if n == 0:
         return torch.zeros((0, dim), dtype=torch.float32, device=states.device)
-    # prefix sums in float64 on CPU / float32 elsewhere: exact enough, O(n_tokens + n_spans)
-    acc_dtype = torch.float64 if states.device.type == "cpu" else torch.float32
-    csum = torch.zeros((states.shape[0] + 1, dim), dtype=acc_dtype, device=states.device)
-    torch.cumsum(states.to(acc_dtype), dim=0, out=csum[1:])
-    sums = csum[spans[:, 1]] - csum[spans[:, 0]]
-    out = (sums / (spans[:, 1] - spans[:, 0]).to(acc_dtype).unsqueeze(1)).to(torch.float32)
+    # One sparse (n_spans, n_tokens) averaging matrix times the states: O(sum of span lengths * dim), exact
+    # fp32 accumulation per span, overlapping spans allowed, no (n_tokens, dim) temporaries.
+    lens = spans[:, 1] - spans[:, 0]
+    rows = torch.repeat_interleave(torch.arange(n, device=states.device), lens)
+    first = torch.repeat_interleave(spans[:, 0] - (torch.cumsum(lens, 0) - lens), lens)
+    cols = first + torch.arange(rows.shape[0], device=states.device)
+    vals = torch.repeat_interleave(1.0 / lens.to(torch.float32), lens)
+    crow = torch.zeros(n + 1, dtype=torch.int64, device=states.device)
+    torch.cumsum(lens, 0, out=crow[1:])
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+        avg = torch.sparse_csr_tensor(crow, cols, vals, size=(n, states.shape[0]), check_invariants=False)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+        out = avg @ states.to(torch.float32)
     if normalize:
         out = torch.nn.functional.normalize(out, p=2.0, dim=1)
     return out

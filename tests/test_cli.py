@@ -1,0 +1,124 @@
+"""The command line: embed -> search on real data, bad input listed, bad parameters rejected before work."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from typer.testing import CliRunner
+
+from latechunk.cli import app
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "chroma_chunking_eval" / "corpora"
+runner = CliRunner()
+
+
+def _run(*args):
+    return runner.invoke(app, [str(a) for a in args], catch_exceptions=False)
+
+
+@pytest.fixture(scope="module")
+def sotu_index(tmp_path_factory):
+    src = DATA / "state_of_the_union.md"
+    if not src.exists():
+        pytest.skip("../shared/data is not present")
+    out = tmp_path_factory.mktemp("idx")
+    res = _run("embed", src, "--out", out, "--device", "cpu", "--quiet")
+    assert res.exit_code == 0, res.output
+    return src, out
+
+
+def test_embed_writes_consistent_index_table_manifest(sotu_index):
+    import faiss
+
+    src, out = sotu_index
+    manifest = json.loads((out / "manifest.json").read_text())
+    table = pq.read_table(out / "chunks.parquet").to_pylist()
+    assert faiss.read_index(str(out / "index.faiss")).ntotal == len(table) == manifest["counts"]["chunks"]
+    assert manifest["counts"]["documents_embedded"] == 1 and manifest["skipped"] == []
+    text = src.read_text(encoding="utf-8")
+    assert all(r["text"] == text[r["char_start"] : r["char_end"]] for r in table)
+    assert [r["chunk_index"] for r in table] == list(range(len(table)))
+    assert manifest["model"]["sha256"] and manifest["strategy"]["name"] == "recursive"
+
+
+def test_search_finds_the_credit_card_fee_span(sotu_index):
+    _, out = sotu_index
+    res = _run("search", out, "How much is the administration cutting credit card late fees to?", "-k", 5, "--json")
+    assert res.exit_code == 0, res.output
+    hits = json.loads(res.output)
+    assert [h["rank"] for h in hits] == [1, 2, 3, 4, 5]
+    assert any(h["char_start"] <= 27346 and h["char_end"] >= 27425 for h in hits)
+    assert set(hits[0]) >= {"rank", "score", "doc_id", "chunk_index", "char_start", "char_end", "token_start",
+                            "token_end", "heading_path", "text"}
+
+
+def test_bad_inputs_are_skipped_with_reasons(tmp_path):
+    src = tmp_path / "in"
+    (src / "sub").mkdir(parents=True)
+    (src / "good.md").write_text("# Title\n\nA real paragraph about rivers and the sea.\n", encoding="utf-8")
+    (src / "empty.txt").write_text("   \n\t", encoding="utf-8")
+    (src / "latin1.txt").write_bytes("caf\xe9 au lait".encode("latin-1"))
+    (src / "sub" / "binary.md").write_bytes(b"\x00\x01\x02binary")
+    (src / "docs.jsonl").write_text('{"id": "j1", "text": "hello there"}\nnot json\n{"id": "j2", "text": ""}\n')
+    out = tmp_path / "out"
+    res = _run("embed", src, "--out", out, "--device", "cpu", "--quiet", "--strategy", "fixed:size=32")
+    assert res.exit_code == 0, res.output
+    m = json.loads((out / "manifest.json").read_text())
+    reasons = {s["doc_id"]: s["reason"] for s in m["skipped"]}
+    assert {d["doc_id"] for d in m["documents"]} == {"good.md", "j1"}
+    assert "empty" in reasons["empty.txt"] and "UTF-8" in reasons["latin1.txt"]
+    assert "binary" in reasons["sub/binary.md"] and "empty" in reasons["j2"]
+    assert any("JSON" in r for r in reasons.values())
+    assert m["counts"]["documents_in"] == m["counts"]["documents_embedded"] + m["counts"]["documents_skipped"] == 7
+
+
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["--strategy", "nope"], "unknown strategy 'nope'"),
+        (["--strategy", "fixed:size=8,overlap=8"], "8"),
+        (["--strategy", "fixed:size=0"], "size"),
+        (["--model", "./no/such/model"], "does not exist"),
+        (["--mode", "early"], "late"),
+    ],
+)
+def test_bad_parameters_fail_clearly(tmp_path, args, needle):
+    doc = tmp_path / "a.md"
+    doc.write_text("hello world", encoding="utf-8")
+    res = runner.invoke(app, ["embed", str(doc), "--out", str(tmp_path / "o"), "--device", "cpu", *args])
+    assert res.exit_code == 2
+    assert needle in res.output
+    assert not (tmp_path / "o" / "index.faiss").exists()
+
+
+def test_existing_output_needs_force(tmp_path):
+    doc = tmp_path / "a.md"
+    doc.write_text("hello world", encoding="utf-8")
+    out = tmp_path / "o"
+    out.mkdir()
+    (out / "keep.txt").write_text("x")
+    res = runner.invoke(app, ["embed", str(doc), "--out", str(out), "--device", "cpu"])
+    assert res.exit_code == 2 and "--force" in res.output
+
+
+def test_strategies_lists_all_five_with_parameters():
+    res = _run("strategies")
+    assert res.exit_code == 0
+    for name in ("fixed", "recursive", "heading", "sentence_window", "semantic"):
+        assert name in res.output
+    assert "overlap" in res.output and "percentile" in res.output
+
+
+def test_chunk_writes_jsonl_exact_slices(tmp_path):
+    doc = tmp_path / "a.md"
+    text = "# A\n\nFirst section text.\n\n## B\n\nSecond section text here.\n"
+    doc.write_text(text, encoding="utf-8")
+    out = tmp_path / "c.jsonl"
+    res = _run("chunk", doc, "--strategy", "heading", "--out", out)
+    assert res.exit_code == 0, res.output
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == 2 and all(r["text"] == text[r["char_start"] : r["char_end"]] for r in rows)
+    assert rows[1]["heading_path"] == ["A", "B"]
