@@ -24,7 +24,7 @@ from latechunk.pooling import segment_mean
 from latechunk.strategies.base import SentenceEmbedder, Strategy, get_strategy
 from latechunk.types import Boundaries, ChunkVectors, Document, Mode, Tokenization
 
-__all__ = ["EmbedResult", "StrategyRun", "Skipped", "embed", "chunk_documents", "late_vectors"]
+__all__ = ["EmbedResult", "GroupResult", "StrategyRun", "Skipped", "embed", "iter_embed", "new_stats", "chunk_documents", "late_vectors"]
 
 log = logging.getLogger("latechunk")
 
@@ -152,7 +152,54 @@ def _groups(items: Iterable, budget: int) -> Iterator[list]:
         yield group
 
 
-def embed(
+@dataclass
+class GroupResult:
+    """The output of one group of documents from :func:`iter_embed` (documents in input order).
+
+    Attributes:
+        documents / tokenizations: The group's embedded documents and their tokenizations.
+        skipped: Documents skipped since the previous group (in input order).
+        boundaries: ``{spec: [Boundaries per document]}``.
+        vectors: ``{spec: {mode: (n_chunks, dim) float32}}``, rows in document then chunk order.
+    """
+
+    documents: list[Document]
+    tokenizations: list[Tokenization]
+    skipped: list[Skipped]
+    boundaries: dict[str, list[Boundaries]]
+    vectors: dict[str, dict[str, np.ndarray]]
+
+
+def _check_args(strategies, modes) -> list[Strategy]:
+    if not modes:
+        raise ValueError("give at least one mode: late, naive")
+    for m in modes:
+        if m not in ("late", "naive"):
+            raise ValueError(f"mode must be 'late' or 'naive', got {m!r}")
+    strats = [get_strategy(s) for s in strategies]
+    if not strats:
+        raise ValueError("give at least one strategy")
+    specs = [s.spec for s in strats]
+    if len(set(specs)) != len(specs):
+        raise ValueError(f"the same strategy was given twice: {specs}")
+    return strats
+
+
+def new_stats() -> dict:
+    """Zeroed counters as filled by :func:`iter_embed`."""
+    return {
+        "documents_in": 0,
+        "content_tokens": 0,
+        "late_tokens": 0,
+        "naive_tokens": 0,
+        "forward_calls": {"late": 0, "naive": 0},
+        "naive_tokens_by_strategy": {},
+        "seconds_by_strategy": {},
+        "seconds": {"tokenize": 0.0, "late_encode": 0.0, "split": 0.0, "pool": 0.0, "naive_encode": 0.0},
+    }
+
+
+def iter_embed(
     documents: Iterable[Document],
     strategies: Sequence[str | Strategy],
     encoder: Encoder,
@@ -163,62 +210,22 @@ def embed(
     group_tokens: int = 1 << 18,
     progress: bool = False,
     sentence_encoders: dict[str, Encoder] | None = None,
-) -> EmbedResult:
-    """Chunk and embed documents with several strategies at once.
-
-    Each document is tokenized once. In late mode its token states are computed once and pooled for every
-    strategy. Naive mode encodes every chunk's text on its own. Strategies needing sentence vectors
-    (``semantic``) get them from the same late states (``source=late``) or from the named model.
-
-    Args:
-        documents: Input documents (an iterable: consumed once, in groups of about ``group_tokens`` tokens).
-        strategies: SPEC strings or Strategy objects.
-        encoder: The :class:`Encoder`.
-        modes: Any of ``"late"``, ``"naive"``.
-        normalize: L2-normalise chunk vectors.
-        include_special: Late mode: the first/last chunk absorb the frame tokens (default excluded).
-        macro_windows: If False, a document longer than the model limit is skipped with its token count
-            instead of being encoded in macro windows (never silently truncated).
-        group_tokens: Documents are processed in groups of about this many tokens (bounds memory).
-        progress: Show a progress bar (documents).
-        sentence_encoders: Encoders for ``semantic:source=MODEL`` by model name (built on demand otherwise).
-
-    Returns:
-        EmbedResult: embedded documents, skipped documents with reasons, per-strategy boundaries and vectors.
-
-    Raises:
-        ValueError: on an unknown mode or strategy spec (before any work).
+    stats: dict | None = None,
+) -> Iterator[GroupResult]:
+    """Streaming form of :func:`embed`: yields one :class:`GroupResult` per group of about ``group_tokens``
+    tokens, so memory stays bounded by a group, not the corpus. Same arguments as :func:`embed`; ``stats``
+    (from :func:`new_stats`) is updated in place. Arguments are validated before the first document is read.
     """
-    for m in modes:
-        if m not in ("late", "naive"):
-            raise ValueError(f"mode must be 'late' or 'naive', got {m!r}")
-    if not modes:
-        raise ValueError("give at least one mode: late, naive")
-    strats = [get_strategy(s) for s in strategies]
-    if not strats:
-        raise ValueError("give at least one strategy")
-    specs = [s.spec for s in strats]
-    if len(set(specs)) != len(specs):
-        raise ValueError(f"the same strategy was given twice: {specs}")
-    sentence_encoders = dict(sentence_encoders or {})
-    runs = {s.spec: StrategyRun(strategy=s) for s in strats}
-    late_vecs: dict[str, list[np.ndarray]] = {s.spec: [] for s in strats}
-    naive_vecs: dict[str, list[np.ndarray]] = {s.spec: [] for s in strats}
-    need_states = "late" in modes or any(
-        s.needs_embedder and getattr(s, "source", "late") == "late" for s in strats
-    )
-    embedded: list[Document] = []
-    toks_out: list[Tokenization] = []
-    skipped: list[Skipped] = []
-    stats = {
-        "documents_in": 0,
-        "content_tokens": 0,
-        "late_tokens": 0,
-        "naive_tokens": 0,
-        "forward_calls": {"late": 0, "naive": 0},
-        "seconds": {"tokenize": 0.0, "late_encode": 0.0, "split": 0.0, "pool": 0.0, "naive_encode": 0.0},
-    }
+    strats = _check_args(strategies, modes)
+    return _iter_embed(documents, strats, encoder, modes, normalize, include_special, macro_windows,
+                       group_tokens, progress, dict(sentence_encoders or {}), stats if stats is not None else new_stats())
+
+
+def _iter_embed(documents, strats, encoder, modes, normalize, include_special, macro_windows, group_tokens,
+                progress, sentence_encoders, stats) -> Iterator[GroupResult]:
+    need_states = "late" in modes or any(s.needs_embedder and getattr(s, "source", "late") == "late" for s in strats)
     sec = stats["seconds"]
+    pending_skips: list[Skipped] = []
 
     def tokenized() -> Iterator[tuple[Document, Tokenization]]:
         for doc in documents:
@@ -227,15 +234,15 @@ def embed(
             try:
                 tok = encoder.tokenizer(doc)
             except Exception as err:  # noqa: BLE001  (a bad document is listed, never fatal)
-                skipped.append(Skipped(doc.doc_id, f"tokenizer failed: {type(err).__name__}: {err}"))
+                pending_skips.append(Skipped(doc.doc_id, f"tokenizer failed: {type(err).__name__}: {err}"))
                 continue
             finally:
                 sec["tokenize"] += time.perf_counter() - t0
             if tok.n_content == 0:
-                skipped.append(Skipped(doc.doc_id, "empty or whitespace-only (no tokens)"))
+                pending_skips.append(Skipped(doc.doc_id, "empty or whitespace-only (no tokens)"))
                 continue
             if not macro_windows and len(tok) > encoder.window:
-                skipped.append(
+                pending_skips.append(
                     Skipped(doc.doc_id, f"{len(tok)} tokens > model limit {encoder.window} and macro windows are off")
                 )
                 continue
@@ -278,7 +285,7 @@ def embed(
                     per.append(s.split(doc, tok, emb))
             except Exception as err:  # noqa: BLE001
                 log.warning("document %r skipped: %s: %s", doc.doc_id, type(err).__name__, err)
-                skipped.append(Skipped(doc.doc_id, f"chunking failed: {type(err).__name__}: {err}"))
+                pending_skips.append(Skipped(doc.doc_id, f"chunking failed: {type(err).__name__}: {err}"))
                 continue
             keep.append(i)
             bounds.append(per)
@@ -286,61 +293,120 @@ def embed(
         docs = [docs[i] for i in keep]
         toks = [toks[i] for i in keep]
         states = [states[i] for i in keep] if states else []
-        embedded.extend(docs)
-        toks_out.extend(toks)
         stats["content_tokens"] += sum(t.n_content for t in toks)
+        out = GroupResult(docs, toks, pending_skips[:], {}, {})
+        pending_skips.clear()
         for j, s in enumerate(strats):
             b_list = [per[j] for per in bounds]
-            runs[s.spec].boundaries.extend(b_list)
+            out.boundaries[s.spec] = b_list
+            out.vectors[s.spec] = {}
+            by_strat = stats["seconds_by_strategy"].setdefault(s.spec, {"pool": 0.0, "naive": 0.0})
             if "late" in modes:
                 t0 = time.perf_counter()
-                late_vecs[s.spec].append(late_vectors(states, toks, b_list, normalize, include_special))
+                out.vectors[s.spec]["late"] = late_vectors(states, toks, b_list, normalize, include_special)
                 dt = time.perf_counter() - t0
                 sec["pool"] += dt
-                runs[s.spec].seconds["pool"] = runs[s.spec].seconds.get("pool", 0.0) + dt
-        if "naive" in modes:
-            # each strategy's chunk texts of the group in one length-sorted encode call
-            for j, s in enumerate(strats):
+                by_strat["pool"] += dt
+            if "naive" in modes:
+                # the strategy's chunk texts of the group in one length-sorted encode call
                 texts = []
-                for doc, per in zip(docs, bounds):
-                    b = per[j]
+                for doc, b in zip(docs, b_list):
                     for (cs, ce), ctx in zip(b.char_spans.tolist(), b.contexts):
                         chunk = doc.text[cs:ce]
                         texts.append(f"{ctx}\n{chunk}" if ctx else chunk)
                 before = dict(encoder.stats)
                 t0 = time.perf_counter()
-                naive_vecs[s.spec].append(encoder.encode_texts(texts, kind="document", normalize=normalize))
+                out.vectors[s.spec]["naive"] = encoder.encode_texts(texts, kind="document", normalize=normalize)
                 dt = time.perf_counter() - t0
                 sec["naive_encode"] += dt
-                run = runs[s.spec]
-                run.seconds["naive"] = run.seconds.get("naive", 0.0) + dt
+                by_strat["naive"] += dt
                 n_tok = encoder.stats["tokens"] - before["tokens"]
-                run.tokens_encoded["naive"] = run.tokens_encoded.get("naive", 0) + n_tok
                 stats["naive_tokens"] += n_tok
+                stats["naive_tokens_by_strategy"][s.spec] = stats["naive_tokens_by_strategy"].get(s.spec, 0) + n_tok
                 stats["forward_calls"]["naive"] += encoder.stats["forward_calls"] - before["forward_calls"]
         del states
         if bar is not None:
             bar.update(len(group))
+        yield out
     if bar is not None:
         bar.close()
+    if pending_skips:
+        yield GroupResult([], [], pending_skips[:], {s.spec: [] for s in strats}, {s.spec: {} for s in strats})
 
+
+def embed(
+    documents: Iterable[Document],
+    strategies: Sequence[str | Strategy],
+    encoder: Encoder,
+    modes: Sequence[Mode] = ("late",),
+    normalize: bool = True,
+    include_special: bool = False,
+    macro_windows: bool = True,
+    group_tokens: int = 1 << 18,
+    progress: bool = False,
+    sentence_encoders: dict[str, Encoder] | None = None,
+) -> EmbedResult:
+    """Chunk and embed documents with several strategies at once.
+
+    Each document is tokenized once. In late mode its token states are computed once and pooled for every
+    strategy. Naive mode encodes every chunk's text on its own. Strategies needing sentence vectors
+    (``semantic``) get them from the same late states (``source=late``) or from the named model.
+
+    Args:
+        documents: Input documents (an iterable: consumed once, in groups of about ``group_tokens`` tokens).
+        strategies: SPEC strings or Strategy objects.
+        encoder: The :class:`Encoder`.
+        modes: Any of ``"late"``, ``"naive"``.
+        normalize: L2-normalise chunk vectors.
+        include_special: Late mode: the first/last chunk absorb the frame tokens (default excluded).
+        macro_windows: If False, a document longer than the model limit is skipped with its token count
+            instead of being encoded in macro windows (never silently truncated).
+        group_tokens: Documents are processed in groups of about this many tokens (bounds memory).
+        progress: Show a progress bar (documents).
+        sentence_encoders: Encoders for ``semantic:source=MODEL`` by model name (built on demand otherwise).
+
+    Returns:
+        EmbedResult: embedded documents, skipped documents with reasons, per-strategy boundaries and vectors.
+
+    Raises:
+        ValueError: on an unknown mode or strategy spec (before any work).
+    """
+    strats = _check_args(strategies, modes)
+    stats = new_stats()
+    runs = {s.spec: StrategyRun(strategy=s) for s in strats}
+    vecs: dict[str, dict[str, list[np.ndarray]]] = {s.spec: {m: [] for m in modes} for s in strats}
+    embedded: list[Document] = []
+    toks_out: list[Tokenization] = []
+    skipped: list[Skipped] = []
+    for g in iter_embed(documents, strats, encoder, modes, normalize, include_special, macro_windows,
+                        group_tokens, progress, sentence_encoders, stats):
+        embedded.extend(g.documents)
+        toks_out.extend(g.tokenizations)
+        skipped.extend(g.skipped)
+        for s in strats:
+            runs[s.spec].boundaries.extend(g.boundaries[s.spec])
+            for m, v in g.vectors[s.spec].items():
+                vecs[s.spec][m].append(v)
     dim = encoder.dim
     for s in strats:
         run = runs[s.spec]
         counts = np.asarray([len(b) for b in run.boundaries], dtype=np.int64)
         cu = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
-        chunk_index = np.concatenate([np.arange(c, dtype=np.int32) for c in counts]) if len(counts) else np.zeros(0, np.int32)
+        chunk_index = (np.concatenate([np.arange(c, dtype=np.int32) for c in counts])
+                       if len(counts) else np.zeros(0, np.int32))
         doc_ids = tuple(b.doc_id for b in run.boundaries)
-        for mode, store in (("late", late_vecs), ("naive", naive_vecs)):
-            if mode not in modes:
-                continue
-            v = np.concatenate(store[s.spec]) if store[s.spec] else np.zeros((0, dim), np.float32)
+        for m in modes:
+            v = np.concatenate(vecs[s.spec][m]) if vecs[s.spec][m] else np.zeros((0, dim), np.float32)
             if v.shape[0] != int(cu[-1]):
-                raise RuntimeError(f"{s.spec} {mode}: {v.shape[0]} vectors for {int(cu[-1])} chunks")
-            run.vectors[mode] = ChunkVectors(v, doc_ids, chunk_index, cu, mode, normalized=normalize)
+                raise RuntimeError(f"{s.spec} {m}: {v.shape[0]} vectors for {int(cu[-1])} chunks")
+            run.vectors[m] = ChunkVectors(v, doc_ids, chunk_index, cu, m, normalized=normalize)
+        by = stats["seconds_by_strategy"].get(s.spec, {"pool": 0.0, "naive": 0.0})
         if "late" in modes:
             run.tokens_encoded["late"] = stats["late_tokens"]
-            run.seconds["late"] = sec["late_encode"] + run.seconds.pop("pool", 0.0)
+            run.seconds["late"] = stats["seconds"]["late_encode"] + by["pool"]
+        if "naive" in modes:
+            run.tokens_encoded["naive"] = stats["naive_tokens_by_strategy"].get(s.spec, 0)
+            run.seconds["naive"] = by["naive"]
     return EmbedResult(embedded, toks_out, skipped, runs, stats)
 
 
