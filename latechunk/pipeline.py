@@ -115,6 +115,7 @@ def late_vectors(
     boundaries: Sequence[Boundaries],
     normalize: bool = True,
     include_special: bool = False,
+    dim: int | None = None,
 ) -> np.ndarray:
     """Late-chunking vectors of several documents in one segment-mean call (packed, one kernel launch on CUDA).
 
@@ -124,6 +125,7 @@ def late_vectors(
         boundaries: Their boundaries.
         normalize: L2-normalise each chunk vector.
         include_special: Let the first/last chunk absorb the frame tokens (default: excluded).
+        dim: Vector dimension, used for the empty result when there are no states.
 
     Returns:
         (total_chunks, dim) float32 on the host; row order = documents in order, chunks in order.
@@ -133,23 +135,59 @@ def late_vectors(
         spans.append(_pool_spans(b, tok, include_special) + offset)
         offset += st.shape[0]
     if not spans or offset == 0:
-        dim = states[0].shape[1] if states else 0
-        return np.zeros((0, dim), dtype=np.float32)
+        d = states[0].shape[1] if states else (dim or 0)
+        return np.zeros((0, d), dtype=np.float32)
     packed = states[0] if len(states) == 1 else torch.cat(list(states), dim=0)
     out = segment_mean(packed, np.concatenate(spans).reshape(-1, 2), normalize=normalize)
     return out.cpu().numpy().astype(np.float32, copy=False)
 
 
 def _groups(items: Iterable, budget: int) -> Iterator[list]:
+    """Group ``(doc, tok)`` pairs and :class:`Skipped` records, in input order, by a token budget."""
     group, tokens = [], 0
     for item in items:
         group.append(item)
-        tokens += len(item[1])
-        if tokens >= budget:
-            yield group
-            group, tokens = [], 0
+        if not isinstance(item, Skipped):
+            tokens += len(item[1])
+            if tokens >= budget:
+                yield group
+                group, tokens = [], 0
     if group:
         yield group
+
+
+def _prefetch(it: Iterator, depth: int = 1) -> Iterator:
+    """Run ``it`` one step ahead in a background thread (tokenization overlaps device work; the Rust
+    tokenizer releases the GIL). Order is preserved and exceptions are re-raised in the caller."""
+    import queue
+    import threading
+
+    q: queue.Queue = queue.Queue(maxsize=depth)
+    done = object()
+    stop = threading.Event()
+
+    def worker() -> None:
+        try:
+            for x in it:
+                if stop.is_set():
+                    return
+                q.put((True, x))
+            q.put((True, done))
+        except BaseException as err:  # noqa: BLE001  (re-raised in the consumer)
+            q.put((False, err))
+
+    t = threading.Thread(target=worker, daemon=True, name="latechunk-tokenize")
+    t.start()
+    try:
+        while True:
+            ok, x = q.get()
+            if not ok:
+                raise x
+            if x is done:
+                return
+            yield x
+    finally:
+        stop.set()
 
 
 @dataclass
@@ -158,7 +196,8 @@ class GroupResult:
 
     Attributes:
         documents / tokenizations: The group's embedded documents and their tokenizations.
-        skipped: Documents skipped since the previous group (in input order).
+        skipped: The group's skipped documents. A group covers a contiguous run of input documents:
+            ``len(documents) + len(skipped)`` of them.
         boundaries: ``{spec: [Boundaries per document]}``.
         vectors: ``{spec: {mode: (n_chunks, dim) float32}}``, rows in document then chunk order.
     """
@@ -225,28 +264,24 @@ def _iter_embed(documents, strats, encoder, modes, normalize, include_special, m
                 progress, sentence_encoders, stats) -> Iterator[GroupResult]:
     need_states = "late" in modes or any(s.needs_embedder and getattr(s, "source", "late") == "late" for s in strats)
     sec = stats["seconds"]
-    pending_skips: list[Skipped] = []
 
-    def tokenized() -> Iterator[tuple[Document, Tokenization]]:
+    def tokenized() -> Iterator[tuple[Document, Tokenization] | Skipped]:
         for doc in documents:
             stats["documents_in"] += 1
             t0 = time.perf_counter()
             try:
                 tok = encoder.tokenizer(doc)
             except Exception as err:  # noqa: BLE001  (a bad document is listed, never fatal)
-                pending_skips.append(Skipped(doc.doc_id, f"tokenizer failed: {type(err).__name__}: {err}"))
+                yield Skipped(doc.doc_id, f"tokenizer failed: {type(err).__name__}: {err}")
                 continue
             finally:
                 sec["tokenize"] += time.perf_counter() - t0
             if tok.n_content == 0:
-                pending_skips.append(Skipped(doc.doc_id, "empty or whitespace-only (no tokens)"))
-                continue
-            if not macro_windows and len(tok) > encoder.window:
-                pending_skips.append(
-                    Skipped(doc.doc_id, f"{len(tok)} tokens > model limit {encoder.window} and macro windows are off")
-                )
-                continue
-            yield doc, tok
+                yield Skipped(doc.doc_id, "empty or whitespace-only (no tokens)")
+            elif not macro_windows and len(tok) > encoder.window:
+                yield Skipped(doc.doc_id, f"{len(tok)} tokens > model limit {encoder.window} and macro windows are off")
+            else:
+                yield doc, tok
 
     bar = None
     if progress:
@@ -254,11 +289,14 @@ def _iter_embed(documents, strats, encoder, modes, normalize, include_special, m
 
         bar = tqdm(unit="doc", desc="embed")
 
-    for group in _groups(tokenized(), group_tokens):
+    for items in _prefetch(_groups(tokenized(), group_tokens)):
+        # each group is a contiguous run of input documents: embedded ones and skipped ones, in input order
+        group_skips = [x for x in items if isinstance(x, Skipped)]
+        group = [x for x in items if not isinstance(x, Skipped)]
         docs = [d for d, _ in group]
         toks = [t for _, t in group]
         states: list[torch.Tensor] = []
-        if need_states:
+        if need_states and toks:
             before = dict(encoder.stats)
             t0 = time.perf_counter()
             states = encoder.token_states(toks, progress=progress)
@@ -285,7 +323,7 @@ def _iter_embed(documents, strats, encoder, modes, normalize, include_special, m
                     per.append(s.split(doc, tok, emb))
             except Exception as err:  # noqa: BLE001
                 log.warning("document %r skipped: %s: %s", doc.doc_id, type(err).__name__, err)
-                pending_skips.append(Skipped(doc.doc_id, f"chunking failed: {type(err).__name__}: {err}"))
+                group_skips.append(Skipped(doc.doc_id, f"chunking failed: {type(err).__name__}: {err}"))
                 continue
             keep.append(i)
             bounds.append(per)
@@ -294,8 +332,7 @@ def _iter_embed(documents, strats, encoder, modes, normalize, include_special, m
         toks = [toks[i] for i in keep]
         states = [states[i] for i in keep] if states else []
         stats["content_tokens"] += sum(t.n_content for t in toks)
-        out = GroupResult(docs, toks, pending_skips[:], {}, {})
-        pending_skips.clear()
+        out = GroupResult(docs, toks, group_skips, {}, {})
         for j, s in enumerate(strats):
             b_list = [per[j] for per in bounds]
             out.boundaries[s.spec] = b_list
@@ -303,7 +340,7 @@ def _iter_embed(documents, strats, encoder, modes, normalize, include_special, m
             by_strat = stats["seconds_by_strategy"].setdefault(s.spec, {"pool": 0.0, "naive": 0.0})
             if "late" in modes:
                 t0 = time.perf_counter()
-                out.vectors[s.spec]["late"] = late_vectors(states, toks, b_list, normalize, include_special)
+                out.vectors[s.spec]["late"] = late_vectors(states, toks, b_list, normalize, include_special, encoder.dim)
                 dt = time.perf_counter() - t0
                 sec["pool"] += dt
                 by_strat["pool"] += dt
@@ -330,8 +367,6 @@ def _iter_embed(documents, strats, encoder, modes, normalize, include_special, m
         yield out
     if bar is not None:
         bar.close()
-    if pending_skips:
-        yield GroupResult([], [], pending_skips[:], {s.spec: [] for s in strats}, {s.spec: {} for s in strats})
 
 
 def embed(
