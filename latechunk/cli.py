@@ -305,6 +305,50 @@ def strategies() -> None:
     typer.echo('\nSPEC syntax: name or name:key=value,key=value   e.g. "fixed:size=256,overlap=32"')
 
 
+@app.command()
+def compare(
+    dataset: Annotated[str, typer.Option("--dataset", "-d", help="chroma, xquad, or a path: Chroma folder, BEIR folder, SQuAD .json.")],
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Report folder (report.md, results.json, per_query.csv, plot.png). Default: compare-<dataset>.")] = None,
+    model: ModelOpt = None,
+    strategies: Annotated[Optional[list[str]], typer.Option("--strategies", "-s", help="SPEC (repeatable; several SPECs in one value split on spaces). Sweeps: fixed:size=128|256. Default: all five strategies.")] = None,
+    modes: Annotated[str, typer.Option("--modes", help="Comma list of late, naive.")] = "late,naive",
+    k: Annotated[str, typer.Option("--k", "-k", help="Comma list of cut-offs, e.g. 1,5,10.")] = "1,5,10",
+    window: Annotated[Optional[str], typer.Option("--window", help="Late macro-window size in tokens; sweep with 128|256|512 (one late pass each). Default: the model's limit.")] = None,
+    window_overlap: Annotated[Optional[int], typer.Option(help="Tokens shared by consecutive macro windows. Default: a quarter of the window.")] = None,
+    dedup: Annotated[bool, typer.Option("--dedup", help="Drop retrieved chunks overlapping an earlier one of the same document (by char offsets) before scoring.")] = False,
+    index: Annotated[str, typer.Option("--index", help="flat (exact inner product) or hnsw; the same for every strategy and mode.")] = "flat",
+    doc_depth: Annotated[int, typer.Option(help="Chunks retrieved per query for the document-level run (document = its best chunk).")] = 100,
+    device: DeviceOpt = "auto",
+    resamples: Annotated[int, typer.Option(help="Paired bootstrap resamples.")] = 10000,
+    seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
+    max_queries: Annotated[Optional[int], typer.Option(help="Score only the first N queries (quick runs).")] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Parse the dataset again instead of using the cached parse.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
+) -> None:
+    """Compare strategies late vs naive on one dataset with one harness; write a report folder.
+
+    Example: latechunk compare --dataset chroma --strategies "fixed recursive heading sentence_window semantic" --k 5
+    """
+    from eval.harness import CompareConfig, run_compare
+    from eval.report import print_table
+
+    try:
+        specs = [s for v in (strategies or []) for s in v.split()]
+        config = CompareConfig.from_options(dataset=dataset, model=model, strategies=specs or None, modes=modes, k=k,
+                                            window=window, window_overlap=window_overlap, dedup=dedup, index=index,
+                                            doc_depth=doc_depth, device=device, n_resamples=resamples, seed=seed,
+                                            max_queries=max_queries, use_cache=not no_cache)
+    except (ValueError, TypeError) as err:
+        _fail(str(err))
+    out = out or Path(f"compare-{Path(dataset).name}")
+    try:
+        result = run_compare(config, out_dir=out, progress=not quiet, command=" ".join(["latechunk", *sys.argv[1:]]))
+    except (ValueError, FileNotFoundError) as err:
+        _fail(str(err))
+    print_table(result)
+    typer.echo(f"report: {out / 'report.md'} ({result.manifest['seconds']['total']:.1f} s)")
+
+
 def main() -> None:  # pragma: no cover
     logging.basicConfig(level=os.environ.get("LATECHUNK_LOG", "WARNING"))
     app()

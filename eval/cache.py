@@ -1,0 +1,116 @@
+"""Parse a dataset once: the parsed :class:`~eval.datasets.EvalDataset` is cached under a content hash.
+
+Key: ``sha256`` over the dataset's files (each file's path relative to the dataset root, then its bytes, in
+sorted path order), the source of ``eval/datasets.py`` (a loader change invalidates the cache) and
+:data:`CACHE_VERSION`. The same bytes always give the same key, wherever the folder lies; a changed byte gives a
+new key. The cache file is a pickle of the dataset, written to a temp name and renamed. Tests:
+``tests/test_eval_harness.py``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+from pathlib import Path
+
+from eval import datasets as _datasets
+from eval.datasets import EvalDataset, data_root, load_dataset
+
+__all__ = ["CACHE_ENV_VAR", "CACHE_VERSION", "dataset_files", "dataset_sha256", "default_cache_dir", "load_cached"]
+
+CACHE_VERSION = "1"
+"""Bumped when the cache layout changes."""
+
+CACHE_ENV_VAR = "LATECHUNK_CACHE"
+"""Environment variable naming the cache folder (default ``~/.cache/latechunk``)."""
+
+
+def default_cache_dir() -> Path:
+    """``$LATECHUNK_CACHE/datasets``, else ``~/.cache/latechunk/datasets``."""
+    base = os.environ.get(CACHE_ENV_VAR)
+    return (Path(base) if base else Path.home() / ".cache" / "latechunk") / "datasets"
+
+
+def _resolve(spec: str | os.PathLike) -> Path:
+    """The file or folder a dataset spec names (a known name resolves under :func:`data_root`)."""
+    text = os.fspath(spec)
+    named = getattr(_datasets, "_NAMED", {})
+    if text in named:
+        return data_root() / named[text][0]
+    return Path(text)
+
+
+def dataset_files(spec: str | os.PathLike) -> tuple[Path, list[Path]]:
+    """The dataset's root and the files that make it up, sorted.
+
+    A folder contributes every regular file below it (hidden files and ``SHA256SUMS``/``README*``/``LICENSE*``
+    included: they are part of the copy); a file contributes itself.
+
+    Raises:
+        FileNotFoundError: if the path does not exist.
+    """
+    path = _resolve(spec)
+    if path.is_file():
+        return path.parent, [path]
+    if path.is_dir():
+        return path, sorted(p for p in path.rglob("*") if p.is_file())
+    raise FileNotFoundError(f"dataset {os.fspath(spec)!r} resolves to {path}, which does not exist")
+
+
+def dataset_sha256(spec: str | os.PathLike) -> str:
+    """sha256 of the dataset content, the loader source and :data:`CACHE_VERSION` (see the module doc)."""
+    root, files = dataset_files(spec)
+    h = hashlib.sha256()
+    h.update(f"latechunk-dataset-cache-v{CACHE_VERSION}\0".encode())
+    h.update(Path(_datasets.__file__).read_bytes())
+    for f in files:
+        rel = f.relative_to(root).as_posix().encode("utf-8")
+        h.update(len(rel).to_bytes(8, "little") + rel)
+        data = f.read_bytes()
+        h.update(len(data).to_bytes(8, "little") + data)
+    return h.hexdigest()
+
+
+def load_cached(
+    spec: str | os.PathLike, cache_dir: str | os.PathLike | None = None, use_cache: bool = True
+) -> tuple[EvalDataset, dict]:
+    """Load a dataset, parsing it only when no cached parse of the same content exists.
+
+    Args:
+        spec: A dataset name (``"chroma"``, ``"xquad"``) or path (see :func:`eval.datasets.load_dataset`).
+        cache_dir: Cache folder (default :func:`default_cache_dir`).
+        use_cache: If False, parse and do not touch the cache.
+
+    Returns:
+        ``(dataset, info)``; ``info`` has ``sha256`` (the key), ``cache_hit`` (bool), ``cache_file`` and
+        ``parse_seconds``.
+
+    Raises:
+        FileNotFoundError / ValueError: as :func:`eval.datasets.load_dataset`.
+    """
+    import time
+
+    key = dataset_sha256(spec)
+    folder = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    target = folder / f"{key}.pkl"
+    info = {"sha256": key, "cache_hit": False, "cache_file": str(target) if use_cache else "", "parse_seconds": 0.0}
+    if use_cache and target.is_file():
+        try:
+            with open(target, "rb") as f:
+                ds = pickle.load(f)
+            if isinstance(ds, EvalDataset):
+                info["cache_hit"] = True
+                return ds, info
+        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
+            pass  # a damaged or stale cache file is re-parsed and overwritten below
+    t0 = time.perf_counter()
+    ds = load_dataset(spec)
+    info["parse_seconds"] = time.perf_counter() - t0
+    if use_cache:
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+        with open(tmp, "wb") as f:
+            pickle.dump(ds, f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, target)
+    return ds, info

@@ -1,0 +1,880 @@
+"""One fair harness: every strategy in both modes, the same chunks, queries, index, k and metric code.
+
+``run_compare`` (the ``latechunk compare`` command) does, in order:
+
+1. **Parse once.** The dataset is loaded through :func:`eval.cache.load_cached` (key: sha256 of its content).
+2. **Query vectors once.** All queries are encoded once, with the model's query prompt and pooling; every
+   system searches with the same ``xq`` (its sha256 is in the manifest).
+3. **One late pass per window.** For each macro-window size (``--window 128|256|512``), one
+   :func:`latechunk.pipeline.embed` call runs every strategy: in late mode each document's token states are
+   computed once and pooled for every strategy (a sweep ``fixed:size=128|256`` is just more strategies). Naive
+   vectors are made once, in the first window's call, from the *same* Boundaries objects. A strategy whose
+   boundaries depend on the late states (``semantic`` with ``source=late``) gets its naive vectors again for
+   each further window, from that window's boundaries, so late and naive always share their chunks; for every
+   other strategy the harness checks that each window gave the same boundaries and raises if not.
+4. **One index per system** (strategy x mode x window), all built from one :class:`~latechunk.export.IndexSpec`,
+   searched to one depth.
+5. **Metrics** from :mod:`eval.metrics` only: answer-contained recall@k, Chroma's span recall/precision/IoU at
+   k and precision Ω (characters), facts protected, duplicate slots at k, document-level nDCG@10, R@100 and
+   RR@10 (MRR@10) through ir_measures with a document scored as its best chunk; costs.
+6. **Statistics**: paired per-query differences with bootstrap CIs (:mod:`eval.stats`): late minus naive per
+   strategy, strategy A minus B within a mode, window w minus the first window.
+7. **Report** (:mod:`eval.report`): ``report.md``, ``results.json``, ``per_query.csv``, ``plot.png``.
+
+Every number except wall times is a function of the inputs: two runs give identical numbers (flat index, fixed
+bootstrap seed, deterministic batching). Tests: ``tests/test_eval_harness.py``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import logging
+import math
+import os
+import platform
+import subprocess
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+
+import numpy as np
+
+from eval.cache import load_cached
+from eval.datasets import EvalDataset, Query
+from eval.metrics import (
+    DEFAULT_DOC_MEASURES,
+    doc_metrics,
+    doc_run_from_chunk_run,
+    drop_overlapping,
+    duplicate_slots,
+    facts_protected,
+    mean_over_queries,
+    observed_overlap_multiplier,
+    precision_omega,
+    span_metrics,
+    theoretical_overlap_multiplier,
+)
+from eval.stats import paired_bootstrap
+
+__all__ = [
+    "DEFAULT_STRATEGIES",
+    "CompareConfig",
+    "CompareResult",
+    "System",
+    "chunk_records_sha256",
+    "run_compare",
+]
+
+log = logging.getLogger("latechunk.eval")
+
+DEFAULT_STRATEGIES = ("fixed", "recursive", "heading", "sentence_window", "semantic")
+"""The five built-in strategies with their default parameters."""
+
+OMEGA = "PrecisionOmega"
+"""Per-query name of Chroma's precision Ω (a property of the chunks, not of the ranking)."""
+
+
+def _split_list(value, what: str) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        sep = "|" if "|" in value else ","
+        return [v.strip() for v in value.split(sep) if v.strip()]
+    return [str(v).strip() for v in value]
+
+
+@dataclass(frozen=True)
+class CompareConfig:
+    """Everything that decides a comparison's numbers (recorded in the manifest).
+
+    Attributes:
+        dataset: ``chroma``, ``xquad`` or a path (see :func:`eval.datasets.load_dataset`).
+        model: Model name or folder; ``None`` = the bundled all-MiniLM-L6-v2.
+        strategies: SPECs; sweep SPECs (``fixed:size=128|256``) are expanded.
+        modes: Subset of ``("late", "naive")``.
+        ks: Cut-offs for the span metrics (the document-level measures have their own).
+        windows: Late macro-window sizes in tokens (frame included); ``None`` = the model's limit. The first is
+            the main window (naive vectors are made in its pass).
+        window_overlap: Tokens shared by consecutive macro windows; ``None`` = a quarter of the window.
+        dedup: Drop retrieved chunks that overlap an earlier retrieved chunk of the same document (by char
+            offsets) before scoring; the ranking is then read ``dedup_factor * max(ks)`` deep to refill.
+        dedup_factor: See ``dedup``.
+        doc_depth: Chunks retrieved per query to build the document-level run.
+        index / hnsw_m / ef_construction / ef_search: One IndexSpec for every system.
+        index_gpu: FAISS on the GPU (``auto``/``on``/``off``); default ``off`` so CPU and GPU runs search alike.
+        device / dtype / batch_tokens: Encoder settings.
+        include_special: Late mode: first/last chunk absorb the frame tokens.
+        n_resamples / confidence / seed: Paired bootstrap settings.
+        max_queries: Score only the first N queries (quick runs); ``None`` = all.
+        use_cache / cache_dir: The parse cache.
+
+    Raises:
+        ValueError: on an unknown mode, a bad k, window, SPEC or index setting.
+    """
+
+    dataset: str
+    model: str | None = None
+    strategies: tuple[str, ...] = DEFAULT_STRATEGIES
+    modes: tuple[str, ...] = ("late", "naive")
+    ks: tuple[int, ...] = (1, 5, 10)
+    windows: tuple[int | None, ...] = (None,)
+    window_overlap: int | None = None
+    dedup: bool = False
+    dedup_factor: int = 10
+    doc_depth: int = 100
+    index: str = "flat"
+    hnsw_m: int = 32
+    ef_construction: int = 200
+    ef_search: int = 128
+    index_gpu: str = "off"
+    device: str = "auto"
+    dtype: str | None = None
+    batch_tokens: int = 16384
+    include_special: bool = False
+    n_resamples: int = 10000
+    confidence: float = 0.95
+    seed: int = 0
+    max_queries: int | None = None
+    use_cache: bool = True
+    cache_dir: str | None = None
+
+    def __post_init__(self) -> None:
+        _check_config(self)
+
+    @classmethod
+    def from_options(cls, *, dataset: str, strategies=None, modes="late,naive", k="1,5,10", window=None,
+                     **kwargs) -> CompareConfig:
+        """Build from command-line style values: ``modes="late,naive"``, ``k="1,5,10"``, ``window="128|256"``."""
+        ks = tuple(_to_int(v, "k") for v in _split_list(k, "k"))
+        wins = tuple(_to_int(v, "window") for v in _split_list(window, "window")) or (None,)
+        return cls(
+            dataset=str(dataset),
+            strategies=tuple(strategies) if strategies else DEFAULT_STRATEGIES,
+            modes=tuple(_split_list(modes, "modes")),
+            ks=ks,
+            windows=wins,
+            **kwargs,
+        )
+
+    def specs(self) -> list[str]:
+        """The canonical SPEC of every strategy, sweeps expanded, in order."""
+        from latechunk.strategies.base import expand_spec, get_strategy
+
+        out: list[str] = []
+        for s in self.strategies:
+            for one in expand_spec(s):
+                spec = get_strategy(one).spec
+                if spec in out:
+                    raise ValueError(f"strategy {spec!r} is given twice (after expanding sweeps)")
+                out.append(spec)
+        return out
+
+    def index_spec(self):
+        from latechunk.export import IndexSpec
+
+        return IndexSpec(kind=self.index, metric="cosine", hnsw_m=self.hnsw_m, ef_construction=self.ef_construction,
+                         ef_search=self.ef_search, gpu=self.index_gpu)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        for key in ("strategies", "modes", "ks", "windows"):
+            d[key] = list(d[key])
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> CompareConfig:
+        names = {f.name for f in fields(cls)}
+        kwargs = {k: (tuple(v) if isinstance(v, list) else v) for k, v in d.items() if k in names}
+        return cls(**kwargs)
+
+
+def _to_int(value: str, what: str) -> int:
+    try:
+        return int(value)
+    except ValueError as err:
+        raise ValueError(f"--{what}: {value!r} is not an integer") from err
+
+
+def _check_config(c: CompareConfig) -> None:
+    """Validate a config up front (every error before any work)."""
+    if not c.modes or any(m not in ("late", "naive") for m in c.modes) or len(set(c.modes)) != len(c.modes):
+        raise ValueError(f"modes must be a non-empty subset of late, naive (e.g. 'late,naive'), got {list(c.modes)}")
+    if not c.ks or any(isinstance(k, bool) or not isinstance(k, int) or k < 1 for k in c.ks):
+        raise ValueError(f"k values must be integers >= 1 (e.g. '1,5,10'), got {list(c.ks)}")
+    if len(set(c.ks)) != len(c.ks):
+        raise ValueError(f"k values repeat: {list(c.ks)}")
+    if not c.windows or any(w is not None and (isinstance(w, bool) or not isinstance(w, int) or w < 8) for w in c.windows):
+        raise ValueError(f"windows must be integers >= 8 tokens (e.g. '128|256|512'), got {list(c.windows)}")
+    if len(set(c.windows)) != len(c.windows):
+        raise ValueError(f"window sizes repeat: {list(c.windows)}")
+    if len(c.windows) > 1 and "late" not in c.modes:
+        raise ValueError("a window sweep (--window a|b) needs late mode: windows only change late vectors")
+    if c.window_overlap is not None and c.window_overlap < 0:
+        raise ValueError(f"window_overlap must be >= 0, got {c.window_overlap}")
+    for name in ("dedup_factor", "doc_depth", "batch_tokens", "n_resamples"):
+        if getattr(c, name) < 1:
+            raise ValueError(f"{name} must be >= 1, got {getattr(c, name)}")
+    if not 0.0 < c.confidence < 1.0:
+        raise ValueError(f"confidence must lie in (0, 1), got {c.confidence}")
+    if c.max_queries is not None and c.max_queries < 1:
+        raise ValueError(f"max_queries must be >= 1, got {c.max_queries}")
+    if not c.strategies:
+        raise ValueError("give at least one strategy SPEC")
+    c.specs()  # unknown names and bad parameters raise here
+    c.index_spec()
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Systems and results
+# ----------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class System:
+    """One strategy in one mode (and, for late, one window): one index, one ranking per query.
+
+    Attributes:
+        strategy: Canonical SPEC.
+        mode: ``"late"`` or ``"naive"``.
+        window: The late macro window (tokens) that made the vectors (late) or the boundaries (naive with
+            state-dependent boundaries); ``None`` for naive vectors of boundaries that no window changes.
+        label: Row label in the report (``late``, ``naive``, ``late w=256``, ...).
+        chunks_sha256: sha256 of the chunk records the index rows stand for (:func:`chunk_records_sha256`).
+        per_query: ``{metric: {query_id: value}}``.
+        aggregates: ``{metric: mean over queries}``.
+        std: ``{metric: population standard deviation over queries}`` (Chroma reports mean ± std).
+        costs: Chunk counts, tokens, overlap, index bytes, seconds.
+    """
+
+    strategy: str
+    mode: str
+    window: int | None
+    label: str
+    chunks_sha256: str = ""
+    per_query: dict[str, dict[str, float]] = field(default_factory=dict)
+    aggregates: dict[str, float] = field(default_factory=dict)
+    std: dict[str, float] = field(default_factory=dict)
+    costs: dict = field(default_factory=dict)
+
+    @property
+    def key(self) -> tuple[str, str, int | None]:
+        return (self.strategy, self.mode, self.window)
+
+    def to_dict(self, per_query: bool = False) -> dict:
+        d = {"strategy": self.strategy, "mode": self.mode, "window": self.window, "label": self.label,
+             "chunks_sha256": self.chunks_sha256, "metrics": dict(self.aggregates), "std": dict(self.std),
+             "costs": dict(self.costs)}
+        if per_query:
+            d["per_query"] = {m: dict(v) for m, v in self.per_query.items()}
+        return d
+
+
+@dataclass
+class CompareResult:
+    """The output of :func:`run_compare`.
+
+    Attributes:
+        config: The config.
+        systems: Every system, in report order (strategy, then late windows, then naive).
+        comparisons: Paired bootstrap results (dicts: kind, a, b, metric, mean_diff, ci_low, ci_high, ...).
+        metric_names: Per-query metric names, in column order.
+        headline: The metrics compared across strategies and windows.
+        main_k: The k of the headline metric in plots (5 when given, else the largest).
+        manifest: Dataset, model, index, windows, query vectors, versions, machine, seconds, command line.
+        embeds: ``{window: EmbedResult}`` (kept for inspection and tests).
+        dataset: The evaluated dataset (queries cut to ``max_queries``).
+    """
+
+    config: CompareConfig
+    systems: list[System]
+    comparisons: list[dict]
+    metric_names: list[str]
+    headline: list[str]
+    main_k: int
+    manifest: dict
+    embeds: dict = field(default_factory=dict, repr=False)
+    dataset: EvalDataset | None = field(default=None, repr=False)
+
+    def system(self, strategy: str, mode: str, window: int | None = "first") -> System:  # type: ignore[assignment]
+        """The system of a strategy (any SPEC form) and mode; ``window="first"`` = the main window's."""
+        from latechunk.strategies.base import get_strategy
+
+        spec = get_strategy(strategy).spec
+        cands = [s for s in self.systems if s.strategy == spec and s.mode == mode]
+        if window != "first":
+            cands = [s for s in cands if s.window == window]
+        if not cands:
+            raise KeyError(f"no system {spec!r} {mode} window={window}")
+        return cands[0]
+
+    def numbers(self) -> dict:
+        """Every number that does not depend on wall-clock time (for determinism checks)."""
+        timeless = {"seconds", "seconds_encode", "seconds_pool", "seconds_index", "seconds_search"}
+        return {
+            "systems": [
+                {**s.to_dict(per_query=True), "costs": {k: v for k, v in s.costs.items() if k not in timeless}}
+                for s in self.systems
+            ],
+            "comparisons": self.comparisons,
+            "query_vectors_sha256": self.manifest["query_vectors"]["sha256"],
+        }
+
+    def to_dict(self) -> dict:
+        return {
+            "config": self.config.to_dict(),
+            "manifest": self.manifest,
+            "metric_names": self.metric_names,
+            "headline": self.headline,
+            "main_k": self.main_k,
+            "systems": [s.to_dict() for s in self.systems],
+            "comparisons": self.comparisons,
+        }
+
+
+def chunk_records_sha256(boundaries: Sequence, vectors=None) -> str:
+    """sha256 of a strategy's chunk records: per document its id, then each chunk's index, token and char span.
+
+    With ``vectors`` (a :class:`~latechunk.types.ChunkVectors`), its ``doc_ids``, ``chunk_index`` and
+    ``cu_chunks`` are hashed too, so two systems with the same hash index the same chunks in the same rows.
+    """
+    h = hashlib.sha256()
+    for b in boundaries:
+        h.update(b.doc_id.encode("utf-8") + b"\0")
+        h.update(np.ascontiguousarray(b.token_spans, dtype=np.int64).tobytes())
+        h.update(np.ascontiguousarray(b.char_spans, dtype=np.int64).tobytes())
+    if vectors is not None:
+        h.update("\0".join(vectors.doc_ids).encode("utf-8") + b"\1")
+        h.update(np.ascontiguousarray(vectors.chunk_index, dtype=np.int64).tobytes())
+        h.update(np.ascontiguousarray(vectors.cu_chunks, dtype=np.int64).tobytes())
+    return h.hexdigest()
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Helpers
+# ----------------------------------------------------------------------------------------------------------
+
+
+def _state_dependent(spec: str) -> bool:
+    """True when a strategy's boundaries come from the late token states (``semantic`` with source=late)."""
+    from latechunk.strategies.base import get_strategy
+
+    s = get_strategy(spec)
+    return bool(s.needs_embedder) and getattr(s, "source", "late") == "late"
+
+
+def _window_encoder(base, window: int, overlap: int | None):
+    """An Encoder sharing ``base``'s model and tokenizer, with another macro window."""
+    from latechunk.encoder import Encoder
+
+    if window == base.window and (overlap is None or overlap == base.window_overlap):
+        return base
+    return Encoder(
+        base.name,
+        device=str(base.device),
+        dtype=str(base.dtype).replace("torch.", ""),
+        max_length=base.max_length,
+        window=window,
+        window_overlap=overlap,
+        batch_tokens=base.batch_tokens,
+        document_prompt=base.tokenizer.prefix,
+        query_prompt=base.query_tokenizer.prefix,
+        model_obj=base.model,
+        tokenizer_obj=base._hf_tokenizer,
+        settings=base.settings,
+    )
+
+
+def _model_sha256(encoder) -> str:
+    """sha256 of the model weights when they are local files ('' for a remote id), never a network call."""
+    from latechunk import encoder as enc_mod
+
+    if Path(str(encoder.path)).is_dir():
+        return encoder.model_hash
+    if str(encoder.name).lower() in getattr(enc_mod, "_DEFAULT_ALIASES", set()) | {enc_mod.DEFAULT_MODEL.lower()}:
+        try:
+            return enc_mod._hash_model_files(enc_mod.resolve_model_path(None))
+        except ValueError:
+            return ""
+    return ""
+
+
+def _naive_vectors(encoder, documents, boundaries, normalize: bool = True) -> tuple[np.ndarray, int, int, float]:
+    """Naive vectors of chunks, exactly as :func:`latechunk.pipeline.embed` makes them (context line first).
+
+    Returns:
+        ``(vectors (n_chunks, dim) float32, tokens encoded, forward calls, seconds)``.
+    """
+    texts = []
+    for doc, b in zip(documents, boundaries):
+        if doc.doc_id != b.doc_id:
+            raise RuntimeError(f"document {doc.doc_id!r} paired with boundaries of {b.doc_id!r}")
+        for (cs, ce), ctx in zip(b.char_spans.tolist(), b.contexts):
+            chunk = doc.text[cs:ce]
+            texts.append(f"{ctx}\n{chunk}" if ctx else chunk)
+    before = dict(encoder.stats)
+    t0 = time.perf_counter()
+    v = encoder.encode_texts(texts, kind="document", normalize=normalize)
+    dt = time.perf_counter() - t0
+    return v, encoder.stats["tokens"] - before["tokens"], encoder.stats["forward_calls"] - before["forward_calls"], dt
+
+
+def _same_boundaries(a: Sequence, b: Sequence) -> bool:
+    return len(a) == len(b) and all(
+        x.doc_id == y.doc_id and np.array_equal(x.token_spans, y.token_spans) and np.array_equal(x.char_spans, y.char_spans)
+        for x, y in zip(a, b)
+    )
+
+
+def _machine() -> dict:
+    """nproc, the first lines of lscpu, platform, torch threads."""
+    import torch
+
+    try:
+        nproc = len(os.sched_getaffinity(0))
+    except AttributeError:
+        nproc = os.cpu_count() or 0
+    try:
+        lscpu = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=10, check=False).stdout
+        lscpu_head = lscpu.splitlines()[:15]
+    except (OSError, subprocess.SubprocessError):
+        lscpu_head = []
+    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+    return {"nproc": nproc, "lscpu_head": lscpu_head, "platform": platform.platform(),
+            "torch_threads": torch.get_num_threads(), "gpu": gpu}
+
+
+def _versions() -> dict:
+    import faiss
+    import ir_measures
+    import torch
+    import transformers
+
+    import latechunk
+
+    return {"latechunk": latechunk.__version__, "python": platform.python_version(), "torch": torch.__version__,
+            "transformers": transformers.__version__, "faiss": getattr(faiss, "__version__", "?"),
+            "numpy": np.__version__, "ir_measures": getattr(ir_measures, "__version__", "?")}
+
+
+def _git_commit() -> str:
+    try:
+        root = Path(__file__).resolve().parents[1]
+        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                             timeout=10, check=False)
+        return out.stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def _mean_std(values: dict[str, float]) -> tuple[float, float]:
+    mean = mean_over_queries(values)
+    var = math.fsum((float(v) - mean) ** 2 for v in values.values()) / len(values)
+    return mean, math.sqrt(var)
+
+
+def _label(mode: str, window: int | None, multi_window: bool) -> str:
+    if mode == "late":
+        return f"late w={window}" if multi_window else "late"
+    return f"naive (w={window} cuts)" if multi_window and window is not None else "naive"
+
+
+# ----------------------------------------------------------------------------------------------------------
+# The run
+# ----------------------------------------------------------------------------------------------------------
+
+
+def run_compare(
+    config: CompareConfig,
+    out_dir: str | os.PathLike | None = None,
+    *,
+    encoder=None,
+    dataset: EvalDataset | None = None,
+    progress: bool = False,
+    command: str | None = None,
+) -> CompareResult:
+    """Run the comparison (see the module doc) and, with ``out_dir``, write the report folder.
+
+    Args:
+        config: What to compare.
+        out_dir: Report folder (created); ``None`` writes nothing.
+        encoder: A pre-built :class:`~latechunk.encoder.Encoder` (tests); its model is shared by every window.
+        dataset: A pre-loaded dataset (tests); else ``config.dataset`` is loaded through the parse cache.
+        progress: Progress bars.
+        command: The command line, for the manifest.
+
+    Returns:
+        A :class:`CompareResult`.
+
+    Raises:
+        ValueError: on a dataset without span or document relevance, or a window the model cannot take.
+        RuntimeError: if late and naive of one strategy ended up with different chunk records (a bug).
+    """
+    import faiss
+
+    from latechunk.encoder import Encoder
+    from latechunk.export import build_index, search_index
+    from latechunk.pipeline import embed
+    from latechunk.types import ChunkVectors
+
+    t_start = time.perf_counter()
+    seconds: dict[str, float] = {}
+    specs = config.specs()
+
+    # 1. the dataset, parsed once
+    t0 = time.perf_counter()
+    if dataset is None:
+        ds, cache_info = load_cached(config.dataset, config.cache_dir, config.use_cache)
+    else:
+        ds, cache_info = dataset, {"sha256": "", "cache_hit": False, "cache_file": "", "parse_seconds": 0.0}
+    seconds["load_dataset"] = time.perf_counter() - t0
+    queries: list[Query] = list(ds.queries)[: config.max_queries] if config.max_queries else list(ds.queries)
+    qids = [q.query_id for q in queries]
+    references = {q.query_id: q.spans for q in queries}
+    has_spans = any(q.spans for q in queries)
+    all_qrels = ds.doc_qrels()
+    qrels = {qid: all_qrels[qid] for qid in qids if qid in all_qrels}
+    if not has_spans and not qrels:
+        raise ValueError(f"dataset {ds.name!r} has neither answer spans nor document qrels for its queries")
+    all_spans = [s for q in queries for s in q.spans]
+
+    # 2. the encoder(s) and the query vectors, once
+    t0 = time.perf_counter()
+    first_window = config.windows[0]
+    if encoder is None:
+        encoder = Encoder(config.model, device=config.device, dtype=config.dtype, window=first_window,
+                          window_overlap=config.window_overlap, batch_tokens=config.batch_tokens)
+    base = encoder
+    windows = [w if w is not None else base.max_length for w in config.windows]
+    if len(set(windows)) != len(windows):
+        raise ValueError(f"window sizes repeat once the default is resolved: {windows}")
+    for w in windows:
+        if w > base.max_length:
+            raise ValueError(f"--window {w} exceeds the model's limit of {base.max_length} tokens")
+    encoders = {w: _window_encoder(base, w, config.window_overlap) for w in windows}
+    seconds["load_model"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    q_before = dict(base.stats)
+    xq = base.encode_texts([q.text for q in queries], kind="query", normalize=True)
+    seconds["encode_queries"] = time.perf_counter() - t0
+    xq_info = {"n": int(xq.shape[0]), "dim": int(xq.shape[1]), "kind": "query", "prompt": base.query_tokenizer.prefix,
+               "tokens": base.stats["tokens"] - q_before["tokens"],
+               "sha256": hashlib.sha256(np.ascontiguousarray(xq, dtype=np.float32).tobytes()).hexdigest()}
+
+    # 3. one embed() call per window: one late pass for every strategy; naive in the first window's call
+    embeds = {}
+    window_info = []
+    naive_extra: dict[tuple[str, int], tuple[np.ndarray, int, int, float]] = {}
+    for i, w in enumerate(windows):
+        enc = encoders[w]
+        modes = tuple(config.modes) if i == 0 else ("late",)
+        t0 = time.perf_counter()
+        res = embed(list(ds.documents), specs, enc, modes=modes, include_special=config.include_special,
+                    progress=progress)
+        wall = time.perf_counter() - t0
+        embeds[w] = res
+        extra_s = 0.0
+        if i > 0 and "naive" in config.modes:
+            for spec in specs:
+                if _state_dependent(spec):
+                    naive_extra[(spec, w)] = _naive_vectors(enc, res.documents, res.run(spec).boundaries)
+                    extra_s += naive_extra[(spec, w)][3]
+        window_info.append({
+            "window": w, "overlap": enc.window_overlap, "modes": list(modes),
+            "late_tokens": res.stats["late_tokens"], "late_forward_calls": res.stats["forward_calls"]["late"],
+            "naive_tokens": res.stats["naive_tokens"] + sum(v[1] for (s, ww), v in naive_extra.items() if ww == w),
+            "naive_forward_calls": res.stats["forward_calls"]["naive"]
+            + sum(v[2] for (s, ww), v in naive_extra.items() if ww == w),
+            "content_tokens": res.stats["content_tokens"], "documents_in": res.stats["documents_in"],
+            "documents_embedded": len(res.documents),
+            "skipped": [{"doc_id": s.doc_id, "reason": s.reason} for s in res.skipped],
+            "seconds": {**{k: float(v) for k, v in res.stats["seconds"].items()}, "naive_extra": extra_s,
+                        "wall": wall + extra_s},
+        })
+        seconds[f"embed_w{w}"] = wall + extra_s
+    main = embeds[windows[0]]
+    for w in windows[1:]:
+        if [d.doc_id for d in embeds[w].documents] != [d.doc_id for d in main.documents]:
+            raise RuntimeError(f"window {w} embedded other documents than window {windows[0]}")
+        for spec in specs:
+            if not _state_dependent(spec) and not _same_boundaries(embeds[w].run(spec).boundaries,
+                                                                   main.run(spec).boundaries):
+                raise RuntimeError(f"{spec}: window {w} gave other boundaries than window {windows[0]} (a bug)")
+
+    # 4. systems: (strategy, mode, window) with their boundaries and vectors
+    multi = len(windows) > 1
+    n_content = {t_doc.doc_id: tok.n_content for t_doc, tok in zip(main.documents, main.tokenizations)}
+    sys_inputs = []  # (System, boundaries, ChunkVectors, encode_seconds, tokens, forward_calls)
+    for spec in specs:
+        dep = _state_dependent(spec)
+        if "late" in config.modes:
+            for w in windows:
+                res = embeds[w]
+                run = res.run(spec)
+                late_s = res.stats["seconds"]["late_encode"]
+                sys_inputs.append((System(spec, "late", w, _label("late", w, multi)), run.boundaries,
+                                   run.vectors["late"], late_s, run.seconds.get("late", late_s) - late_s,
+                                   res.stats["late_tokens"], res.stats["forward_calls"]["late"]))
+        if "naive" in config.modes:
+            for i, w in enumerate(windows if dep else windows[:1]):
+                res = embeds[w]
+                run = res.run(spec)
+                if i == 0:
+                    vec = run.vectors["naive"]
+                    enc_s, tokens = run.seconds.get("naive", 0.0), run.tokens_encoded.get("naive", 0)
+                    calls = None
+                else:
+                    v, tokens, calls, enc_s = naive_extra[(spec, w)]
+                    late_vec = run.vectors["late"]
+                    vec = ChunkVectors(v, late_vec.doc_ids, late_vec.chunk_index, late_vec.cu_chunks, "naive",
+                                       normalized=True)
+                sys_inputs.append((System(spec, "naive", w if dep else None, _label("naive", w if dep else None, multi)),
+                                   run.boundaries, vec, enc_s, 0.0, tokens, calls))
+
+    # 5. one index per system, one IndexSpec, one depth; then the metrics
+    ispec = config.index_spec()
+    k_max = max(config.ks)
+    depth_span = k_max * (config.dedup_factor if config.dedup else 1)
+    depth = max(depth_span, config.doc_depth if qrels else 0)
+    systems: list[System] = []
+    chunk_cache: dict[str, dict] = {}  # strategy chunk-records hash -> strategy-level figures
+    t_metrics = 0.0
+    for system, boundaries, vec, enc_s, pool_s, tokens, calls in sys_inputs:
+        system.chunks_sha256 = chunk_records_sha256(boundaries, vec)
+        t0 = time.perf_counter()
+        index = build_index(vec.vectors, ispec, dim=base.dim)
+        t_index = time.perf_counter() - t0
+        index_bytes = int(faiss.serialize_index(index).size)
+        t0 = time.perf_counter()
+        D, I = search_index(index, xq, min(depth, max(index.ntotal, 1)), metric=ispec.metric)
+        t_search = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        # row i of the index = chunk i of the concatenated boundaries
+        row_doc = np.repeat(np.arange(len(boundaries)), [len(b) for b in boundaries])
+        char_spans = np.concatenate([b.char_spans for b in boundaries]) if boundaries else np.zeros((0, 2), np.int32)
+        token_spans = np.concatenate([b.token_spans for b in boundaries]) if boundaries else np.zeros((0, 2), np.int32)
+        doc_ids = [b.doc_id for b in boundaries]
+        chunk_index = vec.chunk_index
+        rankings: dict[str, list[tuple]] = {}
+        for qi, qid in enumerate(qids):
+            items = []
+            for score, row in zip(D[qi].tolist(), I[qi].tolist()):
+                if row < 0:
+                    continue
+                items.append((doc_ids[row_doc[row]], int(char_spans[row, 0]), int(char_spans[row, 1]),
+                              int(chunk_index[row]), float(score)))
+            rankings[qid] = items
+        per_query: dict[str, dict[str, float]] = {}
+        if has_spans:
+            span_run = {qid: r[:depth_span] for qid, r in rankings.items()}
+            scored_run = {qid: drop_overlapping(r, k_max) for qid, r in span_run.items()} if config.dedup else span_run
+            for k in config.ks:
+                m = span_metrics(scored_run, references, k)
+                m[f"Dup@{k}"] = {qid: float(duplicate_slots(span_run[qid], k)) for qid in m[f"Dup@{k}"]}
+                per_query.update(m)
+        if qrels:
+            chunk_run = {qid: {(it[0], it[3]): it[4] for it in r} for qid, r in rankings.items()}
+            per_query.update(doc_metrics(qrels, doc_run_from_chunk_run(chunk_run), DEFAULT_DOC_MEASURES))
+        # strategy-level figures (independent of the mode): once per chunk-record set
+        fig = chunk_cache.get(system.chunks_sha256)
+        if fig is None:
+            by_doc = {b.doc_id: b.char_spans for b in boundaries}
+            fig = {"omega": {}, "fp": None}
+            if has_spans:
+                fig["omega"] = {q.query_id: precision_omega(by_doc, q.spans) for q in queries if q.spans}
+                fig["fp"] = facts_protected(by_doc, all_spans)
+            chunk_cache[system.chunks_sha256] = fig
+        if fig["omega"]:
+            per_query[OMEGA] = dict(fig["omega"])
+        system.per_query = per_query
+        for name, values in per_query.items():
+            system.aggregates[name], system.std[name] = _mean_std(values)
+        if fig["fp"] is not None:
+            system.aggregates["FactsProtected"] = fig["fp"]
+        t_metrics += time.perf_counter() - t0
+        lengths = (token_spans[:, 1].astype(np.int64) - token_spans[:, 0]) if len(token_spans) else np.zeros(0)
+        char_lengths = (char_spans[:, 1].astype(np.int64) - char_spans[:, 0]) if len(char_spans) else np.zeros(0)
+        strat = _strategy(system.strategy)
+        theo = None
+        if strat.name == "fixed":
+            theo = theoretical_overlap_multiplier(strat.size, strat.overlap)
+        system.costs = {
+            "chunks": len(lengths),
+            "mean_chunk_tokens": float(lengths.mean()) if len(lengths) else 0.0,
+            "mean_chunk_chars": float(char_lengths.mean()) if len(char_lengths) else 0.0,
+            "tokens_encoded": int(tokens),
+            "tokens_encoded_shared": system.mode == "late",
+            "forward_calls": calls,
+            "overlap_observed": observed_overlap_multiplier({b.doc_id: b.token_spans for b in boundaries},
+                                                            {b.doc_id: n_content[b.doc_id] for b in boundaries}),
+            "overlap_theoretical": theo,
+            "index_bytes": index_bytes,
+            "index_ntotal": int(index.ntotal),
+            "seconds_encode": float(enc_s),
+            "seconds_pool": float(pool_s),
+            "seconds": float(enc_s + pool_s),
+            "seconds_index": t_index,
+            "seconds_search": t_search,
+        }
+        systems.append(system)
+    seconds["index_search_metrics"] = t_metrics
+
+    # identical chunk records for late and naive of one strategy (and window, for state-dependent cuts)
+    for s in systems:
+        if s.mode != "naive":
+            continue
+        for other in systems:
+            same = other.strategy == s.strategy and other.mode == "late" and s.window in (None, other.window)
+            if same and other.chunks_sha256 != s.chunks_sha256:
+                raise RuntimeError(f"{s.strategy}: late ({other.label}) and naive ({s.label}) index different "
+                                       "chunk records; the comparison would not be fair")
+
+    metric_names = _metric_order(systems, config.ks)
+    headline = [m for m in metric_names if m.startswith(("AR@", "SpanRecall@"))] or [
+        m for m in metric_names if m in DEFAULT_DOC_MEASURES]
+    main_k = 5 if 5 in config.ks else max(config.ks)
+
+    # 6. statistics
+    t0 = time.perf_counter()
+    comparisons = _comparisons(systems, config, metric_names, headline, windows)
+    seconds["bootstrap"] = time.perf_counter() - t0
+    seconds["total"] = time.perf_counter() - t_start
+
+    manifest = {
+        "command": command or "",
+        "git_commit": _git_commit(),
+        "dataset": {"spec": config.dataset, "name": ds.name, "sha256": cache_info["sha256"],
+                    "content_sha256": _dataset_content_sha256(ds), "cache_hit": cache_info["cache_hit"],
+                    "cache_file": cache_info["cache_file"], "documents": len(ds.documents),
+                    "queries_total": len(ds.queries), "queries": len(queries),
+                    "queries_with_spans": sum(1 for q in queries if q.spans), "spans": len(all_spans),
+                    "doc_qrels_queries": len(qrels), "qrels_source": "given" if ds.qrels is not None else "spans"},
+        "model": _describe_model(base),
+        "strategies": specs,
+        "state_dependent_strategies": [s for s in specs if _state_dependent(s)],
+        "modes": list(config.modes),
+        "ks": list(config.ks),
+        "windows": window_info,
+        "index": {**ispec.to_dict(), "gpu": ispec.gpu, "faiss": getattr(faiss, "__version__", "?"),
+                  "search_depth": depth, "span_depth": depth_span, "doc_depth": config.doc_depth if qrels else 0},
+        "dedup": config.dedup,
+        "query_vectors": xq_info,
+        "units": {"span_metrics": "characters (Python str indices) of the source document",
+                  "tokens": "model tokens (the model's own tokenizer, frame tokens excluded from chunks)"},
+        "doc_level": {"measures": list(DEFAULT_DOC_MEASURES) if qrels else [],
+                      "document_score": "max over its retrieved chunks (MaxP)"},
+        "bootstrap": {"n_resamples": config.n_resamples, "confidence": config.confidence, "seed": config.seed,
+                      "method": "paired percentile bootstrap of the mean per-query difference"},
+        "versions": _versions(),
+        "machine": _machine(),
+        "seconds": seconds,
+    }
+    kept = set(qids)
+    cut_qrels = None if ds.qrels is None else {q: r for q, r in ds.qrels.items() if q in kept}
+    result = CompareResult(config, systems, comparisons, metric_names, headline, main_k, manifest, embeds,
+                           EvalDataset(ds.name, ds.documents, tuple(queries), cut_qrels))
+    if out_dir is not None:
+        from eval.report import write_report
+
+        t0 = time.perf_counter()
+        write_report(result, out_dir)
+        seconds["report"] = time.perf_counter() - t0
+        seconds["total"] = time.perf_counter() - t_start
+        write_report(result, out_dir, plot=False)  # rewrite results.json/report.md with the final times
+    return result
+
+
+def _describe_model(encoder) -> dict:
+    """The model settings for the manifest (as ``Encoder.describe()``, without a network lookup for the hash)."""
+    return {
+        "name": encoder.name,
+        "path": str(encoder.path),
+        "sha256": _model_sha256(encoder),
+        "dim": encoder.dim,
+        "dtype": str(encoder.dtype).replace("torch.", ""),
+        "device": str(encoder.device),
+        "max_length": encoder.max_length,
+        "pooling": encoder.settings.pooling,
+        "normalize": encoder.settings.normalize,
+        "document_prompt": encoder.tokenizer.prefix,
+        "query_prompt": encoder.query_tokenizer.prefix,
+        "batch_tokens": encoder.batch_tokens,
+    }
+
+
+def _strategy(spec: str):
+    from latechunk.strategies.base import get_strategy
+
+    return get_strategy(spec)
+
+
+def _dataset_content_sha256(ds: EvalDataset) -> str:
+    h = hashlib.sha256()
+    for d in ds.documents:
+        h.update(d.doc_id.encode() + b"\0" + d.text.encode("utf-8") + b"\1")
+    for q in ds.queries:
+        h.update(q.query_id.encode() + b"\0" + q.text.encode("utf-8") + repr(q.spans).encode() + b"\1")
+    return h.hexdigest()
+
+
+def _metric_order(systems: Sequence[System], ks: Sequence[int]) -> list[str]:
+    present = set()
+    for s in systems:
+        present.update(s.per_query)
+    order = []
+    for prefix in ("AR", "SpanRecall", "SpanPrecision", "SpanIoU"):
+        order += [f"{prefix}@{k}" for k in ks]
+    order.append(OMEGA)
+    order += [f"Dup@{k}" for k in ks]
+    order += list(DEFAULT_DOC_MEASURES)
+    return [m for m in order if m in present]
+
+
+def _boot(a: dict, b: dict, config: CompareConfig) -> dict:
+    r = paired_bootstrap(a, b, n_resamples=config.n_resamples, confidence=config.confidence, seed=config.seed)
+    return r.to_dict()
+
+
+def _comparisons(systems: Sequence[System], config: CompareConfig, metric_names: Sequence[str],
+                 headline: Sequence[str], windows: Sequence[int]) -> list[dict]:
+    """Paired bootstrap comparisons (each dict: kind, a, b, strategy/mode/window, metric and the result)."""
+    out: list[dict] = []
+    by_key = {s.key: s for s in systems}
+    specs = list(dict.fromkeys(s.strategy for s in systems))
+    paired_metrics = [m for m in metric_names if m != OMEGA]
+    # late minus naive, per strategy and window
+    for s in systems:
+        if s.mode != "late":
+            continue
+        naive = by_key.get((s.strategy, "naive", s.window)) or by_key.get((s.strategy, "naive", None))
+        if naive is None:
+            continue
+        for m in paired_metrics:
+            if m in s.per_query and m in naive.per_query:
+                out.append({"kind": "late-naive", "strategy": s.strategy, "window": s.window, "a": s.label,
+                            "b": naive.label, "metric": m, **_boot(s.per_query[m], naive.per_query[m], config)})
+    # strategy A minus B, within a mode (late: the first window)
+    for mode in config.modes:
+        group: list[System] = []
+        for s in systems:  # the first system of each strategy in this mode (late: the first window)
+            if s.mode == mode and (mode == "naive" or s.window == windows[0]) and s.strategy not in {g.strategy for g in group}:
+                group.append(s)
+        for a, b in itertools.combinations(group, 2):
+            for m in headline:
+                if m in a.per_query and m in b.per_query:
+                    out.append({"kind": "strategy", "mode": mode, "window": a.window if mode == "late" else None,
+                                "a": a.strategy, "b": b.strategy, "metric": m,
+                                **_boot(a.per_query[m], b.per_query[m], config)})
+    # window w minus the first window, late
+    if len(windows) > 1:
+        for spec in specs:
+            ref = by_key.get((spec, "late", windows[0]))
+            for w in windows[1:]:
+                s = by_key.get((spec, "late", w))
+                if ref is None or s is None:
+                    continue
+                for m in headline:
+                    out.append({"kind": "window", "strategy": spec, "window": w, "a": s.label, "b": ref.label,
+                                "metric": m, **_boot(s.per_query[m], ref.per_query[m], config)})
+    return out

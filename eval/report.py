@@ -1,0 +1,423 @@
+"""The report folder of ``latechunk compare``: ``report.md``, ``results.json``, ``per_query.csv``, ``plot.png``.
+
+Nothing here computes a metric: every number comes from a :class:`~eval.harness.CompareResult`; this module
+only formats (quality metrics as percentages, i.e. the mean over queries times 100, one decimal) and draws.
+Confidence intervals of a single system's mean (the plot's error bars) use the same paired bootstrap as the
+comparisons, paired against zero. Tests: ``tests/test_eval_harness.py``.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from eval.stats import paired_bootstrap
+
+__all__ = ["REPORT_FILES", "markdown_report", "per_query_rows", "print_table", "write_report"]
+
+REPORT_FILES = ("report.md", "results.json", "per_query.csv", "plot.png")
+
+_LOWER_IS_BETTER = ("Dup@",)
+_DOC_NAMES = {"nDCG@10": "nDCG@10", "R@100": "R@100 (doc)", "RR@10": "MRR@10"}
+
+
+def _is_pct(metric: str) -> bool:
+    return not metric.startswith("Dup@")
+
+
+def _fmt(metric: str, value) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    return f"{100 * value:.1f}" if _is_pct(metric) else f"{value:.2f}"
+
+
+def _fmt_diff(metric: str, value: float) -> str:
+    return f"{100 * value:+.1f}" if _is_pct(metric) else f"{value:+.2f}"
+
+
+def _col_name(metric: str) -> str:
+    if metric == "PrecisionOmega":
+        return "PrecisionΩ"
+    return _DOC_NAMES.get(metric, metric)
+
+
+def _best(values: Sequence, metric: str):
+    vals = [v for v in values if v is not None]
+    if not vals:
+        return None
+    return min(vals) if metric.startswith(_LOWER_IS_BETTER) else max(vals)
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join("---" if i < 2 else "---:" for i in range(len(header))) + " |"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def _metric_table(result, metrics: Sequence[str], with_fp: bool = False) -> str:
+    systems = result.systems
+    cols = list(metrics) + (["FactsProtected"] if with_fp else [])
+    best = {m: _best([s.aggregates.get(m) for s in systems], m) for m in cols}
+    rows = []
+    for s in systems:
+        cells = [f"`{s.strategy}`", s.label]
+        for m in cols:
+            v = s.aggregates.get(m)
+            text = _fmt(m, v)
+            if v is not None and best[m] is not None and v == best[m] and len(systems) > 1:
+                text = f"**{text}**"
+            cells.append(text)
+        rows.append(cells)
+    return _table(["strategy", "mode"] + [_col_name(m) for m in cols], rows)
+
+
+def _cost_table(result) -> str:
+    rows = []
+    for s in result.systems:
+        c = s.costs
+        theo = "–" if c.get("overlap_theoretical") is None else f"{c['overlap_theoretical']:.3f}"
+        tokens = f"{c['tokens_encoded']:,}" + (" (shared)" if c.get("tokens_encoded_shared") else "")
+        rows.append([
+            f"`{s.strategy}`", s.label, f"{c['chunks']:,}", f"{c['mean_chunk_tokens']:.1f}", f"{c['mean_chunk_chars']:.0f}",
+            tokens, f"{c['overlap_observed']:.3f}", theo, f"{c['index_bytes']:,}",
+            f"{c['seconds_encode']:.1f}" + (f" + {c['seconds_pool']:.2f}" if s.mode == "late" else ""),
+        ])
+    return _table(["strategy", "mode", "chunks", "mean chunk tokens", "mean chunk chars", "tokens through encoder",
+                   "overlap observed", "s/(s-v)", "index bytes", "seconds (encode + pool)"], rows)
+
+
+def _ci(c: dict, metric: str) -> str:
+    return f"{_fmt_diff(metric, c['mean_diff'])} [{_fmt_diff(metric, c['ci_low'])}, {_fmt_diff(metric, c['ci_high'])}]"
+
+
+def _late_naive_table(result, metrics: Sequence[str]) -> str:
+    by = {(s.label, s.strategy): s for s in result.systems}
+    rows = []
+    for c in result.comparisons:
+        if c["kind"] != "late-naive" or c["metric"] not in metrics:
+            continue
+        a, b = by[(c["a"], c["strategy"])], by[(c["b"], c["strategy"])]
+        m = c["metric"]
+        sig = " *" if c["ci_low"] > 0 or c["ci_high"] < 0 else ""
+        rows.append([f"`{c['strategy']}`", str(c["window"]), _col_name(m), _fmt(m, a.aggregates[m]),
+                     _fmt(m, b.aggregates[m]), _ci(c, m) + sig, f"{c['p_le_zero']:.3f}"])
+    return _table(["strategy", "window", "metric", "late", "naive", "late − naive [95% CI]", "P(boot mean ≤ 0)"], rows)
+
+
+def _strategy_table(result, metric: str) -> str:
+    rows = []
+    for c in result.comparisons:
+        if c["kind"] != "strategy" or c["metric"] != metric:
+            continue
+        sig = " *" if c["ci_low"] > 0 or c["ci_high"] < 0 else ""
+        rows.append([c["mode"], f"`{c['a']}`", f"`{c['b']}`", _ci(c, metric) + sig])
+    return _table(["mode", "A", "B", f"A − B, {_col_name(metric)} [95% CI]"], rows)
+
+
+def _window_table(result) -> str:
+    metrics = result.headline
+    comps = {(c["strategy"], c["window"], c["metric"]): c for c in result.comparisons if c["kind"] == "window"}
+    ln = {(c["strategy"], c["window"], c["metric"]): c for c in result.comparisons if c["kind"] == "late-naive"}
+    first = result.manifest["windows"][0]["window"]
+    main_metric = f"AR@{result.main_k}" if f"AR@{result.main_k}" in metrics else metrics[0]
+    rows = []
+    for s in result.systems:
+        if s.mode != "late":
+            continue
+        cells = [f"`{s.strategy}`", str(s.window), str(next(w["overlap"] for w in result.manifest["windows"]
+                                                           if w["window"] == s.window))]
+        cells += [_fmt(m, s.aggregates.get(m)) for m in metrics]
+        c = comps.get((s.strategy, s.window, main_metric))
+        cells.append("(reference)" if s.window == first else (_ci(c, main_metric) if c else "–"))
+        c = ln.get((s.strategy, s.window, main_metric))
+        cells.append(_ci(c, main_metric) if c else "–")
+        rows.append(cells)
+    return _table(["strategy", "window", "overlap"] + [_col_name(m) for m in metrics]
+                  + [f"{main_metric}: w − w={first} [95% CI]", f"{main_metric}: late − naive [95% CI]"], rows)
+
+
+def markdown_report(result) -> str:
+    """The text of ``report.md``."""
+    man = result.manifest
+    cfg = result.config
+    ds = man["dataset"]
+    model = man["model"]
+    m = man["machine"]
+    cpu = next((line.split(":", 1)[1].strip() for line in m.get("lscpu_head", []) if line.startswith("Model name")), "?")
+    sec = man["seconds"]
+    parts = [f"# latechunk compare: {ds['name']}", ""]
+    parts.append(f"Command: `{man['command'] or '(library call)'}`  ")
+    parts.append(f"Git commit: `{man['git_commit'] or '?'}`")
+    parts.append("")
+    parts.append(
+        f"- **Dataset**: `{ds['spec']}` ({ds['name']}): {ds['documents']} documents, {ds['queries']} of "
+        f"{ds['queries_total']} queries scored ({ds['queries_with_spans']} with {ds['spans']} answer spans; "
+        f"{ds['doc_qrels_queries']} with document qrels, from {ds['qrels_source']}). Content sha256 "
+        f"`{ds['content_sha256'][:16]}…`; parse cache key `{(ds['sha256'] or '–')[:16]}…` "
+        f"({'hit' if ds['cache_hit'] else 'parsed'})."
+    )
+    parts.append(
+        f"- **Model**: `{model['name']}` (weights sha256 `{(model['sha256'] or '?')[:16]}…`), dim {model['dim']}, "
+        f"{model['dtype']} on {model['device']}, max length {model['max_length']} tokens, pooling {model['pooling']}. "
+        f"Query vectors: {man['query_vectors']['n']} computed once and shared by every system "
+        f"(sha256 `{man['query_vectors']['sha256'][:16]}…`)."
+    )
+    ix = man["index"]
+    parts.append(
+        f"- **Index**: one FAISS `{ix['kind']}` index per system, metric `{ix['metric']}`, identical settings; "
+        f"searched {ix['search_depth']} deep (span metrics read the first {ix['span_depth']}"
+        f"{', duplicates dropped by char offsets before scoring' if man['dedup'] else ''}; document run from the "
+        f"first {ix['doc_depth']} chunks, a document scored as its best chunk)."
+    )
+    parts.append(f"- **k**: {', '.join(map(str, man['ks']))}. **Modes**: {', '.join(man['modes'])}.")
+    parts.append(
+        f"- **Machine**: {m['nproc']} CPUs available (`nproc`), {cpu}; torch threads {m['torch_threads']}; "
+        f"GPU: {m['gpu'] or 'none'}; {m['platform']}."
+    )
+    v = man["versions"]
+    parts.append("- **Versions**: " + ", ".join(f"{k} {val}" for k, val in v.items()) + ".")
+    parts.append(
+        f"- **Wall time**: {sec['total']:.1f} s in all ("
+        + ", ".join(f"{k.replace('_', ' ')} {val:.1f} s" for k, val in sec.items() if k != "total")
+        + ")."
+    )
+    parts.append("")
+    parts.append("## Late passes (one per macro window)")
+    parts.append("")
+    rows = []
+    for w in man["windows"]:
+        s = w["seconds"]
+        rows.append([str(w["window"]), str(w["overlap"]), ", ".join(w["modes"]), f"{w['late_tokens']:,}",
+                     str(w["late_forward_calls"]), f"{w['naive_tokens']:,}", f"{s.get('late_encode', 0):.1f}",
+                     f"{s.get('naive_encode', 0) + s.get('naive_extra', 0):.1f}", f"{s['wall']:.1f}",
+                     f"{w['documents_embedded']}/{w['documents_in']}"])
+    parts.append(_table(["window", "overlap", "modes", "late tokens", "late forward calls", "naive tokens",
+                         "late encode s", "naive encode s", "wall s", "docs"], rows))
+    parts.append("")
+    parts.append(
+        "Late mode encodes each document once per window (overlapping macro windows for a document longer than "
+        "the window) and pools every strategy's chunks from those states, so its token count is shared by all "
+        "strategies of the window. Naive mode encodes each chunk's text on its own with the model's pooling. "
+        "Late and naive of one strategy index the same chunk records (checked by hash: "
+        + ", ".join(sorted({f"`{s.strategy}` {s.chunks_sha256[:8]}" for s in result.systems})) + ")."
+    )
+    parts.append("")
+    parts.append("## Units and definitions")
+    parts.append("")
+    parts.append(
+        "Quality values are percentages (mean over queries × 100); `Dup@k` is a mean count of slots. Span metrics "
+        "count **characters** of the source document (Python `str` indices), as Chroma's code does (their report "
+        "speaks of tokens). `AR@k`: share of a query's answer spans lying wholly inside one top-k chunk. "
+        "`SpanRecall@k`, `SpanPrecision@k`, `SpanIoU@k`: Chroma's recall, precision and IoU over the top-k "
+        "chunks (precision and IoU sum the retrieved chunk lengths). `PrecisionΩ`: Chroma's precision Ω, the best "
+        "precision the strategy's chunks allow (same for both modes). `FactsProtected`: share of all answer spans "
+        "that some chunk holds whole (span-weighted; bounds AR at any k). `Dup@k`: top-k slots spent on a chunk "
+        "overlapping an earlier top-k chunk of the same document (counted before any dedup). Document level "
+        "(ir_measures, qrels derived from the spans where the dataset has none): nDCG@10, R@100 and MRR@10 "
+        "with a document scored as its best retrieved chunk. Costs: chunks, mean chunk length in model tokens, "
+        "tokens through the encoder per mode, observed overlap multiplier (chunk tokens / content tokens) beside "
+        "s/(s-v) for `fixed`, FAISS index bytes, seconds. Best value per column in **bold**."
+    )
+    parts.append("")
+    span_metrics = [x for x in result.metric_names if x.startswith(("AR@", "SpanRecall@", "SpanPrecision@", "SpanIoU@"))]
+    if span_metrics:
+        parts.append(f"## Answer and span metrics (mean over {ds['queries_with_spans']} queries, %)")
+        parts.append("")
+        extra = ["PrecisionOmega"] if "PrecisionOmega" in result.metric_names else []
+        parts.append(_metric_table(result, span_metrics + extra, with_fp=True))
+        parts.append("")
+    rest = [x for x in result.metric_names if x.startswith("Dup@") or x in _DOC_NAMES]
+    if rest:
+        parts.append("## Duplicates and document-level metrics")
+        parts.append("")
+        parts.append(_metric_table(result, rest))
+        parts.append("")
+    parts.append("## Costs")
+    parts.append("")
+    parts.append(_cost_table(result))
+    parts.append("")
+    ln_metrics = list(result.headline) + [x for x in (f"SpanIoU@{result.main_k}", "nDCG@10") if x in result.metric_names
+                                         and x not in result.headline]
+    if any(c["kind"] == "late-naive" for c in result.comparisons):
+        parts.append(f"## Late minus naive (paired bootstrap, {int(cfg.confidence * 100)}% CI, "
+                     f"{cfg.n_resamples} resamples, seed {cfg.seed})")
+        parts.append("")
+        parts.append("Percentage points; `*` marks an interval that excludes 0. Every metric's comparison is in "
+                     "`results.json`.")
+        parts.append("")
+        parts.append(_late_naive_table(result, ln_metrics))
+        parts.append("")
+    main_metric = f"AR@{result.main_k}" if f"AR@{result.main_k}" in result.headline else result.headline[0]
+    if any(c["kind"] == "strategy" and c["metric"] == main_metric for c in result.comparisons):
+        parts.append(f"## Strategy A minus B ({_col_name(main_metric)}, paired bootstrap {int(cfg.confidence * 100)}% CI)")
+        parts.append("")
+        parts.append(_strategy_table(result, main_metric))
+        parts.append("")
+    if len(man["windows"]) > 1:
+        parts.append("## Window sweep (late mode)")
+        parts.append("")
+        parts.append(_window_table(result))
+        parts.append("")
+    parts.append("![late vs naive per strategy; cost vs quality](plot.png)")
+    parts.append("")
+    return "\n".join(parts)
+
+
+def per_query_rows(result) -> tuple[list[str], list[list]]:
+    """The rows of ``per_query.csv``: one per (system, query), one column per metric (blank where undefined)."""
+    header = ["dataset", "query_id", "strategy", "mode", "window", "label"] + list(result.metric_names)
+    qids = [q.query_id for q in result.dataset.queries] if result.dataset is not None else sorted(
+        {q for s in result.systems for v in s.per_query.values() for q in v})
+    rows = []
+    for s in result.systems:
+        for qid in qids:
+            vals = [s.per_query.get(m, {}).get(qid) for m in result.metric_names]
+            if all(v is None for v in vals):
+                continue
+            rows.append([result.manifest["dataset"]["name"], qid, s.strategy, s.mode,
+                         "" if s.window is None else s.window, s.label] + ["" if v is None else repr(float(v)) for v in vals])
+    return header, rows
+
+
+def _write_text(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _mean_ci(values: dict, config) -> tuple[float, float, float]:
+    zeros = {q: 0.0 for q in values}
+    r = paired_bootstrap(values, zeros, n_resamples=config.n_resamples, confidence=config.confidence, seed=config.seed)
+    return r.mean_diff, r.ci_low, r.ci_high
+
+
+def write_plot(result, path: str | os.PathLike) -> None:
+    """``plot.png``: (a) the main metric per strategy, late (each window) and naive, with bootstrap CIs; (b) late
+    minus naive with CIs; (c) quality vs tokens through the encoder; (d) quality vs encode seconds."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    metric = f"AR@{result.main_k}" if f"AR@{result.main_k}" in result.headline else result.headline[0]
+    specs = list(dict.fromkeys(s.strategy for s in result.systems))
+    labels = list(dict.fromkeys(s.label for s in result.systems))
+    fig, axes = plt.subplots(2, 2, figsize=(14, 10))
+    ax = axes[0, 0]
+    width = 0.8 / max(len(labels), 1)
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for j, label in enumerate(labels):
+        xs, ys, lo, hi = [], [], [], []
+        for i, spec in enumerate(specs):
+            s = next((x for x in result.systems if x.strategy == spec and x.label == label), None)
+            if s is None or metric not in s.per_query:
+                continue
+            mean, a, b = _mean_ci(s.per_query[metric], result.config)
+            xs.append(i + (j - (len(labels) - 1) / 2) * width)
+            ys.append(100 * mean)
+            lo.append(100 * (mean - a))
+            hi.append(100 * (b - mean))
+        ax.errorbar(xs, ys, yerr=[lo, hi], fmt="o", capsize=3, label=label, color=colors[j % len(colors)])
+    ax.set_xticks(range(len(specs)))
+    ax.set_xticklabels([s.replace(",", ",\n") for s in specs], fontsize=7)
+    ax.set_ylabel(f"{_col_name(metric)} (%)")
+    ax.set_title(f"{_col_name(metric)} per strategy, 95% bootstrap CI")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+
+    ax = axes[0, 1]
+    comps = [c for c in result.comparisons if c["kind"] == "late-naive" and c["metric"] in result.headline]
+    names = list(dict.fromkeys((c["strategy"], c["window"]) for c in comps))
+    mets = [m for m in result.headline if any(c["metric"] == m for c in comps)]
+    for j, m in enumerate(mets):
+        ys, lo, hi, xs = [], [], [], []
+        for i, key in enumerate(names):
+            c = next((c for c in comps if (c["strategy"], c["window"]) == key and c["metric"] == m), None)
+            if c is None:
+                continue
+            xs.append(i + (j - (len(mets) - 1) / 2) * (0.8 / max(len(mets), 1)))
+            ys.append(100 * c["mean_diff"])
+            lo.append(100 * (c["mean_diff"] - c["ci_low"]))
+            hi.append(100 * (c["ci_high"] - c["mean_diff"]))
+        ax.errorbar(xs, ys, yerr=[lo, hi], fmt="o", capsize=3, label=_col_name(m), color=colors[j % len(colors)])
+    ax.axhline(0, color="black", lw=0.8)
+    ax.set_xticks(range(len(names)))
+    ax.set_xticklabels([f"{s.split(':')[0]}\nw={w}" for s, w in names], fontsize=7)
+    ax.set_ylabel("late − naive (points)")
+    ax.set_title("late minus naive, paired bootstrap 95% CI")
+    if mets:
+        ax.legend(fontsize=7, ncol=2)
+    ax.grid(alpha=0.3)
+
+    for ax, cost, xlabel in ((axes[1, 0], "tokens_encoded", "tokens through the encoder (late: shared pass)"),
+                             (axes[1, 1], "seconds", "encode (+ pool) seconds")):
+        for j, label in enumerate(labels):
+            pts = [(s.costs[cost], 100 * s.aggregates[metric], s.strategy.split(":")[0])
+                   for s in result.systems if s.label == label and metric in s.aggregates]
+            if not pts:
+                continue
+            ax.scatter([p[0] for p in pts], [p[1] for p in pts], label=label, color=colors[j % len(colors)])
+            for x, y, name in pts:
+                ax.annotate(name, (x, y), fontsize=7, xytext=(3, 3), textcoords="offset points")
+        if all(s.costs[cost] > 0 for s in result.systems):
+            ax.set_xscale("log")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(f"{_col_name(metric)} (%)")
+        ax.set_title(f"cost vs quality ({cost.replace('_', ' ')})")
+        ax.legend(fontsize=8)
+        ax.grid(alpha=0.3)
+    fig.suptitle(f"latechunk compare: {result.manifest['dataset']['name']}, {result.manifest['model']['name']}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def write_report(result, out_dir: str | os.PathLike, plot: bool = True) -> Path:
+    """Write ``report.md``, ``results.json``, ``per_query.csv`` and (``plot=True``) ``plot.png`` into ``out_dir``.
+
+    Returns:
+        The folder.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    _write_text(out / "results.json", json.dumps(result.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n")
+    header, rows = per_query_rows(result)
+    tmp = out / "per_query.csv.tmp"
+    with open(tmp, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(header)
+        w.writerows(rows)
+    os.replace(tmp, out / "per_query.csv")
+    _write_text(out / "report.md", markdown_report(result))
+    if plot:
+        write_plot(result, out / "plot.png")
+    return out
+
+
+def print_table(result, console=None) -> None:
+    """The main table in the terminal (rich): rows strategy x mode, headline metrics and costs."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = console or Console()
+    k = result.main_k
+    metrics = list(result.headline) + [m for m in (f"SpanIoU@{k}", "PrecisionOmega", f"Dup@{k}", "nDCG@10")
+                                       if m in result.metric_names and m not in result.headline]
+    t = Table(title=f"latechunk compare: {result.manifest['dataset']['name']} "
+                    f"({result.manifest['dataset']['queries']} queries, %, best in bold)")
+    for col in ["strategy", "mode"] + [_col_name(m) for m in metrics] + ["chunks", "tokens enc.", "s"]:
+        t.add_column(col, overflow="fold")
+    best = {m: _best([s.aggregates.get(m) for s in result.systems], m) for m in metrics}
+    for s in result.systems:
+        cells = [s.strategy, s.label]
+        for m in metrics:
+            v = s.aggregates.get(m)
+            text = _fmt(m, v)
+            cells.append(f"[bold]{text}[/bold]" if v is not None and v == best[m] else text)
+        cells += [f"{s.costs['chunks']:,}", f"{s.costs['tokens_encoded']:,}", f"{s.costs['seconds']:.1f}"]
+        t.add_row(*cells)
+    console.print(t)

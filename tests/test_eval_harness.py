@@ -1,0 +1,258 @@
+"""Tests of the compare harness (eval/harness.py), its report (eval/report.py) and the parse cache (eval/cache.py).
+
+A tiny Chroma-format dataset is written to a temp folder: three documents of a few hundred tokens each and a
+dozen questions whose answers are whole sentences. The bundled all-MiniLM-L6-v2 runs on the CPU.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from models import ForwardRecorder, minilm_encoder
+
+from eval.cache import dataset_sha256, load_cached
+from eval.harness import CompareConfig, chunk_records_sha256, run_compare
+from eval.report import REPORT_FILES, write_report
+
+TOPICS = {
+    "cats": [
+        "Cats sleep for about fifteen hours every day.",
+        "A group of cats is called a clowder.",
+        "The oldest known pet cat lived on Cyprus nine thousand years ago.",
+        "Cats have five toes on their front paws and four on the back.",
+        "A cat's purr vibrates at a frequency between twenty-five and one hundred fifty hertz.",
+        "Most cats do not like water because their fur dries slowly.",
+        "House cats share most of their genome with tigers.",
+        "Kittens open their eyes about a week after birth.",
+    ],
+    "rivers": [
+        "The Nile flows north through eleven countries into the Mediterranean Sea.",
+        "The Amazon carries more water than the next seven largest rivers combined.",
+        "The Danube passes through four national capitals on its way to the Black Sea.",
+        "The Mississippi delta grows as the river deposits silt into the Gulf of Mexico.",
+        "The Yangtze is the longest river that lies entirely within one country.",
+        "The Rhine was an important border of the Roman Empire.",
+        "The Volga is the longest river in Europe.",
+        "The Thames once froze hard enough for winter fairs on the ice.",
+    ],
+    "baking": [
+        "Bread rises because yeast releases carbon dioxide into the dough.",
+        "Croissants are made by folding butter into the dough many times.",
+        "Sourdough starter is a culture of wild yeast and lactic acid bacteria.",
+        "Baking soda needs an acid such as buttermilk to release gas.",
+        "An oven thermometer shows that many home ovens run hot.",
+        "Gluten forms when flour proteins meet water and are kneaded.",
+        "Resting pastry dough in the fridge keeps the butter firm.",
+        "A hot baking stone gives pizza a crisp crust.",
+    ],
+}
+QUESTIONS = [
+    ("cats", 0, "How long do cats sleep each day?"),
+    ("cats", 1, "What is a group of cats called?"),
+    ("cats", 4, "At what frequency does a cat purr?"),
+    ("cats", 7, "When do kittens open their eyes?"),
+    ("rivers", 0, "Which way does the Nile flow?"),
+    ("rivers", 2, "Which river passes four capitals?"),
+    ("rivers", 4, "Which is the longest river within one country?"),
+    ("rivers", 7, "Did the Thames ever freeze?"),
+    ("baking", 0, "Why does bread rise?"),
+    ("baking", 3, "What does baking soda need to release gas?"),
+    ("baking", 5, "How does gluten form?"),
+    ("baking", 7, "How do you get a crisp pizza crust?"),
+]
+
+
+def _write_dataset(root: Path) -> Path:
+    (root / "corpora").mkdir(parents=True)
+    texts = {}
+    for name, sentences in TOPICS.items():
+        paragraphs = [" ".join(sentences[i : i + 2]) for i in range(0, len(sentences), 2)]
+        filler = [f"Paragraph {j} about {name} adds some neutral words so the text spans several windows." for j in range(6)]
+        text = "\n\n".join(p for pair in zip(paragraphs, filler) for p in pair) + "\n"
+        texts[name] = text
+        (root / "corpora" / f"{name}.md").write_text(text, encoding="utf-8")
+    with open(root / "questions_df.csv", "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["question", "references", "corpus_id"])
+        for name, i, question in QUESTIONS:
+            sentence = TOPICS[name][i]
+            start = texts[name].index(sentence)
+            refs = [{"content": sentence, "start_index": start, "end_index": start + len(sentence)}]
+            w.writerow([question, json.dumps(refs), name])
+    return root
+
+
+@pytest.fixture(scope="module")
+def tiny_root(tmp_path_factory) -> Path:
+    return _write_dataset(tmp_path_factory.mktemp("tiny") / "tiny_chroma")
+
+
+def _config(root: Path, tmp: Path, **kw) -> CompareConfig:
+    base = {"dataset": str(root), "strategies": ("fixed:size=24", "sentence_window", "semantic"), "ks": (1, 3),
+                "n_resamples": 200, "device": "cpu", "cache_dir": str(tmp / "cache")}
+    base.update(kw)
+    return CompareConfig(**base)
+
+
+@pytest.fixture(scope="module")
+def sweep(tiny_root, tmp_path_factory):
+    """One run with a window sweep (64 then 512 tokens): three strategies, late and naive, k = 1, 3."""
+    cfg = _config(tiny_root, tmp_path_factory.mktemp("cache"), windows=(64, 512))
+    return run_compare(cfg, encoder=minilm_encoder(), command="latechunk compare --dataset tiny")
+
+
+def test_late_and_naive_get_identical_chunk_records(sweep):
+    res = sweep.embeds[64]  # the first window's embed() call made both modes
+    for spec in ("fixed:size=24,overlap=0", "sentence_window:window=1,stride=1", "semantic"):
+        run = res.run(spec)
+        late, naive = run.vectors["late"], run.vectors["naive"]
+        assert late.doc_ids == naive.doc_ids
+        np.testing.assert_array_equal(late.chunk_index, naive.chunk_index)
+        np.testing.assert_array_equal(late.cu_chunks, naive.cu_chunks)
+        assert chunk_records_sha256(run.boundaries, late) == chunk_records_sha256(run.boundaries, naive)
+    for spec in sweep.config.specs():
+        late, naive = sweep.system(spec, "late", 64), sweep.system(spec, "naive")
+        assert late.chunks_sha256 == naive.chunks_sha256
+        assert late.costs["chunks"] == naive.costs["chunks"] > 0
+        # strategy-level figures do not depend on the mode
+        assert late.aggregates["PrecisionOmega"] == naive.aggregates["PrecisionOmega"]
+        assert late.aggregates["FactsProtected"] == naive.aggregates["FactsProtected"]
+    # the vectors differ (the comparison is not vacuous)
+    run = res.run("fixed:size=24")
+    assert not np.allclose(run.vectors["late"].vectors, run.vectors["naive"].vectors)
+    # every query scored, same query ids for every system
+    ids = {frozenset(s.per_query["AR@1"]) for s in sweep.systems}
+    assert ids == {frozenset(str(i) for i in range(len(QUESTIONS)))}
+
+
+def test_two_runs_give_identical_numbers(sweep):
+    again = run_compare(sweep.config, encoder=minilm_encoder())
+    assert again.numbers() == sweep.numbers()
+    assert again.manifest["dataset"]["cache_hit"]  # the second run used the cached parse
+
+
+def test_report_folder(sweep, tmp_path):
+    out = tmp_path / "report"
+    write_report(sweep, out)
+    for name in REPORT_FILES:
+        assert (out / name).is_file() and (out / name).stat().st_size > 0, name
+    data = json.loads((out / "results.json").read_text())
+    assert data["manifest"]["command"] == "latechunk compare --dataset tiny"
+    assert {s["label"] for s in data["systems"]} >= {"late w=64", "late w=512", "naive"}
+    kinds = {c["kind"] for c in data["comparisons"]}
+    assert kinds == {"late-naive", "strategy", "window"}
+    with open(out / "per_query.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == len(sweep.systems) * len(QUESTIONS)
+    assert float(rows[0]["AR@3"]) in (0.0, 1.0)
+    md = (out / "report.md").read_text()
+    assert "characters" in md and "| strategy | mode |" in md and "**" in md and "Window sweep" in md
+    # the report is a function of the result
+    write_report(sweep, tmp_path / "again", plot=False)
+    assert (tmp_path / "again" / "report.md").read_text() == md
+
+
+def test_sweep_reuses_one_late_pass(tiny_root, tmp_path):
+    rows = {}
+    calls = {}
+    for name, strategies in (("one", ("fixed:size=16",)), ("sweep", ("fixed:size=16|32|48", "semantic:percentile=5|20"))):
+        enc = minilm_encoder()
+        rec = ForwardRecorder(enc)
+        result = run_compare(_config(tiny_root, tmp_path, strategies=strategies, modes=("late",)), encoder=enc)
+        rows[name], calls[name] = rec.rows, rec.calls
+        late_calls = result.manifest["windows"][0]["late_forward_calls"]
+        assert len(result.systems) == len(result.config.specs())
+    # five strategies cost exactly the forward passes of one: same rows sent to the model (queries + documents)
+    assert rows["sweep"] == rows["one"] and calls["sweep"] == calls["one"]
+    assert late_calls >= 1
+    # a window sweep: one late pass per window, naive once (plus semantic's own naive per further window)
+    enc = minilm_encoder()
+    rec = ForwardRecorder(enc)
+    result = run_compare(_config(tiny_root, tmp_path, strategies=("fixed:size=16",), modes=("late",),
+                                 windows=(64, 128, 512)), encoder=enc)
+    late_rows = sum(w["late_forward_calls"] for w in result.manifest["windows"])
+    assert [w["window"] for w in result.manifest["windows"]] == [64, 128, 512]
+    assert all(w["late_forward_calls"] >= 1 for w in result.manifest["windows"])
+    assert rec.calls == late_rows + 1  # + the one query batch
+    # smaller windows mean more (overlapping) model inputs
+    n_rows = [w["late_tokens"] for w in result.manifest["windows"]]
+    assert n_rows[0] > n_rows[2]
+
+
+def test_window_sweep_keeps_chunks_fixed_except_state_dependent(sweep):
+    fixed = [s for s in sweep.systems if s.strategy.startswith("fixed")]
+    assert {s.label for s in fixed} == {"late w=64", "late w=512", "naive"}
+    assert len({s.chunks_sha256 for s in fixed}) == 1
+    sem = [s for s in sweep.systems if s.strategy.startswith("semantic")]
+    assert {s.label for s in sem} == {"late w=64", "late w=512", "naive (w=64 cuts)", "naive (w=512 cuts)"}
+    for w in (64, 512):
+        pair = [s for s in sem if s.window == w]
+        assert len({s.chunks_sha256 for s in pair}) == 1
+    assert [w["window"] for w in sweep.manifest["windows"]] == [64, 512]
+    assert sweep.manifest["windows"][0]["late_tokens"] > sweep.manifest["windows"][1]["late_tokens"]
+
+
+def test_dedup_scores_deeper_lists(tiny_root, tmp_path):
+    plain = run_compare(_config(tiny_root, tmp_path, strategies=("sentence_window",), modes=("naive",)),
+                        encoder=minilm_encoder())
+    dedup = run_compare(_config(tiny_root, tmp_path, strategies=("sentence_window",), modes=("naive",), dedup=True),
+                        encoder=minilm_encoder())
+    a, b = plain.systems[0], dedup.systems[0]
+    assert a.aggregates["Dup@3"] == b.aggregates["Dup@3"] > 0  # duplicates counted before dropping
+    assert dedup.manifest["index"]["span_depth"] == 3 * 10
+    # a deduplicated list holds at least as many distinct answer characters
+    assert b.aggregates["SpanRecall@3"] >= a.aggregates["SpanRecall@3"]
+    assert b.aggregates["AR@1"] == a.aggregates["AR@1"]  # the top chunk is never dropped
+
+
+def test_parse_cache_keys_on_content(tiny_root, tmp_path):
+    ds1, info1 = load_cached(tiny_root, tmp_path / "c")
+    ds2, info2 = load_cached(tiny_root, tmp_path / "c")
+    assert not info1["cache_hit"] and info2["cache_hit"] and info1["sha256"] == info2["sha256"]
+    assert [q.spans for q in ds1.queries] == [q.spans for q in ds2.queries]
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(tiny_root, copy)
+    assert dataset_sha256(copy) == info1["sha256"]  # the key is the content, not the path
+    p = copy / "corpora" / "cats.md"
+    p.write_text(p.read_text() + " ", encoding="utf-8")
+    assert dataset_sha256(copy) != info1["sha256"]
+
+
+def test_config_validation():
+    with pytest.raises(ValueError, match="modes"):
+        CompareConfig(dataset="x", modes=("late", "fast"))
+    with pytest.raises(ValueError, match="k values"):
+        CompareConfig(dataset="x", ks=(0,))
+    with pytest.raises(ValueError, match="window sweep"):
+        CompareConfig(dataset="x", modes=("naive",), windows=(128, 256))
+    with pytest.raises(ValueError, match="unknown strategy"):
+        CompareConfig(dataset="x", strategies=("nope",))
+    cfg = CompareConfig.from_options(dataset="x", strategies=["fixed:size=8|16"], modes="late", k="1,5", window="128|256")
+    assert cfg.ks == (1, 5) and cfg.windows == (128, 256) and cfg.specs() == [
+        "fixed:size=8,overlap=0", "fixed:size=16,overlap=0"]
+    assert CompareConfig.from_dict(cfg.to_dict()) == cfg
+
+
+def test_cli_compare(tiny_root, tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from latechunk.cli import app
+
+    monkeypatch.setenv("LATECHUNK_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "cli"
+    r = CliRunner().invoke(app, ["compare", "--dataset", str(tiny_root), "--out", str(out), "--device", "cpu",
+                                 "--strategies", "fixed:size=24 recursive:max_tokens=48", "--modes", "late,naive",
+                                 "--k", "1,3", "--resamples", "100", "--max-queries", "6", "--quiet"])
+    assert r.exit_code == 0, r.output
+    assert "latechunk compare" in r.output and "report:" in r.output
+    for name in REPORT_FILES:
+        assert (out / name).is_file()
+    data = json.loads((out / "results.json").read_text())
+    assert data["manifest"]["dataset"]["queries"] == 6
+    assert len(data["systems"]) == 4
