@@ -19,14 +19,14 @@ from latechunk.tokenize import char_spans_from_token_spans
 from latechunk.types import Boundaries, Document, Tokenization
 
 __all__ = [
+    "SentenceEmbedder",
     "Strategy",
+    "expand_spec",
+    "get_strategy",
+    "make_boundaries",
+    "parse_spec",
     "register",
     "registry",
-    "get_strategy",
-    "parse_spec",
-    "expand_spec",
-    "make_boundaries",
-    "SentenceEmbedder",
 ]
 
 # (doc, tok, sentence_token_spans (n, 2) int32) -> (n, dim) float32 sentence vectors
@@ -73,6 +73,8 @@ class Strategy(ABC):
 def _fmt(v: Any) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
+    if isinstance(v, (tuple, list)):  # "1/2/3", the form _convert reads back (a "," would end the pair)
+        return "/".join(_fmt(x) for x in v)
     return str(v)
 
 
@@ -110,7 +112,7 @@ def _convert(cls_name: str, fname: str, ftype: Any, raw: str) -> Any:
             if raw.lower() in ("0", "false", "no", "off"):
                 return False
             raise ValueError(raw)
-        if t.startswith("int|None") or t.startswith("None|int") or t == "Optional[int]":
+        if t.startswith(("int|None", "None|int")) or t == "Optional[int]":
             return None if raw.lower() in ("none", "") else int(raw)
         if t.startswith("tuple[int"):
             return tuple(int(x) for x in raw.split("/") if x)
@@ -153,17 +155,24 @@ def get_strategy(spec: str | Strategy) -> Strategy:
     name, raw = parse_spec(spec)
     cls = registry()[name]
     fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    # aliases: {"chunk_size": "size"} renames a parameter; {"alias": ("field", fn)} also maps the value
     aliases = getattr(cls, "aliases", {})
     kwargs: dict[str, Any] = {}
     for key, value in raw.items():
-        key = aliases.get(key, key)
-        if key not in fields:
+        target = aliases.get(key, key)
+        fn = None
+        if isinstance(target, tuple):
+            target, fn = target
+        if target not in fields:
             raise ValueError(
                 f"strategy {name!r} has no parameter {key!r}; its parameters are: {', '.join(fields) or '(none)'}"
             )
         if "|" in value:
             raise ValueError(f"strategy spec {spec!r}: '|' sweeps are for `latechunk compare`; give one value")
-        kwargs[key] = _convert(name, key, fields[key].type, value)
+        if target in kwargs:
+            raise ValueError(f"strategy spec {spec!r}: parameter {target!r} is given twice (name or alias)")
+        converted = _convert(name, target, fields[target].type, value)
+        kwargs[target] = fn(converted) if fn is not None else converted
     return cls(**kwargs)
 
 

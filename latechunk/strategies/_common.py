@@ -1,0 +1,238 @@
+"""Span machinery shared by the built-in strategies.
+
+Positions here are *content-relative*: ``p`` in ``[0, n_content]`` names the cut before content token ``p``
+(document position ``tok.content_start + p``). :func:`finish` shifts them back and builds the Boundaries.
+
+A cut between two tokens is *allowed* when the right token starts strictly after the left token starts and not
+before it ends, so the two sides of a cut never share a character: one character split into several wordpieces
+(a Hangul syllable, an emoji with a modifier) always stays in one chunk, and char starts strictly increase
+whenever token starts do.
+"""
+
+from __future__ import annotations
+
+import re
+from numbers import Integral
+
+import numpy as np
+
+from latechunk.segment import LINE_BREAK, PARAGRAPH_BREAK, sentence_char_spans
+from latechunk.strategies.base import make_boundaries
+from latechunk.types import Boundaries, Document, Tokenization
+
+__all__ = [
+    "PieceSplitter",
+    "allowed_cuts",
+    "check_int",
+    "check_size_overlap",
+    "content_offsets",
+    "finish",
+    "merge_pieces",
+    "snap_down",
+    "windows",
+]
+
+_EMPTY = np.zeros((0, 2), dtype=np.int64)
+
+
+def check_int(strategy: str, name: str, value, minimum: int | None = None) -> None:
+    """Raise TypeError unless ``value`` is an int (not a bool), ValueError if it is below ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, Integral):
+        raise TypeError(f"{strategy}: {name} must be an int, got {value!r} ({type(value).__name__})")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{strategy}: {name} must be >= {minimum}, got {name}={value}")
+
+
+def check_size_overlap(strategy: str, size_name: str, size, overlap) -> None:
+    """Validate a (size, overlap) pair: ``size > 0`` and ``0 <= overlap < size`` (BR-003).
+
+    Raises:
+        TypeError: if either is not an int.
+        ValueError: naming both values, if the pair is not allowed (a stride ``size - overlap <= 0`` never moves).
+    """
+    check_int(strategy, size_name, size)
+    check_int(strategy, "overlap", overlap)
+    if size <= 0 or overlap < 0 or overlap >= size:
+        raise ValueError(
+            f"{strategy}: needs {size_name} > 0 and 0 <= overlap < {size_name}, got {size_name}={size}, "
+            f"overlap={overlap}; lower the overlap or raise {size_name}"
+        )
+
+
+def content_offsets(tok: Tokenization) -> np.ndarray:
+    """(n_content, 2), int64. Char offsets of the content tokens."""
+    return tok.offsets[tok.content_start : tok.content_end].astype(np.int64)
+
+
+def allowed_cuts(offs: np.ndarray) -> np.ndarray:
+    """(n + 1,), bool. ``allowed[p]``: a chunk may end before content token ``p`` (see module docstring)."""
+    n = offs.shape[0]
+    ok = np.ones(n + 1, dtype=bool)
+    if n > 1:
+        ok[1:n] = (offs[1:, 0] > offs[:-1, 0]) & (offs[1:, 0] >= offs[:-1, 1])
+    return ok
+
+
+def snap_down(pos: np.ndarray, allowed: np.ndarray) -> np.ndarray:
+    """The largest allowed cut ``<= pos``, elementwise (0 is always allowed)."""
+    last = np.maximum.accumulate(np.where(allowed, np.arange(allowed.shape[0]), 0))
+    return last[np.asarray(pos, dtype=np.int64)]
+
+
+def windows(a: int, b: int, size: int, overlap: int) -> np.ndarray:
+    """Fixed token windows over ``[a, b)``: stride ``size - overlap``, the last window not inside the previous one.
+
+    Returns:
+        (k, 2), int64 with ``k = 1 + ceil(max(0, b - a - size) / stride)``; (0, 2) when ``b <= a``.
+    """
+    n = b - a
+    if n <= 0:
+        return _EMPTY.copy()
+    stride = size - overlap
+    k = 1 + -(-max(0, n - size) // stride)
+    s = a + np.arange(k, dtype=np.int64) * stride
+    return np.stack([s, np.minimum(s + size, b)], axis=1)
+
+
+def merge_pieces(
+    pieces: np.ndarray, max_tokens: int, overlap: int = 0, cost: np.ndarray | None = None
+) -> np.ndarray:
+    """Greedily merge adjacent pieces into chunks of at most ``max_tokens`` tokens.
+
+    A chunk grows while the next piece still fits. With ``overlap > 0`` the next chunk starts with the longest
+    proper suffix of whole pieces of the previous chunk that holds at most ``overlap`` tokens and leaves room for
+    the next piece (LangChain's ``_merge_splits`` rule, in tokens), so chunk starts strictly increase.
+
+    Args:
+        pieces: (k, 2), int. Contiguous half-open token ranges tiling one range, in order.
+        max_tokens: Budget per chunk.
+        overlap: At most this many tokens shared by consecutive chunks.
+        cost: (k,), int or None. Extra tokens (embedding context) a chunk costs when it starts with piece i;
+            its budget is then ``max_tokens - cost[i]``.
+
+    Returns:
+        (m, 2), int64. Chunk token ranges. A piece longer than its budget becomes a chunk of its own.
+    """
+    k = pieces.shape[0]
+    if k == 0:
+        return _EMPTY.copy()
+    starts = pieces[:, 0].tolist()
+    ends = pieces[:, 1].tolist()
+    lengths = (pieces[:, 1] - pieces[:, 0]).tolist()
+    costs = [0] * k if cost is None else np.asarray(cost).tolist()
+    out = []
+    first = 0  # the current chunk is pieces[first:i]
+    total = 0
+    for i in range(k):
+        n_i = lengths[i]
+        if i > first and total + n_i > max_tokens - costs[first]:
+            out.append((starts[first], ends[i - 1]))
+            while first < i and (total > overlap or total + n_i > max_tokens - costs[first]):
+                total -= lengths[first]
+                first += 1
+        total += n_i
+    out.append((starts[first], ends[k - 1]))
+    return np.asarray(out, dtype=np.int64).reshape(-1, 2)
+
+
+class PieceSplitter:
+    """Cuts token ranges of one document into pieces that fit a budget, coarse separators first.
+
+    Levels: ``paragraph`` (blank lines, CRLF included), ``line`` (any line break), ``sentence`` (pysbd via
+    :mod:`latechunk.segment`), ``token`` (every allowed cut). A range that fits is one piece; one that does not
+    is cut at its first level that has a cut inside it, and each part that still does not fit goes down a level.
+    A run of tokens with no allowed cut inside (the wordpieces of one character) stays whole even when it is
+    longer than the budget: that is the only way a piece can exceed ``max_tokens``.
+
+    Args:
+        text: The document text.
+        tok: Its tokenization.
+        max_tokens: Budget per piece.
+    """
+
+    LEVELS = ("paragraph", "line", "sentence", "token")
+
+    def __init__(self, text: str, tok: Tokenization, max_tokens: int) -> None:
+        self.text = text
+        self.offs = content_offsets(tok)
+        self.n = int(self.offs.shape[0])
+        self.allowed = allowed_cuts(self.offs)
+        self.max_tokens = max_tokens
+        self._global: dict[str, np.ndarray] = {}
+
+    def tokens_at_chars(self, chars) -> np.ndarray:
+        """Allowed cuts before the first token starting at or after each char position, inside ``(0, n)``."""
+        pos = np.searchsorted(self.offs[:, 0], np.asarray(chars, dtype=np.int64), side="left")
+        pos = np.unique(pos)
+        pos = pos[(pos > 0) & (pos < self.n)]
+        return pos[self.allowed[pos]]
+
+    def _regex_cuts(self, level: str, regex: re.Pattern) -> np.ndarray:
+        if level not in self._global:
+            ends = np.fromiter((m.end() for m in regex.finditer(self.text)), dtype=np.int64)
+            self._global[level] = self.tokens_at_chars(ends)
+        return self._global[level]
+
+    def cuts(self, level: str, a: int, b: int) -> np.ndarray:
+        """Sorted cuts of ``level`` strictly inside ``(a, b)``."""
+        if level in ("paragraph", "line"):
+            arr = self._regex_cuts(level, PARAGRAPH_BREAK if level == "paragraph" else LINE_BREAK)
+            return arr[np.searchsorted(arr, a, side="right") : np.searchsorted(arr, b, side="left")]
+        if level == "sentence":
+            c0, c1 = int(self.offs[a, 0]), int(self.offs[b - 1, 1])
+            spans = sentence_char_spans(self.text[c0:c1], cache=False)
+            if spans.shape[0] <= 1:
+                return _EMPTY[:, 0]
+            pos = self.tokens_at_chars(spans[1:, 0].astype(np.int64) + c0)
+            return pos[(pos > a) & (pos < b)]
+        if level == "token":
+            pos = np.arange(a + 1, b, dtype=np.int64)
+            return pos[self.allowed[pos]]
+        raise ValueError(f"unknown split level {level!r}; levels are {self.LEVELS}")
+
+    def pieces(
+        self, a: int, b: int, levels: tuple[str, ...] = LEVELS, max_tokens: int | None = None
+    ) -> np.ndarray:
+        """(k, 2), int64. Pieces tiling ``[a, b)``, each at most ``max_tokens`` long (see the class docstring).
+
+        Args:
+            a, b: Content-relative token range.
+            levels: The separator levels to use, coarse first.
+            max_tokens: Budget per piece; ``self.max_tokens`` if None.
+        """
+        budget = self.max_tokens if max_tokens is None else max_tokens
+        if b <= a:
+            return _EMPTY.copy()
+        if b - a <= budget:
+            return np.asarray([[a, b]], dtype=np.int64)
+        if not levels:  # one character's wordpieces, longer than the budget: never split a character
+            return np.asarray([[a, b]], dtype=np.int64)
+        cut = self.cuts(levels[0], a, b)
+        if cut.size == 0:
+            return self.pieces(a, b, levels[1:], budget)
+        bounds = np.concatenate([[a], cut, [b]]).astype(np.int64)
+        p = np.stack([bounds[:-1], bounds[1:]], axis=1)
+        long = np.flatnonzero(p[:, 1] - p[:, 0] > budget)
+        if long.size == 0:
+            return p
+        parts = []
+        prev = 0
+        for i in long.tolist():
+            parts.append(p[prev:i])
+            parts.append(self.pieces(int(p[i, 0]), int(p[i, 1]), levels[1:], budget))
+            prev = i + 1
+        parts.append(p[prev:])
+        return np.concatenate(parts)
+
+
+def finish(
+    doc: Document,
+    tok: Tokenization,
+    spans: np.ndarray,
+    spec: str,
+    heading_paths: tuple[tuple[str, ...], ...] | None = None,
+    contexts: tuple[str, ...] | None = None,
+) -> Boundaries:
+    """Shift content-relative spans to document positions and build the Boundaries."""
+    spans = np.asarray(spans, dtype=np.int64).reshape(-1, 2) + tok.content_start
+    return make_boundaries(doc, tok, spans, spec, heading_paths, contexts)

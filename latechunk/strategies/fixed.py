@@ -1,0 +1,77 @@
+"""``fixed``: windows of ``size`` content tokens with stride ``size - overlap``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import numpy as np
+
+from latechunk.strategies._common import allowed_cuts, check_size_overlap, content_offsets, finish, windows
+from latechunk.strategies.base import SentenceEmbedder, Strategy, register
+from latechunk.types import Boundaries, Document, Tokenization
+
+__all__ = ["Fixed"]
+
+
+@register("fixed")
+@dataclass(frozen=True)
+class Fixed(Strategy):
+    """Token windows: window k is content tokens ``[k * stride, k * stride + size)``, ``stride = size - overlap``.
+
+    Windows stop at the last content token, and a last window that would lie inside the previous one is not
+    emitted (BR-002: 12 tokens, size 4, overlap 1 give 4 windows, the last one 3 tokens long). A window edge that
+    would split one character's wordpieces is moved back to the character's first wordpiece.
+
+    Raises:
+        ValueError: unless ``size > 0`` and ``0 <= overlap < size`` (the message names both values, BR-003).
+    """
+
+    bet: ClassVar[str] = "facts end every n tokens"
+    aliases: ClassVar[dict[str, str]] = {"chunk_size": "size", "chunk_overlap": "overlap"}
+
+    size: int = field(default=256, metadata={"help": "tokens per chunk (> 0)"})
+    overlap: int = field(
+        default=0, metadata={"help": "tokens shared by consecutive chunks (0 <= overlap < size)"}
+    )
+
+    def __post_init__(self) -> None:
+        check_size_overlap("fixed", "size", self.size, self.overlap)
+
+    def split(
+        self, doc: Document, tok: Tokenization, embed_sentences: SentenceEmbedder | None = None
+    ) -> Boundaries:
+        """Cut ``doc`` into token windows (see the class docstring)."""
+        offs = content_offsets(tok)
+        n = offs.shape[0]
+        allowed = allowed_cuts(offs)
+        if allowed.all():
+            return finish(doc, tok, windows(0, n, self.size, self.overlap), self.spec)
+        return finish(doc, tok, self._windows_whole_chars(allowed), self.spec)
+
+    def _windows_whole_chars(self, allowed: np.ndarray) -> np.ndarray:
+        """Windows whose edges are allowed cuts (never inside one character's wordpieces).
+
+        Window ``[s, e)``: ``e`` is the last allowed cut ``<= s + size`` (or the end of the character at ``s``
+        when that character alone is longer than ``size``). The next start is the first allowed cut
+        ``>= max(e - overlap, u - size, s + 1)``, where ``u`` is the first allowed cut after ``e``: so overlap stays
+        ``<= overlap``, the next window reaches past ``e``, and starts strictly increase. With every cut allowed
+        this is exactly :func:`~latechunk.strategies._common.windows`.
+        """
+        n = allowed.shape[0] - 1
+        idx = np.arange(n + 1)
+        prev_le = np.maximum.accumulate(np.where(allowed, idx, 0)).tolist()
+        next_ge = np.minimum.accumulate(np.where(allowed, idx, n)[::-1])[::-1].tolist()
+        size, overlap = self.size, self.overlap
+        out = []
+        s = 0
+        while True:
+            e = prev_le[min(s + size, n)]
+            if e <= s:
+                e = next_ge[s + 1]
+            out.append((s, e))
+            if e >= n:
+                break
+            u = next_ge[e + 1]
+            s = e if u - e > size else next_ge[max(e - overlap, u - size, s + 1)]
+        return np.asarray(out, dtype=np.int64)

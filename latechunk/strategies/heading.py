@@ -1,0 +1,242 @@
+"""``heading``: one chunk per Markdown section, with its heading path; long sections cut inside."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from itertools import pairwise
+from typing import ClassVar
+
+import numpy as np
+
+from latechunk.segment import LINE_BREAK
+from latechunk.strategies._common import (
+    PieceSplitter,
+    check_int,
+    check_size_overlap,
+    content_offsets,
+    finish,
+    merge_pieces,
+    snap_down,
+)
+from latechunk.strategies.base import SentenceEmbedder, Strategy, register
+from latechunk.types import Boundaries, Document, Tokenization
+
+__all__ = ["Heading"]
+
+_MD = None
+
+
+def _markdown():
+    global _MD
+    if _MD is None:
+        from markdown_it import MarkdownIt
+
+        _MD = MarkdownIt("commonmark").enable("table")
+    return _MD
+
+
+@register("heading")
+@dataclass(frozen=True)
+class Heading(Strategy):
+    """Markdown sections as chunks (parsed with markdown-it-py, CommonMark + GFM tables).
+
+    1. Sections: a top-level ATX (``## Title``) or setext (``Title`` over ``===``/``---``) heading whose level is
+       in ``levels`` starts a section that runs to the next such heading; text before the first heading is a
+       section with the empty path. The parser, not a regex, finds headings: a ``#`` line inside a code fence is
+       code (BR-006), and ``---`` after a blank line is a thematic break (BR-007). Each chunk keeps its section's
+       heading path, outermost first (``("Setup", "Usage")``). A section that holds only its heading line (a
+       parent heading right before a sub-heading) is joined to the next section.
+    2. A section that fits ``max_tokens`` is one chunk; sections are never merged with each other. A longer
+       section is cut at its top-level blocks (paragraph, list, fence, table, ...); a block that does not fit is
+       cut like ``recursive`` (blank lines, lines, sentences, tokens), and the pieces of the section are merged
+       greedily up to ``max_tokens`` with ``overlap``.
+    3. Tables (BR-008): a table that fits stays whole. A longer one is cut between rows only (a row line is never
+       cut unless it alone is over budget); a chunk that starts with body rows gets the header and delimiter lines
+       as its ``context`` (``"| Part | Unit | Price |\\n|---|---|---|"``), and their tokens count against its
+       budget. The chunk text stays an exact slice. A header longer than ``max_tokens // 2`` is not repeated.
+
+    Markdown line numbers are mapped to characters with the same line breaks markdown-it uses (``\\r\\n``,
+    ``\\r``, ``\\n``), so CRLF documents are cut at the same places as LF ones.
+
+    Raises:
+        ValueError: unless ``max_tokens > 0``, ``0 <= overlap < max_tokens`` and ``levels`` is a non-empty subset
+            of 1..6.
+    """
+
+    bet: ClassVar[str] = "the author's sections are the facts"
+    aliases: ClassVar[dict[str, str]] = {
+        "chunk_size": "max_tokens",
+        "size": "max_tokens",
+        "chunk_overlap": "overlap",
+    }
+
+    max_tokens: int = field(
+        default=256, metadata={"help": "most tokens per chunk (> 0); longer sections are cut"}
+    )
+    overlap: int = field(
+        default=0, metadata={"help": "most tokens shared by consecutive chunks of one long section"}
+    )
+    levels: tuple[int, ...] = field(
+        default=(1, 2, 3, 4, 5, 6), metadata={"help": "heading levels that start a section, e.g. 1/2/3"}
+    )
+
+    def __post_init__(self) -> None:
+        check_size_overlap("heading", "max_tokens", self.max_tokens, self.overlap)
+        levels = tuple(self.levels) if isinstance(self.levels, (tuple, list)) else (self.levels,)
+        if not levels:
+            raise ValueError("heading: levels must name at least one heading level in 1..6, got ()")
+        for lv in levels:
+            check_int("heading", "levels", lv)
+            if not 1 <= lv <= 6:
+                raise ValueError(f"heading: levels must be in 1..6, got levels={levels}")
+        object.__setattr__(self, "levels", tuple(sorted({int(lv) for lv in levels})))
+
+    def split(
+        self, doc: Document, tok: Tokenization, embed_sentences: SentenceEmbedder | None = None
+    ) -> Boundaries:
+        """Cut ``doc`` into sections, and long sections into pieces (see the class docstring)."""
+        text = doc.text
+        offs = content_offsets(tok)
+        n = int(offs.shape[0])
+        if n == 0:
+            return finish(doc, tok, np.zeros((0, 2), np.int64), self.spec)
+        splitter = PieceSplitter(text, tok, self.max_tokens)
+        tok_starts = offs[:, 0]
+        line_starts = np.fromiter((m.end() for m in LINE_BREAK.finditer(text)), dtype=np.int64, count=-1)
+        line_starts = np.concatenate([[0], line_starts, [len(text)]])
+        n_lines = line_starts.shape[0] - 1
+
+        def tok_at_line(line: int) -> int:
+            char = int(line_starts[min(line, n_lines)])
+            pos = int(np.searchsorted(tok_starts, char, side="left"))
+            return int(snap_down(np.asarray([pos]), splitter.allowed)[0])
+
+        md_tokens = _markdown().parse(text)
+        blocks = []  # (start token, index into md_tokens)
+        sections = []  # [start token, token after the heading line(s), heading path]
+        stack: list[tuple[int, str]] = []
+        for i, t in enumerate(md_tokens):
+            if t.level != 0 or t.nesting < 0 or t.map is None:
+                continue
+            start = tok_at_line(t.map[0])
+            blocks.append((start, i))
+            if t.type != "heading_open":
+                continue
+            level = int(t.tag[1:])
+            title = md_tokens[i + 1].content.strip() if i + 1 < len(md_tokens) else ""
+            if level not in self.levels or not title:
+                continue
+            while stack and stack[-1][0] >= level:
+                stack.pop()
+            stack.append((level, title))
+            sections.append([start, tok_at_line(t.map[1]), tuple(title for _, title in stack)])
+        # the preamble: text before the first section heading
+        if not sections or sections[0][0] > 0:
+            sections.insert(0, [0, 0, ()])
+        sections[0][0] = 0
+        bounds = [s[0] for s in sections] + [n]
+        merged = []  # (start, end, path) with heading-only sections joined to the next one
+        carry = None  # (start, path) of a heading-only section waiting for the next section
+        for k, (start, head_end, path) in enumerate(sections):
+            end = bounds[k + 1]
+            if end <= start:
+                continue
+            if carry is not None:
+                start, carry = carry[0], None
+            if head_end >= end and k + 1 < len(sections) and path:
+                carry = (start, path)
+                continue
+            merged.append((start, end, path))
+        if carry is not None:  # only empty sections followed it: it stays a chunk of its own
+            merged.append((carry[0], n, carry[1]))
+
+        block_starts = np.asarray([b[0] for b in blocks], dtype=np.int64)
+        block_md = [b[1] for b in blocks]
+        spans, paths, contexts = [], [], []
+        for start, end, path in merged:
+            chunks, ctx = self._section(
+                text, splitter, md_tokens, block_starts, block_md, tok_at_line, start, end
+            )
+            spans.append(chunks)
+            paths.extend([path] * chunks.shape[0])
+            contexts.extend(ctx)
+        out = np.concatenate(spans) if spans else np.zeros((0, 2), np.int64)
+        return finish(doc, tok, out, self.spec, tuple(paths), tuple(contexts))
+
+    def _section(self, text, splitter, md_tokens, block_starts, block_md, tok_at_line, start, end):
+        """Chunks (k, 2) of one section's token range and their contexts."""
+        if end - start <= self.max_tokens:
+            return np.asarray([[start, end]], dtype=np.int64), [""]
+        lo = np.searchsorted(block_starts, start, side="left")
+        hi = np.searchsorted(block_starts, end, side="left")
+        inner = [(int(block_starts[j]), block_md[j]) for j in range(lo, hi) if start <= block_starts[j] < end]
+        cut_set = sorted({s for s, _ in inner if start < s < end})
+        kind_at = {}
+        for s, j in inner:
+            kind_at.setdefault(s, j)
+        bounds = [start] + cut_set + [end]
+        pieces, costs, ctx_of = [], [], []
+        table_ctx: list[str] = [""]
+        for x, y in pairwise(bounds):
+            j = kind_at.get(x)
+            if y - x <= self.max_tokens:
+                pieces.append(np.asarray([[x, y]], dtype=np.int64))
+                costs.append(np.zeros(1, np.int64))
+                ctx_of.append(np.zeros(1, np.int64))
+            elif j is not None and md_tokens[j].type == "table_open":
+                p, c, ctx_id = self._table(text, splitter, md_tokens, j, tok_at_line, x, y, table_ctx)
+                pieces.append(p)
+                costs.append(c)
+                ctx_of.append(ctx_id)
+            else:
+                p = splitter.pieces(x, y)
+                pieces.append(p)
+                costs.append(np.zeros(p.shape[0], np.int64))
+                ctx_of.append(np.zeros(p.shape[0], np.int64))
+        p = np.concatenate(pieces)
+        c = np.concatenate(costs)
+        ctx_id = np.concatenate(ctx_of)
+        chunks = merge_pieces(p, self.max_tokens, self.overlap, c)
+        first = np.searchsorted(p[:, 0], chunks[:, 0], side="left")
+        return chunks, [table_ctx[int(ctx_id[f])] for f in first]
+
+    def _table(self, text, splitter, md_tokens, j, tok_at_line, x, y, table_ctx):
+        """Row pieces of a table that does not fit: header piece, then one piece per body row line."""
+        table_line0 = md_tokens[j].map[0]
+        body_lines = []
+        depth = 0
+        in_body = False
+        for t in md_tokens[j:]:
+            depth += t.nesting
+            if t.type == "tbody_open":
+                in_body = True
+            elif t.type == "tr_open" and in_body and t.map is not None:
+                body_lines.append(t.map[0])
+            if depth == 0:
+                break
+        rows = sorted({tok_at_line(line) for line in body_lines if line > table_line0})
+        rows = [r for r in rows if x < r < y]
+        if not rows:
+            p = splitter.pieces(x, y)
+            return p, np.zeros(p.shape[0], np.int64), np.zeros(p.shape[0], np.int64)
+        head = (x, rows[0])
+        n_head = head[1] - head[0]
+        body_budget = self.max_tokens
+        cost, ctx_id = 0, 0
+        if n_head <= self.max_tokens // 2:
+            c0 = int(splitter.offs[x, 0])
+            c1 = int(splitter.offs[rows[0] - 1, 1])
+            table_ctx.append("\n".join(line.strip() for line in text[c0:c1].splitlines() if line.strip()))
+            cost, ctx_id = n_head, len(table_ctx) - 1
+            body_budget = self.max_tokens - n_head
+        parts = [splitter.pieces(*head)]
+        n_head_pieces = parts[0].shape[0]
+        row_bounds = rows + [y]
+        for a, b in pairwise(row_bounds):
+            parts.append(splitter.pieces(a, b, ("line", "sentence", "token"), body_budget))
+        p = np.concatenate(parts)
+        c = np.full(p.shape[0], cost, dtype=np.int64)
+        ids = np.full(p.shape[0], ctx_id, dtype=np.int64)
+        c[:n_head_pieces] = 0
+        ids[:n_head_pieces] = 0
+        return p, c, ids

@@ -1,0 +1,60 @@
+"""``recursive``: cut at paragraphs, then lines, then sentences, then tokens; merge pieces up to a budget."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from latechunk.strategies._common import PieceSplitter, check_size_overlap, finish, merge_pieces
+from latechunk.strategies.base import SentenceEmbedder, Strategy, register
+from latechunk.types import Boundaries, Document, Tokenization
+
+__all__ = ["Recursive"]
+
+
+@register("recursive")
+@dataclass(frozen=True)
+class Recursive(Strategy):
+    """Recursive separator splitting, the rule of LangChain's ``RecursiveCharacterTextSplitter``, in tokens.
+
+    1. The content tokens are cut into pieces of at most ``max_tokens`` tokens, coarse separators first: blank
+       lines (``\\n\\n`` and ``\\r\\n\\r\\n``, BR-005), then line breaks, then sentence ends
+       (:mod:`latechunk.segment`, BR-009), then between any two tokens. A part goes down a level only if it is
+       still too long, so separator-free text costs one pass over its tokens (BR-003).
+    2. Adjacent pieces are merged greedily while the chunk still fits ``max_tokens``
+       (:func:`~latechunk.strategies._common.merge_pieces`); with ``overlap > 0`` a chunk starts with the
+       trailing whole pieces of the previous chunk that hold at most ``overlap`` tokens.
+
+    Cuts fall between tokens, so separators are never duplicated or dropped (BR-002) and each chunk's text is
+    the exact slice of its tokens. The one way a chunk can exceed ``max_tokens``: the wordpieces of one
+    character, when there are more of them than ``max_tokens``.
+
+    Raises:
+        ValueError: unless ``max_tokens > 0`` and ``0 <= overlap < max_tokens`` (BR-003).
+    """
+
+    bet: ClassVar[str] = "facts end at paragraphs, then sentences"
+    aliases: ClassVar[dict[str, str]] = {
+        "chunk_size": "max_tokens",
+        "size": "max_tokens",
+        "chunk_overlap": "overlap",
+    }
+
+    max_tokens: int = field(default=256, metadata={"help": "most tokens per chunk (> 0)"})
+    overlap: int = field(
+        default=0,
+        metadata={
+            "help": "most tokens (whole pieces) shared by consecutive chunks (0 <= overlap < max_tokens)"
+        },
+    )
+
+    def __post_init__(self) -> None:
+        check_size_overlap("recursive", "max_tokens", self.max_tokens, self.overlap)
+
+    def split(
+        self, doc: Document, tok: Tokenization, embed_sentences: SentenceEmbedder | None = None
+    ) -> Boundaries:
+        """Cut ``doc`` into chunks (see the class docstring)."""
+        splitter = PieceSplitter(doc.text, tok, self.max_tokens)
+        pieces = splitter.pieces(0, splitter.n)
+        return finish(doc, tok, merge_pieces(pieces, self.max_tokens, self.overlap), self.spec)

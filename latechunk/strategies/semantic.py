@@ -1,0 +1,150 @@
+"""``semantic``: cut where consecutive sentences are least similar."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from numbers import Real
+from typing import ClassVar
+
+import numpy as np
+
+from latechunk.segment import sentence_token_spans
+from latechunk.strategies._common import PieceSplitter, check_int, finish, merge_pieces
+from latechunk.strategies.base import SentenceEmbedder, Strategy, register
+from latechunk.types import Boundaries, Document, Tokenization
+
+__all__ = ["Semantic"]
+
+
+def _consecutive_cosine(vectors: np.ndarray) -> np.ndarray:
+    """(m - 1,), float64. ``sim[i] = cos(v[i], v[i + 1])``; 0 where either vector is zero."""
+    v = np.asarray(vectors, dtype=np.float64)
+    norms = np.linalg.norm(v, axis=1)
+    v = v / np.where(norms > 0, norms, 1.0)[:, None]
+    return np.einsum("ij,ij->i", v[:-1], v[1:])
+
+
+@register("semantic")
+@dataclass(frozen=True)
+class Semantic(Strategy):
+    """Percentile breakpoints between sentences (Greg Kamradt, "5 Levels of Text Splitting", 2024,
+    https://github.com/FullStackRetrieval-com/RetrievalTutorials, level 4; LangChain ``SemanticChunker`` with
+    ``breakpoint_threshold_type="percentile"``).
+
+    1. Sentences ``S_0..S_{m-1}`` from :func:`latechunk.segment.sentence_token_spans`.
+    2. Sentence vectors ``v_i = embed_sentences(doc, tok, spans)`` (one call; in late mode the pipeline pools
+       the token states of the same forward pass over each sentence span).
+    3. ``sim_i = cos(v_i, v_{i+1})`` for ``i < m - 1``; cut after sentence i iff
+       ``sim_i < percentile(sim, self.percentile)`` (``numpy.percentile``, linear interpolation). ``percentile=10``
+       cuts about the lowest decile of the document's own similarities. Kamradt and LangChain cut where the
+       *distance* ``1 - sim`` exceeds its ``breakpoint_percentile``, so their 95 is this strategy's 5; the spec
+       alias ``breakpoint_percentile=p`` sets ``percentile = 100 - p``.
+    4. A group longer than ``max_tokens`` is re-cut at sentence ends (then tokens) and merged greedily up to
+       ``max_tokens``; then, left to right, a group is joined to the chunk before it when either of the two is
+       shorter than ``min_tokens`` and together they fit ``max_tokens``.
+
+    0 sentences give 0 chunks and 1 sentence gives 1 chunk, without calling the embedder (BR-010): the threshold
+    is never a percentile of an empty list.
+
+    Raises:
+        ValueError: on parameters out of range; in :meth:`split`, if ``embed_sentences`` is missing or returns an
+            array that is not ``(m, dim)``.
+    """
+
+    bet: ClassVar[str] = "a fact ends where the text changes subject"
+    needs_embedder: ClassVar[bool] = True
+    aliases: ClassVar[dict] = {
+        "breakpoint_percentile": ("percentile", lambda p: 100.0 - p),
+        "chunk_size": "max_tokens",
+        "min_chunk_size": "min_tokens",
+    }
+
+    percentile: float = field(
+        default=10.0, metadata={"help": "cut where similarity < this percentile of the document's (0..100)"}
+    )
+    min_tokens: int = field(
+        default=0, metadata={"help": "join chunks shorter than this to a neighbour (>= 0)"}
+    )
+    max_tokens: int = field(default=512, metadata={"help": "most tokens per chunk (> 0)"})
+    source: str = field(
+        default="late",
+        metadata={"help": "sentence vectors: 'late' (pooled from the same pass) or a model name (pipeline)"},
+    )
+
+    def __post_init__(self) -> None:
+        if isinstance(self.percentile, bool) or not isinstance(self.percentile, Real):
+            raise TypeError(f"semantic: percentile must be a number, got {self.percentile!r}")
+        if not 0.0 <= float(self.percentile) <= 100.0:
+            raise ValueError(f"semantic: percentile must be in [0, 100], got percentile={self.percentile}")
+        object.__setattr__(self, "percentile", float(self.percentile))
+        check_int("semantic", "max_tokens", self.max_tokens, 1)
+        check_int("semantic", "min_tokens", self.min_tokens, 0)
+        if self.min_tokens > self.max_tokens:
+            raise ValueError(
+                f"semantic: needs min_tokens <= max_tokens, got min_tokens={self.min_tokens}, "
+                f"max_tokens={self.max_tokens}"
+            )
+        if not isinstance(self.source, str) or not self.source or any(c in self.source for c in ",=|"):
+            raise ValueError(
+                f"semantic: source must be 'late' or a model name without ',', '=', '|', got {self.source!r}"
+            )
+
+    def split(
+        self, doc: Document, tok: Tokenization, embed_sentences: SentenceEmbedder | None = None
+    ) -> Boundaries:
+        """Cut ``doc`` at low-similarity sentence boundaries (see the class docstring)."""
+        if embed_sentences is None:
+            raise ValueError(
+                "semantic: split() needs embed_sentences, a callable (doc, tok, sentence_token_spans (m, 2) int32) "
+                "-> (m, dim) sentence vectors; the pipeline passes it (latechunk chunk/embed with a model)"
+            )
+        sent = sentence_token_spans(doc, tok)
+        m = sent.shape[0]
+        rel = sent.astype(np.int64) - tok.content_start
+        if m <= 1:  # nothing to compare: no embedder call, no percentile of an empty list (BR-010)
+            groups = rel
+        else:
+            vectors = np.asarray(embed_sentences(doc, tok, sent))
+            if vectors.ndim != 2 or vectors.shape[0] != m:
+                raise ValueError(
+                    f"semantic: embed_sentences returned shape {vectors.shape} for {m} sentences; "
+                    f"expected ({m}, dim)"
+                )
+            if not np.isfinite(vectors).all():
+                raise ValueError(f"semantic: embed_sentences returned NaN or inf for document {doc.doc_id!r}")
+            sim = _consecutive_cosine(vectors)
+            threshold = float(np.percentile(sim, self.percentile))
+            cut_after = np.flatnonzero(sim < threshold)  # cut between sentence i and i + 1
+            group_starts = np.concatenate([[0], cut_after + 1])
+            group_ends = np.append(cut_after + 1, m)
+            groups = np.stack([rel[group_starts, 0], rel[group_ends - 1, 1]], axis=1)
+        groups = self._fit(doc.text, tok, rel, groups)
+        return finish(doc, tok, groups, self.spec)
+
+    def _fit(self, text: str, tok: Tokenization, rel: np.ndarray, groups: np.ndarray) -> np.ndarray:
+        """Re-cut groups longer than max_tokens, then join groups shorter than min_tokens."""
+        lengths = groups[:, 1] - groups[:, 0]
+        if (lengths > self.max_tokens).any():
+            splitter = PieceSplitter(text, tok, self.max_tokens)
+            parts = []
+            for a, b in groups.tolist():
+                if b - a <= self.max_tokens:
+                    parts.append(np.asarray([[a, b]], dtype=np.int64))
+                    continue
+                # sentence pieces inside the group, each cut further if it alone is too long
+                inner = rel[np.searchsorted(rel[:, 0], a) : np.searchsorted(rel[:, 1], b, side="right")]
+                pieces = np.concatenate(
+                    [splitter.pieces(int(x), int(y), ("line", "token")) for x, y in inner.tolist()]
+                )
+                parts.append(merge_pieces(pieces, self.max_tokens))
+            groups = np.concatenate(parts)
+        if self.min_tokens > 0 and groups.shape[0] > 1:
+            out = [list(groups[0])]
+            for a, b in groups[1:].tolist():
+                pa, pb = out[-1]
+                if (pb - pa < self.min_tokens or b - a < self.min_tokens) and b - pa <= self.max_tokens:
+                    out[-1][1] = b
+                else:
+                    out.append([a, b])
+            groups = np.asarray(out, dtype=np.int64)
+        return groups

