@@ -154,7 +154,7 @@ def segment_mean_ref(
 
     Returns:
         (n_spans, dim), float32; row i is ``states[o_i + start_i : o_i + end_i].mean(0)`` accumulated in
-        float64 on CPU, float32 elsewhere, where ``o_i`` is 0 in packed mode and ``cu_seqlens[doc_i]`` per
+        float32 (a sparse CSR averaging matrix times the states), where ``o_i`` is 0 in packed mode and ``cu_seqlens[doc_i]`` per
         document (then divided by ``max(||row||_2, 1e-12)`` when ``normalize``).
 
     Raises:
