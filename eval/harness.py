@@ -458,14 +458,17 @@ def _versions() -> dict:
             "numpy": np.__version__, "ir_measures": getattr(ir_measures, "__version__", "?")}
 
 
-def _git_commit() -> str:
+def _git_state() -> dict:
+    """The checkout's HEAD commit and whether tracked files differ from it ('' / None outside git)."""
+    root = str(Path(__file__).resolve().parents[1])
     try:
-        root = Path(__file__).resolve().parents[1]
-        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
-                             timeout=10, check=False)
-        return out.stdout.strip()
+        head = subprocess.run(["git", "-C", root, "rev-parse", "HEAD"], capture_output=True, text=True,
+                              timeout=10, check=False).stdout.strip()
+        dirty = subprocess.run(["git", "-C", root, "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10, check=False).stdout.strip()
+        return {"commit": head, "dirty": bool(dirty) if head else None}
     except (OSError, subprocess.SubprocessError):
-        return ""
+        return {"commit": "", "dirty": None}
 
 
 def _mean_std(values: dict[str, float]) -> tuple[float, float]:
@@ -743,7 +746,8 @@ def run_compare(
 
     manifest = {
         "command": command or "",
-        "git_commit": _git_commit(),
+        "git_commit": (git := _git_state())["commit"],
+        "git_dirty": git["dirty"],
         "dataset": {"spec": config.dataset, "name": ds.name, "sha256": cache_info["sha256"],
                     "content_sha256": _dataset_content_sha256(ds), "cache_hit": cache_info["cache_hit"],
                     "cache_file": cache_info["cache_file"], "documents": len(ds.documents),

@@ -25,6 +25,18 @@ _LOWER_IS_BETTER = ("Dup@",)
 _DOC_NAMES = {"nDCG@10": "nDCG@10", "R@100": "R@100 (doc)", "RR@10": "MRR@10"}
 
 
+def short_spec(spec: str) -> str:
+    """A SPEC with only its non-default parameters: ``fixed:size=256,overlap=0`` -> ``fixed``."""
+    from latechunk.strategies.base import get_strategy
+
+    strat = get_strategy(spec)
+    full = strat.spec.partition(":")[2].split(",") if ":" in strat.spec else []
+    default = type(strat)().spec
+    default_pairs = set(default.partition(":")[2].split(",")) if ":" in default else set()
+    diff = [pair for pair in full if pair and pair not in default_pairs]
+    return f"{strat.name}:{','.join(diff)}" if diff else strat.name
+
+
 def _is_pct(metric: str) -> bool:
     return not metric.startswith("Dup@")
 
@@ -64,7 +76,7 @@ def _metric_table(result, metrics: Sequence[str], with_fp: bool = False) -> str:
     best = {m: _best([s.aggregates.get(m) for s in systems], m) for m in cols}
     rows = []
     for s in systems:
-        cells = [f"`{s.strategy}`", s.label]
+        cells = [f"`{short_spec(s.strategy)}`", s.label]
         for m in cols:
             v = s.aggregates.get(m)
             text = _fmt(m, v)
@@ -82,7 +94,7 @@ def _cost_table(result) -> str:
         theo = "–" if c.get("overlap_theoretical") is None else f"{c['overlap_theoretical']:.3f}"
         tokens = f"{c['tokens_encoded']:,}" + (" (shared)" if c.get("tokens_encoded_shared") else "")
         rows.append([
-            f"`{s.strategy}`", s.label, f"{c['chunks']:,}", f"{c['mean_chunk_tokens']:.1f}", f"{c['mean_chunk_chars']:.0f}",
+            f"`{short_spec(s.strategy)}`", s.label, f"{c['chunks']:,}", f"{c['mean_chunk_tokens']:.1f}", f"{c['mean_chunk_chars']:.0f}",
             tokens, f"{c['overlap_observed']:.3f}", theo, f"{c['index_bytes']:,}",
             f"{c['seconds_encode']:.1f}" + (f" + {c['seconds_pool']:.2f}" if s.mode == "late" else ""),
         ])
@@ -103,7 +115,7 @@ def _late_naive_table(result, metrics: Sequence[str]) -> str:
         a, b = by[(c["a"], c["strategy"])], by[(c["b"], c["strategy"])]
         m = c["metric"]
         sig = " *" if c["ci_low"] > 0 or c["ci_high"] < 0 else ""
-        rows.append([f"`{c['strategy']}`", str(c["window"]), _col_name(m), _fmt(m, a.aggregates[m]),
+        rows.append([f"`{short_spec(c['strategy'])}`", str(c["window"]), _col_name(m), _fmt(m, a.aggregates[m]),
                      _fmt(m, b.aggregates[m]), _ci(c, m) + sig, f"{c['p_le_zero']:.3f}"])
     return _table(["strategy", "window", "metric", "late", "naive", "late − naive [95% CI]", "P(boot mean ≤ 0)"], rows)
 
@@ -114,7 +126,7 @@ def _strategy_table(result, metric: str) -> str:
         if c["kind"] != "strategy" or c["metric"] != metric:
             continue
         sig = " *" if c["ci_low"] > 0 or c["ci_high"] < 0 else ""
-        rows.append([c["mode"], f"`{c['a']}`", f"`{c['b']}`", _ci(c, metric) + sig])
+        rows.append([c["mode"], f"`{short_spec(c['a'])}`", f"`{short_spec(c['b'])}`", _ci(c, metric) + sig])
     return _table(["mode", "A", "B", f"A − B, {_col_name(metric)} [95% CI]"], rows)
 
 
@@ -128,7 +140,7 @@ def _window_table(result) -> str:
     for s in result.systems:
         if s.mode != "late":
             continue
-        cells = [f"`{s.strategy}`", str(s.window), str(next(w["overlap"] for w in result.manifest["windows"]
+        cells = [f"`{short_spec(s.strategy)}`", str(s.window), str(next(w["overlap"] for w in result.manifest["windows"]
                                                            if w["window"] == s.window))]
         cells += [_fmt(m, s.aggregates.get(m)) for m in metrics]
         c = comps.get((s.strategy, s.window, main_metric))
@@ -151,7 +163,9 @@ def markdown_report(result) -> str:
     sec = man["seconds"]
     parts = [f"# latechunk compare: {ds['name']}", ""]
     parts.append(f"Command: `{man['command'] or '(library call)'}`  ")
-    parts.append(f"Git commit: `{man['git_commit'] or '?'}`")
+    dirty = man.get("git_dirty")
+    parts.append(f"Git commit: `{man['git_commit'] or '?'}`"
+                 + (" (tracked files modified)" if dirty else " (clean)" if dirty is False else ""))
     parts.append("")
     parts.append(
         f"- **Dataset**: `{ds['spec']}` ({ds['name']}): {ds['documents']} documents, {ds['queries']} of "
@@ -174,6 +188,8 @@ def markdown_report(result) -> str:
         f"first {ix['doc_depth']} chunks, a document scored as its best chunk)."
     )
     parts.append(f"- **k**: {', '.join(map(str, man['ks']))}. **Modes**: {', '.join(man['modes'])}.")
+    parts.append("- **Strategies** (tables use the short names; full SPECs): "
+                 + "; ".join(f"`{short_spec(x)}` = `{x}`" for x in man["strategies"]) + ".")
     parts.append(
         f"- **Machine**: {m['nproc']} CPUs available (`nproc`), {cpu}; torch threads {m['torch_threads']}; "
         f"GPU: {m['gpu'] or 'none'}; {m['platform']}."
@@ -203,7 +219,7 @@ def markdown_report(result) -> str:
         "the window) and pools every strategy's chunks from those states, so its token count is shared by all "
         "strategies of the window. Naive mode encodes each chunk's text on its own with the model's pooling. "
         "Late and naive of one strategy index the same chunk records (checked by hash: "
-        + ", ".join(sorted({f"`{s.strategy}` {s.chunks_sha256[:8]}" for s in result.systems})) + ")."
+        + ", ".join(dict.fromkeys(f"`{short_spec(s.strategy)}` {s.chunks_sha256[:8]}" for s in result.systems)) + ")."
     )
     parts.append("")
     parts.append("## Units and definitions")
@@ -270,8 +286,10 @@ def markdown_report(result) -> str:
 def per_query_rows(result) -> tuple[list[str], list[list]]:
     """The rows of ``per_query.csv``: one per (system, query), one column per metric (blank where undefined)."""
     header = ["dataset", "query_id", "strategy", "mode", "window", "label"] + list(result.metric_names)
-    qids = [q.query_id for q in result.dataset.queries] if result.dataset is not None else sorted(
-        {q for s in result.systems for v in s.per_query.values() for q in v})
+    if result.dataset is not None:
+        qids = [q.query_id for q in result.dataset.queries]
+    else:  # a result read back by load_result: first-seen order
+        qids = list(dict.fromkeys(q for s in result.systems for v in s.per_query.values() for q in v))
     rows = []
     for s in result.systems:
         for qid in qids:
@@ -323,7 +341,7 @@ def write_plot(result, path: str | os.PathLike) -> None:
             hi.append(100 * (b - mean))
         ax.errorbar(xs, ys, yerr=[lo, hi], fmt="o", capsize=3, label=label, color=colors[j % len(colors)])
     ax.set_xticks(range(len(specs)))
-    ax.set_xticklabels([s.replace(",", ",\n") for s in specs], fontsize=7)
+    ax.set_xticklabels([short_spec(s).replace(",", ",\n") for s in specs], fontsize=7)
     ax.set_ylabel(f"{_col_name(metric)} (%)")
     ax.set_title(f"{_col_name(metric)} per strategy, 95% bootstrap CI")
     ax.legend(fontsize=8)
@@ -346,7 +364,7 @@ def write_plot(result, path: str | os.PathLike) -> None:
         ax.errorbar(xs, ys, yerr=[lo, hi], fmt="o", capsize=3, label=_col_name(m), color=colors[j % len(colors)])
     ax.axhline(0, color="black", lw=0.8)
     ax.set_xticks(range(len(names)))
-    ax.set_xticklabels([f"{s.split(':')[0]}\nw={w}" for s, w in names], fontsize=7)
+    ax.set_xticklabels([f"{short_spec(s)}\nw={w}".replace(",", ",\n") for s, w in names], fontsize=7)
     ax.set_ylabel("late − naive (points)")
     ax.set_title("late minus naive, paired bootstrap 95% CI")
     if mets:
@@ -356,7 +374,7 @@ def write_plot(result, path: str | os.PathLike) -> None:
     for ax, cost, xlabel in ((axes[1, 0], "tokens_encoded", "tokens through the encoder (late: shared pass)"),
                              (axes[1, 1], "seconds", "encode (+ pool) seconds")):
         for j, label in enumerate(labels):
-            pts = [(s.costs[cost], 100 * s.aggregates[metric], s.strategy.split(":")[0])
+            pts = [(s.costs[cost], 100 * s.aggregates[metric], short_spec(s.strategy))
                    for s in result.systems if s.label == label and metric in s.aggregates]
             if not pts:
                 continue
@@ -398,12 +416,39 @@ def write_report(result, out_dir: str | os.PathLike, plot: bool = True) -> Path:
     return out
 
 
+def load_result(out_dir: str | os.PathLike):
+    """Read a report folder back into a :class:`~eval.harness.CompareResult` (``results.json`` +
+    ``per_query.csv``), e.g. to re-render ``report.md`` and ``plot.png`` without re-running."""
+    from eval.harness import CompareConfig, CompareResult, System
+
+    out = Path(out_dir)
+    data = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    systems = []
+    for d in data["systems"]:
+        systems.append(System(d["strategy"], d["mode"], d["window"], d["label"], d["chunks_sha256"],
+                              {}, dict(d["metrics"]), dict(d["std"]), dict(d["costs"])))
+    by_label = {(s.strategy, s.label): s for s in systems}
+    with open(out / "per_query.csv", newline="", encoding="utf-8") as f:
+        reader = csv.DictReader(f)
+        metrics = [c for c in reader.fieldnames or [] if c not in ("dataset", "query_id", "strategy", "mode", "window", "label")]
+        for row in reader:
+            s = by_label[(row["strategy"], row["label"])]
+            for m in metrics:
+                if row[m] != "":
+                    s.per_query.setdefault(m, {})[row["query_id"]] = float(row[m])
+    return CompareResult(CompareConfig.from_dict(data["config"]), systems, data["comparisons"], data["metric_names"],
+                         data["headline"], data["main_k"], data["manifest"])
+
+
 def print_table(result, console=None) -> None:
     """The main table in the terminal (rich): rows strategy x mode, headline metrics and costs."""
     from rich.console import Console
     from rich.table import Table
 
-    console = console or Console()
+    if console is None:
+        console = Console()
+        if not console.is_terminal:  # a log file: do not fold the table into 80 columns
+            console = Console(width=max(console.width, 200))
     k = result.main_k
     metrics = list(result.headline) + [m for m in (f"SpanIoU@{k}", "PrecisionOmega", f"Dup@{k}", "nDCG@10")
                                        if m in result.metric_names and m not in result.headline]
@@ -413,7 +458,7 @@ def print_table(result, console=None) -> None:
         t.add_column(col, overflow="fold")
     best = {m: _best([s.aggregates.get(m) for s in result.systems], m) for m in metrics}
     for s in result.systems:
-        cells = [s.strategy, s.label]
+        cells = [short_spec(s.strategy), s.label]
         for m in metrics:
             v = s.aggregates.get(m)
             text = _fmt(m, v)
