@@ -6,13 +6,11 @@ Run ``latechunk COMMAND --help`` for each command's options.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import logging
 import os
 import platform
 import sys
-import time
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -55,10 +53,6 @@ def _versions() -> dict:
     }
 
 
-def _sha256_text(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
 ModelOpt = Annotated[
     Optional[str],
     typer.Option("--model", "-m", help="Hugging Face model id or local folder. Default: bundled all-MiniLM-L6-v2 (offline)."),
@@ -87,16 +81,21 @@ def embed(
     macro_windows: Annotated[bool, typer.Option(help="Encode long documents in overlapping macro windows; off: skip them (listed).")] = True,
     trust_remote_code: Annotated[bool, typer.Option(help="Run the model repository's own code (only for models that need it).")] = False,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing output folder.")] = False,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted run in --out (same options); ends with the output of an uninterrupted run.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
+    group_tokens: Annotated[int, typer.Option("--group-tokens", hidden=True, help="Tokens per pipeline group = per shard (bounds memory).")] = 1 << 18,
 ) -> None:
     """Chunk and embed documents; write a FAISS index, the chunk table and a manifest.
+
+    The output is written in checksummed shards (DIR/shards), each renamed into place when complete, then
+    assembled; after a crash or kill, `--resume` continues where the run stopped. Check a folder with
+    `latechunk verify DIR`.
 
     Example: latechunk embed ../shared/data/chroma_chunking_eval/corpora --out out/chroma --strategy fixed:size=256
     """
     from latechunk.encoder import Encoder
-    from latechunk.export import IndexSpec, build_index, chunk_table, write_output
-    from latechunk.io import iter_inputs
-    from latechunk.pipeline import Skipped, embed as run_embed
+    from latechunk.export import IndexSpec
+    from latechunk.ingest import ingest
     from latechunk.strategies import get_strategy
 
     # validate everything before any work
@@ -109,70 +108,65 @@ def embed(
         missing = [str(p) for p in inputs if not p.exists()]
         if missing:
             raise ValueError(f"input path(s) not found: {', '.join(missing)}")
+        if group_tokens < 1:
+            raise ValueError(f"--group-tokens must be >= 1, got {group_tokens}")
+        if force and resume:
+            raise ValueError("--force (start over) and --resume (continue) exclude each other; give one")
     except ValueError as err:
         _fail(str(err))
-    if out.exists() and any(out.iterdir()) and not force:
-        _fail(f"output folder {out} exists and is not empty; pass --force to overwrite")
-    t_start = time.time()
+    if out.exists() and any(out.iterdir()) and not (force or resume):
+        _fail(f"output folder {out} exists and is not empty; pass --force to overwrite (or --resume to continue an interrupted run)")
     try:
         encoder = Encoder(model, device=device, dtype=dtype, window=window, window_overlap=window_overlap,
                           batch_tokens=batch_tokens, trust_remote_code=trust_remote_code)
     except ValueError as err:
         _fail(str(err))
 
-    skipped: list[Skipped] = []
-
-    def documents():
-        for item in iter_inputs(inputs):
-            if isinstance(item, Skipped):
-                skipped.append(item)
-            else:
-                yield item
-
-    result = run_embed(documents(), [strat], encoder, modes=(mode,), normalize=normalize,
-                       include_special=include_special, macro_windows=macro_windows, progress=not quiet)
-    run = result.runs[strat.spec]
-    vectors = run.vectors[mode]
-    idx = build_index(vectors.vectors, spec, dim=encoder.dim)
-    table = chunk_table(result.documents, run.boundaries, strat.spec)
-    all_skipped = skipped + result.skipped
-    manifest = {
-        "format": "latechunk-index/1",
-        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    header = {
         "model": encoder.describe(),
         "strategy": {"spec": strat.spec, **dataclasses.asdict(strat), "name": strat.name},
-        "mode": mode,
-        "normalize": normalize,
-        "include_special": include_special,
-        "macro_windows": macro_windows,
-        "dim": encoder.dim,
-        "index": {**spec.to_dict(), "ntotal": int(idx.ntotal), "file": "index.faiss"},
         "inputs": [str(p) for p in inputs],
-        "counts": {
-            "documents_in": len(result.documents) + len(all_skipped),
-            "documents_embedded": len(result.documents),
-            "documents_skipped": len(all_skipped),
-            "chunks": run.n_chunks,
-            "content_tokens": result.stats["content_tokens"],
-            "tokens_encoded": run.tokens_encoded.get(mode, 0),
-            "forward_calls": result.stats["forward_calls"][mode],
-        },
-        "documents": [
-            {"doc_id": d.doc_id, "chunks": len(b), "sha256": _sha256_text(d.text), "source": d.metadata.get("source", "")}
-            for d, b in zip(result.documents, run.boundaries)
-        ],
-        "skipped": [{"doc_id": s.doc_id, "reason": s.reason, "source": s.source} for s in all_skipped],
-        "seconds": {k: round(v, 3) for k, v in result.stats["seconds"].items()} | {"total": round(time.time() - t_start, 3)},
         "versions": _versions(),
     }
-    write_output(out, idx, table, manifest)
+    try:
+        manifest = ingest(inputs, out, strat.spec, encoder, mode=mode, normalize=normalize,
+                          include_special=include_special, macro_windows=macro_windows, group_tokens=group_tokens,
+                          index_spec=spec, force=force, resume=resume, progress=not quiet, header=header)
+    except ValueError as err:
+        _fail(str(err))
     c = manifest["counts"]
     typer.echo(
         f"embedded {c['documents_embedded']}/{c['documents_in']} documents -> {c['chunks']} chunks "
         f"({mode}, {strat.spec}, {c['tokens_encoded']} tokens encoded, {manifest['seconds']['total']:.1f} s) into {out}"
     )
-    for s in all_skipped:
-        typer.secho(f"skipped {s.doc_id}: {s.reason}", fg=typer.colors.YELLOW, err=True)
+    for s in manifest["skipped"]:
+        typer.secho(f"skipped {s['doc_id']}: {s['reason']}", fg=typer.colors.YELLOW, err=True)
+
+
+@app.command()
+def verify(
+    out: Annotated[Path, typer.Argument(help="A folder written by `latechunk embed`.")],
+    inputs: Annotated[Optional[list[Path]], typer.Option("--inputs", "-i", help="Where the source inputs are now (default: the paths recorded in the manifest).")] = None,
+    no_sources: Annotated[bool, typer.Option("--no-sources", help="Skip re-reading and hashing the source documents.")] = False,
+) -> None:
+    """Check an output folder: index against chunk table against manifest against shards and source files.
+
+    Prints each problem found and exits 1 if there is any, 0 when everything agrees.
+    """
+    from latechunk.verify import verify_output
+
+    if not out.is_dir():
+        _fail(f"{out} is not a folder")
+    try:
+        problems, summary = verify_output(out, inputs=inputs, check_sources=not no_sources)
+    except ValueError as err:
+        _fail(str(err))
+    for p in problems:
+        typer.secho(f"problem: {p}", fg=typer.colors.RED)
+    if problems:
+        typer.secho(f"{len(problems)} problem(s) in {out}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(1)
+    typer.echo(f"ok: {summary}")
 
 
 @app.command()

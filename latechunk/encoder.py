@@ -306,7 +306,7 @@ class Encoder:
 
     # ------------------------------------------------------------------ loading
     def _load(self, path: str, trust_remote_code: bool):
-        from transformers import AutoModel, AutoTokenizer
+        from transformers import AutoTokenizer
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()
@@ -317,13 +317,29 @@ class Encoder:
                 f"cannot load the tokenizer of model {path!r}: {err}. Offline? Give a local folder or set up the hub cache."
             ) from err
         kwargs = {"dtype": self.dtype, "trust_remote_code": trust_remote_code}
+        local = Path(path).is_dir()
+        has_st = local and (any(Path(path).glob("*.safetensors")) or (Path(path) / "model.safetensors.index.json").is_file())
+        if has_st or not local:
+            # weights through safetensors wherever the model has them: never unpickle when it need not
+            try:
+                return self._from_pretrained(path, kwargs | {"use_safetensors": True}), tok
+            except ValueError:
+                if local:
+                    raise
+        log.warning("model %r has no safetensors weights: loading PyTorch .bin weights (torch.load, weights_only)", path)
+        return self._from_pretrained(path, kwargs | {"use_safetensors": False}), tok
+
+    @staticmethod
+    def _from_pretrained(path: str, kwargs: dict):
+        from transformers import AutoModel
+
         try:
-            model = AutoModel.from_pretrained(path, attn_implementation="sdpa", **kwargs)
-        except (ValueError, ImportError):
-            model = AutoModel.from_pretrained(path, **kwargs)
+            try:
+                return AutoModel.from_pretrained(path, attn_implementation="sdpa", **kwargs)
+            except (ValueError, ImportError):
+                return AutoModel.from_pretrained(path, **kwargs)
         except OSError as err:
             raise ValueError(f"cannot load model {path!r}: {err}") from err
-        return model, tok
 
     @property
     def model_hash(self) -> str:

@@ -1,9 +1,14 @@
 """Reading input documents: ``.md``/``.txt`` files, folders of them, ``.jsonl`` (``id``/``text``, optional
-``title``) and BEIR ``corpus.jsonl`` (``_id``/``title``/``text``). Streams documents one at a time.
+``title``), BEIR ``corpus.jsonl`` (``_id``/``title``/``text``) and ``.parquet`` (``id``/``text`` columns, optional
+``title``; read in row batches). Streams documents one at a time: memory does not grow with the corpus.
 
 Nothing is lost: every input either becomes a :class:`Document` or a :class:`Skipped` record with its reason
-(empty, invalid UTF-8, binary, unreadable, bad JSON line, duplicate id). Duplicate ids policy: the first
-occurrence wins; later ones are skipped with a reason naming both sources.
+(empty, invalid UTF-8, binary, unreadable, bad JSON line, bad parquet row, duplicate id). Duplicate ids policy: the
+first occurrence wins; later ones are skipped with a reason naming both sources.
+
+Sources (``Document.metadata["source"]``, ``Skipped.source``) are stored relative to the input root, never as
+absolute paths: ``notes/a.md`` for a file, ``corpus.jsonl:12`` for line 12 (1-based) of a JSONL file,
+``docs.parquet:7`` for row 7 (0-based) of a parquet file. A single-file input's root is its folder.
 """
 
 from __future__ import annotations
@@ -16,9 +21,11 @@ from pathlib import Path
 from latechunk.pipeline import Skipped
 from latechunk.types import Document
 
-__all__ = ["iter_inputs", "TEXT_SUFFIXES", "read_text_file"]
+__all__ = ["TABLE_SUFFIXES", "TEXT_SUFFIXES", "iter_inputs", "read_text_file"]
 
 TEXT_SUFFIXES = (".md", ".markdown", ".txt")
+TABLE_SUFFIXES = (".jsonl", ".parquet")
+PARQUET_BATCH_ROWS = 256
 
 
 def read_text_file(path: Path) -> tuple[str | None, str]:
@@ -48,13 +55,13 @@ def _iter_jsonl(path: Path, root_name: str) -> Iterator[Document | Skipped]:
     try:
         fh = open(path, "rb")
     except OSError as err:
-        yield Skipped(root_name, f"unreadable: {err.strerror or err}", str(path))
+        yield Skipped(root_name, f"unreadable: {err.strerror or err}", root_name)
         return
     with fh:
         for lineno, raw in enumerate(fh, 1):
             if not raw.strip():
                 continue
-            where = f"{path.name}:{lineno}"
+            where = f"{root_name}:{lineno}"
             try:
                 obj = json.loads(raw.decode("utf-8"))
             except (UnicodeDecodeError, json.JSONDecodeError) as err:
@@ -64,26 +71,67 @@ def _iter_jsonl(path: Path, root_name: str) -> Iterator[Document | Skipped]:
                 yield Skipped(where, "JSON line is not an object", where)
                 continue
             doc_id = obj.get("id", obj.get("_id", obj.get("doc_id")))
-            text = obj.get("text")
-            if doc_id is None or not isinstance(text, str):
-                yield Skipped(where, "needs an 'id' (or '_id') and a string 'text'", where)
-                continue
-            title = obj.get("title") or ""
-            full = f"{title}\n\n{text}" if title and isinstance(title, str) else text
-            if not full.strip():
-                yield Skipped(str(doc_id), "empty or whitespace-only", where)
-                continue
-            meta = {"source": where}
-            if title:
-                meta["title"] = title
-            yield Document(str(doc_id), full, meta)
+            yield _record(doc_id, obj.get("text"), obj.get("title"), where)
+
+
+def _record(doc_id, text, title, where: str) -> Document | Skipped:
+    """One JSONL line or parquet row as a Document (``title + "\\n\\n" + text`` when titled) or a Skipped."""
+    if doc_id is None or (isinstance(doc_id, str) and not doc_id) or not isinstance(text, str):
+        return Skipped(where, "needs an 'id' (or '_id') and a string 'text'", where)
+    title = title if isinstance(title, str) else ""
+    full = f"{title}\n\n{text}" if title else text
+    if not full.strip():
+        return Skipped(str(doc_id), "empty or whitespace-only", where)
+    meta = {"source": where}
+    if title:
+        meta["title"] = title
+    return Document(str(doc_id), full, meta)
+
+
+def _iter_parquet(path: Path, root_name: str) -> Iterator[Document | Skipped]:
+    """Rows of a parquet file with ``id`` (or ``_id``/``doc_id``) and ``text`` columns, ``title`` optional.
+
+    Read in batches of :data:`PARQUET_BATCH_ROWS` rows of the needed columns only (row group by row group), so a
+    large file is never held in memory whole.
+    """
+    import pyarrow.parquet as pq
+
+    try:
+        pf = pq.ParquetFile(path)
+    except Exception as err:  # noqa: BLE001  (pyarrow raises several types for a damaged file)
+        yield Skipped(root_name, f"unreadable parquet: {type(err).__name__}: {err}", root_name)
+        return
+    names = set(pf.schema_arrow.names)
+    id_col = next((c for c in ("id", "_id", "doc_id") if c in names), None)
+    if id_col is None or "text" not in names:
+        yield Skipped(root_name, f"parquet needs an 'id' (or '_id') and a 'text' column, has {sorted(names)}", root_name)
+        return
+    cols = [id_col, "text"] + (["title"] if "title" in names else [])
+    row = 0
+    batches = pf.iter_batches(batch_size=PARQUET_BATCH_ROWS, columns=cols)
+    while True:
+        try:
+            batch = next(batches)
+        except StopIteration:
+            return
+        except Exception as err:  # noqa: BLE001  (a damaged row group ends the file, listed)
+            where = f"{root_name}:{row}"
+            yield Skipped(where, f"parquet rows from {row} on unreadable: {type(err).__name__}: {err}", where)
+            return
+        data = batch.to_pydict()
+        titles = data.get("title") or [None] * batch.num_rows
+        for doc_id, text, title in zip(data[id_col], data["text"], titles):
+            yield _record(doc_id, text, title, f"{root_name}:{row}")
+            row += 1
 
 
 def iter_inputs(inputs: Sequence[str | os.PathLike]) -> Iterator[Document | Skipped]:
-    """Stream documents from files, folders and JSONL files, in a stable order.
+    """Stream documents from files, folders, JSONL and parquet files, in a stable order.
 
-    ``doc_id`` of a file is its path relative to the input folder (a single file: its name); of a JSONL line,
-    its ``id``/``_id``. Folders are walked recursively in sorted order, reading ``.md``, ``.markdown``, ``.txt``.
+    ``doc_id`` of a file is its path relative to the input folder (a single file: its name); of a JSONL line or
+    parquet row, its ``id``/``_id``. Folders are walked recursively in sorted order, reading ``.md``,
+    ``.markdown``, ``.txt``, ``.jsonl`` and ``.parquet``. The order depends only on the inputs, so a run can be
+    resumed by skipping the items already consumed.
 
     Yields:
         :class:`Document` or :class:`Skipped`.
@@ -98,21 +146,25 @@ def iter_inputs(inputs: Sequence[str | os.PathLike]) -> Iterator[Document | Skip
     seen: dict[str, str] = {}
     for p in paths:
         if p.is_dir():
-            files = sorted(f for f in p.rglob("*") if f.is_file() and f.suffix.lower() in TEXT_SUFFIXES + (".jsonl",))
+            files = sorted(f for f in p.rglob("*") if f.is_file() and f.suffix.lower() in TEXT_SUFFIXES + TABLE_SUFFIXES)
             items = [(f, f.relative_to(p).as_posix()) for f in files]
         else:
             items = [(p, p.name)]
         for f, rel in items:
-            if f.suffix.lower() == ".jsonl":
+            suffix = f.suffix.lower()
+            if suffix == ".jsonl":
                 stream: Iterator[Document | Skipped] = _iter_jsonl(f, rel)
+            elif suffix == ".parquet":
+                stream = _iter_parquet(f, rel)
             else:
                 text, reason = read_text_file(f)
-                stream = iter([Document(rel, text, {"source": str(f)}) if text is not None else Skipped(rel, reason, str(f))])
+                stream = iter([Document(rel, text, {"source": rel}) if text is not None else Skipped(rel, reason, rel)])
             for item in stream:
                 if isinstance(item, Document):
-                    src = str(item.metadata.get("source", f))
+                    src = str(item.metadata.get("source", rel))
+                    where = f"{src} (input {str(p)!r})" if len(paths) > 1 else src
                     if item.doc_id in seen:
-                        yield Skipped(item.doc_id, f"duplicate doc_id: first seen in {seen[item.doc_id]}", src)
+                        yield Skipped(item.doc_id, f"duplicate doc_id: {where} repeats the id first seen in {seen[item.doc_id]}", src)
                         continue
-                    seen[item.doc_id] = src
+                    seen[item.doc_id] = where
                 yield item

@@ -68,3 +68,27 @@ class ForwardRecorder:
             return inner(*args, **kwargs)
 
         model.forward = forward
+
+
+def save_tiny_bert(folder, hidden: int = 32, layers: int = 2):
+    """Write a random-weight BERT (uncased vocabulary, 512 positions) as a model folder with safetensors weights,
+    the bundled MiniLM tokenizer and its sentence-transformers settings: a fast stand-in for ``--model PATH``."""
+    import shutil
+    from pathlib import Path
+
+    from transformers import BertConfig, BertModel
+
+    folder = Path(folder)
+    torch.manual_seed(0)
+    cfg = BertConfig(vocab_size=30522, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=4,
+                     intermediate_size=2 * hidden, max_position_embeddings=512)
+    BertModel(cfg).eval().save_pretrained(folder, safe_serialization=True)
+    src = Path(resolve_model_path(None))
+    for f in src.iterdir():
+        if f.name in ("config.json", "model.safetensors", "README.md") or f.suffix in (".bin", ".onnx"):
+            continue
+        if f.is_dir():
+            shutil.copytree(f, folder / f.name, dirs_exist_ok=True)
+        else:
+            shutil.copy2(f, folder / f.name)
+    return folder

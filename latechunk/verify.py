@@ -1,0 +1,390 @@
+"""``latechunk verify DIR``: check that an output folder agrees with itself and with its sources.
+
+Checked, each disagreement reported as one line:
+
+- files: ``manifest.json``, ``index.faiss``, ``chunks.parquet`` are present and readable; no stray temp files;
+- counts: index ``ntotal`` = chunks.parquet rows = manifest ``index.ntotal`` = ``counts.chunks`` = the sum of
+  the documents' chunk counts; index ``d`` = manifest ``dim``; embedded + skipped = documents in;
+- manifest: no document listed twice;
+- shards: each shard record named in the manifest exists with the recorded sha256, its ``.parquet`` and ``.npy``
+  have the recorded size and sha256 (a truncated shard fails here), the shards' documents and skipped lists are the
+  manifest's, chunks.parquet is the concatenation of the shard tables, and the index holds the shard vectors;
+- rows: each row belongs to the document the manifest puts there, chunk indices run 0..n-1, spans are non-empty
+  and the text length equals the char span;
+- vectors: finite, and unit-norm when the run normalised them;
+- sources (unless skipped): the inputs are read again; each embedded document's text has the recorded sha256 and
+  each chunk's text is the exact slice ``text[char_start:char_end]``; every source item is listed in the manifest
+  and every listed document still exists.
+
+Tests: ``tests/test_verify.py`` (one test per fault).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from latechunk.ingest import check_shard_files, sha256_file, sha256_text
+
+__all__ = ["verify_output"]
+
+MAX_PER_KIND = 10
+
+
+class _Problems:
+    """Problem lines, at most ``MAX_PER_KIND`` per kind (then one line saying how many more)."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.counts: Counter = Counter()
+
+    def add(self, kind: str, msg: str) -> None:
+        self.counts[kind] += 1
+        if self.counts[kind] <= MAX_PER_KIND:
+            self.lines.append(msg)
+
+    def finish(self) -> list[str]:
+        extra = [f"... and {n - MAX_PER_KIND} more {kind} problem(s)" for kind, n in self.counts.items() if n > MAX_PER_KIND]
+        return self.lines + extra
+
+
+class _RowReader:
+    """Sequential reader of a parquet file: ``take(n)`` returns the next ``n`` rows as a table."""
+
+    def __init__(self, path: Path, columns: Sequence[str] | None = None) -> None:
+        import pyarrow.parquet as pq
+
+        self._batches = pq.ParquetFile(path).iter_batches(batch_size=4096, columns=columns)
+        self._buf = []
+        self._n = 0
+
+    def take(self, n: int):
+        import pyarrow as pa
+
+        while self._n < n:
+            try:
+                b = next(self._batches)
+            except StopIteration:
+                break
+            self._buf.append(b)
+            self._n += b.num_rows
+        table = pa.Table.from_batches(self._buf) if self._buf else None
+        if table is None:
+            return None
+        head, rest = table.slice(0, n), table.slice(n)
+        self._buf = rest.to_batches()
+        self._n = rest.num_rows
+        return head
+
+
+def _source_roots(out: Path, manifest: dict, inputs: Sequence[os.PathLike] | None) -> list[Path]:
+    if inputs:
+        return [Path(p) for p in inputs]
+    roots = []
+    given = manifest.get("inputs", [])
+    for i, rel in enumerate(manifest.get("inputs_from_out", [])):
+        cand = out / rel
+        if cand.exists():
+            roots.append(cand)
+        elif i < len(given):
+            roots.append(Path(given[i]))
+        else:
+            roots.append(cand)
+    if not roots:
+        roots = [Path(p) for p in given]
+    return roots
+
+
+def verify_output(out: str | os.PathLike, inputs: Sequence[os.PathLike] | None = None,
+                  check_sources: bool = True) -> tuple[list[str], str]:
+    """Check an output folder of ``latechunk embed``.
+
+    Args:
+        out: The folder.
+        inputs: Where the source inputs are now; default: the manifest's ``inputs_from_out`` (relative to
+            ``out``), else its ``inputs`` (relative to the working directory).
+        check_sources: Re-read the sources and compare hashes and chunk texts.
+
+    Returns:
+        ``(problems, summary)``: one line per problem (empty when all agrees) and a one-line summary.
+    """
+    import faiss
+    import pyarrow.parquet as pq
+
+    out = Path(out)
+    P = _Problems()
+    mpath = out / "manifest.json"
+    if not mpath.is_file():
+        P.add("file", "manifest.json is missing (an unfinished run? `latechunk embed ... --resume` finishes it)")
+        return P.finish(), ""
+    try:
+        manifest = json.loads(mpath.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        P.add("file", f"manifest.json is unreadable: {err}")
+        return P.finish(), ""
+    for f in sorted(out.glob("*.tmp")) + sorted((out / "shards").glob("*.tmp")):
+        P.add("file", f"stray temp file {f.relative_to(out)} (a write that never finished)")
+
+    # ---- index and table
+    index = None
+    if not (out / "index.faiss").is_file():
+        P.add("file", "index.faiss is missing")
+    else:
+        try:
+            index = faiss.read_index(str(out / "index.faiss"))
+        except RuntimeError as err:
+            P.add("file", f"index.faiss is unreadable: {str(err).splitlines()[0]}")
+    n_rows = None
+    if not (out / "chunks.parquet").is_file():
+        P.add("file", "chunks.parquet is missing")
+    else:
+        try:
+            n_rows = pq.ParquetFile(out / "chunks.parquet").metadata.num_rows
+        except Exception as err:  # noqa: BLE001  (pyarrow raises several types for a damaged file)
+            P.add("file", f"chunks.parquet is unreadable: {type(err).__name__}: {err}")
+
+    documents = manifest.get("documents", [])
+    skipped = manifest.get("skipped", [])
+    counts = manifest.get("counts", {})
+    ntotal = int(index.ntotal) if index is not None else None
+    listed_chunks = sum(int(d.get("chunks", 0)) for d in documents)
+    if ntotal is not None and n_rows is not None and ntotal != n_rows:
+        P.add("count", f"index.faiss has {ntotal} vectors but chunks.parquet has {n_rows} rows")
+    for name, value in (("manifest index.ntotal", manifest.get("index", {}).get("ntotal")),
+                        ("manifest counts.chunks", counts.get("chunks")),
+                        ("the manifest documents' chunk counts (sum)", listed_chunks)):
+        if ntotal is not None and value != ntotal:
+            P.add("count", f"index.faiss has {ntotal} vectors but {name} is {value}")
+        elif ntotal is None and n_rows is not None and value != n_rows:
+            P.add("count", f"chunks.parquet has {n_rows} rows but {name} is {value}")
+    if index is not None and manifest.get("dim") is not None and index.d != manifest["dim"]:
+        P.add("count", f"index.faiss has dimension {index.d} but the manifest says dim {manifest['dim']}")
+    if counts.get("documents_embedded") != len(documents):
+        P.add("count", f"counts.documents_embedded is {counts.get('documents_embedded')} but {len(documents)} documents are listed")
+    if counts.get("documents_skipped") != len(skipped):
+        P.add("count", f"counts.documents_skipped is {counts.get('documents_skipped')} but {len(skipped)} skips are listed")
+    if counts.get("documents_in") != len(documents) + len(skipped):
+        P.add("count", f"counts.documents_in is {counts.get('documents_in')} but {len(documents)} embedded + {len(skipped)} skipped are listed")
+
+    # ---- manifest documents listed once
+    first: dict[str, int] = {}
+    for i, d in enumerate(documents):
+        doc_id = d.get("doc_id")
+        if doc_id in first:
+            P.add("manifest", f"manifest lists document {doc_id!r} twice (documents[{first[doc_id]}] and documents[{i}], "
+                              f"sources {documents[first[doc_id]].get('source')!r} and {d.get('source')!r})")
+        else:
+            first[doc_id] = i
+
+    # ---- shards, rows, vectors
+    _check_shards(out, manifest, documents, skipped, index, n_rows, P)
+
+    # ---- sources
+    if check_sources:
+        _check_sources(out, manifest, documents, skipped, inputs, n_rows, P)
+
+    summary = (f"{ntotal} vectors, {n_rows} rows, {len(documents)} documents embedded, {len(skipped)} skipped, "
+               f"{len(manifest.get('shards', []))} shards" + (", sources hashed" if check_sources else ""))
+    return P.finish(), summary
+
+
+def _check_shards(out: Path, manifest: dict, documents: list, skipped: list, index, n_rows, P: _Problems) -> None:
+    import pyarrow.parquet as pq
+
+    shards = manifest.get("shards")
+    if not shards:
+        P.add("shard", "the manifest lists no shards (not written by a sharded `latechunk embed`?)")
+        return
+    shard_dir = out / "shards"
+    listed = {f"{s['name']}.{ext}" for s in shards for ext in ("json", "parquet", "npy")}
+    if shard_dir.is_dir():
+        for f in sorted(shard_dir.iterdir()):
+            if f.name not in listed and not f.name.endswith(".tmp"):
+                P.add("shard", f"shards/{f.name} is not part of the manifest")
+    normalize = bool(manifest.get("normalize", True))
+    cosine = manifest.get("index", {}).get("metric", "cosine") == "cosine"
+    reader = None
+    if n_rows is not None:
+        reader = _RowReader(out / "chunks.parquet")
+    docs_seen: list[dict] = []
+    skips_seen: list[dict] = []
+    offset = 0
+    prev_end = 0
+    table_ok = True
+    for s in shards:
+        name = s["name"]
+        jpath = shard_dir / f"{name}.json"
+        if not jpath.is_file():
+            P.add("shard", f"shards/{name}.json is missing")
+            table_ok = False
+            continue
+        if sha256_file(jpath) != s.get("sha256"):
+            P.add("shard", f"shards/{name}.json: sha256 differs from the manifest's (edited after the run)")
+        try:
+            rec = json.loads(jpath.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+            P.add("shard", f"shards/{name}.json is unreadable: {err}")
+            table_ok = False
+            continue
+        if rec.get("inputs", [None])[0] != prev_end:
+            P.add("shard", f"shards/{name}.json starts at input item {rec.get('inputs')} but the previous shard ended at {prev_end}")
+        prev_end = rec.get("inputs", [0, 0])[1]
+        docs_seen.extend(rec.get("documents", []))
+        skips_seen.extend(rec.get("skipped", []))
+        bad = check_shard_files(shard_dir, rec, verify_hashes=True)
+        for b in bad:
+            P.add("shard", b)
+        rows = int(rec.get("rows", 0))
+        if sum(int(d["chunks"]) for d in rec.get("documents", [])) != rows:
+            P.add("shard", f"shards/{name}.json: its documents' chunk counts do not add up to its {rows} rows")
+        # rows: chunks.parquet slice == shard table, and the structure of the shard table
+        if not bad:
+            try:
+                shard_table = pq.read_table(shard_dir / f"{name}.parquet")
+            except Exception as err:  # noqa: BLE001
+                P.add("shard", f"shards/{name}.parquet is unreadable: {type(err).__name__}: {err}")
+                shard_table = None
+            if shard_table is not None:
+                if shard_table.num_rows != rows:
+                    P.add("shard", f"shards/{name}.parquet has {shard_table.num_rows} rows, its record says {rows}")
+                _check_rows(shard_table, rec.get("documents", []), f"shards/{name}.parquet", P)
+                if reader is not None and table_ok:
+                    got = reader.take(shard_table.num_rows)
+                    got_rows = 0 if got is None else got.num_rows
+                    if got_rows != shard_table.num_rows or not got.equals(shard_table):
+                        P.add("rows", f"chunks.parquet rows [{offset}, {offset + shard_table.num_rows}) differ from shards/{name}.parquet")
+            # vectors
+            try:
+                v = np.load(shard_dir / f"{name}.npy", mmap_mode="r", allow_pickle=False)
+            except (OSError, ValueError) as err:
+                P.add("shard", f"shards/{name}.npy is unreadable: {err}")
+                v = None
+            if v is not None:
+                _check_vectors(v, rows, manifest.get("dim"), normalize, cosine, index, offset, name, P)
+        else:
+            table_ok = False
+        offset += rows
+    if table_ok and n_rows is not None and offset != n_rows:
+        P.add("rows", f"the shards hold {offset} rows but chunks.parquet has {n_rows}")
+    if docs_seen != documents:
+        i = next((i for i, (a, b) in enumerate(zip(docs_seen, documents)) if a != b), min(len(docs_seen), len(documents)))
+        P.add("manifest", f"the manifest's documents differ from the shard records from documents[{i}] on "
+                          f"({len(documents)} listed, {len(docs_seen)} in the shards)")
+    if skips_seen != skipped:
+        P.add("manifest", f"the manifest's skipped list differs from the shard records ({len(skipped)} listed, {len(skips_seen)} in the shards)")
+    if prev_end != manifest.get("counts", {}).get("documents_in"):
+        P.add("count", f"the shards consumed {prev_end} input items but counts.documents_in is {manifest.get('counts', {}).get('documents_in')}")
+
+
+def _check_rows(table, docs: list[dict], where: str, P: _Problems) -> None:
+    cols = table.select(["doc_id", "chunk_index", "char_start", "char_end", "token_start", "token_end", "text"]).to_pydict()
+    expect = [(d["doc_id"], i) for d in docs for i in range(int(d["chunks"]))]
+    for r, (doc_id, ci, cs, ce, ts, te, text) in enumerate(zip(*cols.values())):
+        if r < len(expect) and (doc_id, ci) != expect[r]:
+            P.add("rows", f"{where} row {r} is ({doc_id!r}, chunk {ci}) but the record puts ({expect[r][0]!r}, chunk {expect[r][1]}) there")
+        if not (0 <= cs < ce) or not (0 <= ts < te):
+            P.add("rows", f"{where} row {r} ({doc_id!r}, chunk {ci}) has an empty or negative span: chars [{cs}, {ce}), tokens [{ts}, {te})")
+        elif len(text) != ce - cs:
+            P.add("rows", f"{where} row {r} ({doc_id!r}, chunk {ci}): text has {len(text)} chars but the char span [{cs}, {ce}) has {ce - cs}")
+        elif not text.strip():
+            P.add("rows", f"{where} row {r} ({doc_id!r}, chunk {ci}) is whitespace-only")
+
+
+def _check_vectors(v: np.ndarray, rows: int, dim, normalize: bool, cosine: bool, index, offset: int, name: str,
+                   P: _Problems) -> None:
+    from latechunk.export import as_float32_rows
+
+    if v.ndim != 2 or v.shape[0] != rows or (dim is not None and v.shape[1] != dim) or v.dtype != np.float32:
+        P.add("vectors", f"shards/{name}.npy has shape {v.shape} {v.dtype}, expected ({rows}, {dim}) float32")
+        return
+    if rows == 0:
+        return
+    x = np.asarray(v)
+    if not np.isfinite(x).all():
+        P.add("vectors", f"shards/{name}.npy holds NaN or inf")
+        return
+    if normalize:
+        norms = np.linalg.norm(x, axis=1)
+        bad = np.flatnonzero(np.abs(norms - 1.0) > 1e-3)
+        if bad.size:
+            P.add("vectors", f"shards/{name}.npy row {int(bad[0])} has norm {norms[bad[0]]:.6f}, expected 1 (normalised run)")
+    if index is not None and offset + rows <= index.ntotal:
+        try:
+            got = index.reconstruct_n(offset, rows)
+        except RuntimeError:
+            return
+        ref = as_float32_rows(x, normalize=cosine)
+        err = float(np.abs(got - ref).max())
+        if err > 1e-5:
+            P.add("vectors", f"index.faiss vectors [{offset}, {offset + rows}) differ from shards/{name}.npy (max abs diff {err:.2e})")
+
+
+def _check_sources(out: Path, manifest: dict, documents: list, skipped: list, inputs, n_rows, P: _Problems) -> None:
+    from latechunk.pipeline import Skipped
+
+    roots = _source_roots(out, manifest, inputs)
+    missing = [str(r) for r in roots if not r.exists()]
+    if missing:
+        P.add("source", f"source input(s) not found: {', '.join(missing)} (give their current place with --inputs)")
+        return
+    by_id = {}
+    for i, d in enumerate(documents):
+        by_id.setdefault(d["doc_id"], i)
+    skipped_ids = {s["doc_id"] for s in skipped}
+    reader = _RowReader(out / "chunks.parquet", ["doc_id", "chunk_index", "char_start", "char_end", "text"]) if n_rows is not None else None
+    j = 0  # next manifest document in order (its rows are next in chunks.parquet)
+    seen: set[str] = set()
+    n_items = 0
+    for item in _iter_sources(roots, P):
+        n_items += 1
+        if isinstance(item, Skipped):
+            if item.doc_id in by_id and item.doc_id not in seen and not item.reason.startswith("duplicate doc_id"):
+                P.add("source", f"{item.doc_id!r} was embedded but its source is now skipped: {item.reason}")
+                seen.add(item.doc_id)
+            elif item.doc_id not in skipped_ids and item.doc_id not in by_id:
+                P.add("source", f"source item {item.doc_id!r} ({item.source}) is not in the manifest")
+            continue
+        i = by_id.get(item.doc_id)
+        if i is None:
+            if item.doc_id not in skipped_ids:
+                P.add("source", f"source document {item.doc_id!r} ({item.metadata.get('source', '')}) is not in the manifest "
+                                "(added after embedding?)")
+            continue
+        seen.add(item.doc_id)
+        rec = documents[i]
+        same = sha256_text(item.text) == rec.get("sha256")
+        if not same:
+            P.add("source", f"source of {item.doc_id!r} ({rec.get('source', '')}) changed after embedding: "
+                            f"sha256 {sha256_text(item.text)[:12]}… != recorded {str(rec.get('sha256'))[:12]}…")
+        if reader is None or i < j:
+            continue
+        while j < i:  # documents whose sources are gone: skip their rows
+            reader.take(int(documents[j]["chunks"]))
+            j += 1
+        rows = reader.take(int(rec["chunks"]))
+        j += 1
+        if same and rows is not None:
+            for cs, ce, text, ci in zip(rows["char_start"].to_pylist(), rows["char_end"].to_pylist(),
+                                        rows["text"].to_pylist(), rows["chunk_index"].to_pylist()):
+                if item.text[cs:ce] != text:
+                    P.add("rows", f"chunk {ci} of {item.doc_id!r} is not the exact slice text[{cs}:{ce}] of its source")
+                    break
+    for d in documents:
+        if d["doc_id"] not in seen:
+            P.add("source", f"source of {d['doc_id']!r} ({d.get('source', '')}) is gone")
+    if n_items != manifest.get("counts", {}).get("documents_in"):
+        P.add("source", f"the inputs now hold {n_items} items but the manifest accounts for {manifest.get('counts', {}).get('documents_in')}")
+
+
+def _iter_sources(roots, P: _Problems) -> Iterator:
+    from latechunk.io import iter_inputs
+
+    try:
+        yield from iter_inputs(roots)
+    except ValueError as err:
+        P.add("source", f"cannot read the sources: {err}")

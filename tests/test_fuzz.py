@@ -1,0 +1,136 @@
+"""Fuzzing the whole path, text -> strategy -> late and naive vectors, with hypothesis.
+
+For each of the five strategies, random parameters and random texts (markdown-ish fragments, CRLF, unicode,
+control characters, empty and whitespace-only texts, long texts that need macro windows) go through
+:func:`latechunk.pipeline.embed` in both modes at once, and every example must hold:
+
+- exact slice, coverage, token starts and char starts strictly increasing, token spans consistent with char
+  spans, no empty or whitespace-only chunk, spans within the size limit (``tests/invariants.check_boundaries``);
+- one vector per chunk in each mode, all finite and unit-norm; late and naive share the same boundaries.
+
+The encoder is a tiny random BERT (1 layer, dim 32) with 64-token macro windows, so a few hundred characters
+already span several windows. CI runs ``FUZZ_EXAMPLES`` (500) examples per strategy; the ``slow`` test runs
+10,000 per strategy (recorded in eval/results/fuzz_slow.md). ``LATECHUNK_FUZZ_EXAMPLES`` overrides the CI count.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from latechunk.encoder import Encoder, ModelSettings
+from latechunk.pipeline import embed
+from latechunk.types import Document
+from tests.invariants import check_boundaries
+from tests.models import minilm_parts
+
+FUZZ_EXAMPLES = int(os.environ.get("LATECHUNK_FUZZ_EXAMPLES", "500"))
+SLOW_EXAMPLES = 10_000
+
+# fmt: off
+FRAGMENTS = [
+    " ", "  ", "\n", "\n\n", "\r\n", "\r\n\r\n", "\t", "\n   \n", "\u00a0", "\u200b", "\x00", "\x07", "\ufeff",
+    "word", "echo echo", "Dr.", "Ph.D.'s", "e.g.", "U.S.", "3.14", "It rained. ", "Keep it simple. ", "why?", "...",
+    "😀", "👍🏽", "🇫🇷", "中文字符", "日本語です。", "한국어", "Straße", "naïve café", "ﬁne", "e\u0301",
+    "# Title\n", "## Sub\n", "Setext\n===\n", "Other\n---\n", "\n---\n", "```\n# not a heading\n```\n",
+    "| a | b |\n|---|---|\n| 1 | 2 |\n", "- item\n- item two\n", "> quote\n", "    code\n",
+    "9f3b7c1e" * 6, "supercalifragilisticexpialidocious", "a" * 40,
+]
+# fmt: on
+
+_fragment = st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=10))
+texts = st.one_of(
+    st.lists(_fragment, max_size=40).map("".join),  # short, often empty
+    st.lists(_fragment, min_size=15, max_size=60).map("".join),  # medium: a few 64-token macro windows
+    st.lists(_fragment, min_size=60, max_size=200).map("".join),  # long: many macro windows
+    st.text(min_size=1, max_size=300),
+    st.sampled_from(["", " ", "\n\n", " \r\n\t ", "x", "\u200b"]),
+)
+
+# strategy parameters: each value is a hypothesis strategy drawing (spec, token limit or None)
+PARAMS = {
+    "fixed": st.integers(1, 40).flatmap(
+        lambda n: st.integers(0, n - 1).map(lambda o: (f"fixed:size={n},overlap={o}", n))),
+    "recursive": st.integers(1, 40).flatmap(
+        lambda n: st.integers(0, n - 1).map(lambda o: (f"recursive:max_tokens={n},overlap={o}", n))),
+    "heading": st.tuples(st.integers(1, 40), st.sets(st.integers(1, 6), min_size=1)).map(
+        lambda t: (f"heading:max_tokens={t[0]},levels={'/'.join(map(str, sorted(t[1])))}", t[0])),
+    "sentence_window": st.integers(0, 3).flatmap(
+        lambda w: st.integers(1, 2 * w + 1).map(lambda s: (f"sentence_window:window={w},stride={s}", None))),
+    "semantic": st.tuples(st.floats(0, 100), st.integers(1, 48)).flatmap(
+        lambda t: st.integers(0, t[1]).map(
+            lambda m: (f"semantic:percentile={t[0]!r},min_tokens={m},max_tokens={t[1]}", t[1]))),
+}
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny matmuls: one intra-op thread is ~100x faster than two on a busy 2-core machine."""
+    prev = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(prev)
+
+
+@functools.lru_cache(maxsize=1)
+def tiny_encoder() -> Encoder:
+    """A 1-layer random BERT (dim 32) with the bundled uncased tokenizer and 64-token macro windows."""
+    from transformers import BertConfig, BertModel
+
+    _, tok, _ = minilm_parts()
+    torch.manual_seed(0)
+    cfg = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                     intermediate_size=64, max_position_embeddings=512)
+    return Encoder("tiny-bert", device="cpu", model_obj=BertModel(cfg).eval(), tokenizer_obj=tok,
+                   settings=ModelSettings(pooling="mean", normalize=True), window=64, window_overlap=8)
+
+
+def check_example(spec: str, limit: int | None, text: str) -> None:
+    enc = tiny_encoder()
+    res = embed([Document("d", text)], [spec], enc, modes=("late", "naive"))
+    run = res.run(spec)
+    if not res.documents:  # only texts without content tokens are skipped
+        assert len(res.skipped) == 1 and "empty" in res.skipped[0].reason, res.skipped
+        assert not text.strip() or enc.tokenizer(Document("d", text)).n_content == 0
+        return
+    (tok,), (b,) = res.tokenizations, run.boundaries
+    check_boundaries(text, tok, b, max_tokens=limit)
+    for mode in ("late", "naive"):
+        cv = run.vectors[mode]
+        assert cv.vectors.shape == (len(b), enc.dim) and cv.vectors.dtype == np.float32
+        assert np.isfinite(cv.vectors).all()
+        np.testing.assert_allclose(np.linalg.norm(cv.vectors, axis=1), 1.0, atol=1e-4)
+        assert cv.chunk_index.tolist() == list(range(len(b)))
+
+
+def _run(name: str, n: int) -> None:
+    @settings(max_examples=n, deadline=None, database=None, print_blob=True,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(params=PARAMS[name], text=texts)
+    def prop(params, text):
+        check_example(params[0], params[1], text)
+
+    prop()
+
+
+@pytest.mark.parametrize("name", list(PARAMS))
+def test_fuzz_pipeline_invariants(name):
+    _run(name, FUZZ_EXAMPLES)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(PARAMS))
+def test_fuzz_pipeline_invariants_slow(name):
+    _run(name, SLOW_EXAMPLES)
+
+
+def test_fuzz_covers_all_five_strategies():
+    from latechunk.strategies import registry
+
+    assert set(PARAMS) == set(registry())

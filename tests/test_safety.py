@@ -1,0 +1,104 @@
+"""Safety: no pickle in the package, weights through safetensors where the model has them, remote code only on
+an explicit flag and with a warning."""
+
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+
+import pytest
+
+from latechunk.encoder import Encoder
+from tests.models import minilm_parts
+
+REPO = Path(__file__).resolve().parents[1]
+# eval/ is checked by its own owner (see the report of issue 5): its parse cache still pickles
+CHECKED = ("latechunk", "kernels", "scripts")
+
+
+def _sources():
+    for folder in CHECKED:
+        yield from sorted((REPO / folder).rglob("*.py"))
+
+
+def test_no_pickle_in_package_kernels_or_scripts():
+    bad = []
+    for f in _sources():
+        for i, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1):
+            code = line.split("#", 1)[0]
+            if re.search(r"\bimport pickle\b|\bpickle\.|\btorch\.load\(|allow_pickle\s*=\s*True|\bjoblib\b", code):
+                bad.append(f"{f.relative_to(REPO)}:{i}: {line.strip()}")
+            if re.search(r"\bnp\.load\(", code) and "allow_pickle=False" not in code:
+                bad.append(f"{f.relative_to(REPO)}:{i}: np.load without allow_pickle=False")
+    assert not bad, "\n".join(bad)
+
+
+class _Recorder:
+    def __init__(self):
+        self.kwargs = []
+
+    def __call__(self, path, **kwargs):
+        from transformers import BertConfig, BertModel
+
+        self.kwargs.append(kwargs)
+        return BertModel(BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                                    intermediate_size=64, max_position_embeddings=512))
+
+
+def _model_folder(tmp_path: Path, weights: str) -> Path:
+    from latechunk.encoder import resolve_model_path
+
+    src = Path(resolve_model_path(None))
+    folder = tmp_path / "m"
+    folder.mkdir()
+    for name in ("config.json", "tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
+        (folder / name).write_bytes((src / name).read_bytes())
+    (folder / weights).write_bytes(b"not read in this test")
+    return folder
+
+
+def test_weights_load_through_safetensors_when_present(tmp_path, monkeypatch):
+    import transformers
+
+    rec = _Recorder()
+    monkeypatch.setattr(transformers.AutoModel, "from_pretrained", rec)
+    folder = _model_folder(tmp_path, "model.safetensors")
+    (folder / "pytorch_model.bin").write_bytes(b"a pickle that must never be opened")
+    Encoder(str(folder), device="cpu")
+    assert rec.kwargs and all(k["use_safetensors"] is True for k in rec.kwargs)
+    assert all(k["trust_remote_code"] is False for k in rec.kwargs)
+
+
+def test_bin_only_model_loads_with_a_warning(tmp_path, monkeypatch, caplog):
+    import transformers
+
+    rec = _Recorder()
+    monkeypatch.setattr(transformers.AutoModel, "from_pretrained", rec)
+    folder = _model_folder(tmp_path, "pytorch_model.bin")
+    with caplog.at_level(logging.WARNING, logger="latechunk"):
+        Encoder(str(folder), device="cpu")
+    assert rec.kwargs[-1]["use_safetensors"] is False
+    assert "no safetensors weights" in caplog.text
+
+
+def test_bundled_model_is_safetensors():
+    from latechunk.encoder import resolve_model_path
+
+    folder = Path(resolve_model_path(None))
+    assert (folder / "model.safetensors").is_file()
+    assert not list(folder.glob("*.bin")) and not list(folder.glob("*.pkl"))
+
+
+def test_remote_code_only_on_explicit_flag_with_a_warning():
+    import copy
+    import inspect
+
+    model, tok, settings = minilm_parts()
+    with pytest.warns(UserWarning, match="trust_remote_code"):
+        Encoder("x", device="cpu", model_obj=copy.deepcopy(model), tokenizer_obj=tok, settings=settings,
+                trust_remote_code=True)
+    assert inspect.signature(Encoder).parameters["trust_remote_code"].default is False
+    from latechunk import cli
+
+    assert inspect.signature(cli.embed).parameters["trust_remote_code"].default is False

@@ -1,0 +1,127 @@
+"""`latechunk verify DIR` (latechunk/verify.py): a clean output passes; each fault is caught, one test per fault."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from typer.testing import CliRunner
+
+from latechunk.cli import app
+from tests.models import save_tiny_bert
+
+runner = CliRunner()
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny model: one intra-op thread is much faster than two on a busy 2-core machine (subprocesses alike)."""
+    import torch
+
+    prev = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(prev)
+
+TEXTS = {
+    "rivers.md": "# Rivers\n\nRivers flow to the sea. They carve valleys over long ages.\n\n"
+                 "## Deltas\n\nA delta forms where a river meets still water and drops its silt.\n",
+    "trains.md": "Trains run on rails. " * 30,
+    "notes/apples.txt": "Apples grow on trees. Orchards need bees in spring. " * 12,
+}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """A source folder and its embedded output, side by side (verify finds the sources relative to the output)."""
+    root = tmp_path_factory.mktemp("verify")
+    src = root / "src"
+    for rel, text in TEXTS.items():
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        (src / rel).write_text(text, encoding="utf-8")
+    (src / "docs.jsonl").write_text('{"id": "j1", "text": "A line about lamps and light."}\nnot json\n')
+    pq.write_table(pa.table({"id": ["p1", "p2"], "text": ["Parquet rows are documents too.", "Second row here."]}),
+                   src / "rows.parquet")
+    model = save_tiny_bert(root / "model")
+    res = runner.invoke(app, ["embed", str(src), "--out", str(root / "out"), "--model", str(model), "--device", "cpu",
+                              "--quiet", "--strategy", "fixed:size=16", "--group-tokens", "64"], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    return root
+
+
+@pytest.fixture
+def copy(built, tmp_path):
+    """A private copy of sources + output for a test to damage."""
+    dst = tmp_path / "w"
+    shutil.copytree(built, dst, ignore=shutil.ignore_patterns("model"))
+    return dst
+
+
+def _verify(out: Path):
+    return runner.invoke(app, ["verify", str(out)], catch_exceptions=False)
+
+
+def test_clean_output_verifies(copy):
+    res = _verify(copy / "out")
+    assert res.exit_code == 0, res.output
+    assert res.output.startswith("ok:") and "sources hashed" in res.output
+    m = json.loads((copy / "out" / "manifest.json").read_text())
+    assert len(m["shards"]) >= 2 and m["counts"]["documents_skipped"] == 1
+
+
+def test_verify_catches_a_truncated_shard(copy):
+    npy = copy / "out" / "shards" / "00001.npy"
+    data = npy.read_bytes()
+    npy.write_bytes(data[: len(data) // 2])
+    res = _verify(copy / "out")
+    assert res.exit_code == 1
+    assert "problem: shards/00001.npy has" in res.output and "truncated" in res.output
+
+
+def test_verify_catches_parquet_rows_differing_from_ntotal(copy):
+    path = copy / "out" / "chunks.parquet"
+    table = pq.read_table(path)
+    pq.write_table(table.slice(0, table.num_rows - 1), path)
+    res = _verify(copy / "out")
+    assert res.exit_code == 1
+    assert f"index.faiss has {table.num_rows} vectors but chunks.parquet has {table.num_rows - 1} rows" in res.output
+
+
+def test_verify_catches_a_source_changed_after_embedding(copy):
+    src = copy / "src" / "notes" / "apples.txt"
+    src.write_text(src.read_text(encoding="utf-8").replace("bees", "wasps"), encoding="utf-8")
+    res = _verify(copy / "out")
+    assert res.exit_code == 1
+    assert "source of 'notes/apples.txt' (notes/apples.txt) changed after embedding" in res.output
+    assert res.output.count("problem:") == 1  # nothing else is wrong
+
+
+def test_verify_catches_a_document_listed_twice(copy):
+    path = copy / "out" / "manifest.json"
+    m = json.loads(path.read_text())
+    m["documents"].append(dict(m["documents"][0]))
+    path.write_text(json.dumps(m))
+    res = _verify(copy / "out")
+    assert res.exit_code == 1
+    assert f"manifest lists document {m['documents'][0]['doc_id']!r} twice" in res.output
+
+
+def test_verify_reports_every_problem_not_only_the_first(copy):
+    out = copy / "out"
+    (out / "shards" / "00000.parquet").write_bytes(b"PAR1 broken")
+    (copy / "src" / "trains.md").unlink()
+    (copy / "src" / "new.md").write_text("Added after the run.", encoding="utf-8")
+    res = _verify(out)
+    assert res.exit_code == 1
+    assert "shards/00000.parquet has" in res.output
+    assert "source of 'trains.md' (trains.md) is gone" in res.output
+    assert "source document 'new.md'" in res.output and "not in the manifest" in res.output
+
+
+def test_verify_without_an_output_fails_clearly(tmp_path):
+    res = _verify(tmp_path)
+    assert res.exit_code == 1 and "manifest.json is missing" in res.output
