@@ -135,21 +135,24 @@ def _window_table(result) -> str:
     comps = {(c["strategy"], c["window"], c["metric"]): c for c in result.comparisons if c["kind"] == "window"}
     ln = {(c["strategy"], c["window"], c["metric"]): c for c in result.comparisons if c["kind"] == "late-naive"}
     first = result.manifest["windows"][0]["window"]
-    main_metric = f"AR@{result.main_k}" if f"AR@{result.main_k}" in metrics else metrics[0]
+    ks = sorted(int(m.split("@")[1]) for m in metrics if m.startswith("AR@"))
+    shown = list(dict.fromkeys(f"AR@{k}" for k in (ks[0], result.main_k) if f"AR@{k}" in metrics)) if ks else [metrics[0]]
     rows = []
     for s in result.systems:
         if s.mode != "late":
             continue
         cells = [f"`{short_spec(s.strategy)}`", str(s.window), str(next(w["overlap"] for w in result.manifest["windows"]
-                                                           if w["window"] == s.window))]
+                                                                       if w["window"] == s.window))]
         cells += [_fmt(m, s.aggregates.get(m)) for m in metrics]
-        c = comps.get((s.strategy, s.window, main_metric))
-        cells.append("(reference)" if s.window == first else (_ci(c, main_metric) if c else "–"))
-        c = ln.get((s.strategy, s.window, main_metric))
-        cells.append(_ci(c, main_metric) if c else "–")
+        for m in shown:
+            c = comps.get((s.strategy, s.window, m))
+            cells.append("(reference)" if s.window == first else (_ci(c, m) if c else "–"))
+        for m in shown:
+            c = ln.get((s.strategy, s.window, m))
+            cells.append(_ci(c, m) if c else "–")
         rows.append(cells)
     return _table(["strategy", "window", "overlap"] + [_col_name(m) for m in metrics]
-                  + [f"{main_metric}: w − w={first} [95% CI]", f"{main_metric}: late − naive [95% CI]"], rows)
+                  + [f"{m}: w − w={first} [95% CI]" for m in shown] + [f"{m}: late − naive [95% CI]" for m in shown], rows)
 
 
 def markdown_report(result) -> str:

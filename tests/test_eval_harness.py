@@ -256,3 +256,18 @@ def test_cli_compare(tiny_root, tmp_path, monkeypatch):
     data = json.loads((out / "results.json").read_text())
     assert data["manifest"]["dataset"]["queries"] == 6
     assert len(data["systems"]) == 4
+
+
+def test_document_level_dataset(tmp_path):
+    """A BEIR-style dataset (qrels, no spans): only the document-level measures, still paired late vs naive."""
+    beir = Path(__file__).parent / "data" / "eval_mini" / "beir"
+    out = tmp_path / "beir"
+    result = run_compare(_config(beir, tmp_path, strategies=("fixed:size=8",), ks=(1,)), out_dir=out,
+                         encoder=minilm_encoder())
+    assert result.headline == ["nDCG@10", "R@100", "RR@10"]
+    for s in result.systems:
+        assert set(s.per_query) == {"nDCG@10", "R@100", "RR@10"}
+        assert 0.0 <= s.aggregates["nDCG@10"] <= 1.0
+    assert {c["metric"] for c in result.comparisons if c["kind"] == "late-naive"} == {"nDCG@10", "R@100", "RR@10"}
+    for name in REPORT_FILES:
+        assert (out / name).is_file()
