@@ -3,7 +3,7 @@
 Key: ``sha256`` over the dataset's files (each file's path relative to the dataset root, then its bytes, in
 sorted path order), the source of ``eval/datasets.py`` (a loader change invalidates the cache) and
 :data:`CACHE_VERSION`. The same bytes always give the same key, wherever the folder lies; a changed byte gives a
-new key. The cache file is a pickle of the dataset, written to a temp name and renamed. Tests:
+new key. The cache file is plain JSON of the dataset (no pickle anywhere), written to a temp name and renamed. Tests:
 ``tests/test_eval_harness.py``.
 """
 
@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import hashlib
 import os
-import pickle
+import json
 from pathlib import Path
 
 from eval import datasets as _datasets
-from eval.datasets import EvalDataset, data_root, load_dataset
+from eval.datasets import EvalDataset, Query, data_root, load_dataset
+from latechunk.types import Document
 
 __all__ = ["CACHE_ENV_VAR", "CACHE_VERSION", "dataset_files", "dataset_sha256", "default_cache_dir", "load_cached"]
 
-CACHE_VERSION = "1"
+CACHE_VERSION = "2"
 """Bumped when the cache layout changes."""
 
 CACHE_ENV_VAR = "LATECHUNK_CACHE"
@@ -72,6 +73,24 @@ def dataset_sha256(spec: str | os.PathLike) -> str:
     return h.hexdigest()
 
 
+def _to_json(ds: EvalDataset) -> dict:
+    return {
+        "name": ds.name,
+        "documents": [{"doc_id": d.doc_id, "text": d.text, "metadata": dict(d.metadata)} for d in ds.documents],
+        "queries": [{"query_id": q.query_id, "text": q.text, "spans": [list(s) for s in q.spans]} for q in ds.queries],
+        "qrels": ds.qrels,
+    }
+
+
+def _from_json(obj: dict) -> EvalDataset:
+    return EvalDataset(
+        name=obj["name"],
+        documents=tuple(Document(d["doc_id"], d["text"], d["metadata"]) for d in obj["documents"]),
+        queries=tuple(Query(q["query_id"], q["text"], tuple(tuple(s) for s in q["spans"])) for q in obj["queries"]),
+        qrels=obj["qrels"],
+    )
+
+
 def load_cached(
     spec: str | os.PathLike, cache_dir: str | os.PathLike | None = None, use_cache: bool = True
 ) -> tuple[EvalDataset, dict]:
@@ -93,16 +112,14 @@ def load_cached(
 
     key = dataset_sha256(spec)
     folder = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    target = folder / f"{key}.pkl"
+    target = folder / f"{key}.json"
     info = {"sha256": key, "cache_hit": False, "cache_file": str(target) if use_cache else "", "parse_seconds": 0.0}
     if use_cache and target.is_file():
         try:
-            with open(target, "rb") as f:
-                ds = pickle.load(f)
-            if isinstance(ds, EvalDataset):
-                info["cache_hit"] = True
-                return ds, info
-        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
+            ds = _from_json(json.loads(target.read_text(encoding="utf-8")))
+            info["cache_hit"] = True
+            return ds, info
+        except (OSError, ValueError, KeyError, TypeError):
             pass  # a damaged or stale cache file is re-parsed and overwritten below
     t0 = time.perf_counter()
     ds = load_dataset(spec)
@@ -110,7 +127,6 @@ def load_cached(
     if use_cache:
         folder.mkdir(parents=True, exist_ok=True)
         tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
-        with open(tmp, "wb") as f:
-            pickle.dump(ds, f, protocol=pickle.HIGHEST_PROTOCOL)
+        tmp.write_text(json.dumps(_to_json(ds), ensure_ascii=False), encoding="utf-8")
         os.replace(tmp, target)
     return ds, info

@@ -381,7 +381,7 @@ def _window_encoder(base, window: int, overlap: int | None):
         document_prompt=base.tokenizer.prefix,
         query_prompt=base.query_tokenizer.prefix,
         model_obj=base.model,
-        tokenizer_obj=base._hf_tokenizer,
+        tokenizer_obj=base.hf_tokenizer,
         settings=base.settings,
     )
 
@@ -406,13 +406,13 @@ def _naive_vectors(encoder, documents, boundaries, normalize: bool = True) -> tu
     Returns:
         ``(vectors (n_chunks, dim) float32, tokens encoded, forward calls, seconds)``.
     """
+    from latechunk.pipeline import naive_texts
+
     texts = []
     for doc, b in zip(documents, boundaries):
         if doc.doc_id != b.doc_id:
             raise RuntimeError(f"document {doc.doc_id!r} paired with boundaries of {b.doc_id!r}")
-        for (cs, ce), ctx in zip(b.char_spans.tolist(), b.contexts):
-            chunk = doc.text[cs:ce]
-            texts.append(f"{ctx}\n{chunk}" if ctx else chunk)
+        texts.extend(naive_texts(doc, b))
     before = dict(encoder.stats)
     t0 = time.perf_counter()
     v = encoder.encode_texts(texts, kind="document", normalize=normalize)

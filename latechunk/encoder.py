@@ -194,7 +194,8 @@ def _hash_model_files(path: str) -> str:
         try:
             from transformers.utils import cached_file
 
-            f = cached_file(path, "model.safetensors", _raise_exceptions_for_missing_entries=False)
+            f = cached_file(path, "model.safetensors", local_files_only=True,
+                            _raise_exceptions_for_missing_entries=False)
             p = Path(f).parent if f else p
         except Exception:  # noqa: BLE001
             return ""
@@ -340,6 +341,11 @@ class Encoder:
                 return AutoModel.from_pretrained(path, **kwargs)
         except OSError as err:
             raise ValueError(f"cannot load model {path!r}: {err}") from err
+
+    @property
+    def hf_tokenizer(self):
+        """The underlying Hugging Face fast tokenizer."""
+        return self._hf_tokenizer
 
     @property
     def model_hash(self) -> str:

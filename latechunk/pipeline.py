@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -24,7 +24,7 @@ from latechunk.pooling import segment_mean
 from latechunk.strategies.base import SentenceEmbedder, Strategy, get_strategy
 from latechunk.types import Boundaries, ChunkVectors, Document, Mode, Tokenization
 
-__all__ = ["EmbedResult", "GroupResult", "StrategyRun", "Skipped", "embed", "iter_embed", "new_stats", "chunk_documents", "late_vectors"]
+__all__ = ["EmbedResult", "GroupResult", "StrategyRun", "Skipped", "embed", "iter_embed", "new_stats", "chunk_documents", "late_vectors", "naive_texts"]
 
 log = logging.getLogger("latechunk")
 
@@ -107,6 +107,16 @@ def _pool_spans(b: Boundaries, tok: Tokenization, include_special: bool) -> np.n
         spans[0, 0] = 0
         spans[-1, 1] = len(tok)
     return spans
+
+
+def naive_texts(doc: Document, b: Boundaries) -> list[str]:
+    """The texts naive mode encodes for ``b``'s chunks: each chunk's original substring, preceded by its
+    embedding context line where it has one (e.g. a table header for a chunk of table rows)."""
+    texts = []
+    for (cs, ce), ctx in zip(b.char_spans.tolist(), b.contexts):
+        chunk = doc.text[cs:ce]
+        texts.append(f"{ctx}\n{chunk}" if ctx else chunk)
+    return texts
 
 
 def late_vectors(
@@ -200,6 +210,11 @@ class GroupResult:
             ``len(documents) + len(skipped)`` of them.
         boundaries: ``{spec: [Boundaries per document]}``.
         vectors: ``{spec: {mode: (n_chunks, dim) float32}}``, rows in document then chunk order.
+        index: The group's number in the stream (0, 1, ...), whether selected or not.
+        selected: False for a group that ``select_group`` left out: ``documents`` are then its documents that
+            tokenized (not chunked, so one whose chunking would fail is among them), ``skipped`` those that did
+            not, and ``tokenizations``, ``boundaries`` and ``vectors`` are empty. The group still covers
+            ``len(documents) + len(skipped)`` input documents.
     """
 
     documents: list[Document]
@@ -207,6 +222,8 @@ class GroupResult:
     skipped: list[Skipped]
     boundaries: dict[str, list[Boundaries]]
     vectors: dict[str, dict[str, np.ndarray]]
+    index: int = 0
+    selected: bool = True
 
 
 def _check_args(strategies, modes) -> list[Strategy]:
@@ -250,18 +267,26 @@ def iter_embed(
     progress: bool = False,
     sentence_encoders: dict[str, Encoder] | None = None,
     stats: dict | None = None,
+    select_group: Callable[[int], bool] | None = None,
 ) -> Iterator[GroupResult]:
     """Streaming form of :func:`embed`: yields one :class:`GroupResult` per group of about ``group_tokens``
     tokens, so memory stays bounded by a group, not the corpus. Same arguments as :func:`embed`; ``stats``
     (from :func:`new_stats`) is updated in place. Arguments are validated before the first document is read.
+
+    ``select_group(i)`` (default: every group) picks the groups to chunk and encode, by group number. The
+    groups are formed from token counts alone, so they are the same whichever are selected; an unselected
+    group is still tokenized and yielded, as a light record with ``selected=False`` (see :class:`GroupResult`).
+    Several processes can so split one stream between them (``latechunk.ingest`` with ``WORLD_SIZE > 1``).
+    It is called from the tokenizer thread, once per group, in order.
     """
     strats = _check_args(strategies, modes)
     return _iter_embed(documents, strats, encoder, modes, normalize, include_special, macro_windows,
-                       group_tokens, progress, dict(sentence_encoders or {}), stats if stats is not None else new_stats())
+                       group_tokens, progress, dict(sentence_encoders or {}), stats if stats is not None else new_stats(),
+                       select_group)
 
 
 def _iter_embed(documents, strats, encoder, modes, normalize, include_special, macro_windows, group_tokens,
-                progress, sentence_encoders, stats) -> Iterator[GroupResult]:
+                progress, sentence_encoders, stats, select_group=None) -> Iterator[GroupResult]:
     need_states = "late" in modes or any(s.needs_embedder and getattr(s, "source", "late") == "late" for s in strats)
     sec = stats["seconds"]
 
@@ -283,18 +308,47 @@ def _iter_embed(documents, strats, encoder, modes, normalize, include_special, m
             else:
                 yield doc, tok
 
+    def presplit(groups: Iterator[list]) -> Iterator[tuple[int, list, bool]]:
+        """``(group index, items, selected)``. Strategies that need no sentence vectors split here, in the
+        prefetch thread, so chunking overlaps the forward pass of the previous group (torch releases the GIL
+        while it computes). It runs after grouping, so the groups depend on token counts alone (a document
+        whose chunking fails still counts its tokens), and an unselected group is not chunked at all."""
+        for gi, items in enumerate(groups):
+            if select_group is not None and not select_group(gi):
+                yield gi, items, False
+                continue
+            t0 = time.perf_counter()
+            out = []
+            for x in items:
+                if isinstance(x, Skipped):
+                    out.append(x)
+                    continue
+                doc, tok = x
+                try:
+                    out.append((doc, tok, [None if s.needs_embedder else s.split(doc, tok) for s in strats]))
+                except Exception as err:  # noqa: BLE001  (a bad document is listed, never fatal)
+                    log.warning("document %r skipped: %s: %s", doc.doc_id, type(err).__name__, err)
+                    out.append(Skipped(doc.doc_id, f"chunking failed: {type(err).__name__}: {err}"))
+            sec["split"] += time.perf_counter() - t0
+            yield gi, out, True
+
     bar = None
     if progress:
         from tqdm.auto import tqdm
 
         bar = tqdm(unit="doc", desc="embed")
 
-    for items in _prefetch(_groups(tokenized(), group_tokens)):
+    for gi, items, selected in _prefetch(presplit(_groups(tokenized(), group_tokens))):
         # each group is a contiguous run of input documents: embedded ones and skipped ones, in input order
         group_skips = [x for x in items if isinstance(x, Skipped)]
         group = [x for x in items if not isinstance(x, Skipped)]
-        docs = [d for d, _ in group]
-        toks = [t for _, t in group]
+        if not selected:  # someone else's group: which documents it holds, nothing chunked or encoded
+            if bar is not None:
+                bar.update(len(group))
+            yield GroupResult([x[0] for x in group], [], group_skips, {}, {}, index=gi, selected=False)
+            continue
+        docs = [x[0] for x in group]
+        toks = [x[1] for x in group]
         states: list[torch.Tensor] = []
         if need_states and toks:
             before = dict(encoder.stats)
@@ -303,14 +357,17 @@ def _iter_embed(documents, strats, encoder, modes, normalize, include_special, m
             sec["late_encode"] += time.perf_counter() - t0
             stats["late_tokens"] += encoder.stats["tokens"] - before["tokens"]
             stats["forward_calls"]["late"] += encoder.stats["forward_calls"] - before["forward_calls"]
-        # split every document with every strategy; a failing document is skipped for all strategies
+        # strategies that need sentence vectors split now; a failing document is skipped for all strategies
         t0 = time.perf_counter()
         keep: list[int] = []
         bounds: list[list[Boundaries]] = []
-        for i, (doc, tok) in enumerate(group):
+        for i, (doc, tok, pre) in enumerate(group):
             try:
                 per = []
-                for s in strats:
+                for s, b in zip(strats, pre):
+                    if b is not None:
+                        per.append(b)
+                        continue
                     emb = None
                     if s.needs_embedder:
                         source = getattr(s, "source", "late")
@@ -332,7 +389,7 @@ def _iter_embed(documents, strats, encoder, modes, normalize, include_special, m
         toks = [toks[i] for i in keep]
         states = [states[i] for i in keep] if states else []
         stats["content_tokens"] += sum(t.n_content for t in toks)
-        out = GroupResult(docs, toks, group_skips, {}, {})
+        out = GroupResult(docs, toks, group_skips, {}, {}, index=gi)
         for j, s in enumerate(strats):
             b_list = [per[j] for per in bounds]
             out.boundaries[s.spec] = b_list
@@ -346,11 +403,7 @@ def _iter_embed(documents, strats, encoder, modes, normalize, include_special, m
                 by_strat["pool"] += dt
             if "naive" in modes:
                 # the strategy's chunk texts of the group in one length-sorted encode call
-                texts = []
-                for doc, b in zip(docs, b_list):
-                    for (cs, ce), ctx in zip(b.char_spans.tolist(), b.contexts):
-                        chunk = doc.text[cs:ce]
-                        texts.append(f"{ctx}\n{chunk}" if ctx else chunk)
+                texts = [t for doc, b in zip(docs, b_list) for t in naive_texts(doc, b)]
                 before = dict(encoder.stats)
                 t0 = time.perf_counter()
                 out.vectors[s.spec]["naive"] = encoder.encode_texts(texts, kind="document", normalize=normalize)

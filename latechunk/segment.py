@@ -24,7 +24,7 @@ import numpy as np
 
 from latechunk.types import Document, Tokenization
 
-__all__ = ["LINE_BREAK", "PARAGRAPH_BREAK", "sentence_char_spans", "sentence_token_spans"]
+__all__ = ["LINE_BREAK", "PARAGRAPH_BREAK", "sentence_char_spans", "sentence_char_spans_in", "sentence_token_spans"]
 
 #: a line break: CRLF, LF, or a lone CR (the three that markdown-it and ``str.splitlines`` agree on)
 LINE_BREAK = re.compile(r"\r\n|\n|\r(?!\n)")
@@ -166,8 +166,36 @@ def _segment_text(text: str) -> np.ndarray:
     return arr
 
 
-# the strategies of one `compare` run share one document's sentences (sentence_window, semantic, ...)
-_cached_segment_text = lru_cache(maxsize=8)(_segment_text)
+class _DocumentSentences:
+    """One document's sentences, segmented lazily paragraph by paragraph and memoised, so every strategy of a
+    run (recursive's sentence level, sentence_window, semantic, heading's long sections) shares one pysbd pass
+    per paragraph instead of segmenting the same text again."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.paragraphs = _paragraphs(text)
+        self.starts = np.asarray([a for a, _ in self.paragraphs], dtype=np.int64)
+        self.ends = np.asarray([b for _, b in self.paragraphs], dtype=np.int64)
+        self.memo: dict[int, list[tuple[int, int]]] = {}
+
+    def spans(self, c0: int = 0, c1: int | None = None) -> np.ndarray:
+        """(n, 2) int32 sentence spans of the paragraphs that overlap chars ``[c0, c1)``."""
+        c1 = len(self.text) if c1 is None else c1
+        i0 = int(np.searchsorted(self.ends, c0, side="right"))
+        i1 = int(np.searchsorted(self.starts, c1, side="left"))
+        out: list[tuple[int, int]] = []
+        for i in range(i0, i1):
+            if i not in self.memo:
+                self.memo[i] = _segment_paragraph(self.text, *self.paragraphs[i])
+            out.extend(self.memo[i])
+        arr = np.asarray(out, dtype=np.int32).reshape(-1, 2)
+        arr.setflags(write=False)
+        return arr
+
+
+@lru_cache(maxsize=8)
+def _document_sentences(text: str) -> _DocumentSentences:
+    return _DocumentSentences(text)
 
 
 def sentence_char_spans(text: str, cache: bool = True) -> np.ndarray:
@@ -175,8 +203,8 @@ def sentence_char_spans(text: str, cache: bool = True) -> np.ndarray:
 
     Args:
         text: Any string.
-        cache: Keep the result for the next call with the same text (the last 8 texts are kept); pass False
-            for one-off pieces of a document so they do not push whole documents out of the cache.
+        cache: Share the segmentation with later calls on the same text (the last 8 texts are kept); pass
+            False for one-off strings.
 
     Returns:
         (n_sentences, 2), int32. Half-open ``[start, end)`` char offsets, increasing and disjoint; each span
@@ -185,7 +213,17 @@ def sentence_char_spans(text: str, cache: bool = True) -> np.ndarray:
     """
     if not isinstance(text, str):
         raise TypeError(f"sentence_char_spans expects str, got {type(text).__name__}")
-    return _cached_segment_text(text) if cache else _segment_text(text)
+    return _document_sentences(text).spans() if cache else _segment_text(text)
+
+
+def sentence_char_spans_in(text: str, c0: int, c1: int) -> np.ndarray:
+    """Sentence char spans of the paragraphs of ``text`` that overlap chars ``[c0, c1)``, from the segmentation
+    shared by all strategies (only those paragraphs are segmented, once per document).
+
+    Returns:
+        (n, 2), int32, as :func:`sentence_char_spans`; spans may reach outside ``[c0, c1)``.
+    """
+    return _document_sentences(text).spans(c0, c1)
 
 
 def sentence_token_spans(doc: Document | str, tok: Tokenization) -> np.ndarray:

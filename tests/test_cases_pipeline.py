@@ -74,7 +74,7 @@ def test_br012_macro_windows_are_proper_model_inputs(prefix):
     assert len(rec.rows) >= 4
     prefix_ids = enc.tokenizer.prefix_ids
     assert bool(prefix_ids) == bool(prefix)
-    cls, sep = enc._hf_tokenizer.cls_token_id, enc._hf_tokenizer.sep_token_id
+    cls, sep = enc.hf_tokenizer.cls_token_id, enc.hf_tokenizer.sep_token_id
     for row in rec.rows:
         assert len(row) <= 512
         assert row[0] == cls and row[1 : 1 + len(prefix_ids)] == prefix_ids and row[-1] == sep

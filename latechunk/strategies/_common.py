@@ -16,7 +16,7 @@ from numbers import Integral
 
 import numpy as np
 
-from latechunk.segment import LINE_BREAK, PARAGRAPH_BREAK, sentence_char_spans
+from latechunk.segment import LINE_BREAK, PARAGRAPH_BREAK, sentence_char_spans_in
 from latechunk.strategies.base import make_boundaries
 from latechunk.types import Boundaries, Document, Tokenization
 
@@ -180,10 +180,10 @@ class PieceSplitter:
             return arr[np.searchsorted(arr, a, side="right") : np.searchsorted(arr, b, side="left")]
         if level == "sentence":
             c0, c1 = int(self.offs[a, 0]), int(self.offs[b - 1, 1])
-            spans = sentence_char_spans(self.text[c0:c1], cache=False)
+            spans = sentence_char_spans_in(self.text, c0, c1)  # shared with the other strategies of the run
             if spans.shape[0] <= 1:
                 return _EMPTY[:, 0]
-            pos = self.tokens_at_chars(spans[1:, 0].astype(np.int64) + c0)
+            pos = self.tokens_at_chars(spans[:, 0].astype(np.int64))
             return pos[(pos > a) & (pos < b)]
         if level == "token":
             pos = np.arange(a + 1, b, dtype=np.int64)
