@@ -102,3 +102,16 @@ def test_bad_parameters_fail_before_work(encoder):
 def test_late_vectors_of_zero_chunks_is_empty_float32(encoder):
     out = late_vectors([], [], [])
     assert out.shape[0] == 0 and out.dtype == np.float32
+
+
+def test_semantic_with_a_named_sentence_model_needs_no_late_pass_in_naive_mode(encoder):
+    doc = Document("a", TEXT)
+    sentence_encoders = {"all-MiniLM-L6-v2": minilm_encoder()}
+    res = embed([doc], ["semantic:source=all-MiniLM-L6-v2,percentile=30"], encoder, modes=("naive",),
+                sentence_encoders=sentence_encoders)
+    run = res.run("semantic:source=all-MiniLM-L6-v2,percentile=30")
+    assert res.stats["forward_calls"]["late"] == 0 and res.stats["late_tokens"] == 0
+    assert sentence_encoders["all-MiniLM-L6-v2"].stats["forward_calls"] >= 1  # sentences went through it
+    assert run.n_chunks >= 2 and run.vectors["naive"].vectors.shape == (run.n_chunks, encoder.dim)
+    late = embed([doc], ["semantic:percentile=30"], encoder, modes=("naive",))
+    assert late.stats["forward_calls"]["late"] == 1  # source=late: one pass for the sentence vectors
