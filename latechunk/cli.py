@@ -91,11 +91,14 @@ def embed(
     assembled; after a crash or kill, `--resume` continues where the run stopped. Check a folder with
     `latechunk verify DIR`.
 
+    Several GPUs: `torchrun --nproc-per-node N -m latechunk embed ...` or `accelerate launch -m latechunk embed ...`
+    (one process per GPU, from $RANK/$WORLD_SIZE/$LOCAL_RANK): each encodes every N-th shard, rank 0 assembles.
+
     Example: latechunk embed ../shared/data/chroma_chunking_eval/corpora --out out/chroma --strategy fixed:size=256
     """
     from latechunk.encoder import Encoder
     from latechunk.export import IndexSpec
-    from latechunk.ingest import ingest
+    from latechunk.ingest import RankError, dist_env, ingest
     from latechunk.strategies import get_strategy
 
     # validate everything before any work
@@ -112,10 +115,20 @@ def embed(
             raise ValueError(f"--group-tokens must be >= 1, got {group_tokens}")
         if force and resume:
             raise ValueError("--force (start over) and --resume (continue) exclude each other; give one")
+        rank, world_size, local_rank = dist_env()
     except ValueError as err:
         _fail(str(err))
-    if out.exists() and any(out.iterdir()) and not (force or resume):
+    # with several processes rank 0 checks the folder (the others find it being filled, see latechunk.ingest)
+    if rank == 0 and out.exists() and any(out.iterdir()) and not (force or resume):
         _fail(f"output folder {out} exists and is not empty; pass --force to overwrite (or --resume to continue an interrupted run)")
+    if world_size > 1 and device in ("auto", "cuda"):
+        import torch
+
+        if torch.cuda.is_available():  # one GPU per process: cuda:LOCAL_RANK
+            if local_rank >= torch.cuda.device_count():
+                _fail(f"$LOCAL_RANK={local_rank} but only {torch.cuda.device_count()} CUDA device(s) are visible")
+            device = f"cuda:{local_rank}"
+            torch.cuda.set_device(local_rank)
     try:
         encoder = Encoder(model, device=device, dtype=dtype, window=window, window_overlap=window_overlap,
                           batch_tokens=batch_tokens, trust_remote_code=trust_remote_code)
@@ -131,9 +144,15 @@ def embed(
     try:
         manifest = ingest(inputs, out, strat.spec, encoder, mode=mode, normalize=normalize,
                           include_special=include_special, macro_windows=macro_windows, group_tokens=group_tokens,
-                          index_spec=spec, force=force, resume=resume, progress=not quiet, header=header)
+                          index_spec=spec, force=force, resume=resume, progress=not quiet and rank == 0,
+                          header=header, rank=rank, world_size=world_size)
     except ValueError as err:
         _fail(str(err))
+    except RankError as err:
+        _fail(f"rank {rank} of {world_size}: {err}", code=1)
+    if manifest is None:
+        typer.echo(f"rank {rank} of {world_size} ({encoder.device}): shards written into {out / 'shards'}; rank 0 assembles")
+        return
     c = manifest["counts"]
     typer.echo(
         f"embedded {c['documents_embedded']}/{c['documents_in']} documents -> {c['chunks']} chunks "

@@ -182,6 +182,8 @@ def _prefetch(it: Iterator, depth: int = 1) -> Iterator:
                 if stop.is_set():
                     return
                 q.put((True, x))
+                if stop.is_set():
+                    return
             q.put((True, done))
         except BaseException as err:  # noqa: BLE001  (re-raised in the consumer)
             q.put((False, err))
@@ -197,7 +199,14 @@ def _prefetch(it: Iterator, depth: int = 1) -> Iterator:
                 return
             yield x
     finally:
+        # a consumer that stops early (an error, a break) waits for the worker to finish its item, draining the
+        # queue so it cannot block: a thread left inside native code at interpreter exit aborts the process
         stop.set()
+        while t.is_alive():
+            try:
+                q.get(timeout=0.05)
+            except queue.Empty:
+                pass
 
 
 @dataclass

@@ -1,0 +1,187 @@
+"""Several processes on one machine (``torchrun`` / ``accelerate launch``): latechunk/ingest.py with WORLD_SIZE > 1.
+
+Two ``python -m latechunk embed`` processes run on the CPU with ``RANK=0/1 WORLD_SIZE=2 LOCAL_RANK=0/1`` (what the
+launchers set) over the small corpus of tests/test_ingest.py (tiny random BERT, small group budget: about ten shards),
+and the result is compared with a single-process run: same ids and rows, vectors within 1e-6, `latechunk verify`
+passes. A rank killed mid-run makes rank 0 fail with a message naming it, and both ranks with ``--resume`` then
+finish the run, equal to the single-process one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+from typer.testing import CliRunner
+
+from latechunk.cli import app
+from latechunk.ingest import dist_env
+from tests.models import save_tiny_bert
+from tests.test_ingest import ARGS, DATA, PARTS, SMALL, _assert_same_output, _split
+
+REPO = Path(__file__).resolve().parents[1]
+runner = CliRunner()
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    import torch
+
+    prev = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(prev)
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    if not all((DATA / n).exists() for n in SMALL):
+        pytest.skip("../shared/data is not present")
+    root = tmp_path_factory.mktemp("chroma_small_mp")
+    for name in SMALL:
+        folder = root / Path(name).stem
+        folder.mkdir()
+        for i, piece in enumerate(_split((DATA / name).read_text(encoding="utf-8"), PARTS)):
+            (folder / f"part{i}.md").write_text(piece, encoding="utf-8")
+    (root / "empty.md").write_text("  \n", encoding="utf-8")  # one skipped input
+    model = save_tiny_bert(tmp_path_factory.mktemp("tiny_bert_mp"))
+    return root, model
+
+
+@pytest.fixture(scope="module")
+def reference(corpus, tmp_path_factory):
+    """A single-process run."""
+    corpus_dir, model = corpus
+    out = tmp_path_factory.mktemp("ref_mp") / "out"
+    res = runner.invoke(app, ["embed", str(corpus_dir), "--out", str(out), "--model", str(model), *ARGS],
+                        catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    return out
+
+
+def _spawn_ranks(corpus_dir: Path, model: Path, out: Path, *extra: str, world: int = 2,
+                 kill_at: dict[int, str] | None = None, extra_by_rank: dict[int, list[str]] | None = None):
+    procs = []
+    for rank in range(world):
+        env = dict(os.environ, PYTHONPATH=str(REPO), OMP_NUM_THREADS="1", RANK=str(rank), WORLD_SIZE=str(world),
+                   LOCAL_RANK=str(rank), LATECHUNK_RANK_TIMEOUT="60")
+        env.pop("LATECHUNK_FAULT_KILL_AT", None)
+        if kill_at and rank in kill_at:
+            env["LATECHUNK_FAULT_KILL_AT"] = kill_at[rank]
+        cmd = [sys.executable, "-m", "latechunk", "embed", str(corpus_dir), "--out", str(out), "--model", str(model),
+               *ARGS, *extra, *(extra_by_rank or {}).get(rank, [])]
+        procs.append(subprocess.Popen(cmd, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+    results = []
+    for p in procs:
+        o, e = p.communicate(timeout=120)
+        results.append((p.returncode, o.decode() + e.decode()))
+    return results
+
+
+def test_dist_env():
+    assert dist_env({}) == (0, 1, 0)
+    assert dist_env({"RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "1"}) == (3, 4, 1)
+    for bad in ({"RANK": "2", "WORLD_SIZE": "2"}, {"WORLD_SIZE": "x"}, {"WORLD_SIZE": "0"}):
+        with pytest.raises(ValueError):
+            dist_env(bad)
+
+
+def test_select_group_skips_work_but_keeps_the_groups(corpus):
+    """Unselected groups come as light records; the groups and the selected vectors are unchanged."""
+    from latechunk.encoder import Encoder
+    from latechunk.io import iter_inputs
+    from latechunk.pipeline import Skipped, iter_embed, new_stats
+
+    corpus_dir, model = corpus
+    enc = Encoder(str(model), device="cpu")
+    docs = [d for d in iter_inputs([corpus_dir]) if not isinstance(d, Skipped)]
+    full_stats, stats = new_stats(), new_stats()
+    full = list(iter_embed(docs, ["fixed:size=128"], enc, group_tokens=1500, stats=full_stats))
+    part = list(iter_embed(docs, ["fixed:size=128"], enc, group_tokens=1500, stats=stats,
+                           select_group=lambda i: i % 2 == 1))
+    assert len(full) >= 4 and len(part) == len(full)
+    for i, (a, b) in enumerate(zip(full, part)):
+        assert b.index == i and b.selected == (i % 2 == 1)
+        assert [d.doc_id for d in b.documents] == [d.doc_id for d in a.documents]
+        if b.selected:
+            np.testing.assert_array_equal(b.vectors["fixed:size=128,overlap=0"]["late"],
+                                          a.vectors["fixed:size=128,overlap=0"]["late"])
+        else:
+            assert b.vectors == {} and b.tokenizations == []
+    assert 0 < stats["late_tokens"] < full_stats["late_tokens"]  # only the selected groups were encoded
+    assert stats["forward_calls"]["late"] < full_stats["forward_calls"]["late"]
+
+
+def test_stopping_early_leaves_no_tokenizer_thread(corpus):
+    """A consumer that raises mid-stream (a rank sees another fail) must not leave the prefetch thread running:
+    a thread inside native code at interpreter exit aborts the process (SIGABRT instead of a clean error)."""
+    import contextlib
+    import threading
+
+    from latechunk.encoder import Encoder
+    from latechunk.io import iter_inputs
+    from latechunk.pipeline import Skipped, iter_embed
+
+    corpus_dir, model = corpus
+    enc = Encoder(str(model), device="cpu")
+    docs = (d for d in iter_inputs([corpus_dir]) if not isinstance(d, Skipped))
+    groups = iter_embed(docs, ["fixed:size=128"], enc, group_tokens=1500)
+    with contextlib.closing(groups):
+        next(groups)
+    assert not [t for t in threading.enumerate() if t.name == "latechunk-tokenize"]
+
+
+def test_two_ranks_equal_a_single_process_run(corpus, reference, tmp_path):
+    corpus_dir, model = corpus
+    out = tmp_path / "out"
+    results = _spawn_ranks(corpus_dir, model, out)
+    for rc, log in results:
+        assert rc == 0, log[-3000:]
+    assert "rank 1 of 2" in results[1][1] and "embedded" in results[0][1]
+    _assert_same_output(reference, out)
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["world_size"] == 2 and len(m["shards"]) >= 4
+    # each shard was written by its rank: the shard files are those of the single-process run, byte for byte
+    for s_ref, s_new in zip(json.loads((reference / "manifest.json").read_text())["shards"], m["shards"]):
+        assert pq.read_table(reference / "shards" / f"{s_ref['name']}.parquet").equals(
+            pq.read_table(out / "shards" / f"{s_new['name']}.parquet"))
+    assert not (out / "ranks").exists() and not list(out.rglob("*.tmp"))
+    res = runner.invoke(app, ["verify", str(out)])
+    assert res.exit_code == 0, res.output
+
+
+def test_a_killed_rank_fails_rank_0_and_resume_finishes(corpus, reference, tmp_path):
+    corpus_dir, model = corpus
+    out = tmp_path / "out"
+    # rank 1 writes shards 1, 3, 5, ...: SIGKILL it right after shard 3 is committed
+    (rc0, log0), (rc1, _) = _spawn_ranks(corpus_dir, model, out, kill_at={1: "shard-00003-json"})
+    assert rc1 == -signal.SIGKILL
+    assert rc0 == 1, log0[-3000:]
+    assert "rank 1" in log0 and "exited without finishing" in log0 and "--resume" in log0
+    assert not (out / "manifest.json").exists()
+    assert (out / "shards" / "00003.json").exists() and not (out / "shards" / "00005.json").exists()
+
+    # both ranks again with --resume: the complete shards are kept, the rest is written, rank 0 assembles
+    kept = {f.name: f.stat().st_mtime_ns for f in (out / "shards").glob("*.json")}
+    for rc, log in _spawn_ranks(corpus_dir, model, out, "--resume"):
+        assert rc == 0, log[-3000:]
+    assert all((out / "shards" / name).stat().st_mtime_ns == t for name, t in kept.items())
+    _assert_same_output(reference, out)
+    assert runner.invoke(app, ["verify", str(out)]).exit_code == 0
+
+
+def test_a_rank_started_with_other_options_fails_both(corpus, tmp_path):
+    corpus_dir, model = corpus
+    out = tmp_path / "out"
+    (rc0, log0), (rc1, log1) = _spawn_ranks(corpus_dir, model, out,
+                                            extra_by_rank={1: ["--strategy", "fixed:size=64"]})
+    assert rc1 == 2 and "other options than rank 0" in log1 and "strategy" in log1, log1[-3000:]
+    assert rc0 == 1 and "rank 1 failed" in log0, log0[-3000:]
+    assert not (out / "manifest.json").exists()
