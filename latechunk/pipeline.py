@@ -126,6 +126,7 @@ def late_vectors(
     normalize: bool = True,
     include_special: bool = False,
     dim: int | None = None,
+    packed: torch.Tensor | None = None,
 ) -> np.ndarray:
     """Late-chunking vectors of several documents in one segment-mean call (packed, one kernel launch on CUDA).
 
@@ -136,6 +137,8 @@ def late_vectors(
         normalize: L2-normalise each chunk vector.
         include_special: Let the first/last chunk absorb the frame tokens (default: excluded).
         dim: Vector dimension, used for the empty result when there are no states.
+        packed: ``torch.cat(states)`` when the caller already has it (the pipeline packs a group once and
+            pools every strategy from it); built here otherwise.
 
     Returns:
         (total_chunks, dim) float32 on the host; row order = documents in order, chunks in order.
@@ -147,7 +150,10 @@ def late_vectors(
     if not spans or offset == 0:
         d = states[0].shape[1] if states else (dim or 0)
         return np.zeros((0, d), dtype=np.float32)
-    packed = states[0] if len(states) == 1 else torch.cat(list(states), dim=0)
+    if packed is None:
+        packed = states[0] if len(states) == 1 else torch.cat(list(states), dim=0)
+    elif packed.shape[0] != offset:
+        raise ValueError(f"packed states have {packed.shape[0]} rows, the documents {offset} tokens")
     out = segment_mean(packed, np.concatenate(spans).reshape(-1, 2), normalize=normalize)
     return out.cpu().numpy().astype(np.float32, copy=False)
 
@@ -397,6 +403,11 @@ def _iter_embed(documents, strats, encoder, modes, normalize, include_special, m
         docs = [docs[i] for i in keep]
         toks = [toks[i] for i in keep]
         states = [states[i] for i in keep] if states else []
+        packed = None
+        if states and "late" in modes:
+            # pack the group once; every strategy pools from it (one segment-mean launch per strategy)
+            packed = states[0] if len(states) == 1 else torch.cat(states, dim=0)
+            states = list(torch.split(packed, [st.shape[0] for st in states]))  # views: the copies are freed
         stats["content_tokens"] += sum(t.n_content for t in toks)
         out = GroupResult(docs, toks, group_skips, {}, {}, index=gi)
         for j, s in enumerate(strats):
@@ -406,7 +417,8 @@ def _iter_embed(documents, strats, encoder, modes, normalize, include_special, m
             by_strat = stats["seconds_by_strategy"].setdefault(s.spec, {"pool": 0.0, "naive": 0.0})
             if "late" in modes:
                 t0 = time.perf_counter()
-                out.vectors[s.spec]["late"] = late_vectors(states, toks, b_list, normalize, include_special, encoder.dim)
+                out.vectors[s.spec]["late"] = late_vectors(states, toks, b_list, normalize, include_special,
+                                                               encoder.dim, packed)
                 dt = time.perf_counter() - t0
                 sec["pool"] += dt
                 by_strat["pool"] += dt
@@ -423,7 +435,7 @@ def _iter_embed(documents, strats, encoder, modes, normalize, include_special, m
                 stats["naive_tokens"] += n_tok
                 stats["naive_tokens_by_strategy"][s.spec] = stats["naive_tokens_by_strategy"].get(s.spec, 0) + n_tok
                 stats["forward_calls"]["naive"] += encoder.stats["forward_calls"] - before["forward_calls"]
-        del states
+        del states, packed
         if bar is not None:
             bar.update(len(group))
         yield out
