@@ -8,12 +8,11 @@ import random
 import numpy as np
 import pytest
 import torch
+from hypothesis import settings
 
 SEED = 0
 
 # CI: hypothesis draws the same examples every run (a red CI is then reproducible); locally it explores.
-from hypothesis import settings  # noqa: E402
-
 settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
 settings.register_profile("dev", deadline=None, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
@@ -26,6 +25,16 @@ def seed_everything():
     np.random.seed(SEED)
     torch.manual_seed(SEED)
     yield
+
+
+@pytest.fixture(scope="module")
+def one_thread():
+    """One torch intra-op thread for a module (``pytestmark = pytest.mark.usefixtures("one_thread")``): tiny
+    models run much faster on one thread than on two of a busy 2-core machine (their subprocesses alike)."""
+    prev = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(prev)
 
 
 @pytest.fixture(scope="session")

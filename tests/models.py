@@ -70,19 +70,24 @@ class ForwardRecorder:
         model.forward = forward
 
 
+def tiny_bert(hidden: int = 32, layers: int = 2, heads: int = 4) -> torch.nn.Module:
+    """A random-weight BERT (seed 0) with the uncased vocabulary and 512 positions, in eval mode."""
+    from transformers import BertConfig, BertModel
+
+    torch.manual_seed(0)
+    cfg = BertConfig(vocab_size=30522, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
+                     intermediate_size=2 * hidden, max_position_embeddings=512)
+    return BertModel(cfg).eval()
+
+
 def save_tiny_bert(folder, hidden: int = 32, layers: int = 2):
-    """Write a random-weight BERT (uncased vocabulary, 512 positions) as a model folder with safetensors weights,
-    the bundled MiniLM tokenizer and its sentence-transformers settings: a fast stand-in for ``--model PATH``."""
+    """Write :func:`tiny_bert` as a model folder with safetensors weights, the bundled MiniLM tokenizer and its
+    sentence-transformers settings: a fast stand-in for ``--model PATH``."""
     import shutil
     from pathlib import Path
 
-    from transformers import BertConfig, BertModel
-
     folder = Path(folder)
-    torch.manual_seed(0)
-    cfg = BertConfig(vocab_size=30522, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=4,
-                     intermediate_size=2 * hidden, max_position_embeddings=512)
-    BertModel(cfg).eval().save_pretrained(folder, safe_serialization=True)
+    tiny_bert(hidden, layers).save_pretrained(folder, safe_serialization=True)
     src = Path(resolve_model_path(None))
     for f in src.iterdir():
         if f.name in ("config.json", "model.safetensors", "README.md") or f.suffix in (".bin", ".onnx"):

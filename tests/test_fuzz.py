@@ -20,7 +20,6 @@ import os
 
 import numpy as np
 import pytest
-import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -28,7 +27,9 @@ from latechunk.encoder import Encoder, ModelSettings
 from latechunk.pipeline import embed
 from latechunk.types import Document
 from tests.invariants import check_boundaries
-from tests.models import minilm_parts
+from tests.models import minilm_parts, tiny_bert
+
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 FUZZ_EXAMPLES = int(os.environ.get("LATECHUNK_FUZZ_EXAMPLES", "500"))
 SLOW_EXAMPLES = 10_000
@@ -69,25 +70,11 @@ PARAMS = {
 }
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny matmuls: one intra-op thread is ~100x faster than two on a busy 2-core machine."""
-    prev = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(prev)
-
-
 @functools.lru_cache(maxsize=1)
 def tiny_encoder() -> Encoder:
     """A 1-layer random BERT (dim 32) with the bundled uncased tokenizer and 64-token macro windows."""
-    from transformers import BertConfig, BertModel
-
     _, tok, _ = minilm_parts()
-    torch.manual_seed(0)
-    cfg = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                     intermediate_size=64, max_position_embeddings=512)
-    return Encoder("tiny-bert", device="cpu", model_obj=BertModel(cfg).eval(), tokenizer_obj=tok,
+    return Encoder("tiny-bert", device="cpu", model_obj=tiny_bert(layers=1, heads=2), tokenizer_obj=tok,
                    settings=ModelSettings(pooling="mean", normalize=True), window=64, window_overlap=8)
 
 

@@ -32,17 +32,7 @@ DATA = REPO.parent / "shared" / "data" / "chroma_chunking_eval" / "corpora"
 SMALL = ("chatlogs.md", "state_of_the_union.md")
 PARTS = 6
 runner = CliRunner()
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny model: one intra-op thread is much faster than two on a busy 2-core machine (subprocesses alike)."""
-    import torch
-
-    prev = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(prev)
+pytestmark = pytest.mark.usefixtures("one_thread")
 ARGS = ["--strategy", "fixed:size=128", "--device", "cpu", "--quiet", "--group-tokens", "1500"]
 
 
@@ -60,19 +50,25 @@ def _split(text: str, parts: int) -> list[str]:
     return [text[a:b] for a, b in itertools.pairwise(cuts)]
 
 
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
+def make_corpus(tmp_path_factory, tag: str = "") -> tuple[Path, Path]:
+    """``(corpus folder, model folder)``: the SMALL corpora cut into PARTS files each plus one empty file, and a
+    tiny random BERT saved as a model folder (skips the test without ../shared/data)."""
     if not all((DATA / n).exists() for n in SMALL):
         pytest.skip("../shared/data is not present")
-    root = tmp_path_factory.mktemp("chroma_small")
+    root = tmp_path_factory.mktemp(f"chroma_small{tag}")
     for name in SMALL:
         folder = root / Path(name).stem
         folder.mkdir()
         for i, piece in enumerate(_split((DATA / name).read_text(encoding="utf-8"), PARTS)):
             (folder / f"part{i}.md").write_text(piece, encoding="utf-8")
     (root / "empty.md").write_text("  \n", encoding="utf-8")  # one skipped input, accounted for
-    model = save_tiny_bert(tmp_path_factory.mktemp("tiny_bert"))
+    model = save_tiny_bert(tmp_path_factory.mktemp(f"tiny_bert{tag}"))
     return root, model
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    return make_corpus(tmp_path_factory)
 
 
 def _embed_inproc(corpus_dir: Path, model: Path, out: Path, *extra: str):

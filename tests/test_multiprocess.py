@@ -23,36 +23,16 @@ from typer.testing import CliRunner
 
 from latechunk.cli import app
 from latechunk.ingest import dist_env
-from tests.models import save_tiny_bert
-from tests.test_ingest import ARGS, DATA, PARTS, SMALL, _assert_same_output, _split
+from tests.test_ingest import ARGS, _assert_same_output, make_corpus
 
 REPO = Path(__file__).resolve().parents[1]
 runner = CliRunner()
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    import torch
-
-    prev = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(prev)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
-    if not all((DATA / n).exists() for n in SMALL):
-        pytest.skip("../shared/data is not present")
-    root = tmp_path_factory.mktemp("chroma_small_mp")
-    for name in SMALL:
-        folder = root / Path(name).stem
-        folder.mkdir()
-        for i, piece in enumerate(_split((DATA / name).read_text(encoding="utf-8"), PARTS)):
-            (folder / f"part{i}.md").write_text(piece, encoding="utf-8")
-    (root / "empty.md").write_text("  \n", encoding="utf-8")  # one skipped input
-    model = save_tiny_bert(tmp_path_factory.mktemp("tiny_bert_mp"))
-    return root, model
+    return make_corpus(tmp_path_factory, "_mp")
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from latechunk.encoder import Encoder
-from tests.models import minilm_parts
+from tests.models import minilm_parts, tiny_bert
 
 REPO = Path(__file__).resolve().parents[1]
 # eval/ is checked by its own owner (see the report of issue 5): its parse cache still pickles
@@ -39,11 +39,8 @@ class _Recorder:
         self.kwargs = []
 
     def __call__(self, path, **kwargs):
-        from transformers import BertConfig, BertModel
-
         self.kwargs.append(kwargs)
-        return BertModel(BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                                    intermediate_size=64, max_position_embeddings=512))
+        return tiny_bert(layers=1, heads=2)
 
 
 def _model_folder(tmp_path: Path, weights: str) -> Path:

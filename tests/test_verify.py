@@ -15,17 +15,7 @@ from latechunk.cli import app
 from tests.models import save_tiny_bert
 
 runner = CliRunner()
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny model: one intra-op thread is much faster than two on a busy 2-core machine (subprocesses alike)."""
-    import torch
-
-    prev = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(prev)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 TEXTS = {
     "rivers.md": "# Rivers\n\nRivers flow to the sea. They carve valleys over long ages.\n\n"
