@@ -10,12 +10,12 @@ new key. The cache file is plain JSON of the dataset (no pickle anywhere), writt
 from __future__ import annotations
 
 import hashlib
-import os
 import json
+import os
 from pathlib import Path
 
 from eval import datasets as _datasets
-from eval.datasets import EvalDataset, Query, data_root, load_dataset
+from eval.datasets import EvalDataset, Query, dataset_path, load_dataset
 from latechunk.types import Document
 
 __all__ = ["CACHE_ENV_VAR", "CACHE_VERSION", "dataset_files", "dataset_sha256", "default_cache_dir", "load_cached"]
@@ -33,15 +33,6 @@ def default_cache_dir() -> Path:
     return (Path(base) if base else Path.home() / ".cache" / "latechunk") / "datasets"
 
 
-def _resolve(spec: str | os.PathLike) -> Path:
-    """The file or folder a dataset spec names (a known name resolves under :func:`data_root`)."""
-    text = os.fspath(spec)
-    named = getattr(_datasets, "_NAMED", {})
-    if text in named:
-        return data_root() / named[text][0]
-    return Path(text)
-
-
 def dataset_files(spec: str | os.PathLike) -> tuple[Path, list[Path]]:
     """The dataset's root and the files that make it up, sorted.
 
@@ -51,7 +42,7 @@ def dataset_files(spec: str | os.PathLike) -> tuple[Path, list[Path]]:
     Raises:
         FileNotFoundError: if the path does not exist.
     """
-    path = _resolve(spec)
+    path = dataset_path(spec)
     if path.is_file():
         return path.parent, [path]
     if path.is_dir():

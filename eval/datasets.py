@@ -34,6 +34,7 @@ __all__ = [
     "Query",
     "SpanRef",
     "data_root",
+    "dataset_path",
     "load_beir",
     "load_chroma",
     "load_dataset",
@@ -287,8 +288,8 @@ def load_squad(
         name: Dataset name; defaults to the file stem.
 
     Raises:
-        ValueError: on a duplicate title, a question without answers (unless skipped) or an answer whose slice
-            does not match its text.
+        ValueError: on a file that is not SQuAD JSON, a duplicate title, a question without answers (unless
+            skipped) or an answer whose slice does not match its text.
     """
     if answers not in ("first", "all"):
         raise ValueError(f"load_squad: answers must be 'first' or 'all', got {answers!r}")
@@ -296,7 +297,8 @@ def load_squad(
     with open(path, encoding="utf-8") as f:
         payload = json.load(f)
     if not isinstance(payload, dict) or not isinstance(payload.get("data"), list):
-        raise ValueError(f"load_squad: {path} is not SQuAD JSON (expected an object with a 'data' list)")
+        # a malformed file, not a wrong argument type: ValueError, like every other format error here
+        raise ValueError(f"load_squad: {path} is not SQuAD JSON (expected an object with a 'data' list)")  # noqa: TRY004
     documents = []
     queries = []
     for article in payload["data"]:
@@ -434,6 +436,12 @@ def data_root() -> Path:
     return Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 
+def dataset_path(spec: str | os.PathLike) -> Path:
+    """The file or folder a dataset spec names: a known name under :func:`data_root`, else the path as given."""
+    text = os.fspath(spec)
+    return data_root() / _NAMED[text][0] if text in _NAMED else Path(text)
+
+
 def load_dataset(spec: str | os.PathLike) -> EvalDataset:
     """Load a dataset by name (``"chroma"``, ``"xquad"``) or by path.
 
@@ -441,12 +449,13 @@ def load_dataset(spec: str | os.PathLike) -> EvalDataset:
     ``questions_df.csv`` is Chroma, a folder with ``corpus.jsonl`` is BEIR, a ``.json`` file is SQuAD/XQuAD.
 
     Raises:
-        ValueError: if ``spec`` is neither a known name nor a recognisable path.
+        ValueError: if ``spec`` is neither a known name nor a recognisable path, or as the loader it picks.
+        FileNotFoundError: if a known name resolves to a missing path (see :data:`DATA_ENV_VAR`).
     """
     text = os.fspath(spec)
     if text in _NAMED:
-        rel, kind = _NAMED[text]
-        path = data_root() / rel
+        kind = _NAMED[text][1]
+        path = dataset_path(text)
         if not path.exists():
             raise FileNotFoundError(
                 f"load_dataset: {text!r} resolves to {path}, which does not exist; set {DATA_ENV_VAR} to the "

@@ -159,7 +159,11 @@ class CompareConfig:
         )
 
     def specs(self) -> list[str]:
-        """The canonical SPEC of every strategy, sweeps expanded, in order."""
+        """The canonical SPEC of every strategy, sweeps expanded, in order.
+
+        Raises:
+            ValueError: on an unknown strategy or parameter, or a strategy given twice once sweeps are expanded.
+        """
         from latechunk.strategies.base import expand_spec, get_strategy
 
         out: list[str] = []
@@ -172,12 +176,18 @@ class CompareConfig:
         return out
 
     def index_spec(self):
+        """The one :class:`~latechunk.export.IndexSpec` (cosine) every system is indexed with.
+
+        Raises:
+            ValueError: on an unknown index kind or GPU setting, or non-positive HNSW parameters.
+        """
         from latechunk.export import IndexSpec
 
         return IndexSpec(kind=self.index, metric="cosine", hnsw_m=self.hnsw_m, ef_construction=self.ef_construction,
                          ef_search=self.ef_search, gpu=self.index_gpu)
 
     def to_dict(self) -> dict:
+        """A JSON-ready dict of the fields (tuples as lists); :meth:`from_dict` reads it back."""
         d = asdict(self)
         for key in ("strategies", "modes", "ks", "windows"):
             d[key] = list(d[key])
@@ -185,6 +195,7 @@ class CompareConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> CompareConfig:
+        """The config of a :meth:`to_dict` dict (unknown keys ignored, lists back to tuples; validated)."""
         names = {f.name for f in fields(cls)}
         kwargs = {k: (tuple(v) if isinstance(v, list) else v) for k, v in d.items() if k in names}
         return cls(**kwargs)
@@ -260,9 +271,11 @@ class System:
 
     @property
     def key(self) -> tuple[str, str, int | None]:
+        """``(strategy, mode, window)``, unique within a result."""
         return (self.strategy, self.mode, self.window)
 
     def to_dict(self, per_query: bool = False) -> dict:
+        """A JSON-ready dict (aggregates under ``metrics``); with ``per_query``, the per-query values too."""
         d = {"strategy": self.strategy, "mode": self.mode, "window": self.window, "label": self.label,
              "chunks_sha256": self.chunks_sha256, "metrics": dict(self.aggregates), "std": dict(self.std),
              "costs": dict(self.costs)}
@@ -298,7 +311,11 @@ class CompareResult:
     dataset: EvalDataset | None = field(default=None, repr=False)
 
     def system(self, strategy: str, mode: str, window: int | None = "first") -> System:  # type: ignore[assignment]
-        """The system of a strategy (any SPEC form) and mode; ``window="first"`` = the main window's."""
+        """The system of a strategy (any SPEC form) and mode; ``window="first"`` = the main window's.
+
+        Raises:
+            KeyError: if the result holds no such system.
+        """
         from latechunk.strategies.base import get_strategy
 
         spec = get_strategy(strategy).spec
@@ -322,6 +339,7 @@ class CompareResult:
         }
 
     def to_dict(self) -> dict:
+        """The ``results.json`` form: config, manifest, metric names and every system's aggregates."""
         return {
             "config": self.config.to_dict(),
             "manifest": self.manifest,
@@ -398,26 +416,6 @@ def _model_sha256(encoder) -> str:
         except ValueError:
             return ""
     return ""
-
-
-def _naive_vectors(encoder, documents, boundaries, normalize: bool = True) -> tuple[np.ndarray, int, int, float]:
-    """Naive vectors of chunks, exactly as :func:`latechunk.pipeline.embed` makes them (context line first).
-
-    Returns:
-        ``(vectors (n_chunks, dim) float32, tokens encoded, forward calls, seconds)``.
-    """
-    from latechunk.pipeline import naive_texts
-
-    texts = []
-    for doc, b in zip(documents, boundaries):
-        if doc.doc_id != b.doc_id:
-            raise RuntimeError(f"document {doc.doc_id!r} paired with boundaries of {b.doc_id!r}")
-        texts.extend(naive_texts(doc, b))
-    before = dict(encoder.stats)
-    t0 = time.perf_counter()
-    v = encoder.encode_texts(texts, kind="document", normalize=normalize)
-    dt = time.perf_counter() - t0
-    return v, encoder.stats["tokens"] - before["tokens"], encoder.stats["forward_calls"] - before["forward_calls"], dt
 
 
 def _same_boundaries(a: Sequence, b: Sequence) -> bool:
@@ -518,7 +516,7 @@ def run_compare(
 
     from latechunk.encoder import Encoder
     from latechunk.export import build_index, search_index
-    from latechunk.pipeline import embed
+    from latechunk.pipeline import embed, naive_vectors
     from latechunk.types import ChunkVectors
 
     t_start = time.perf_counter()
@@ -580,8 +578,10 @@ def run_compare(
         extra_s = 0.0
         if i > 0 and "naive" in config.modes:
             for spec in specs:
-                if _state_dependent(spec):
-                    naive_extra[(spec, w)] = _naive_vectors(enc, res.documents, res.run(spec).boundaries)
+                if _state_dependent(spec):  # naive vectors exactly as embed() makes them, of this window's cuts
+                    t1 = time.perf_counter()
+                    v, tokens, calls = naive_vectors(enc, res.documents, res.run(spec).boundaries)
+                    naive_extra[(spec, w)] = (v, tokens, calls, time.perf_counter() - t1)
                     extra_s += naive_extra[(spec, w)][3]
         window_info.append({
             "window": w, "overlap": enc.window_overlap, "modes": list(modes),

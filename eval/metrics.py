@@ -105,6 +105,17 @@ def _spans(items: Iterable[Any], what: str) -> list[tuple[str, int, int]]:
     return [_as_span(item, what) for item in items]
 
 
+def _check_query(
+    ranking: Sequence[Any], references: Sequence[Any], k: int, metric: str
+) -> tuple[list[tuple[str, int, int]], list[tuple[str, int, int]]]:
+    """``(top-k chunks, reference spans)`` of one query, checked; ``metric`` names the caller in errors."""
+    k = _check_k(k)
+    refs = _spans(references, "reference span")
+    if not refs:
+        raise ValueError(f"{metric}: the query has no reference spans; the metric is undefined")
+    return _spans(ranking[:k], "retrieved chunk"), refs
+
+
 def _merge(intervals: Iterable[_Interval]) -> list[_Interval]:
     """Union of half-open intervals as sorted, disjoint, non-touching intervals."""
     merged: list[list[int]] = []
@@ -181,13 +192,11 @@ def answer_contained_recall(ranking: Sequence[Any], references: Sequence[Any], k
         A float in ``[0, 1]``.
 
     Raises:
-        ValueError: if ``references`` is empty, ``k < 1`` or a span is malformed.
+        ValueError: if ``references`` is empty, ``k < 1`` or a span is malformed (fewer than three entries,
+            or not ``0 <= char_start < char_end``).
+        TypeError: if a span is not ``(str, int, int, ...)``.
     """
-    k = _check_k(k)
-    refs = _spans(references, "reference span")
-    if not refs:
-        raise ValueError("answer_contained_recall: the query has no reference spans; the metric is undefined")
-    top = _spans(ranking[:k], "retrieved chunk")
+    top, refs = _check_query(ranking, references, k, "answer_contained_recall")
     contained = sum(any(c_doc == doc and cs <= s and e <= ce for c_doc, cs, ce in top) for doc, s, e in refs)
     return contained / len(refs)
 
@@ -213,13 +222,11 @@ def chroma_span_scores(ranking: Sequence[Any], references: Sequence[Any], k: int
         ``{"recall": ..., "precision": ..., "iou": ...}``, floats in ``[0, 1]``.
 
     Raises:
-        ValueError: if ``references`` is empty, ``k < 1`` or a span is malformed.
+        ValueError: if ``references`` is empty, ``k < 1`` or a span is malformed (fewer than three entries,
+            or not ``0 <= char_start < char_end``).
+        TypeError: if a span is not ``(str, int, int, ...)``.
     """
-    k = _check_k(k)
-    refs = _spans(references, "reference span")
-    if not refs:
-        raise ValueError("chroma_span_scores: the query has no reference spans; the metrics are undefined")
-    top = _spans(ranking[:k], "retrieved chunk")
+    top, refs = _check_query(ranking, references, k, "chroma_span_scores")
     retrieved = {doc: _merge(iv) for doc, iv in _by_doc(top).items()}
     refs_by_doc = _by_doc(refs)
     overlap = sum(_intersection_length(retrieved.get(doc, []), _merge(iv)) for doc, iv in refs_by_doc.items())
@@ -255,6 +262,7 @@ def precision_omega(
 
     Raises:
         ValueError: if ``references`` is empty or a document is missing from ``chunk_spans``.
+        TypeError: if a span is not ``(str, int, int, ...)``.
     """
     refs = _spans(references, "reference span")
     if not refs:
@@ -287,6 +295,7 @@ def spans_protected(chunk_spans: Mapping[str, Any], spans: Sequence[Any]) -> np.
 
     Raises:
         ValueError: if a span's document is missing from ``chunk_spans``.
+        TypeError: if a span is not ``(str, int, int, ...)``.
     """
     checked = _spans(spans, "reference span")
     out = np.zeros(len(checked), dtype=bool)
@@ -304,6 +313,7 @@ def facts_protected(chunk_spans: Mapping[str, Any], spans: Sequence[Any]) -> flo
 
     Raises:
         ValueError: if ``spans`` is empty or a document is missing from ``chunk_spans``.
+        TypeError: if a span is not ``(str, int, int, ...)``.
     """
     mask = spans_protected(chunk_spans, spans)
     if mask.size == 0:
@@ -329,6 +339,7 @@ def duplicate_slots(ranking: Sequence[Any], k: int) -> int:
 
     Raises:
         ValueError: if ``k < 1`` or a chunk is malformed.
+        TypeError: if a span is not ``(str, int, int, ...)``.
     """
     k = _check_k(k)
     top = _spans(ranking[:k], "retrieved chunk")
@@ -345,6 +356,7 @@ def drop_overlapping(ranking: Sequence[Any], k: int) -> list[Any]:
 
     Raises:
         ValueError: if ``k < 1`` or a chunk is malformed.
+        TypeError: if a span is not ``(str, int, int, ...)``.
     """
     k = _check_k(k)
     kept: list[Any] = []
@@ -385,7 +397,8 @@ def span_metrics(
 
     Raises:
         ValueError: if a query with spans has no ranking in ``run`` (pass ``[]`` for an empty one) or ``run``
-            holds a query that ``references`` lacks.
+            holds a query that ``references`` lacks, or as :func:`chroma_span_scores`.
+        TypeError: if a span is not ``(str, int, int, ...)``.
     """
     k = _check_k(k)
     scored = [qid for qid, refs in references.items() if len(refs)]

@@ -1,5 +1,7 @@
 """Segment mean pooling in one Triton kernel: vector i = mean of states[start_i:end_i], optionally normalised.
 
+The pooling of late chunking (Günther et al. 2024, arXiv:2409.04669; see :mod:`latechunk.pooling`).
+
 Same signature, semantics and errors as :func:`latechunk.pooling.segment_mean_ref` (re-exported beside it in
 ``kernels/reference.py``), following flash-attn's ``layer_norm_fn`` / ``layer_norm_ref`` pairing.
 
@@ -187,7 +189,7 @@ def segment_mean(
     Raises:
         ValueError: if any span is empty, outside ``states`` (or its document), the offsets are malformed, or
             ``states`` is on a device the kernel cannot run on.
-        TypeError: if ``states`` is not float32, bfloat16 or float16.
+        TypeError: if ``states`` is not float32, bfloat16 or float16, or ``token_spans`` is not integer.
 
     Memory traffic: reads ``sum(span_len) * dim * elem_size + n_spans * 8`` bytes, writes
     ``n_spans * dim * 4`` bytes (see the module docstring; :func:`segment_mean_bytes` computes it).

@@ -5,6 +5,7 @@ Run ``latechunk COMMAND --help`` for each command's options.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
@@ -253,52 +254,60 @@ def chunk(
     device: DeviceOpt = "auto",
 ) -> None:
     """Write chunk records as JSONL (one line per chunk). Needs the model's tokenizer only, except `semantic`."""
-    from latechunk.encoder import resolve_model_path
+    from latechunk.encoder import Encoder, resolve_model_path
     from latechunk.io import iter_inputs
-    from latechunk.pipeline import Skipped, chunk_documents, embed as run_embed
+    from latechunk.pipeline import Skipped, chunk_documents
+    from latechunk.pipeline import embed as run_embed
     from latechunk.strategies import get_strategy
     from latechunk.tokenize import DocumentTokenizer
 
     try:
         strat = get_strategy(strategy)
-        docs_and_skips = list(iter_inputs(inputs)) if strat.needs_embedder else None
+        if strat.needs_embedder:
+            docs_and_skips = list(iter_inputs(inputs))
+            encoder = Encoder(model, device=device)
+        else:
+            tokenizer = DocumentTokenizer.from_pretrained(resolve_model_path(model))
     except ValueError as err:
         _fail(str(err))
-    fh = open(out, "w", encoding="utf-8") if out else sys.stdout
 
-    def emit(doc, b):
-        for i, ((cs, ce), (ts, te), hp) in enumerate(zip(b.char_spans.tolist(), b.token_spans.tolist(), b.heading_paths)):
-            fh.write(json.dumps({"doc_id": doc.doc_id, "chunk_index": i, "char_start": cs, "char_end": ce,
-                                 "token_start": ts, "token_end": te, "heading_path": list(hp),
-                                 "strategy": strat.spec, "text": doc.text[cs:ce]}, ensure_ascii=False) + "\n")
+    def skip(doc_id: str, reason: str) -> None:
+        typer.secho(f"skipped {doc_id}: {reason}", fg="yellow", err=True)
+
+    def documents():
+        for d in iter_inputs(inputs):
+            if isinstance(d, Skipped):
+                skip(d.doc_id, d.reason)
+            else:
+                yield d
 
     n_chunks = n_docs = 0
-    if strat.needs_embedder:
-        from latechunk.encoder import Encoder
+    with contextlib.ExitStack() as stack:
+        fh = stack.enter_context(open(out, "w", encoding="utf-8")) if out else sys.stdout
 
-        encoder = Encoder(model, device=device)
-        docs = [d for d in docs_and_skips if not isinstance(d, Skipped)]
-        res = run_embed(docs, [strat], encoder, modes=("late",))
-        for d, b in zip(res.documents, res.runs[strat.spec].boundaries):
-            emit(d, b)
+        def emit(doc, b) -> None:
+            nonlocal n_chunks, n_docs
+            for i, ((cs, ce), (ts, te), hp) in enumerate(zip(b.char_spans.tolist(), b.token_spans.tolist(), b.heading_paths)):
+                fh.write(json.dumps({"doc_id": doc.doc_id, "chunk_index": i, "char_start": cs, "char_end": ce,
+                                     "token_start": ts, "token_end": te, "heading_path": list(hp),
+                                     "strategy": strat.spec, "text": doc.text[cs:ce]}, ensure_ascii=False) + "\n")
             n_docs += 1
             n_chunks += len(b)
-        skipped = [s for s in docs_and_skips if isinstance(s, Skipped)] + res.skipped
-        for s in skipped:
-            typer.secho(f"skipped {s.doc_id}: {s.reason}", fg="yellow", err=True)
-    else:
-        tokenizer = DocumentTokenizer.from_pretrained(resolve_model_path(model))
-        stream = (d for d in iter_inputs(inputs) if not (isinstance(d, Skipped) and
-                  typer.secho(f"skipped {d.doc_id}: {d.reason}", fg="yellow", err=True) is None))
-        for doc, b, reason in chunk_documents(stream, strat, tokenizer):
-            if b is None:
-                typer.secho(f"skipped {doc.doc_id}: {reason}", fg="yellow", err=True)
-                continue
-            emit(doc, b)
-            n_docs += 1
-            n_chunks += len(b)
+
+        if strat.needs_embedder:
+            docs = [d for d in docs_and_skips if not isinstance(d, Skipped)]
+            res = run_embed(docs, [strat], encoder, modes=("late",))
+            for d, b in zip(res.documents, res.runs[strat.spec].boundaries):
+                emit(d, b)
+            for s in [s for s in docs_and_skips if isinstance(s, Skipped)] + res.skipped:
+                skip(s.doc_id, s.reason)
+        else:
+            for doc, b, reason in chunk_documents(documents(), strat, tokenizer):
+                if b is None:
+                    skip(doc.doc_id, reason)
+                else:
+                    emit(doc, b)
     if out:
-        fh.close()
         typer.echo(f"{n_chunks} chunks from {n_docs} documents -> {out}", err=True)
 
 
@@ -363,6 +372,7 @@ def compare(
 
 
 def main() -> None:  # pragma: no cover
+    """The ``latechunk`` console script; ``$LATECHUNK_LOG`` sets the log level (default WARNING)."""
     logging.basicConfig(level=os.environ.get("LATECHUNK_LOG", "WARNING"))
     app()
 

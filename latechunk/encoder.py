@@ -18,7 +18,7 @@ import os
 import time
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -99,10 +99,16 @@ class ModelSettings:
     document_prompt: str = ""
     max_seq_length: int | None = None
     include_prompt: bool = True
-    extra: dict = field(default_factory=dict)
 
     @classmethod
     def read(cls, name_or_path: str) -> ModelSettings:
+        """Read the settings from a sentence-transformers model folder or hub id (defaults where a file is absent).
+
+        Sources: ``modules.json`` and the Pooling module's ``config.json`` (pooling mode, ``include_prompt``), a
+        ``Normalize`` module (``normalize``), ``config_sentence_transformers.json`` (``prompts``) and
+        ``sentence_bert_config.json`` (``max_seq_length``). A hub id's files come through ``transformers``'
+        ``cached_file``; any hub or offline failure counts as "no such file".
+        """
         modules = _read_json(name_or_path, "modules.json") or []
         pooling, normalize, include_prompt = "mean", False, True
         for m in modules if isinstance(modules, list) else []:
@@ -223,9 +229,13 @@ class Encoder:
         trust_remote_code: Allow the model repo's own Python code (off unless asked; a warning is logged).
         document_prompt / query_prompt: Override the model's prompts (``None`` = the model's own).
         model_obj / tokenizer_obj: Pre-built model and tokenizer (tests, custom models); skips loading.
+        settings: The model's embedding settings; default :meth:`ModelSettings.read` of the model's files
+            (``ModelSettings()`` with ``model_obj``).
 
     Raises:
-        ValueError: on a missing model path, a bad device/dtype, or window settings out of range.
+        ValueError: on a missing model path, a model or tokenizer that does not load, a bad device/dtype, or
+            window settings out of range.
+        TypeError: if the tokenizer is not a fast tokenizer (character offsets are needed).
     """
 
     def __init__(
@@ -419,9 +429,17 @@ class Encoder:
     def model_inputs(self, tok: Tokenization, window: int | None = None, overlap: int | None = None):
         """The model inputs of one document: one row when it fits, else one row per macro window.
 
+        Args:
+            tok: The document's tokenization.
+            window: Tokens per row, frame included; default ``self.window``.
+            overlap: Content tokens shared by consecutive windows; default as in :meth:`token_states`.
+
         Returns:
-            ``(rows, plan)``: rows are int64 id arrays, each ``lead + content[a:b] + trail``; plan is
-            :func:`plan_windows`' list.
+            ``(rows, plan)``: rows are (len_i,) int64 token-id arrays, each ``lead + content[a:b] + trail``;
+            plan is :func:`plan_windows`' list (content-token units).
+
+        Raises:
+            ValueError: if ``window > max_length`` or the overlap is out of range.
         """
         window = self.window if window is None else window
         if overlap is None:
@@ -449,8 +467,9 @@ class Encoder:
 
         Args:
             toks: Tokenizations (from ``self.tokenizer``).
-            window / overlap: Macro-window size (tokens, frame included) and overlap (content tokens);
-                default the encoder's.
+            window: Macro-window size in tokens, frame included, ``<= max_length``; default ``self.window``.
+            overlap: Content tokens shared by consecutive windows; default ``self.window_overlap`` for the
+                encoder's own window, else a quarter of the window's content tokens.
             macro_windows: If False, a document longer than ``window`` raises instead of being windowed.
             progress: Show a progress bar (tokens).
 
@@ -460,7 +479,7 @@ class Encoder:
 
         Raises:
             ValueError: with ``macro_windows=False``, for a document longer than the window (names token count
-                and limit); never truncates silently.
+                and limit; never truncates silently); for a window over ``max_length`` or an overlap out of range.
         """
         window = self.window if window is None else window
         all_rows: list[np.ndarray] = []
@@ -517,9 +536,15 @@ class Encoder:
     def pool_model(self, states: torch.Tensor, tok: Tokenization) -> torch.Tensor:
         """The model's own pooling of one input's token states (naive chunks and queries).
 
+        Args:
+            states: (n_tokens, dim), float32. Token states of one model input, frame included.
+            tok: Its tokenization (for the prompt tokens, ``tok.n_lead``).
+
         Returns:
-            (dim,) float32: mean over all tokens (prompt tokens dropped if the model says so), the first token
-            (cls) or the last token (lasttoken); L2-normalised when the model normalises.
+            (dim,), dtype of ``states``: the mean over all tokens, special tokens included (prompt tokens
+            dropped when ``settings.include_prompt`` is False), the first token (``cls``) or the last token
+            (``lasttoken``), as sentence-transformers' ``Pooling`` does. Not normalised (see
+            :meth:`encode_texts`).
         """
         mode = self.settings.pooling
         if mode == "cls":
@@ -540,12 +565,19 @@ class Encoder:
             texts: The texts.
             kind: ``"document"`` (document prompt), ``"query"`` (query prompt) or ``"plain"`` (no prompt).
             normalize: L2-normalise the output rows.
+            progress: Show a progress bar (tokens).
 
         Returns:
-            (len(texts), dim) float32, in input order. Texts longer than the model's limit are encoded in macro
-            windows (never truncated).
+            (len(texts), dim) float32 on the host, in input order. Texts longer than the model's limit are
+            encoded in macro windows of ``max_length`` tokens (never truncated).
+
+        Raises:
+            ValueError: on an unknown ``kind``.
         """
-        tokenizer = {"document": self.tokenizer, "query": self.query_tokenizer, "plain": self.plain_tokenizer}[kind]
+        tokenizers = {"document": self.tokenizer, "query": self.query_tokenizer, "plain": self.plain_tokenizer}
+        if kind not in tokenizers:
+            raise ValueError(f"kind must be one of {sorted(tokenizers)}, got {kind!r}")
+        tokenizer = tokenizers[kind]
         toks = [tokenizer(t) for t in texts]
         if not toks:
             return np.zeros((0, self.dim), dtype=np.float32)

@@ -21,6 +21,7 @@ __all__ = [
     "IndexSpec",
     "as_float32_rows",
     "build_index",
+    "new_index",
     "chunk_table",
     "write_output",
     "load_output",
@@ -74,6 +75,7 @@ class IndexSpec:
             raise ValueError(f"gpu must be auto, on or off, got {self.gpu!r}")
 
     def to_dict(self) -> dict:
+        """The manifest form: ``kind`` and ``metric``, plus the HNSW parameters for ``kind="hnsw"``."""
         d = {"kind": self.kind, "metric": self.metric}
         if self.kind == "hnsw":
             d.update(hnsw_m=self.hnsw_m, ef_construction=self.ef_construction, ef_search=self.ef_search)
@@ -95,6 +97,7 @@ def as_float32_rows(x, normalize: bool) -> np.ndarray:
 
     Args:
         x: (n, dim) array-like of any float dtype (float16, float32, float64), any layout; or a torch tensor.
+        normalize: Divide each row by ``max(||row||_2, 1e-12)``.
 
     Returns:
         (n, dim) float32, C-contiguous, owned by the caller of this function.
@@ -113,6 +116,31 @@ def as_float32_rows(x, normalize: bool) -> np.ndarray:
         norms = np.linalg.norm(arr, axis=1, keepdims=True)
         np.divide(arr, np.maximum(norms, 1e-12), out=arr)
     return arr
+
+
+def new_index(spec: IndexSpec, dim: int):
+    """An empty CPU FAISS index of ``spec.kind`` over inner products (``IndexFlatIP`` or ``IndexHNSWFlat``).
+
+    Args:
+        spec: Index settings (``kind`` and the HNSW parameters are used here).
+        dim: Vector dimension, ``>= 1``.
+
+    Returns:
+        A ``faiss.Index`` with ``ntotal == 0``; vector id i will be the i-th row added.
+
+    Raises:
+        ValueError: if ``spec.gpu == "on"`` and no GPU FAISS is available.
+    """
+    import faiss
+
+    if spec.gpu == "on" and not faiss_gpu_available():
+        raise ValueError("gpu='on' but this faiss has no GPU support or sees no GPU (pip install latechunk[gpu])")
+    if spec.kind == "hnsw":
+        index = faiss.IndexHNSWFlat(dim, spec.hnsw_m, faiss.METRIC_INNER_PRODUCT)
+        index.hnsw.efConstruction = spec.ef_construction
+        index.hnsw.efSearch = spec.ef_search
+        return index
+    return faiss.IndexFlatIP(dim)
 
 
 def build_index(vectors, spec: IndexSpec | None = None, dim: int | None = None):
@@ -136,15 +164,8 @@ def build_index(vectors, spec: IndexSpec | None = None, dim: int | None = None):
     d = int(xb.shape[1]) if xb is not None else int(dim or (np.shape(vectors)[1] if np.ndim(vectors) == 2 else 0))
     if d <= 0:
         raise ValueError("cannot build an index: vector dimension unknown (no vectors and no dim)")
-    if spec.kind == "hnsw":
-        index = faiss.IndexHNSWFlat(d, spec.hnsw_m, faiss.METRIC_INNER_PRODUCT)
-        index.hnsw.efConstruction = spec.ef_construction
-        index.hnsw.efSearch = spec.ef_search
-    else:
-        index = faiss.IndexFlatIP(d)
+    index = new_index(spec, d)
     use_gpu = spec.gpu == "on" or (spec.gpu == "auto" and spec.kind == "flat" and faiss_gpu_available())
-    if spec.gpu == "on" and not faiss_gpu_available():
-        raise ValueError("gpu='on' but this faiss has no GPU support or sees no GPU (pip install latechunk[gpu])")
     if use_gpu and xb is not None:
         res = faiss.StandardGpuResources()
         gpu_index = faiss.index_cpu_to_gpu(res, 0, index)
@@ -166,6 +187,9 @@ def chunk_table(documents: Sequence[Document], boundaries: Sequence[Boundaries],
     Returns:
         A ``pyarrow.Table`` with columns ``CHUNK_COLUMNS`` (int32 offsets in characters/tokens,
         ``heading_path`` a list of strings).
+
+    Raises:
+        ValueError: if a document is paired with the boundaries of another document.
     """
     import pyarrow as pa
 
@@ -258,11 +282,17 @@ def search_index(index, xq, k: int, metric: str = "cosine"):
     """Search ``index`` with query vectors.
 
     Args:
+        index: A FAISS index (e.g. from :func:`build_index` or :func:`load_output`).
         xq: (n_queries, dim), any float dtype/layout (copied).
         k: Results per query (clipped to ``index.ntotal``).
+        metric: ``"cosine"`` L2-normalises the queries first; ``"ip"`` searches them as given.
 
     Returns:
-        ``(D, I)``: (n_queries, k') float32 scores and int64 ids, best first; ``k' = min(k, ntotal)``.
+        ``(D, I)``: (n_queries, k') float32 inner products and int64 ids (row numbers of the chunk table), best
+        first; ``k' = min(k, ntotal)``.
+
+    Raises:
+        ValueError: if ``k < 1``, or ``xq`` is not 2-D or holds NaN/inf.
     """
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")

@@ -74,11 +74,11 @@ from pathlib import Path
 import numpy as np
 
 from latechunk.encoder import Encoder
-from latechunk.export import IndexSpec, as_float32_rows, chunk_table
+from latechunk.export import IndexSpec, as_float32_rows, chunk_table, new_index
 from latechunk.io import iter_inputs
-from latechunk.pipeline import GroupResult, Skipped, iter_embed, new_stats
+from latechunk.pipeline import GroupResult, iter_embed, new_stats
 from latechunk.strategies.base import get_strategy
-from latechunk.types import Document
+from latechunk.types import Document, Skipped
 
 __all__ = [
     "MANIFEST_FORMAT",
@@ -252,6 +252,15 @@ def scan_shards(out: str | os.PathLike, verify_hashes: bool = True) -> tuple[lis
 
 
 def check_shard_files(shard_dir: Path, rec: dict, verify_hashes: bool) -> list[str]:
+    """Check a shard's data files against its record: each listed file exists with the recorded size in bytes
+    (and sha256 with ``verify_hashes``), and the record lists exactly its ``.parquet`` and ``.npy``.
+
+    Returns:
+        One line per problem (``[]`` when the shard is whole).
+
+    Raises:
+        KeyError: on a record that lacks ``name`` or a file's ``bytes``/``sha256``.
+    """
     problems = []
     for fname, info in rec.get("files", {}).items():
         f = shard_dir / fname
@@ -458,7 +467,9 @@ def ingest(
         strategy: One strategy SPEC.
         encoder: The :class:`Encoder`.
         mode: ``"late"`` or ``"naive"``.
-        normalize / include_special / macro_windows: As in :func:`~latechunk.pipeline.embed`.
+        normalize: L2-normalise chunk vectors (as in :func:`~latechunk.pipeline.embed`).
+        include_special: Late mode: the first/last chunk absorb the frame tokens (as in ``embed``).
+        macro_windows: Encode long documents in macro windows; off: skip them, listed (as in ``embed``).
         group_tokens: Token budget of one pipeline group, i.e. of one shard (bounds memory).
         index_spec: FAISS index settings (default flat, cosine when ``normalize``).
         force: Remove a previous output in ``out`` first.
@@ -466,9 +477,10 @@ def ingest(
         progress: Show a progress bar.
         header: Extra manifest fields (model, strategy, versions, ...), written as given.
         on_shard: Called with each new shard record after it is committed (by the process that wrote it).
-        rank / world_size: This process's place among ``world_size`` processes sharing the run (default: from
-            ``$RANK`` / ``$WORLD_SIZE``, see :func:`dist_env`). With ``world_size > 1`` this process writes the
-            shards ``k`` with ``k % world_size == rank``, and rank 0 assembles (module docstring).
+        rank: This process's place among ``world_size`` processes sharing the run (default ``$RANK``, see
+            :func:`dist_env`). With ``world_size > 1`` this process writes the shards ``k`` with
+            ``k % world_size == rank``, and rank 0 assembles (module docstring).
+        world_size: Number of processes sharing the run (default ``$WORLD_SIZE``, else 1).
         rank_timeout: Several processes: seconds a process waits without any progress from the others
             (default ``$LATECHUNK_RANK_TIMEOUT`` or 1800).
 
@@ -932,22 +944,6 @@ def _collect(out: Path, expected: dict[int, tuple[list[int], str]], records: dic
 
 
 # ---------------------------------------------------------------------------------------------------- assembly
-def _new_index(spec: IndexSpec, dim: int):
-    import faiss
-
-    if spec.gpu == "on":
-        from latechunk.export import faiss_gpu_available
-
-        if not faiss_gpu_available():
-            raise ValueError("gpu='on' but this faiss has no GPU support or sees no GPU (pip install latechunk[gpu])")
-    if spec.kind == "hnsw":
-        index = faiss.IndexHNSWFlat(dim, spec.hnsw_m, faiss.METRIC_INNER_PRODUCT)
-        index.hnsw.efConstruction = spec.ef_construction
-        index.hnsw.efSearch = spec.ef_search
-        return index
-    return faiss.IndexFlatIP(dim)
-
-
 def _chunk_schema():
     return chunk_table([], [], "").schema
 
@@ -960,7 +956,7 @@ def _assemble(out: Path, records: list[dict], settings: dict, spec: IndexSpec, d
 
     shard_dir = out / "shards"
     t0 = time.perf_counter()
-    index = _new_index(spec, dim)
+    index = new_index(spec, dim)
     for rec in records:
         if rec["rows"]:
             v = np.load(shard_dir / f"{rec['name']}.npy", mmap_mode="r", allow_pickle=False)

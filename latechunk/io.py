@@ -18,8 +18,7 @@ import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from latechunk.pipeline import Skipped
-from latechunk.types import Document
+from latechunk.types import Document, Skipped
 
 __all__ = ["TABLE_SUFFIXES", "TEXT_SUFFIXES", "iter_inputs", "read_text_file"]
 
@@ -44,8 +43,7 @@ def read_text_file(path: Path) -> tuple[str | None, str]:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
         return None, f"invalid UTF-8 at byte {err.start}"
-    if text.startswith("\ufeff"):
-        text = text[1:]
+    text = text.removeprefix("\ufeff")
     if not text.strip():
         return None, "empty or whitespace-only"
     return text, ""
@@ -53,7 +51,7 @@ def read_text_file(path: Path) -> tuple[str | None, str]:
 
 def _iter_jsonl(path: Path, root_name: str) -> Iterator[Document | Skipped]:
     try:
-        fh = open(path, "rb")
+        fh = open(path, "rb")  # noqa: SIM115  (closed by the `with fh` below; an open error is a Skipped)
     except OSError as err:
         yield Skipped(root_name, f"unreadable: {err.strerror or err}", root_name)
         return
@@ -75,7 +73,7 @@ def _iter_jsonl(path: Path, root_name: str) -> Iterator[Document | Skipped]:
 
 
 def _record(doc_id, text, title, where: str) -> Document | Skipped:
-    """One JSONL line or parquet row as a Document (``title + "\\n\\n" + text`` when titled) or a Skipped."""
+    r"""One JSONL line or parquet row as a Document (``title + "\n\n" + text`` when titled) or a Skipped."""
     if doc_id is None or (isinstance(doc_id, str) and not doc_id) or not isinstance(text, str):
         return Skipped(where, "needs an 'id' (or '_id') and a string 'text'", where)
     title = title if isinstance(title, str) else ""

@@ -22,20 +22,12 @@ import torch
 from latechunk.encoder import Encoder
 from latechunk.pooling import segment_mean
 from latechunk.strategies.base import SentenceEmbedder, Strategy, get_strategy
-from latechunk.types import Boundaries, ChunkVectors, Document, Mode, Tokenization
+from latechunk.types import Boundaries, ChunkVectors, Document, Mode, Skipped, Tokenization
 
-__all__ = ["EmbedResult", "GroupResult", "StrategyRun", "Skipped", "embed", "iter_embed", "new_stats", "chunk_documents", "late_vectors", "naive_texts"]
+__all__ = ["EmbedResult", "GroupResult", "StrategyRun", "Skipped", "embed", "iter_embed", "new_stats", "chunk_documents",
+           "late_vectors", "naive_texts", "naive_vectors"]
 
 log = logging.getLogger("latechunk")
-
-
-@dataclass(frozen=True)
-class Skipped:
-    """A document that was not embedded, and why."""
-
-    doc_id: str
-    reason: str
-    source: str = ""
 
 
 @dataclass
@@ -48,6 +40,7 @@ class StrategyRun:
         vectors: ``{"late": ChunkVectors, "naive": ChunkVectors}`` for the modes asked for; row i of each is
             chunk i of the concatenated boundaries (identical chunk records in both modes).
         tokens_encoded: Tokens through the encoder per mode (for late: the shared pass, counted once per run).
+        seconds: Seconds per mode (late: the shared encode plus this strategy's pooling; naive: its encode).
     """
 
     strategy: Strategy
@@ -58,6 +51,7 @@ class StrategyRun:
 
     @property
     def n_chunks(self) -> int:
+        """Chunks over all embedded documents."""
         return sum(len(b) for b in self.boundaries)
 
 
@@ -80,7 +74,12 @@ class EmbedResult:
     stats: dict
 
     def run(self, spec: str | Strategy) -> StrategyRun:
-        """The run of a strategy given by any SPEC form (``fixed`` finds ``fixed:size=256,overlap=0``)."""
+        """The run of a strategy given by any SPEC form (``fixed`` finds ``fixed:size=256,overlap=0``).
+
+        Raises:
+            ValueError: on an unknown strategy or parameter.
+            KeyError: if the strategy was not part of this result.
+        """
         return self.runs[get_strategy(spec).spec]
 
 
@@ -119,6 +118,38 @@ def naive_texts(doc: Document, b: Boundaries) -> list[str]:
     return texts
 
 
+def naive_vectors(
+    encoder: Encoder, documents: Sequence[Document], boundaries: Sequence[Boundaries], normalize: bool = True
+) -> tuple[np.ndarray, int, int]:
+    """Naive-mode vectors of the chunks of several documents, in one length-sorted encode call.
+
+    Each chunk's :func:`naive_texts` entry is encoded on its own, with the document prompt and the model's own
+    pooling (:meth:`Encoder.encode_texts`).
+
+    Args:
+        encoder: The encoder.
+        documents: The documents, in order.
+        boundaries: Their boundaries, same order.
+        normalize: L2-normalise each vector.
+
+    Returns:
+        ``(vectors, tokens, forward_calls)``: (total_chunks, dim) float32, rows in document then chunk order;
+        the tokens sent through the encoder (frame included) and its forward calls.
+
+    Raises:
+        ValueError: if a document is paired with the boundaries of another document.
+    """
+    texts = []
+    for doc, b in zip(documents, boundaries):
+        if doc.doc_id != b.doc_id:
+            raise ValueError(f"document {doc.doc_id!r} paired with boundaries of {b.doc_id!r}")
+        texts.extend(naive_texts(doc, b))
+    before = dict(encoder.stats)
+    vectors = encoder.encode_texts(texts, kind="document", normalize=normalize)
+    tokens = encoder.stats["tokens"] - before["tokens"]
+    return vectors, tokens, encoder.stats["forward_calls"] - before["forward_calls"]
+
+
 def late_vectors(
     states: Sequence[torch.Tensor],
     toks: Sequence[Tokenization],
@@ -141,7 +172,12 @@ def late_vectors(
             pools every strategy from it); built here otherwise.
 
     Returns:
-        (total_chunks, dim) float32 on the host; row order = documents in order, chunks in order.
+        (total_chunks, dim) float32 on the host; row order = documents in order, chunks in order. Row i is
+        the mean of the token states in chunk i's token span (:func:`~latechunk.pooling.segment_mean`).
+
+    Raises:
+        ValueError: if ``packed`` does not have one row per token of the documents, or a span is empty or
+            outside the packed states.
     """
     spans, offset = [], 0
     for st, tok, b in zip(states, toks, boundaries):
@@ -293,6 +329,9 @@ def iter_embed(
     group is still tokenized and yielded, as a light record with ``selected=False`` (see :class:`GroupResult`).
     Several processes can so split one stream between them (``latechunk.ingest`` with ``WORLD_SIZE > 1``).
     It is called from the tokenizer thread, once per group, in order.
+
+    Raises:
+        ValueError: on an unknown mode or strategy spec (when called, before any document is read).
     """
     strats = _check_args(strategies, modes)
     return _iter_embed(documents, strats, encoder, modes, normalize, include_special, macro_windows,
@@ -424,17 +463,14 @@ def _iter_embed(documents, strats, encoder, modes, normalize, include_special, m
                 by_strat["pool"] += dt
             if "naive" in modes:
                 # the strategy's chunk texts of the group in one length-sorted encode call
-                texts = [t for doc, b in zip(docs, b_list) for t in naive_texts(doc, b)]
-                before = dict(encoder.stats)
                 t0 = time.perf_counter()
-                out.vectors[s.spec]["naive"] = encoder.encode_texts(texts, kind="document", normalize=normalize)
+                out.vectors[s.spec]["naive"], n_tok, n_calls = naive_vectors(encoder, docs, b_list, normalize)
                 dt = time.perf_counter() - t0
                 sec["naive_encode"] += dt
                 by_strat["naive"] += dt
-                n_tok = encoder.stats["tokens"] - before["tokens"]
                 stats["naive_tokens"] += n_tok
                 stats["naive_tokens_by_strategy"][s.spec] = stats["naive_tokens_by_strategy"].get(s.spec, 0) + n_tok
-                stats["forward_calls"]["naive"] += encoder.stats["forward_calls"] - before["forward_calls"]
+                stats["forward_calls"]["naive"] += n_calls
         del states, packed
         if bar is not None:
             bar.update(len(group))
@@ -527,8 +563,19 @@ def chunk_documents(
 ) -> Iterator[tuple[Document, Boundaries | None, str]]:
     """Chunk documents without an encoder (all strategies but ``semantic`` need none).
 
+    Args:
+        documents: The documents (consumed lazily, one at a time).
+        strategy: A SPEC or Strategy.
+        tokenizer: A :class:`~latechunk.tokenize.DocumentTokenizer` (or any ``doc -> Tokenization`` callable).
+        embed_sentences: Sentence vectors for ``semantic`` (see :data:`~latechunk.strategies.base.SentenceEmbedder`).
+
     Yields:
-        ``(doc, boundaries, "")`` per chunked document, or ``(doc, None, reason)`` for a skipped one.
+        ``(doc, boundaries, "")`` per chunked document, or ``(doc, None, reason)`` for a skipped one (no content
+        tokens, or the tokenizer or strategy failed on it).
+
+    Raises:
+        ValueError: on an unknown strategy spec, or ``semantic`` without ``embed_sentences`` (at the first
+            ``next()``: this is a generator).
     """
     strat = get_strategy(strategy)
     if strat.needs_embedder and embed_sentences is None:

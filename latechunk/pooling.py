@@ -1,5 +1,9 @@
 """Segment mean pooling: chunk vector = mean of the token states inside its token span.
 
+This is the pooling step of late chunking (Günther et al., "Late Chunking: Contextual Chunk Embeddings Using
+Long-Context Embedding Models", 2024, arXiv:2409.04669): the document is encoded once and each chunk vector is
+the mean of the token states of its span.
+
 A pure function of token states and spans: inputs are never mutated, no span is dropped, row i is span i.
 On CUDA with Triton importable, :func:`segment_mean` dispatches to ``kernels.segment_mean`` (same signature);
 elsewhere it runs :func:`segment_mean_ref`.
@@ -25,6 +29,10 @@ __all__ = ["check_segment_inputs", "check_spans", "segment_mean", "segment_mean_
 
 def check_spans(token_spans: torch.Tensor, n_tokens: int) -> None:
     """Validate packed spans up front.
+
+    Args:
+        token_spans: (n_spans, 2), integer tensor. Half-open ``[start, end)`` token indices.
+        n_tokens: Rows of the states the spans index (tokens).
 
     Raises:
         ValueError: if spans are not (n, 2), any span is empty, or one exceeds ``n_tokens``.
@@ -87,7 +95,7 @@ def check_segment_inputs(states: torch.Tensor, token_spans, cu_seqlens=None, cu_
     Raises:
         ValueError: on a wrong shape, an empty span, a span outside its document (or outside ``states``), or
             malformed ``cu_seqlens``/``cu_chunks``.
-        TypeError: if ``states`` is not floating point.
+        TypeError: if ``states`` is not floating point, or ``token_spans`` is not integer.
     """
     if not isinstance(states, torch.Tensor) or states.ndim != 2:
         raise ValueError(
@@ -160,6 +168,7 @@ def segment_mean_ref(
     Raises:
         ValueError: if any span is empty or exceeds ``states.shape[0]`` (or its document), or the offsets
             are malformed.
+        TypeError: if ``states`` is not floating point, or ``token_spans`` is not integer.
     """
     spans, span_doc, cu = check_segment_inputs(states, token_spans, cu_seqlens, cu_chunks)
     if span_doc is not None:
@@ -179,8 +188,6 @@ def segment_mean_ref(
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
         avg = torch.sparse_csr_tensor(crow, cols, vals, size=(n, states.shape[0]), check_invariants=False)
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
         out = avg @ states.to(torch.float32)
     if normalize:
         out = torch.nn.functional.normalize(out, p=2.0, dim=1)

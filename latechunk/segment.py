@@ -213,6 +213,9 @@ def sentence_char_spans(text: str, cache: bool = True) -> np.ndarray:
         (n_sentences, 2), int32. Half-open ``[start, end)`` char offsets, increasing and disjoint; each span
         starts and ends on a non-whitespace character; together they hold every non-whitespace character.
         ``(0, 2)`` for an empty or whitespace-only text.
+
+    Raises:
+        TypeError: if ``text`` is not a ``str``.
     """
     if not isinstance(text, str):
         raise TypeError(f"sentence_char_spans expects str, got {type(text).__name__}")

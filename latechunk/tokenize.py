@@ -29,6 +29,7 @@ class DocumentTokenizer:
 
     Raises:
         TypeError: if the tokenizer cannot return offsets (not a fast tokenizer).
+        ValueError: if the content tokens of a probe text cannot be found inside its special-token frame.
     """
 
     def __init__(self, tokenizer, prefix: str = "") -> None:
@@ -64,7 +65,8 @@ class DocumentTokenizer:
             doc: A :class:`Document` or a plain string.
 
         Returns:
-            Tokenization with offsets in characters of ``doc.text`` (the prefix is not part of the text).
+            Tokenization: ``input_ids`` (n_tokens,) int64 and ``offsets`` (n_tokens, 2) int32 in characters of
+            ``doc.text`` (``(0, 0)`` for frame tokens; the prefix is not part of the text). Never truncated.
         """
         text = doc.text if isinstance(doc, Document) else doc
         enc = self.tokenizer(

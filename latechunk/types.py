@@ -13,7 +13,7 @@ from typing import Literal
 
 import numpy as np
 
-__all__ = ["Document", "Span", "Tokenization", "Boundaries", "ChunkVectors", "Mode"]
+__all__ = ["Document", "Span", "Tokenization", "Boundaries", "ChunkVectors", "Skipped", "Mode"]
 
 Mode = Literal["late", "naive"]
 
@@ -236,7 +236,24 @@ class ChunkVectors:
 
     @property
     def dim(self) -> int:
+        """Vector dimension, ``vectors.shape[1]``."""
         return int(self.vectors.shape[1])
 
     def __len__(self) -> int:
         return int(self.vectors.shape[0])
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """An input item that was not embedded, and why (every input is either embedded or listed as skipped).
+
+    Attributes:
+        doc_id: The document's id; for an item without one, where it is (``corpus.jsonl:12``).
+        reason: Why, in words (``"empty or whitespace-only (no tokens)"``, ``"chunking failed: ..."``).
+        source: Where the item came from, relative to its input root (``notes/a.md``, ``corpus.jsonl:12``);
+            ``""`` where not known.
+    """
+
+    doc_id: str
+    reason: str
+    source: str = ""

@@ -111,7 +111,8 @@ def verify_output(out: str | os.PathLike, inputs: Sequence[os.PathLike] | None =
         check_sources: Re-read the sources and compare hashes and chunk texts.
 
     Returns:
-        ``(problems, summary)``: one line per problem (empty when all agrees) and a one-line summary.
+        ``(problems, summary)``: one line per problem (empty when all agrees) and a one-line summary
+        (missing, unreadable or inconsistent files are reported as problems).
     """
     import faiss
     import pyarrow.parquet as pq
@@ -325,7 +326,7 @@ def _check_vectors(v: np.ndarray, rows: int, dim, normalize: bool, cosine: bool,
 
 
 def _check_sources(out: Path, manifest: dict, documents: list, skipped: list, inputs, n_rows, P: _Problems) -> None:
-    from latechunk.pipeline import Skipped
+    from latechunk.types import Skipped
 
     roots = _source_roots(out, manifest, inputs)
     missing = [str(r) for r in roots if not r.exists()]

@@ -120,14 +120,14 @@ def main() -> None:
             "",
             "Notes:",
             "",
-            "- The group budget (`--group-tokens`, a hidden option of `latechunk embed`; default 262,144 tokens) "
-            "bounds memory: the token states of one group, one forward batch (`--batch-tokens`) and the model. A "
-            "budget below the 1x corpus puts both runs in the regime the claim is about; with the default budget "
-            "that regime starts once a corpus is larger than one group (about 1 MB of English text).",
-            "- What still grows with the corpus: the FAISS index itself (ntotal x dim x 4 bytes) and the manifest's "
-            "per-document lines. Inputs are streamed (files, JSONL lines, parquet row batches), each group is "
-            "written as a shard and dropped, and `index.faiss` / `chunks.parquet` are assembled one shard at a time "
-            "(vectors memory-mapped from the shard `.npy` files).",
+            ("- The group budget (`--group-tokens`, a hidden option of `latechunk embed`; default 262,144 tokens) "
+             "bounds memory: the token states of one group, one forward batch (`--batch-tokens`) and the model. A "
+             "budget below the 1x corpus puts both runs in the regime the claim is about; with the default budget "
+             "that regime starts once a corpus is larger than one group (about 1 MB of English text)."),
+            ("- What still grows with the corpus: the FAISS index itself (ntotal x dim x 4 bytes) and the manifest's "
+             "per-document lines. Inputs are streamed (files, JSONL lines, parquet row batches), each group is "
+             "written as a shard and dropped, and `index.faiss` / `chunks.parquet` are assembled one shard at a "
+             "time (vectors memory-mapped from the shard `.npy` files)."),
             "",
         ]
         args.markdown.parent.mkdir(parents=True, exist_ok=True)

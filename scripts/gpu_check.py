@@ -434,46 +434,19 @@ def synthetic_documents(n_docs: int, n_words: int, seed: int = 0):
     return docs
 
 
-def _pipeline_hook():
-    """How to run the pipeline: ``(run(docs, strategies, encoder, mode) -> stats, description)`` or ``None``.
-
-    Uses ``latechunk.pipeline.embed(documents, strategies, encoder, modes=...)``, or
-    ``embed_late(...)`` / ``embed_naive(...)`` where those exist.
-    TODO(issue 4): if the pipeline's entry points change, adapt this hook; the table prints "n/a" until then.
-    """
-    try:
-        from latechunk import pipeline
-    except ImportError as err:
-        return None, f"latechunk.pipeline not importable ({err})"
-    if hasattr(pipeline, "embed_late") and hasattr(pipeline, "embed_naive"):
-
-        def run(docs, strategies, encoder, mode):
-            fn = pipeline.embed_late if mode == "late" else pipeline.embed_naive
-            return fn(docs, strategies, encoder)
-
-        return run, "embed_late / embed_naive"
-    if hasattr(pipeline, "embed"):
-
-        def run(docs, strategies, encoder, mode):
-            return pipeline.embed(docs, strategies, encoder, modes=(mode,))
-
-        return run, "embed(modes=...)"
-    return None, "latechunk.pipeline has neither embed nor embed_late/embed_naive"
-
-
 def step_pipeline(report: Report, sizes: Sizes, device: str) -> None:
     """Late (one and five strategies) and naive pipeline tokens/s, ModernBERT-base-size random weights."""
     import copy
 
     import torch
 
-    run, how = _pipeline_hook()
-    names = ("pipeline late x1 (fixed)", "pipeline late x5 strategies", "pipeline naive x1 (fixed)")
-    if run is None:
-        for name in names:
-            report.add(name, f"n/a (TODO: {how})")
-        return
     from latechunk.encoder import Encoder, ModelSettings, resolve_model_path
+    from latechunk.pipeline import embed
+
+    def run(docs, strategies, encoder, mode):
+        return embed(docs, strategies, encoder, modes=(mode,))
+
+    names = ("pipeline late x1 (fixed)", "pipeline late x5 strategies", "pipeline naive x1 (fixed)")
 
     docs = None
     with _step(report, "pipeline setup"):
@@ -503,15 +476,13 @@ def step_pipeline(report: Report, sizes: Sizes, device: str) -> None:
             res = run(docs, strategies, encoder, mode)
             _sync(device)
             sec = time.perf_counter() - t0
-            stats = getattr(res, "stats", {}) or {}
-            tokens = stats.get("content_tokens") or sum(len(t) for t in getattr(res, "tokenizations", []))
-            encoded = stats.get(f"{mode}_tokens", 0)
-            runs = getattr(res, "runs", {}) or {}
-            chunks = sum(getattr(r, "n_chunks", 0) for r in runs.values())
+            tokens = res.stats["content_tokens"]
+            encoded = res.stats[f"{mode}_tokens"]
+            chunks = sum(r.n_chunks for r in res.runs.values())
             report.add(
                 name,
                 f"{tokens / sec:,.0f} doc tokens/s ({len(docs)} docs, {tokens} tokens, {encoded} encoded, "
-                f"{chunks} chunks; {how})",
+                f"{chunks} chunks; embed(modes=...))",
                 sec,
             )
 

@@ -6,6 +6,7 @@ Each ratio of integer character counts is one float division, so it equals ``flo
 from __future__ import annotations
 
 import copy
+import itertools
 import math
 from fractions import Fraction as F
 
@@ -181,7 +182,7 @@ def _omega_ref(chunks, refs, touching):
 )
 def test_precision_omega_matches_brute_force(cuts, extra, refs, touching):
     bounds = [0, *sorted(cuts), 90]
-    chunks = {"a": [[s, e] for s, e in zip(bounds, bounds[1:])], "b": [[0, 90]]}
+    chunks = {"a": [[s, e] for s, e in itertools.pairwise(bounds)], "b": [[0, 90]]}
     for doc, s, e in extra:  # overlapping extra chunks
         chunks[doc].append([s, e])
     assert precision_omega(chunks, refs, count_touching=touching) == _omega_ref(chunks, refs, touching)

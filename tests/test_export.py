@@ -36,7 +36,7 @@ def test_br015_faiss_dtype_contiguity(case, tmp_path):
     b1 = Boundaries("b.md", [[1, 2]], [[0, 5]])
     table = chunk_table(docs, [b0, b1], "fixed:size=2")
     write_output(tmp_path, index, table, {"ok": True})
-    index2, table2, _ = load_output(tmp_path)
+    _, table2, _ = load_output(tmp_path)
     row = table2.slice(int(I[0, 0]), 1).to_pylist()[0]
     assert (row["doc_id"], row["chunk_index"]) == ("a.md", 1)
     assert row["text"] == "beta gamma"

@@ -174,7 +174,11 @@ class PieceSplitter:
         return self._global[level]
 
     def cuts(self, level: str, a: int, b: int) -> np.ndarray:
-        """Sorted cuts of ``level`` strictly inside ``(a, b)``."""
+        """Sorted cuts of ``level`` strictly inside ``(a, b)`` (content-relative token positions, int64).
+
+        Raises:
+            ValueError: on a level not in :attr:`LEVELS`.
+        """
         if level in ("paragraph", "line"):
             arr = self._regex_cuts(level, PARAGRAPH_BREAK if level == "paragraph" else LINE_BREAK)
             return arr[np.searchsorted(arr, a, side="right") : np.searchsorted(arr, b, side="left")]
@@ -196,7 +200,8 @@ class PieceSplitter:
         """(k, 2), int64. Pieces tiling ``[a, b)``, each at most ``max_tokens`` long (see the class docstring).
 
         Args:
-            a, b: Content-relative token range.
+            a: Start of the content-relative token range.
+            b: Its end (exclusive).
             levels: The separator levels to use, coarse first.
             max_tokens: Budget per piece; ``self.max_tokens`` if None.
         """

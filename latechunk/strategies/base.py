@@ -67,6 +67,7 @@ class Strategy(ABC):
         return f"{self.name}:{params}" if params else self.name
 
     def to_dict(self) -> dict[str, Any]:
+        """``{"name": ..., **parameters}``."""
         return {"name": self.name, **dataclasses.asdict(self)}  # type: ignore[call-overload]
 
 
@@ -79,7 +80,11 @@ def _fmt(v: Any) -> str:
 
 
 def register(name: str) -> Callable[[type[Strategy]], type[Strategy]]:
-    """Class decorator: register a strategy under ``name``."""
+    """Class decorator: register a strategy under ``name`` (the CLI lists and parses it by that name).
+
+    Raises:
+        ValueError: if ``name`` is already registered.
+    """
 
     def deco(cls: type[Strategy]) -> type[Strategy]:
         if name in _REGISTRY:
@@ -197,10 +202,20 @@ def make_boundaries(
     """Build :class:`Boundaries` from content token spans; char spans come from the token offsets.
 
     Args:
-        token_spans: (n, 2), int. Half-open token spans inside the content tokens.
+        doc: The document.
+        tok: Its tokenization.
+        token_spans: (n, 2), int. Half-open token positions into ``tok``, inside the content tokens.
+        strategy: The SPEC of the strategy, stored in the Boundaries.
+        heading_paths: n tuples of heading titles, outermost first; ``None`` = none.
+        contexts: n strings of extra embedding context (never part of the chunk text); ``None`` = none.
 
     Returns:
-        Boundaries with ``char_spans = char_spans_from_token_spans(doc.text, tok, token_spans)``.
+        Boundaries with ``char_spans = char_spans_from_token_spans(doc.text, tok, token_spans)``, both int32
+        (n, 2).
+
+    Raises:
+        ValueError: if a span is empty or outside the content tokens, or the per-chunk tuples have the wrong
+            length.
     """
     ts = np.asarray(token_spans, dtype=np.int32).reshape(-1, 2)
     cs = char_spans_from_token_spans(doc.text, tok, ts)

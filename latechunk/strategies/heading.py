@@ -38,7 +38,7 @@ def _markdown():
 @register("heading")
 @dataclass(frozen=True)
 class Heading(Strategy):
-    """Markdown sections as chunks (parsed with markdown-it-py, CommonMark + GFM tables).
+    r"""Markdown sections as chunks (parsed with markdown-it-py, CommonMark + GFM tables).
 
     1. Sections: a top-level ATX (``## Title``) or setext (``Title`` over ``===``/``---``) heading whose level is
        in ``levels`` starts a section that runs to the next such heading; text before the first heading is a
@@ -52,11 +52,11 @@ class Heading(Strategy):
        greedily up to ``max_tokens`` with ``overlap``.
     3. Tables (BR-008): a table that fits stays whole. A longer one is cut between rows only (a row line is never
        cut unless it alone is over budget); a chunk that starts with body rows gets the header and delimiter lines
-       as its ``context`` (``"| Part | Unit | Price |\\n|---|---|---|"``), and their tokens count against its
+       as its ``context`` (``"| Part | Unit | Price |\n|---|---|---|"``), and their tokens count against its
        budget. The chunk text stays an exact slice. A header longer than ``max_tokens // 2`` is not repeated.
 
-    Markdown line numbers are mapped to characters with the same line breaks markdown-it uses (``\\r\\n``,
-    ``\\r``, ``\\n``), so CRLF documents are cut at the same places as LF ones.
+    Markdown line numbers are mapped to characters with the same line breaks markdown-it uses (``\r\n``,
+    ``\r``, ``\n``), so CRLF documents are cut at the same places as LF ones.
 
     Raises:
         ValueError: unless ``max_tokens > 0``, ``0 <= overlap < max_tokens`` and ``levels`` is a non-empty subset

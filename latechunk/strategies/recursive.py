@@ -15,10 +15,10 @@ __all__ = ["Recursive"]
 @register("recursive")
 @dataclass(frozen=True)
 class Recursive(Strategy):
-    """Recursive separator splitting, the rule of LangChain's ``RecursiveCharacterTextSplitter``, in tokens.
+    r"""Recursive separator splitting, the rule of LangChain's ``RecursiveCharacterTextSplitter``, in tokens.
 
     1. The content tokens are cut into pieces of at most ``max_tokens`` tokens, coarse separators first: blank
-       lines (``\\n\\n`` and ``\\r\\n\\r\\n``, BR-005), then line breaks, then sentence ends
+       lines (``\n\n`` and ``\r\n\r\n``, BR-005), then line breaks, then sentence ends
        (:mod:`latechunk.segment`, BR-009), then between any two tokens. A part goes down a level only if it is
        still too long, so separator-free text costs one pass over its tokens (BR-003).
     2. Adjacent pieces are merged greedily while the chunk still fits ``max_tokens``
