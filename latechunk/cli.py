@@ -218,12 +218,10 @@ def search(
         typer.secho("warning: the model's weights differ from the ones the index was built with", fg="yellow", err=True)
     xq = encoder.encode_texts([query], kind="query", normalize=manifest.get("normalize", True))
     D, I = search_index(index, xq, k, metric=manifest.get("index", {}).get("metric", "cosine"))
-    rows = table.to_pylist()
+    hits = [(rank, score, i) for rank, (score, i) in enumerate(zip(D[0].tolist(), I[0].tolist()), 1) if i >= 0]
+    rows = table.take([i for _, _, i in hits]).to_pylist()  # only the k rows, never the whole table
     results = []
-    for rank, (score, i) in enumerate(zip(D[0].tolist(), I[0].tolist()), 1):
-        if i < 0:
-            continue
-        r = rows[i]
+    for (rank, score, _), r in zip(hits, rows):
         results.append({
             "rank": rank, "score": float(score), "doc_id": r["doc_id"], "chunk_index": r["chunk_index"],
             "char_start": r["char_start"], "char_end": r["char_end"], "token_start": r["token_start"],
