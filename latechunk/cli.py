@@ -97,7 +97,7 @@ def embed(
 
     Example: latechunk embed ../shared/data/chroma_chunking_eval/corpora --out out/chroma --strategy fixed:size=256
     """
-    from latechunk.encoder import Encoder
+    from latechunk.encoder import Encoder, resolve_model_path
     from latechunk.export import IndexSpec
     from latechunk.ingest import RankError, dist_env, ingest
     from latechunk.strategies import get_strategy
@@ -116,6 +116,11 @@ def embed(
             raise ValueError(f"--group-tokens must be >= 1, got {group_tokens}")
         if force and resume:
             raise ValueError("--force (start over) and --resume (continue) exclude each other; give one")
+        if out.exists() and not out.is_dir():
+            raise ValueError(f"--out {out} exists and is not a folder")
+        source = getattr(strat, "source", "late")
+        if strat.needs_embedder and source != "late":
+            resolve_model_path(source)  # a missing sentence-model path fails here, before any work
         rank, world_size, local_rank = dist_env()
     except ValueError as err:
         _fail(str(err))
@@ -161,6 +166,10 @@ def embed(
     )
     for s in manifest["skipped"]:
         typer.secho(f"skipped {s['doc_id']}: {s['reason']}", fg=typer.colors.YELLOW, err=True)
+    if c["documents_embedded"] == 0:
+        typer.secho(
+            "warning: no document was embedded (inputs read: .md, .markdown, .txt, .jsonl, .parquet; "
+            "see the reasons above)", fg=typer.colors.YELLOW, err=True)
 
 
 @app.command()

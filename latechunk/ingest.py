@@ -334,11 +334,41 @@ def prepare_output(out: str | os.PathLike, settings: dict, force: bool = False, 
                          "(or --resume to continue an interrupted run)")
     out.mkdir(parents=True, exist_ok=True)
     if force:
+        foreign = _foreign_files(out)
+        if foreign:
+            raise ValueError(
+                f"{out} holds {', '.join(foreign[:5])} but no latechunk run.json or manifest.json, so --force "
+                "will not delete them; choose another --out folder"
+            )
         _remove_output(out)
     (out / "shards").mkdir(exist_ok=True)
     _write_json(out / "run.json", {"format": RUN_FORMAT, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                                    "settings": settings})
     return kept
+
+
+def _foreign_files(out: Path) -> list[str]:
+    """Files that ``--force`` would delete but latechunk may not have written: in a folder that is not a
+    latechunk output, top-level files named like ours, and anything in ``shards/`` not named like a shard."""
+    if _is_latechunk_output(out):
+        return []
+    bad = [n for n in OUTPUT_FILES if n != "shards" and (out / n).exists()]
+    if (out / "shards").is_dir():
+        bad += [f"shards/{p.name}" for p in sorted((out / "shards").iterdir())
+                if not p.is_file() or _shard_index(p.name) is None]
+    return bad
+
+
+def _is_latechunk_output(out: Path) -> bool:
+    """True when ``out`` holds a run.json or manifest.json written by latechunk (so --force may clear it)."""
+    for name in ("run.json", "manifest.json"):
+        try:
+            obj = json.loads((out / name).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(obj, dict) and str(obj.get("format", "")).startswith("latechunk"):
+            return True
+    return False
 
 
 def _holds_nothing(out: Path) -> bool:

@@ -123,12 +123,31 @@ def _iter_parquet(path: Path, root_name: str) -> Iterator[Document | Skipped]:
             row += 1
 
 
+def is_output_folder(d: Path) -> bool:
+    """True for a folder written by ``latechunk embed`` (its run.json, or index.faiss beside manifest.json)."""
+    return (d / "run.json").is_file() or ((d / "index.faiss").is_file() and (d / "manifest.json").is_file())
+
+
+def _walk(root: Path) -> Iterator[Path]:
+    """Files below ``root``, skipping latechunk output folders (their chunk tables are not documents)."""
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        d = Path(dirpath)
+        if is_output_folder(d):
+            dirnames[:] = []
+            continue
+        for name in filenames:
+            f = d / name
+            if f.is_file():
+                yield f
+
+
 def iter_inputs(inputs: Sequence[str | os.PathLike]) -> Iterator[Document | Skipped]:
     """Stream documents from files, folders, JSONL and parquet files, in a stable order.
 
     ``doc_id`` of a file is its path relative to the input folder (a single file: its name); of a JSONL line or
     parquet row, its ``id``/``_id``. Folders are walked recursively in sorted order, reading ``.md``,
-    ``.markdown``, ``.txt``, ``.jsonl`` and ``.parquet``. The order depends only on the inputs, so a run can be
+    ``.markdown``, ``.txt``, ``.jsonl`` and ``.parquet``, and skipping latechunk output folders (an index
+    written inside the corpus folder is never read back as documents). The order depends only on the inputs, so a run can be
     resumed by skipping the items already consumed.
 
     Yields:
@@ -144,7 +163,7 @@ def iter_inputs(inputs: Sequence[str | os.PathLike]) -> Iterator[Document | Skip
     seen: dict[str, str] = {}
     for p in paths:
         if p.is_dir():
-            files = sorted(f for f in p.rglob("*") if f.is_file() and f.suffix.lower() in TEXT_SUFFIXES + TABLE_SUFFIXES)
+            files = sorted(f for f in _walk(p) if f.suffix.lower() in TEXT_SUFFIXES + TABLE_SUFFIXES)
             items = [(f, f.relative_to(p).as_posix()) for f in files]
         else:
             items = [(p, p.name)]

@@ -334,6 +334,11 @@ def iter_embed(
         ValueError: on an unknown mode or strategy spec (when called, before any document is read).
     """
     strats = _check_args(strategies, modes)
+    sentence_encoders = dict(sentence_encoders or {})
+    for s in strats:  # a named sentence model is loaded up front: a bad name fails before any document is read
+        source = getattr(s, "source", "late")
+        if s.needs_embedder and source != "late" and source not in sentence_encoders:
+            sentence_encoders[source] = Encoder(source, device=str(encoder.device))
     return _iter_embed(documents, strats, encoder, modes, normalize, include_special, macro_windows,
                        group_tokens, progress, dict(sentence_encoders or {}), stats if stats is not None else new_stats(),
                        select_group)

@@ -257,7 +257,7 @@ def _check_shards(out: Path, manifest: dict, documents: list, skipped: list, ind
                 if reader is not None and table_ok:
                     got = reader.take(shard_table.num_rows)
                     got_rows = 0 if got is None else got.num_rows
-                    if got_rows != shard_table.num_rows or not got.equals(shard_table):
+                    if got_rows != shard_table.num_rows or (got is not None and not got.equals(shard_table)):
                         P.add("rows", f"chunks.parquet rows [{offset}, {offset + shard_table.num_rows}) differ from shards/{name}.parquet")
             # vectors
             try:

@@ -122,3 +122,48 @@ def test_chunk_writes_jsonl_exact_slices(tmp_path):
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(rows) == 2 and all(r["text"] == text[r["char_start"] : r["char_end"]] for r in rows)
     assert rows[1]["heading_path"] == ["A", "B"]
+
+
+def test_a_previous_index_inside_the_corpus_folder_is_not_read_as_documents(tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("Alpha beta gamma delta. " * 20, encoding="utf-8")
+    (docs / "b.md").write_text("Rivers flow to the sea. " * 20, encoding="utf-8")
+    for name in ("idx_v1", "idx_v2"):
+        res = _run("embed", docs, "--out", docs / name, "--device", "cpu", "--quiet", "--strategy", "fixed:size=16")
+        assert res.exit_code == 0, res.output
+        m = json.loads((docs / name / "manifest.json").read_text())
+        assert {d["doc_id"] for d in m["documents"]} == {"a.md", "b.md"} and m["skipped"] == []
+    assert _run("verify", docs / "idx_v1").exit_code == 0
+
+
+def test_force_refuses_to_delete_files_it_did_not_write(tmp_path):
+    doc = tmp_path / "a.md"
+    doc.write_text("hello world", encoding="utf-8")
+    out = tmp_path / "thesis"
+    (out / "shards").mkdir(parents=True)
+    (out / "shards" / "chapter1.tex").write_text("precious")
+    (out / "manifest.json").write_text('{"mine": true}')
+    res = runner.invoke(app, ["embed", str(doc), "--out", str(out), "--device", "cpu", "--force"])
+    assert res.exit_code == 2 and "will not delete" in res.output
+    assert (out / "shards" / "chapter1.tex").read_text() == "precious"
+
+
+def test_verify_handles_a_run_ending_in_a_skipped_document(tmp_path):
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "a.md").write_text("Some real text about rivers.", encoding="utf-8")
+    (src / "z.txt").write_text("   ", encoding="utf-8")
+    out = tmp_path / "o"
+    assert _run("embed", src, "--out", out, "--device", "cpu", "--quiet").exit_code == 0
+    res = _run("verify", out)
+    assert res.exit_code == 0, res.output
+
+
+def test_missing_semantic_sentence_model_fails_before_work(tmp_path):
+    doc = tmp_path / "a.md"
+    doc.write_text("One sentence. Another one.", encoding="utf-8")
+    res = runner.invoke(app, ["embed", str(doc), "--out", str(tmp_path / "o"), "--device", "cpu",
+                              "--strategy", "semantic:source=/no/such/model"])
+    assert res.exit_code == 2 and "does not exist" in res.output
+    assert not (tmp_path / "o").exists()
