@@ -322,6 +322,7 @@ def chunk(
 def strategies() -> None:
     """List the chunking strategies, what each bets about where a fact ends, and their parameters."""
     from latechunk.strategies import registry
+    from latechunk.strategies.base import _fmt
 
     for name, cls in registry().items():
         typer.secho(f"{name}", bold=True, nl=False)
@@ -330,7 +331,7 @@ def strategies() -> None:
             default = f.default if f.default is not dataclasses.MISSING else (
                 f.default_factory() if f.default_factory is not dataclasses.MISSING else "required")
             help_ = f.metadata.get("help", "")
-            typer.echo(f"    {f.name} = {default!s:<8} {help_}")
+            typer.echo(f"    {f.name} = {_fmt(default) if default != 'required' else default:<8} {help_}")
     typer.echo('\nSPEC syntax: name or name:key=value,key=value   e.g. "fixed:size=256,overlap=32"')
 
 

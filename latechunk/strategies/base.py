@@ -145,6 +145,8 @@ def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
         key, eq, value = part.partition("=")
         if not eq or not key.strip():
             raise ValueError(f"strategy spec {spec!r}: expected key=value, got {part!r}")
+        if key.strip() in params:
+            raise ValueError(f"strategy spec {spec!r}: parameter {key.strip()!r} is given twice")
         params[key.strip()] = value.strip()
     return name, params
 
