@@ -226,6 +226,9 @@ def search(
     if m.get("sha256") and encoder.model_hash and encoder.model_hash != m["sha256"]:
         typer.secho("warning: the model's weights differ from the ones the index was built with", fg="yellow", err=True)
     xq = encoder.encode_texts([query], kind="query", normalize=manifest.get("normalize", True))
+    if xq.shape[1] != index.d:
+        _fail(f"the model gives {xq.shape[1]}-dim vectors but the index holds {index.d}-dim ones; "
+              f"search with the model the index was built with ({m['name']})")
     D, I = search_index(index, xq, k, metric=manifest.get("index", {}).get("metric", "cosine"))
     hits = [(rank, score, i) for rank, (score, i) in enumerate(zip(D[0].tolist(), I[0].tolist()), 1) if i >= 0]
     rows = table.take([i for _, _, i in hits]).to_pylist()  # only the k rows, never the whole table

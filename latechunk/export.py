@@ -270,9 +270,16 @@ def load_output(out_dir: str | os.PathLike):
     for name in ("index.faiss", "chunks.parquet", "manifest.json"):
         if not (out / name).is_file():
             raise ValueError(f"{out}: {name} is missing (not a latechunk output folder? run `latechunk embed` first)")
-    index = faiss.read_index(str(out / "index.faiss"))
+    try:
+        index = faiss.read_index(str(out / "index.faiss"))
+    except RuntimeError as err:
+        raise ValueError(f"{out / 'index.faiss'} is unreadable (truncated or not a FAISS index); "
+                         f"run `latechunk verify {out}`") from err
     table = pq.read_table(out / "chunks.parquet")
-    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    try:
+        manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{out / 'manifest.json'} is not valid JSON: {err}") from err
     if index.ntotal != table.num_rows:
         raise ValueError(f"{out}: index has {index.ntotal} vectors but chunks.parquet has {table.num_rows} rows")
     return index, table, manifest

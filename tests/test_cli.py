@@ -167,3 +167,15 @@ def test_missing_semantic_sentence_model_fails_before_work(tmp_path):
                               "--strategy", "semantic:source=/no/such/model"])
     assert res.exit_code == 2 and "does not exist" in res.output
     assert not (tmp_path / "o").exists()
+
+
+def test_search_on_a_damaged_index_is_a_clear_error(sotu_index, tmp_path):
+    import shutil
+
+    _, out = sotu_index
+    bad = tmp_path / "bad"
+    shutil.copytree(out, bad)
+    data = (bad / "index.faiss").read_bytes()
+    (bad / "index.faiss").write_bytes(data[: len(data) // 2])
+    res = runner.invoke(app, ["search", str(bad), "query"])
+    assert res.exit_code == 2 and "unreadable" in res.output
