@@ -273,12 +273,17 @@ def chunk(
 
     try:
         strat = get_strategy(strategy)
+        missing = [str(p) for p in inputs if not p.exists()]
+        if missing:
+            raise ValueError(f"input path(s) not found: {', '.join(missing)}")
+        if out is not None and (out.is_dir() or not out.parent.is_dir()):
+            raise ValueError(f"--out {out} must be a file path in an existing folder")
         if strat.needs_embedder:
             docs_and_skips = list(iter_inputs(inputs))
             encoder = Encoder(model, device=device)
         else:
             tokenizer = DocumentTokenizer.from_pretrained(resolve_model_path(model))
-    except ValueError as err:
+    except (ValueError, OSError) as err:
         _fail(str(err))
 
     def skip(doc_id: str, reason: str) -> None:
@@ -293,7 +298,9 @@ def chunk(
 
     n_chunks = n_docs = 0
     with contextlib.ExitStack() as stack:
-        fh = stack.enter_context(open(out, "w", encoding="utf-8")) if out else sys.stdout
+        # written to a temporary name and renamed at the end: a failed run never clobbers an existing file
+        tmp = out.with_name(out.name + ".tmp") if out else None
+        fh = stack.enter_context(open(tmp, "w", encoding="utf-8")) if tmp else sys.stdout
 
         def emit(doc, b) -> None:
             nonlocal n_chunks, n_docs
@@ -318,6 +325,7 @@ def chunk(
                 else:
                     emit(doc, b)
     if out:
+        os.replace(tmp, out)
         typer.echo(f"{n_chunks} chunks from {n_docs} documents -> {out}", err=True)
 
 

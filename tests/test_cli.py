@@ -179,3 +179,17 @@ def test_search_on_a_damaged_index_is_a_clear_error(sotu_index, tmp_path):
     (bad / "index.faiss").write_bytes(data[: len(data) // 2])
     res = runner.invoke(app, ["search", str(bad), "query"])
     assert res.exit_code == 2 and "unreadable" in res.output
+
+
+def test_chunk_with_bad_arguments_fails_clearly_and_keeps_existing_output(tmp_path):
+    keep = tmp_path / "keep.jsonl"
+    keep.write_text('{"old": 1}\n')
+    res = runner.invoke(app, ["chunk", str(tmp_path / "nothere.md"), "--out", str(keep)])
+    assert res.exit_code == 2 and "not found" in res.output
+    assert keep.read_text() == '{"old": 1}\n'
+    doc = tmp_path / "a.md"
+    doc.write_text("hello world", encoding="utf-8")
+    res = runner.invoke(app, ["chunk", str(doc), "--out", str(tmp_path)])
+    assert res.exit_code == 2 and "must be a file path" in res.output
+    res = runner.invoke(app, ["chunk", str(doc), "--model", "./no/such/model"])
+    assert res.exit_code == 2 and "does not exist" in res.output
