@@ -365,6 +365,7 @@ def compare(
     max_queries: Annotated[Optional[int], typer.Option(help="Score only the first N queries (quick runs).")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Parse the dataset again instead of using the cached parse.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing report folder.")] = False,
 ) -> None:
     """Compare strategies late vs naive on one dataset with one harness; write a report folder.
 
@@ -382,6 +383,10 @@ def compare(
     except (ValueError, TypeError) as err:
         _fail(str(err))
     out = out or Path(f"compare-{Path(dataset).name}")
+    if out.exists() and not out.is_dir():
+        _fail(f"--out {out} exists and is not a folder")
+    if out.is_dir() and any(out.iterdir()) and not force:
+        _fail(f"report folder {out} exists and is not empty; pass --force to overwrite it")
     try:
         result = run_compare(config, out_dir=out, progress=not quiet, command=" ".join(["latechunk", *sys.argv[1:]]))
     except (ValueError, FileNotFoundError) as err:

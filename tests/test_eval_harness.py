@@ -256,6 +256,8 @@ def test_cli_compare(tiny_root, tmp_path, monkeypatch):
     data = json.loads((out / "results.json").read_text())
     assert data["manifest"]["dataset"]["queries"] == 6
     assert len(data["systems"]) == 4
+    again = CliRunner().invoke(app, ["compare", "--dataset", str(tiny_root), "--out", str(out), "--quiet"])
+    assert again.exit_code == 2 and "--force" in again.output  # an existing report is never overwritten silently
 
 
 def test_document_level_dataset(tmp_path):
