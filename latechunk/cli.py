@@ -30,6 +30,22 @@ app = typer.Typer(
 DEFAULT_STRATEGY = "recursive:max_tokens=256"
 
 
+def _version_callback(value: bool) -> None:
+    if value:
+        import latechunk
+
+        typer.echo(f"latechunk {latechunk.__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option("--version", callback=_version_callback, is_eager=True,
+                                          help="Print the version and exit.")] = False,
+) -> None:
+    """Late chunking: encode each document once, pool one vector per chunk from its token states."""
+
+
 def _fail(msg: str, code: int = 2) -> None:
     typer.secho(f"error: {msg}", fg=typer.colors.RED, err=True)
     raise typer.Exit(code)

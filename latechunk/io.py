@@ -74,8 +74,12 @@ def _iter_jsonl(path: Path, root_name: str) -> Iterator[Document | Skipped]:
 
 def _record(doc_id, text, title, where: str) -> Document | Skipped:
     r"""One JSONL line or parquet row as a Document (``title + "\n\n" + text`` when titled) or a Skipped."""
-    if doc_id is None or (isinstance(doc_id, str) and not doc_id) or not isinstance(text, str):
-        return Skipped(where, "needs an 'id' (or '_id') and a string 'text'", where)
+    if doc_id is None:
+        return Skipped(where, "no 'id' (or '_id', 'doc_id') field", where)
+    if isinstance(doc_id, bool) or not isinstance(doc_id, (str, int)) or not str(doc_id).strip():
+        return Skipped(where, f"'id' must be a non-blank string or an integer, got {doc_id!r}", where)
+    if not isinstance(text, str):
+        return Skipped(where, f"'text' must be a string, got {type(text).__name__}", where)
     title = title if isinstance(title, str) else ""
     full = f"{title}\n\n{text}" if title else text
     if not full.strip():
