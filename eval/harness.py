@@ -57,6 +57,7 @@ from eval.metrics import (
     theoretical_overlap_multiplier,
 )
 from eval.stats import paired_bootstrap
+from latechunk.provenance import versions
 
 __all__ = [
     "DEFAULT_STRATEGIES",
@@ -404,20 +405,6 @@ def _window_encoder(base, window: int, overlap: int | None):
     )
 
 
-def _model_sha256(encoder) -> str:
-    """sha256 of the model weights when they are local files ('' for a remote id), never a network call."""
-    from latechunk import encoder as enc_mod
-
-    if Path(str(encoder.path)).is_dir():
-        return encoder.model_hash
-    if str(encoder.name).lower() in getattr(enc_mod, "_DEFAULT_ALIASES", set()) | {enc_mod.DEFAULT_MODEL.lower()}:
-        try:
-            return enc_mod._hash_model_files(enc_mod.resolve_model_path(None))
-        except ValueError:
-            return ""
-    return ""
-
-
 def _same_boundaries(a: Sequence, b: Sequence) -> bool:
     return len(a) == len(b) and all(
         x.doc_id == y.doc_id and np.array_equal(x.token_spans, y.token_spans) and np.array_equal(x.char_spans, y.char_spans)
@@ -441,19 +428,6 @@ def _machine() -> dict:
     gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
     return {"nproc": nproc, "lscpu_head": lscpu_head, "platform": platform.platform(),
             "torch_threads": torch.get_num_threads(), "gpu": gpu}
-
-
-def _versions() -> dict:
-    import faiss
-    import ir_measures
-    import torch
-    import transformers
-
-    import latechunk
-
-    return {"latechunk": latechunk.__version__, "python": platform.python_version(), "torch": torch.__version__,
-            "transformers": transformers.__version__, "faiss": getattr(faiss, "__version__", "?"),
-            "numpy": np.__version__, "ir_measures": getattr(ir_measures, "__version__", "?")}
 
 
 def _git_state() -> dict:
@@ -754,7 +728,7 @@ def run_compare(
                     "queries_total": len(ds.queries), "queries": len(queries),
                     "queries_with_spans": sum(1 for q in queries if q.spans), "spans": len(all_spans),
                     "doc_qrels_queries": len(qrels), "qrels_source": "given" if ds.qrels is not None else "spans"},
-        "model": _describe_model(base),
+        "model": {**base.describe(), "batch_tokens": base.batch_tokens},
         "strategies": specs,
         "state_dependent_strategies": [s for s in specs if _state_dependent(s)],
         "modes": list(config.modes),
@@ -770,7 +744,7 @@ def run_compare(
                       "document_score": "max over its retrieved chunks (MaxP)"},
         "bootstrap": {"n_resamples": config.n_resamples, "confidence": config.confidence, "seed": config.seed,
                       "method": "paired percentile bootstrap of the mean per-query difference"},
-        "versions": _versions(),
+        "versions": versions("ir_measures"),
         "machine": _machine(),
         "seconds": seconds,
     }
@@ -787,24 +761,6 @@ def run_compare(
         seconds["total"] = time.perf_counter() - t_start
         write_report(result, out_dir, plot=False)  # rewrite results.json/report.md with the final times
     return result
-
-
-def _describe_model(encoder) -> dict:
-    """The model settings for the manifest (as ``Encoder.describe()``, without a network lookup for the hash)."""
-    return {
-        "name": encoder.name,
-        "path": str(encoder.path),
-        "sha256": _model_sha256(encoder),
-        "dim": encoder.dim,
-        "dtype": str(encoder.dtype).replace("torch.", ""),
-        "device": str(encoder.device),
-        "max_length": encoder.max_length,
-        "pooling": encoder.settings.pooling,
-        "normalize": encoder.settings.normalize,
-        "document_prompt": encoder.tokenizer.prefix,
-        "query_prompt": encoder.query_tokenizer.prefix,
-        "batch_tokens": encoder.batch_tokens,
-    }
 
 
 def _strategy(spec: str):

@@ -10,7 +10,6 @@ import dataclasses
 import json
 import logging
 import os
-import platform
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -49,25 +48,6 @@ def _root(
 def _fail(msg: str, code: int = 2) -> None:
     typer.secho(f"error: {msg}", fg=typer.colors.RED, err=True)
     raise typer.Exit(code)
-
-
-def _versions() -> dict:
-    import faiss
-    import numpy
-    import torch
-    import transformers
-
-    import latechunk
-
-    return {
-        "latechunk": latechunk.__version__,
-        "python": platform.python_version(),
-        "torch": torch.__version__,
-        "transformers": transformers.__version__,
-        "faiss": getattr(faiss, "__version__", "?"),
-        "numpy": numpy.__version__,
-        "platform": platform.platform(),
-    }
 
 
 ModelOpt = Annotated[
@@ -116,6 +96,7 @@ def embed(
     from latechunk.encoder import Encoder, resolve_model_path
     from latechunk.export import IndexSpec
     from latechunk.ingest import RankError, dist_env, ingest
+    from latechunk.provenance import versions
     from latechunk.strategies import get_strategy
 
     # validate everything before any work
@@ -161,7 +142,7 @@ def embed(
         "model": encoder.describe(),
         "strategy": {"spec": strat.spec, **dataclasses.asdict(strat), "name": strat.name},
         "inputs": [str(p) for p in inputs],
-        "versions": _versions(),
+        "versions": versions(),
     }
     try:
         manifest = ingest(inputs, out, strat.spec, encoder, mode=mode, normalize=normalize,

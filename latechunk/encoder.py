@@ -361,7 +361,10 @@ class Encoder:
     def model_hash(self) -> str:
         """sha256 of the model's weight files (computed once, lazily)."""
         if self._model_hash is None:
-            self._model_hash = _hash_model_files(self.path)
+            try:  # a default alias resolves to the bundled folder; a hub id hashes only a local cache copy
+                self._model_hash = _hash_model_files(resolve_model_path(self.path))
+            except ValueError:
+                self._model_hash = ""
         return self._model_hash
 
     def describe(self) -> dict:
