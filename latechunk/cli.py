@@ -339,7 +339,8 @@ def strategies() -> None:
             default = f.default if f.default is not dataclasses.MISSING else (
                 f.default_factory() if f.default_factory is not dataclasses.MISSING else "required")
             help_ = f.metadata.get("help", "")
-            typer.echo(f"    {f.name} = {_fmt(default) if default != 'required' else default:<8} {help_}")
+            shown = _fmt(default) if default != "required" else default
+            typer.echo(f"    {f.name + ' = ' + shown:<30} {help_}")
     typer.echo('\nSPEC syntax: name or name:key=value,key=value   e.g. "fixed:size=256,overlap=32"')
 
 
