@@ -3,14 +3,16 @@
 Key: ``sha256`` over the dataset's files (each file's path relative to the dataset root, then its bytes, in
 sorted path order), the source of ``eval/datasets.py`` (a loader change invalidates the cache) and
 :data:`CACHE_VERSION`. The same bytes always give the same key, wherever the folder lies; a changed byte gives a
-new key. The cache file is plain JSON of the dataset (no pickle anywhere), written to a temp name and renamed. Tests:
-``tests/test_eval_harness.py``.
+new key. The cache file is plain JSON of the dataset (no pickle anywhere), written to a temp name and renamed.
+``*.pkl`` files left in the cache folder by the earlier pickle-based cache are never read: they are removed when
+the cache folder is opened (one log line). Tests: ``tests/test_eval_harness.py``, ``tests/test_fixes_io_encoder.py``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 from pathlib import Path
 
@@ -18,7 +20,17 @@ from eval import datasets as _datasets
 from eval.datasets import EvalDataset, Query, dataset_path, load_dataset
 from latechunk.types import Document
 
-__all__ = ["CACHE_ENV_VAR", "CACHE_VERSION", "dataset_files", "dataset_sha256", "default_cache_dir", "load_cached"]
+__all__ = [
+    "CACHE_ENV_VAR",
+    "CACHE_VERSION",
+    "dataset_files",
+    "dataset_sha256",
+    "default_cache_dir",
+    "load_cached",
+    "remove_stale_pickles",
+]
+
+log = logging.getLogger("latechunk.eval")
 
 CACHE_VERSION = "2"
 """Bumped when the cache layout changes."""
@@ -31,6 +43,33 @@ def default_cache_dir() -> Path:
     """``$LATECHUNK_CACHE/datasets``, else ``~/.cache/latechunk/datasets``."""
     base = os.environ.get(CACHE_ENV_VAR)
     return (Path(base) if base else Path.home() / ".cache" / "latechunk") / "datasets"
+
+
+def remove_stale_pickles(folder: str | os.PathLike) -> list[Path]:
+    """Delete the ``*.pkl`` files directly in ``folder`` (left by the old pickle-based cache; never unpickled).
+
+    Logs one line when any were found. A file that cannot be removed is left and named in that line.
+
+    Returns:
+        The removed files.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    stale = sorted(p for p in folder.glob("*.pkl") if p.is_file() or p.is_symlink())
+    removed, failed = [], []
+    for p in stale:
+        try:
+            p.unlink()
+            removed.append(p)
+        except OSError:
+            failed.append(p.name)
+    if stale:
+        msg = f"dataset cache {folder}: removed {len(removed)} stale pickle file(s) from the old cache (it is JSON now)"
+        if failed:
+            msg += f"; could not remove {', '.join(failed)}"
+        log.info(msg)
+    return removed
 
 
 def dataset_files(spec: str | os.PathLike) -> tuple[Path, list[Path]]:
@@ -105,6 +144,8 @@ def load_cached(
     folder = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     target = folder / f"{key}.json"
     info = {"sha256": key, "cache_hit": False, "cache_file": str(target) if use_cache else "", "parse_seconds": 0.0}
+    if use_cache:
+        remove_stale_pickles(folder)
     if use_cache and target.is_file():
         try:
             ds = _from_json(json.loads(target.read_text(encoding="utf-8")))

