@@ -2,4 +2,5 @@
 
 from latechunk.cli import main
 
-main()
+if __name__ == "__main__":  # guarded: spawned worker processes import the main module again
+    main()

@@ -55,6 +55,21 @@ ModelOpt = Annotated[
     typer.Option("--model", "-m", help="Hugging Face model id or local folder. Default: bundled all-MiniLM-L6-v2 (offline)."),
 ]
 DeviceOpt = Annotated[str, typer.Option("--device", help="auto (CUDA when present), cpu, cuda, cuda:N.")]
+SentenceWorkersOpt = Annotated[
+    Optional[int],
+    typer.Option("--sentence-workers", help="Processes that segment sentences (pysbd) ahead of the split, for "
+                 "recursive, heading, sentence_window and semantic; 0: in the main process. Same output either way. "
+                 "Default: one per CPU core less one (max 16), 0 below 4 cores."),
+]
+
+
+def _set_sentence_workers(n: int | None) -> None:
+    from latechunk import segment
+
+    try:
+        segment.set_workers(n)
+    except ValueError as err:
+        _fail(f"--sentence-workers: {err}")
 
 
 @app.command()
@@ -81,6 +96,7 @@ def embed(
     resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted run in --out (same options); ends with the output of an uninterrupted run.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
     group_tokens: Annotated[int, typer.Option("--group-tokens", hidden=True, help="Tokens per pipeline group = per shard (bounds memory).")] = 1 << 18,
+    sentence_workers: SentenceWorkersOpt = None,
 ) -> None:
     """Chunk and embed documents; write a FAISS index, the chunk table and a manifest.
 
@@ -100,6 +116,7 @@ def embed(
     from latechunk.strategies import get_strategy
 
     # validate everything before any work
+    _set_sentence_workers(sentence_workers)
     if mode not in ("late", "naive"):
         _fail(f"--mode must be 'late' or 'naive', got {mode!r}")
     try:
@@ -121,6 +138,11 @@ def embed(
         rank, world_size, local_rank = dist_env()
     except ValueError as err:
         _fail(str(err))
+    if sentence_workers is None and world_size > 1:  # the ranks share the box's cores
+        from latechunk import segment
+
+        share = segment.default_workers() // world_size
+        segment.set_workers(share if share > 1 else 0)
     # with several processes rank 0 checks the folder (the others find it being filled, see latechunk.ingest)
     if rank == 0 and out.exists() and any(out.iterdir()) and not (force or resume):
         _fail(f"output folder {out} exists and is not empty; pass --force to overwrite (or --resume to continue an interrupted run)")
@@ -364,6 +386,7 @@ def compare(
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Parse the dataset again instead of using the cached parse.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing report folder.")] = False,
+    sentence_workers: SentenceWorkersOpt = None,
 ) -> None:
     """Compare strategies late vs naive on one dataset with one harness; write a report folder.
 
@@ -372,6 +395,7 @@ def compare(
     from eval.harness import CompareConfig, run_compare
     from eval.report import print_table
 
+    _set_sentence_workers(sentence_workers)
     try:
         specs = [s for v in (strategies or []) for s in v.split()]
         config = CompareConfig.from_options(dataset=dataset, model=model, strategies=specs or None, modes=modes, k=k,

@@ -16,15 +16,30 @@ Tested in ``tests/test_strategies.py`` and ``tests/test_cases_strategies.py`` (B
 
 from __future__ import annotations
 
+import atexit
+import os
 import re
+import threading
 import warnings
-from functools import lru_cache
+from collections import OrderedDict
+from collections.abc import Sequence
 
 import numpy as np
 
 from latechunk.types import Document, Tokenization
 
-__all__ = ["LINE_BREAK", "PARAGRAPH_BREAK", "sentence_char_spans", "sentence_char_spans_in", "sentence_token_spans"]
+__all__ = [
+    "LINE_BREAK",
+    "PARAGRAPH_BREAK",
+    "clear_cache",
+    "default_workers",
+    "get_workers",
+    "presegment",
+    "sentence_char_spans",
+    "sentence_char_spans_in",
+    "sentence_token_spans",
+    "set_workers",
+]
 
 #: a line break: CRLF, LF, or a lone CR (the three that markdown-it and ``str.splitlines`` agree on)
 LINE_BREAK = re.compile(r"\r\n|\n|\r(?!\n)")
@@ -38,14 +53,88 @@ _LINE = re.compile(r"\S(?:[^\r\n]*\S)?")  # a line's text without its outer whit
 _BLOCK_CHARS = 1000
 
 _SEGMENTER = None
+#: the pysbd release whose abbreviation loop :func:`_fast_english` replaces (its code is copied there)
+_PYSBD_PATCHED_VERSION = "0.3.4"
 
 
-def _segmenter():
+def _fast_english():
+    r"""The English rules of pysbd with a faster, output-identical abbreviation pass (pysbd 0.3.4 only).
+
+    pysbd's ``AbbreviationReplacer.search_for_abbreviations_in_string`` loops, per line, over ~200
+    abbreviations; for each one that occurs as a substring (``"a"``, ``"no"``, ``"st"`` almost always do) it
+    finds every word that starts with it and runs one ``re.sub`` over the line per such word, about half of
+    pysbd's time. Each of those substitutions rewrites only a period right after the abbreviation
+    (``(?<=\s{abbr})\.``), so when the line has no match of ``(?:^|\s){abbr}\.`` (case-insensitive, the
+    abbreviation as the same unescaped pattern pysbd's own ``findall`` uses) none of them can change anything,
+    and the abbreviation is skipped here (first by a cheaper necessary test: its last letter must stand right
+    before some period). The rest is pysbd's code unchanged; ``tests/test_segment.py`` checks
+    the output against stock pysbd on real corpora and on generated text. Any other pysbd version gets stock
+    pysbd.
+    """
+    import pysbd
+    from pysbd.lang.english import English
+
+    if getattr(pysbd, "__version__", None) != _PYSBD_PATCHED_VERSION:
+        return English
+    guards: dict[str, re.Pattern] = {}
+
+    class FastAbbreviationReplacer(English.AbbreviationReplacer):
+        def search_for_abbreviations_in_string(self, text):
+            if "." not in text:  # every substitution below needs a period
+                return text
+            # the characters right before a period, lowercased; a non-ASCII one may case-fold to an ASCII letter
+            # ("ſ" matches "s"), and then only the regex guard decides
+            before, exotic = set(), False
+            i = text.find(".", 1)
+            while i != -1:
+                c = text[i - 1]
+                if c.isascii():
+                    before.add(c.lower())
+                else:
+                    exotic = True
+                i = text.find(".", i + 1)
+            lowered = text.lower()
+            for abbr in self.lang.Abbreviation.ABBREVIATIONS:
+                stripped = abbr.strip()
+                if stripped not in lowered:
+                    continue
+                last = stripped[-1]
+                if (not exotic and last.isascii() and last.isalnum() and stripped[-2:-1] != "\\"
+                        and last.lower() not in before):
+                    continue  # the guard's match would need this letter right before a period
+                guard = guards.get(stripped)
+                if guard is None:
+                    guard = guards[stripped] = re.compile(rf"(?:^|\s){stripped}\.", re.IGNORECASE)
+                if not guard.search(text):
+                    continue
+                abbrev_match = re.findall(rf"(?:^|\s|\r|\n){stripped}", text, flags=re.IGNORECASE)
+                if not abbrev_match:
+                    continue
+                next_word_start = r"(?<={" + str(re.escape(stripped)) + "} ).{1}"
+                char_array = re.findall(next_word_start, text)
+                for ind, match in enumerate(abbrev_match):
+                    text = self.scan_for_replacements(text, match, ind, char_array)
+            return text
+
+    class FastEnglish(English):
+        AbbreviationReplacer = FastAbbreviationReplacer
+
+    return FastEnglish
+
+
+def _segmenter(fast: bool = True):
+    """The shared pysbd segmenter (English, no cleaning); ``fast=False`` gives stock pysbd (for tests)."""
     global _SEGMENTER
+    if not fast:
+        import pysbd
+
+        return pysbd.Segmenter(language="en", clean=False, char_span=False)
     if _SEGMENTER is None:
         import pysbd
 
-        _SEGMENTER = pysbd.Segmenter(language="en", clean=False, char_span=False)
+        seg = pysbd.Segmenter(language="en", clean=False, char_span=False)
+        seg.language_module = _fast_english()
+        _SEGMENTER = seg
     return _SEGMENTER
 
 
@@ -196,9 +285,221 @@ class _DocumentSentences:
         return arr
 
 
-@lru_cache(maxsize=8)
+class _SentenceCache:
+    """Text -> :class:`_DocumentSentences`, least recently used first out, bounded by the characters it holds.
+
+    The bound is in characters, not documents, so a whole group of short documents stays cached between the
+    prefetch thread (which segments a group ahead) and the main thread (where ``semantic`` splits after the
+    forward pass). The texts are the documents' own strings, already held by the pipeline.
+    """
+
+    def __init__(self, max_chars: int = 1 << 26) -> None:
+        self.max_chars = max_chars
+        self._items: OrderedDict[str, _DocumentSentences] = OrderedDict()
+        self._chars = 0
+        self._lock = threading.Lock()
+
+    def get(self, text: str) -> _DocumentSentences:
+        with self._lock:
+            ds = self._items.get(text)
+            if ds is not None:
+                self._items.move_to_end(text)
+                return ds
+            ds = self._items[text] = _DocumentSentences(text)
+            self._chars += len(text)
+            while self._chars > self.max_chars and len(self._items) > 1:
+                old, _ = self._items.popitem(last=False)
+                self._chars -= len(old)
+            return ds
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self._chars = 0
+
+
+_CACHE = _SentenceCache()
+
+
 def _document_sentences(text: str) -> _DocumentSentences:
-    return _DocumentSentences(text)
+    return _CACHE.get(text)
+
+
+def clear_cache() -> None:
+    """Forget every cached segmentation (benchmarks call it to time a cold start)."""
+    _CACHE.clear()
+
+
+# --- segmenting many paragraphs at once, in worker processes -------------------------------------------------
+
+_POOL = None
+_POOL_WORKERS = 0
+_POOL_LOCK = threading.Lock()
+#: characters per task sent to a worker process
+_TASK_CHARS = 1 << 15
+#: below this many characters to segment, worker processes are not worth their messages
+_MIN_POOL_CHARS = 1 << 16
+
+
+def _segment_many(paragraphs: list[str]) -> list[list[tuple[int, int]]]:
+    """Worker-process task: sentence spans of each paragraph, in the paragraph's own coordinates."""
+    return [_segment_paragraph(p, 0, len(p)) for p in paragraphs]
+
+
+def _pool(workers: int):
+    """The shared process pool (spawn start method: safe beside torch and the tokenizer threads)."""
+    global _POOL, _POOL_WORKERS
+    with _POOL_LOCK:
+        if _POOL is None or _POOL_WORKERS != workers:
+            if _POOL is not None:
+                _POOL.shutdown(wait=False, cancel_futures=True)
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            _POOL = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+            _POOL_WORKERS = workers
+            atexit.register(_POOL.shutdown, wait=False, cancel_futures=True)
+        return _POOL
+
+
+def _drop_pool() -> None:
+    global _POOL, _POOL_WORKERS
+    with _POOL_LOCK:
+        if _POOL is not None:
+            _POOL.shutdown(wait=False, cancel_futures=True)
+        _POOL, _POOL_WORKERS = None, 0
+
+
+def default_workers() -> int:
+    """Worker processes :func:`presegment` uses by default: one per CPU core the process may use, less one for
+    the main process, at most 16; 0 (segment in the calling thread) on a machine with fewer than 4 cores."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return 0 if cores < 4 else min(16, cores - 1)
+
+
+_WORKERS = 0
+
+
+def set_workers(n: int | None) -> int:
+    """Set the worker processes :func:`presegment` uses when not told (the pipeline's sentence segmentation).
+
+    Args:
+        n: Processes; 0 or 1: segment in the calling thread (the library's default); None: :func:`default_workers`.
+
+    Returns:
+        The number now in effect.
+
+    Raises:
+        ValueError: if ``n`` is negative.
+    """
+    global _WORKERS
+    if n is not None and n < 0:
+        raise ValueError(f"sentence workers must be >= 0 (or None for one per core), got {n}")
+    _WORKERS = default_workers() if n is None else int(n)
+    return _WORKERS
+
+
+def get_workers() -> int:
+    """The worker processes :func:`presegment` uses when not told (see :func:`set_workers`)."""
+    return _WORKERS
+
+
+def _long_line_paragraphs(ds: _DocumentSentences, token_starts: np.ndarray, min_tokens: int) -> np.ndarray:
+    """(n_paragraphs,) bool: the paragraph holds a line of more than ``min_tokens`` tokens (a token belongs to
+    the line its first character is in)."""
+    text = ds.text
+    line_starts = np.fromiter((m.end() for m in LINE_BREAK.finditer(text)), dtype=np.int64)
+    line_starts = np.concatenate([[0], line_starts])
+    counts = np.diff(np.searchsorted(np.asarray(token_starts, dtype=np.int64), np.append(line_starts, len(text)),
+                                     side="left"))
+    long_lines = line_starts[counts > min_tokens]
+    hit = np.zeros(len(ds.paragraphs), dtype=bool)
+    if long_lines.size and len(ds.paragraphs):
+        # a long line is in the paragraph whose range holds its first character (blank lines are in none)
+        i = np.searchsorted(ds.starts, long_lines, side="right") - 1
+        ok = (i >= 0) & (long_lines < ds.ends[np.maximum(i, 0)])
+        hit[i[ok]] = True
+    return hit
+
+
+def presegment(
+    texts: Sequence[str],
+    min_tokens: int = 0,
+    token_starts: Sequence[np.ndarray] | None = None,
+    workers: int | None = None,
+) -> dict:
+    """Segment the paragraphs of ``texts`` now, ahead of the strategies that will ask for their sentences.
+
+    The results go to the same cache :func:`sentence_char_spans` and :func:`sentence_char_spans_in` read, so
+    the later calls cost only a lookup. With ``workers > 1`` the paragraphs are sent, in tasks of about 32k
+    characters, to a pool of ``workers`` processes (started once, with the spawn method, and kept): pysbd is
+    pure Python, about 0.5-1 M characters per second on one core, so on a many-core GPU box this is what keeps
+    sentence-based chunking behind the forward pass. A script that calls it with ``workers > 1`` must guard its
+    entry point with ``if __name__ == "__main__":`` (the spawn method imports the main module again). If the
+    pool fails (for example a script without that guard), the paragraphs are segmented here instead, with a
+    warning; the output is the same either way.
+
+    Args:
+        texts: Document texts.
+        min_tokens: With ``token_starts``: segment only paragraphs that hold a line of more than this many
+            tokens (the others stay lazy: recursive and heading cut at sentences only inside a line over their
+            budget). 0, or no ``token_starts``: every paragraph.
+        token_starts: Per text, (n_tokens,) int, sorted: the start char offset of each content token.
+        workers: Worker processes; 0 or 1 segments in the calling thread; None: :func:`get_workers`.
+
+    Returns:
+        ``{"paragraphs": n, "chars": n, "workers": n}``: what was segmented now (already cached paragraphs
+        excluded) and by how many processes (0: in this thread).
+    """
+    workers = _WORKERS if workers is None else workers
+    todo: list[tuple[_DocumentSentences, int]] = []
+    chars = 0
+    if token_starts is not None and len(token_starts) != len(texts):
+        raise ValueError(f"presegment: {len(texts)} texts but {len(token_starts)} token_starts arrays")
+    for k, text in enumerate(texts):
+        ds = _document_sentences(text)
+        wanted = None
+        if min_tokens > 0 and token_starts is not None:
+            wanted = _long_line_paragraphs(ds, token_starts[k], min_tokens)
+        for i, (a, b) in enumerate(ds.paragraphs):
+            if (wanted is None or wanted[i]) and i not in ds.memo:
+                todo.append((ds, i))
+                chars += b - a
+    used = workers if workers > 1 and chars >= _MIN_POOL_CHARS else 0
+    if used:
+        try:
+            tasks: list[list[tuple[_DocumentSentences, int]]] = [[]]
+            size = 0
+            for item in todo:
+                if size >= _TASK_CHARS:
+                    tasks.append([])
+                    size = 0
+                tasks[-1].append(item)
+                a, b = item[0].paragraphs[item[1]]
+                size += b - a
+            texts_per_task = [[ds.text[slice(*ds.paragraphs[i])] for ds, i in task] for task in tasks]
+            for task, result in zip(tasks, _pool(workers).map(_segment_many, texts_per_task)):
+                for (ds, i), spans in zip(task, result):
+                    a = ds.paragraphs[i][0]
+                    ds.memo[i] = [(a + s, a + e) for s, e in spans]
+        except Exception as err:  # noqa: BLE001  (the pool is a speed-up: fall back to this thread)
+            warnings.warn(
+                f"sentence segmentation in {workers} worker processes failed ({type(err).__name__}: {err}); "
+                "segmenting in this process instead (a script must guard its entry point with "
+                "`if __name__ == '__main__':` to use worker processes)",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+            _drop_pool()
+            used = 0
+    if not used:
+        for ds, i in todo:
+            if i not in ds.memo:
+                ds.memo[i] = _segment_paragraph(ds.text, *ds.paragraphs[i])
+    return {"paragraphs": len(todo), "chars": chars, "workers": used}
 
 
 def sentence_char_spans(text: str, cache: bool = True) -> np.ndarray:
@@ -206,8 +507,8 @@ def sentence_char_spans(text: str, cache: bool = True) -> np.ndarray:
 
     Args:
         text: Any string.
-        cache: Share the segmentation with later calls on the same text (the last 8 texts are kept); pass
-            False for one-off strings.
+        cache: Share the segmentation with later calls on the same text (recent texts up to 64 M characters
+            are kept); pass False for one-off strings.
 
     Returns:
         (n_sentences, 2), int32. Half-open ``[start, end)`` char offsets, increasing and disjoint; each span

@@ -113,6 +113,8 @@ class Report:
     def __init__(self) -> None:
         """Start with no rows."""
         self.rows: list[tuple[str, str, float]] = []
+        #: measured ratios the issue's targets are judged on (see :func:`add_targets`)
+        self.ratios: dict[str, float] = {}
 
     def add(self, step: str, result: str, seconds: float = float("nan")) -> None:
         """Record a row and echo it at once (the table comes at the end)."""
@@ -280,7 +282,9 @@ def step_kernel(report: Report, sizes: Sizes, device: str) -> None:
 
     spans = _tiled_spans(n, sizes.span_len).to(device)
     short = _tiled_spans(n, sizes.short_span_len).to(device)
-    one(f"bf16 {n}x{dim} spans={sizes.span_len}", states, spans)
+    gbs = one(f"bf16 {n}x{dim} spans={sizes.span_len}", states, spans)
+    if gbs is not None:
+        report.ratios["kernel"] = gbs / copy_gbs
     one(f"bf16 {n}x{dim} spans={sizes.span_len} normalize", states, spans, normalize=True)
     one(f"bf16 {n}x{dim} spans={sizes.short_span_len}", states, short)
     # per-document: documents of doc_tokens, spans relative to each document
@@ -318,6 +322,7 @@ def step_kernel(report: Report, sizes: Sizes, device: str) -> None:
                         if best is None or gbs > best[0]:
                             best = (gbs, cfg)
             default = km.launch_config(dim, False, 2)
+            report.ratios["kernel sweep best"] = best[0] / copy_gbs
             report.add(
                 "kernel sweep best (bf16 spans=256)",
                 f"{_gbs(best[0])} GB/s = {best[0] / copy_gbs:.2f} x copy with {best[1]} (default {default})",
@@ -440,13 +445,16 @@ def step_pipeline(report: Report, sizes: Sizes, device: str) -> None:
 
     import torch
 
+    from latechunk import segment
     from latechunk.encoder import Encoder, ModelSettings, resolve_model_path
     from latechunk.pipeline import embed
 
     def run(docs, strategies, encoder, mode):
         return embed(docs, strategies, encoder, modes=(mode,))
 
-    names = ("pipeline late x1 (fixed)", "pipeline late x5 strategies", "pipeline naive x1 (fixed)")
+    workers = segment.set_workers(None)  # as the CLI does: one sentence worker per core less one
+    names = ("pipeline late x1 (fixed)", f"pipeline late x5 strategies (sentence workers: {workers})",
+             "pipeline naive x1 (fixed)", "pipeline late x5 strategies (sentence workers off)")
 
     docs = None
     with _step(report, "pipeline setup"):
@@ -464,12 +472,19 @@ def step_pipeline(report: Report, sizes: Sizes, device: str) -> None:
         docs = synthetic_documents(sizes.pipeline_docs, sizes.pipeline_doc_words)
         run(docs[:1], ["fixed"], encoder, "late")  # warm up: kernel compile, cuDNN/cuBLAS heuristics
         run(docs[:1], ["fixed"], encoder, "naive")
+        if workers > 1:
+            segment._pool(workers).submit(int, 0).result()  # start the sentence workers (once per run)
     if docs is None:
         return
     five = ["fixed", "recursive", "heading", "sentence_window", "semantic"]
-    for name, strategies, mode in zip(
-        names, (["fixed"], five, ["fixed"]), ("late", "late", "naive"), strict=True
+    seconds: dict[str, float] = {}
+    late_encoded = 0
+    for name, strategies, mode, n_workers in zip(
+        names, (["fixed"], five, ["fixed"], five), ("late", "late", "naive", "late"), (workers, workers, workers, 0),
+        strict=True,
     ):
+        segment.set_workers(n_workers)
+        segment.clear_cache()
         with _step(report, name):
             _sync(device)
             t0 = time.perf_counter()
@@ -485,6 +500,66 @@ def step_pipeline(report: Report, sizes: Sizes, device: str) -> None:
                 f"{chunks} chunks; embed(modes=...))",
                 sec,
             )
+            seconds[name] = sec
+            if mode == "late" and name == names[0]:
+                late_encoded = encoded
+    segment.set_workers(workers)
+    with _step(report, "raw model(...) on the same inputs"):
+        rows = [r for d in docs for r in encoder.model_inputs(encoder.tokenizer(d))[0]]
+        assert sum(len(r) for r in rows) == late_encoded, "raw inputs differ from what the pipeline encoded"
+        sec = raw_forward(encoder, rows, device)
+        report.add("raw model(...) on the same inputs",
+                   f"{late_encoded / sec:,.0f} tokens/s ({len(rows)} inputs, length-sorted, "
+                   f"{encoder.batch_tokens} padded tokens per batch)", sec)
+        if names[0] in seconds:
+            report.ratios["late/raw"] = sec / seconds[names[0]]
+    if names[0] in seconds and names[1] in seconds:
+        report.ratios["x5/x1"] = seconds[names[1]] / seconds[names[0]]
+
+
+def raw_forward(encoder, rows, device: str) -> float:
+    """Seconds for ``encoder.model(...)`` alone over ``rows`` (int token id arrays), length-sorted, in padded
+    batches of at most ``encoder.batch_tokens`` tokens: the baseline the late pipeline is judged against."""
+    import torch
+
+    rows = sorted(rows, key=len, reverse=True)
+    batches, i = [], 0
+    while i < len(rows):
+        n = max(1, encoder.batch_tokens // len(rows[i]))
+        batches.append(rows[i : i + n])
+        i += n
+    _sync(device)
+    t0 = time.perf_counter()
+    with torch.inference_mode():
+        for batch in batches:
+            ids = torch.zeros((len(batch), len(batch[0])), dtype=torch.int64)
+            mask = torch.zeros_like(ids)
+            for j, r in enumerate(batch):
+                ids[j, : len(r)] = torch.tensor(r)
+                mask[j, : len(r)] = 1
+            out = encoder.model(input_ids=ids.to(device), attention_mask=mask.to(device)).last_hidden_state
+            del out
+    _sync(device)
+    return time.perf_counter() - t0
+
+
+def add_targets(report: Report, dry_run: bool, skipped: list[str]) -> None:
+    """One row per issue-4 target of the steps that ran, judged on this run's ratios (not in a dry run)."""
+    targets = (
+        ("kernel", "kernel", "kernel bf16 GB/s / d2d copy GB/s", 0.80, ">="),
+        ("pipeline", "late/raw", "late pipeline x1 / raw model(...) tokens/s", 0.95, ">="),
+        ("pipeline", "x5/x1", "five strategies / one strategy, seconds", 1.20, "<="),
+    )
+    for step, key, what, bound, op in targets:
+        if step in skipped:
+            continue
+        value = report.ratios.get(key)
+        if value is None:
+            verdict = "n/a (step did not run)"
+        else:
+            met = value >= bound if op == ">=" else value <= bound
+            verdict = f"{value:.3f} ({'not judged: dry run' if dry_run else 'met' if met else 'NOT met'})"
+        report.add(f"target {what} {op} {bound:.2f}", verdict)
 
 
 # ------------------------------------------------------------------------------------------------ 5. faiss
@@ -575,6 +650,7 @@ def main(argv: list[str] | None = None) -> int:
         run()  # a step's tensors are its locals: freed when it returns
         if device == "cuda":
             torch.cuda.empty_cache()
+    add_targets(report, args.dry_run, args.skip)
     import transformers
     import triton
 

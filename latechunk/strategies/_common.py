@@ -29,6 +29,7 @@ __all__ = [
     "finish",
     "merge_pieces",
     "snap_down",
+    "snap_table",
     "windows",
 ]
 
@@ -73,10 +74,15 @@ def allowed_cuts(offs: np.ndarray) -> np.ndarray:
     return ok
 
 
+def snap_table(allowed: np.ndarray) -> np.ndarray:
+    """(n + 1,), int64. ``table[p]``: the largest allowed cut ``<= p`` (0 is always allowed); build it once and
+    index it for many lookups."""
+    return np.maximum.accumulate(np.where(allowed, np.arange(allowed.shape[0]), 0))
+
+
 def snap_down(pos: np.ndarray, allowed: np.ndarray) -> np.ndarray:
     """The largest allowed cut ``<= pos``, elementwise (0 is always allowed)."""
-    last = np.maximum.accumulate(np.where(allowed, np.arange(allowed.shape[0]), 0))
-    return last[np.asarray(pos, dtype=np.int64)]
+    return snap_table(allowed)[np.asarray(pos, dtype=np.int64)]
 
 
 def windows(a: int, b: int, size: int, overlap: int) -> np.ndarray:

@@ -60,6 +60,16 @@ class Strategy(ABC):
             Boundaries whose token spans cover content tokens only and whose char spans are exact slices.
         """
 
+    def sentence_paragraphs(self) -> int | None:
+        """Which paragraphs' sentences :meth:`split` reads, so the pipeline can segment them ahead, in worker
+        processes (:func:`latechunk.segment.presegment`).
+
+        Returns:
+            None: no sentences; 0: every paragraph; ``k``: paragraphs that hold a line of more than ``k``
+            tokens. A hint for speed only: a paragraph left out is segmented when ``split`` first asks for it.
+        """
+        return None
+
     @property
     def spec(self) -> str:
         """Canonical SPEC string: ``name:key=value,...`` with every parameter, in field order."""

@@ -51,6 +51,10 @@ class Recursive(Strategy):
     def __post_init__(self) -> None:
         check_size_overlap("recursive", "max_tokens", self.max_tokens, self.overlap)
 
+    def sentence_paragraphs(self) -> int | None:
+        """Paragraphs with a line of more than ``max_tokens`` tokens: only such a line is cut at sentences."""
+        return self.max_tokens
+
     def split(
         self, doc: Document, tok: Tokenization, embed_sentences: SentenceEmbedder | None = None
     ) -> Boundaries:

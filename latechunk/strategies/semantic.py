@@ -89,6 +89,10 @@ class Semantic(Strategy):
                 f"semantic: source must be 'late' or a model name without ',', '=', '|', got {self.source!r}"
             )
 
+    def sentence_paragraphs(self) -> int | None:
+        """Every paragraph: each sentence is a unit here."""
+        return 0
+
     def split(
         self, doc: Document, tok: Tokenization, embed_sentences: SentenceEmbedder | None = None
     ) -> Boundaries:

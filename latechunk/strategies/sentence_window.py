@@ -49,6 +49,10 @@ class SentenceWindow(Strategy):
                 f"sentence is skipped, got window={self.window}, stride={self.stride}"
             )
 
+    def sentence_paragraphs(self) -> int | None:
+        """Every paragraph: each sentence is a unit here."""
+        return 0
+
     def split(
         self, doc: Document, tok: Tokenization, embed_sentences: SentenceEmbedder | None = None
     ) -> Boundaries:
