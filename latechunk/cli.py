@@ -81,7 +81,7 @@ def embed(
     mode: Annotated[str, typer.Option("--mode", help="late (encode the document once, pool per chunk) or naive (encode each chunk alone).")] = "late",
     device: DeviceOpt = "auto",
     dtype: Annotated[Optional[str], typer.Option(help="float32, bfloat16, float16. Default: bf16 on CUDA, fp32 on CPU.")] = None,
-    window: Annotated[Optional[int], typer.Option(help="Macro-window size in tokens (frame included). Default: the model's limit.")] = None,
+    window: Annotated[Optional[int], typer.Option(help="Macro-window size in tokens (frame included; at least the frame + 16). Default: the model's limit.")] = None,
     window_overlap: Annotated[Optional[int], typer.Option(help="Tokens shared by consecutive macro windows. Default: a quarter of the window.")] = None,
     batch_tokens: Annotated[int, typer.Option(help="Token budget per forward batch (padded tokens).")] = 16384,
     index: Annotated[str, typer.Option("--index", help="flat (exact inner product) or hnsw.")] = "flat",

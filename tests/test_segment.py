@@ -204,3 +204,49 @@ def test_pipeline_segments_each_paragraph_once_for_all_strategies(monkeypatch):
         res = embed(docs, specs, minilm_encoder())
     assert not res.skipped
     assert len(calls) == n_paragraphs == len(set(calls))
+
+
+def test_pipeline_with_sentence_workers_gives_the_same_chunks(monkeypatch):
+    """embed() with worker processes segmenting ahead (from the prefetch thread) = embed() in one process."""
+    from latechunk.pipeline import embed
+
+    docs = [Document(f"d{i}", t) for i, t in enumerate(_texts()[:3])]
+    specs = ["recursive:max_tokens=64", "sentence_window:window=1"]
+    enc = minilm_encoder()
+    before = segment.get_workers()
+    try:
+        segment.set_workers(0)
+        one = embed(docs, specs, enc)
+        segment.clear_cache()
+        monkeypatch.setattr(segment, "_MIN_POOL_CHARS", 0)
+        monkeypatch.setattr(segment, "_TASK_CHARS", 4000)
+        segment.set_workers(2)
+        two = embed(docs, specs, enc)
+        assert segment._POOL is not None and segment._POOL_WORKERS == 2  # the pool was used
+    finally:
+        segment.set_workers(before)
+        segment._drop_pool()
+    assert list(one.runs) == list(two.runs) and len(one.runs) == 2
+    for r1, r2 in zip(one.runs.values(), two.runs.values()):
+        assert len(r1.boundaries) == len(docs)
+        for b1, b2 in zip(r1.boundaries, r2.boundaries):
+            np.testing.assert_array_equal(b1.token_spans, b2.token_spans)
+            np.testing.assert_array_equal(b1.char_spans, b2.char_spans)
+        np.testing.assert_array_equal(r1.vectors["late"].vectors, r2.vectors["late"].vectors)
+
+
+def test_cli_rejects_negative_sentence_workers(tmp_path):
+    from typer.testing import CliRunner
+
+    from latechunk.cli import app
+
+    (tmp_path / "a.md").write_text("One. Two.", encoding="utf-8")
+    before = segment.get_workers()
+    try:
+        res = CliRunner().invoke(app, ["embed", str(tmp_path / "a.md"), "--out", str(tmp_path / "out"),
+                                       "--sentence-workers", "-1"])
+    finally:
+        segment.set_workers(before)
+    assert res.exit_code == 2
+    assert "--sentence-workers" in res.output and "-1" in res.output
+    assert not (tmp_path / "out").exists()  # failed before any work
