@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
+from eval.datasets import data_root
 from latechunk.cli import app
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "chroma_chunking_eval" / "corpora"
+DATA = data_root() / "chroma_chunking_eval" / "corpora"
 runner = CliRunner()
 
 

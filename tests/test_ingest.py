@@ -24,11 +24,12 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
+from eval.datasets import data_root
 from latechunk.cli import app
 from tests.models import save_tiny_bert
 
 REPO = Path(__file__).resolve().parents[1]
-DATA = REPO.parent / "shared" / "data" / "chroma_chunking_eval" / "corpora"
+DATA = data_root() / "chroma_chunking_eval" / "corpora"
 SMALL = ("chatlogs.md", "state_of_the_union.md")
 PARTS = 6
 runner = CliRunner()

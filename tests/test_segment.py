@@ -4,19 +4,19 @@ segmentation ahead in worker processes against the calling thread, the shared ca
 from __future__ import annotations
 
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from eval.datasets import data_root
 from latechunk import segment
 from latechunk.strategies import get_strategy
 from latechunk.types import Document
 from tests.models import minilm_encoder
 
-CORPORA = Path(__file__).resolve().parents[2] / "shared" / "data" / "chroma_chunking_eval" / "corpora"
+CORPORA = data_root() / "chroma_chunking_eval" / "corpora"
 
 
 @pytest.fixture(autouse=True)

@@ -10,13 +10,13 @@ import dataclasses
 import os
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from eval.datasets import data_root
 from latechunk.segment import sentence_char_spans, sentence_token_spans
 from latechunk.strategies import get_strategy, registry
 from latechunk.strategies._common import allowed_cuts, content_offsets
@@ -385,7 +385,7 @@ def test_spec_aliases():
 
 # --- long documents -------------------------------------------------------------------------------------------
 
-FINANCE = Path("/work/shared/data/chroma_chunking_eval/corpora/finance.md")
+FINANCE = data_root() / "chroma_chunking_eval" / "corpora" / "finance.md"
 
 
 @pytest.mark.slow
