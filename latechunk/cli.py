@@ -10,6 +10,7 @@ import dataclasses
 import json
 import logging
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -268,10 +269,35 @@ def search(
     for col in ("rank", "score", "doc_id", "char span", "snippet"):
         t.add_column(col, overflow="fold")
     for r in results:
-        snippet = " ".join(r["text"].split())
         t.add_row(str(r["rank"]), f"{r['score']:.4f}", r["doc_id"], f"[{r['char_start']}, {r['char_end']})",
-                  snippet[:160] + ("…" if len(snippet) > 160 else ""))
+                  snippet(r["text"], query))
     Console().print(t)
+
+
+_WORD = re.compile(r"\w{3,}")
+
+
+def snippet(text: str, query: str, width: int = 200) -> str:
+    """A ``width``-character window of ``text`` (whitespace collapsed) holding the most occurrences of the
+    query's words (3+ letters, case-insensitive); the start of the text when none occurs. "…" marks a cut."""
+    flat = " ".join(text.split())
+    if len(flat) <= width:
+        return flat
+    words = {w.lower() for w in _WORD.findall(query)}
+    hits = [m.start() for m in _WORD.finditer(flat) if m.group().lower() in words]
+    start = 0
+    if hits:
+        best = 0
+        for i, h in enumerate(hits):  # the window that starts a little before hit i and holds the most hits
+            n = sum(1 for x in hits[i:] if x < h + width - 20)
+            if n > best:
+                best, start = n, max(0, h - 20)
+        start = min(start, len(flat) - width)
+        if start > 0:  # begin at a word
+            space = flat.find(" ", start)
+            start = space + 1 if 0 <= space < start + 20 else start
+    end = min(len(flat), start + width)
+    return ("…" if start > 0 else "") + flat[start:end] + ("…" if end < len(flat) else "")
 
 
 @app.command()

@@ -211,3 +211,15 @@ def test_jsonl_records_with_bad_ids_or_text_are_skipped_with_the_reason(tmp_path
 def test_version():
     res = _run("--version")
     assert res.exit_code == 0 and res.output.startswith("latechunk ")
+
+
+def test_search_snippet_shows_the_part_that_matches_the_query():
+    from latechunk.cli import snippet
+
+    text = ("Intro words that say nothing. " * 20) + "The late fee for credit cards drops to eight dollars. " + (
+        "Closing words. " * 20)
+    s = snippet(text, "How much is the credit card late fee?", width=120)
+    assert "credit cards drops" in s and s.startswith("…") and s.endswith("…") and len(s) <= 122
+    assert snippet("short text", "anything") == "short text"
+    plain = snippet("x " * 300, "no match here", width=50)
+    assert plain.startswith("x x") and plain.endswith("…")
