@@ -4,9 +4,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
+CPU_INDEX="https://download.pytorch.org/whl/cpu"
 if ! "$PY" -c "import torch" >/dev/null 2>&1; then
-  echo "setup: no torch found; installing the CPU wheel torch==2.13.0" >&2
-  "$PY" -m pip install -q torch==2.13.0
+  # PyPI's Linux torch is a CUDA build of several GB; PyTorch's CPU index has the small CPU build. Use that index
+  # when it answers within 3 s; otherwise (an offline mirror, as on the project's machines) plain pip, which
+  # finds the CPU wheel there.
+  if "$PY" -c "import urllib.request as u; u.urlopen('$CPU_INDEX/torch/', timeout=3)" >/dev/null 2>&1; then
+    echo "setup: no torch found; installing torch==2.13.0 (CPU build) from $CPU_INDEX" >&2
+    "$PY" -m pip install -q torch==2.13.0 --index-url "$CPU_INDEX"
+  else
+    echo "setup: no torch found; installing torch==2.13.0 from the configured package index" >&2
+    "$PY" -m pip install -q torch==2.13.0
+  fi
 fi
 "$PY" -m pip install -q -e ".[dev]"
 # console scripts of a pyenv interpreter become visible after a rehash
