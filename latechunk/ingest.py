@@ -75,7 +75,7 @@ import numpy as np
 
 from latechunk.encoder import Encoder
 from latechunk.export import IndexSpec, as_float32_rows, chunk_table, new_index
-from latechunk.io import iter_inputs
+from latechunk.io import count_inputs, iter_inputs
 from latechunk.pipeline import GroupResult, iter_embed, new_stats
 from latechunk.strategies.base import get_strategy
 from latechunk.types import Document, Skipped
@@ -626,13 +626,27 @@ class _Run:
                     yield item
 
         k, prev_end = k0, consumed
+        bar = None
+        if self.progress:  # input items, counted ahead (skipped ones and other ranks' groups included)
+            from tqdm.auto import tqdm
+
+            total = count_inputs(self.inputs)
+            bar = tqdm(total=max(total, consumed), initial=consumed, unit="doc", desc="embed")
         groups = iter_embed(documents(), [self.strat], self.encoder, modes=(self.mode,), normalize=self.normalize,
                             include_special=self.include_special, macro_windows=self.macro_windows,
-                            group_tokens=self.group_tokens, progress=self.progress, stats=self.stats,
+                            group_tokens=self.group_tokens, progress=False, stats=self.stats,
                             select_group=None if select is None else (lambda i: select(k0 + i)))
-        with contextlib.closing(groups):  # on an error, stop the tokenizer thread before it propagates
-            for g in groups:
-                k, prev_end = self._group(g, k, k0, prev_end, doc_queue, skip_queue, on_group)
+        try:
+            with contextlib.closing(groups):  # on an error, stop the tokenizer thread before it propagates
+                for g in groups:
+                    before = prev_end
+                    k, prev_end = self._group(g, k, k0, prev_end, doc_queue, skip_queue, on_group)
+                    if bar is not None:
+                        bar.update(prev_end - before)
+        finally:
+            if bar is not None:
+                bar.update(max(0, state["consumed"] - bar.n))
+                bar.close()
         if doc_queue:
             raise RuntimeError(f"{len(doc_queue)} documents read but not returned by the pipeline")
         if skip_queue or k == 0:

@@ -240,6 +240,38 @@ def _walk(root: Path) -> Iterator[Path]:
                 yield f
 
 
+def count_inputs(inputs: Sequence[str | os.PathLike]) -> int:
+    """About how many items :func:`iter_inputs` yields (for a progress bar's total), without parsing anything.
+
+    Files and folders are listed as :func:`iter_inputs` lists them; a JSONL file counts its lines that are not
+    blank, a parquet file the rows in its footer; anything unreadable counts 1. Exact except for JSONL files in
+    UTF-16/32 (counted by line breaks) and inputs that change while they are read.
+    """
+    n = 0
+    for p in (Path(x) for x in inputs):
+        if p.is_dir():
+            files = [f for f in _walk(p) if f.suffix.lower() in TEXT_SUFFIXES + TABLE_SUFFIXES]
+        elif p.exists():
+            files = [p]
+        else:
+            continue
+        for f in files:
+            suffix = f.suffix.lower()
+            try:
+                if suffix == ".jsonl":
+                    with open(f, "rb") as fh:
+                        n += sum(1 for line in fh if line.strip()) or 1
+                elif suffix == ".parquet":
+                    import pyarrow.parquet as pq
+
+                    n += pq.ParquetFile(f).metadata.num_rows or 1
+                else:
+                    n += 1
+            except Exception:  # noqa: BLE001  (iter_inputs reports it as one skipped item)
+                n += 1
+    return n
+
+
 def iter_inputs(inputs: Sequence[str | os.PathLike]) -> Iterator[Document | Skipped]:
     """Stream documents from files, folders, JSONL and parquet files, in a stable order.
 

@@ -223,3 +223,36 @@ def test_search_snippet_shows_the_part_that_matches_the_query():
     assert snippet("short text", "anything") == "short text"
     plain = snippet("x " * 300, "no match here", width=50)
     assert plain.startswith("x x") and plain.endswith("…")
+
+
+def test_count_inputs_matches_what_iter_inputs_yields(tmp_path):
+    import pyarrow as pa
+
+    from latechunk.io import count_inputs, iter_inputs
+
+    src = tmp_path / "in"
+    (src / "sub").mkdir(parents=True)
+    (src / "good.md").write_text("# Title\n\nA paragraph.\n", encoding="utf-8")
+    (src / "empty.txt").write_text("   ", encoding="utf-8")
+    (src / "sub" / "binary.md").write_bytes(b"\x00\x01\x02binary")
+    (src / "skip.csv").write_text("not an input", encoding="utf-8")
+    (src / "docs.jsonl").write_text('{"id": "j1", "text": "hi"}\n\nnot json\n{"id": "j2", "text": ""}\n')
+    pq.write_table(pa.table({"id": ["p1", "p2", "p3"], "text": ["a", "b", "c"]}), src / "rows.parquet")
+    one = tmp_path / "one.txt"
+    one.write_text("single file", encoding="utf-8")
+    inputs = [src, one]
+    assert count_inputs(inputs) == len(list(iter_inputs(inputs))) == 10
+
+
+def test_embed_progress_bar_counts_every_input_item(tmp_path, capsys):
+    from latechunk.ingest import ingest
+    from tests.models import minilm_encoder
+
+    src = tmp_path / "in"
+    src.mkdir()
+    for i in range(3):
+        (src / f"d{i}.md").write_text(f"Document {i} about rivers. " * 5, encoding="utf-8")
+    (src / "bad.md").write_bytes(b"\x00\x01binary")
+    ingest([src], tmp_path / "out", "fixed:size=16", minilm_encoder(), progress=True, group_tokens=40)
+    err = capsys.readouterr().err
+    assert "embed" in err and "4/4" in err
