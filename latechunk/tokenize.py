@@ -69,15 +69,34 @@ class DocumentTokenizer:
             ``doc.text`` (``(0, 0)`` for frame tokens; the prefix is not part of the text). Never truncated.
         """
         text = doc.text if isinstance(doc, Document) else doc
-        enc = self.tokenizer(
+        enc = self._encode(text)
+        return self._framed(enc["input_ids"], enc["offset_mapping"])
+
+    def batch(self, docs: Sequence[Document | str]) -> list[Tokenization]:
+        """Tokenize several documents in one call: the same result as ``[self(d) for d in docs]``, but the Rust
+        tokenizer encodes them on all cores (``TOKENIZERS_PARALLELISM``) with the GIL released.
+
+        Raises:
+            Whatever the tokenizer raises for any of the texts (tokenize one by one to find which).
+        """
+        texts = [d.text if isinstance(d, Document) else d for d in docs]
+        if not texts:
+            return []
+        enc = self._encode(texts)
+        return [self._framed(ids, offs) for ids, offs in zip(enc["input_ids"], enc["offset_mapping"])]
+
+    def _encode(self, text):
+        return self.tokenizer(
             text,
             add_special_tokens=False,
             return_offsets_mapping=True,
             split_special_tokens=True,  # "[SEP]" typed in a document is text, not a control token
             verbose=False,
         )
-        content = np.asarray(enc["input_ids"], dtype=np.int64).reshape(-1)
-        offs = np.asarray(enc["offset_mapping"], dtype=np.int32).reshape(-1, 2)
+
+    def _framed(self, input_ids, offset_mapping) -> Tokenization:
+        content = np.asarray(input_ids, dtype=np.int64).reshape(-1)
+        offs = np.asarray(offset_mapping, dtype=np.int32).reshape(-1, 2)
         n_lead, n_trail = len(self.lead_ids), len(self.trail_ids)
         ids = np.concatenate([np.asarray(self.lead_ids, np.int64), content, np.asarray(self.trail_ids, np.int64)])
         offsets = np.concatenate([np.zeros((n_lead, 2), np.int32), offs, np.zeros((n_trail, 2), np.int32)])

@@ -115,3 +115,46 @@ def test_semantic_with_a_named_sentence_model_needs_no_late_pass_in_naive_mode(e
     assert run.n_chunks >= 2 and run.vectors["naive"].vectors.shape == (run.n_chunks, encoder.dim)
     late = embed([doc], ["semantic:percentile=30"], encoder, modes=("naive",))
     assert late.stats["forward_calls"]["late"] == 1  # source=late: one pass for the sentence vectors
+
+
+def test_batch_tokenization_equals_one_by_one(minilm_tokenizer):
+    docs = [Document("a", "Plain text. " * 50), Document("b", ""), Document("c", "[SEP] typed ☃ naïve café"),
+            Document("d", "x" * 3000), Document("e", "  \n\t ")]
+    one = [minilm_tokenizer(d) for d in docs]
+    many = minilm_tokenizer.batch(docs)
+    assert len(many) == len(docs)
+    for x, y in zip(one, many):
+        np.testing.assert_array_equal(x.input_ids, y.input_ids)
+        np.testing.assert_array_equal(x.offsets, y.offsets)
+        np.testing.assert_array_equal(x.special_tokens_mask, y.special_tokens_mask)
+        assert (x.n_lead, x.n_trail) == (y.n_lead, y.n_trail)
+    assert minilm_tokenizer.batch([]) == []
+
+
+def test_a_document_the_tokenizer_rejects_skips_only_itself():
+    """The pipeline tokenizes in batches; a batch that fails is redone one by one, so only the bad one is skipped."""
+    from latechunk.pipeline import embed
+
+    enc = minilm_encoder()
+    real = enc.tokenizer
+
+    class Picky:
+        def __init__(self, inner):
+            self.inner = inner
+
+        def __getattr__(self, name):
+            return getattr(self.inner, name)
+
+        def __call__(self, doc):
+            if "poison" in doc.text:
+                raise RuntimeError("cannot tokenize this")
+            return self.inner(doc)
+
+        def batch(self, docs):
+            return [self(d) for d in docs]
+
+    enc.tokenizer = Picky(real)
+    docs = [Document(f"d{i}", f"Document {i} text." + (" poison" if i == 2 else "")) for i in range(5)]
+    res = embed(docs, ["fixed:size=16"], enc)
+    assert [s.doc_id for s in res.skipped] == ["d2"] and "cannot tokenize" in res.skipped[0].reason
+    assert [d.doc_id for d in res.documents] == ["d0", "d1", "d3", "d4"]
