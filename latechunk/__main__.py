@@ -2,5 +2,5 @@
 
 from latechunk.cli import main
 
-if __name__ == "__main__":  # guarded: spawned worker processes import the main module again
+if __name__ == "__main__":  # importing the module (tools, multiprocessing) must not run the CLI
     main()

@@ -17,8 +17,11 @@ Tested in ``tests/test_strategies.py`` and ``tests/test_cases_strategies.py`` (B
 from __future__ import annotations
 
 import atexit
+import json
 import os
+import queue
 import re
+import sys
 import threading
 import warnings
 from collections import OrderedDict
@@ -332,8 +335,7 @@ def clear_cache() -> None:
 
 # --- segmenting many paragraphs at once, in worker processes -------------------------------------------------
 
-_POOL = None
-_POOL_WORKERS = 0
+_POOL: _WorkerPool | None = None
 _POOL_LOCK = threading.Lock()
 #: characters per task sent to a worker process
 _TASK_CHARS = 1 << 15
@@ -342,32 +344,101 @@ _MIN_POOL_CHARS = 1 << 16
 
 
 def _segment_many(paragraphs: list[str]) -> list[list[tuple[int, int]]]:
-    """Worker-process task: sentence spans of each paragraph, in the paragraph's own coordinates."""
+    """Worker task: sentence spans of each paragraph, in the paragraph's own coordinates."""
     return [_segment_paragraph(p, 0, len(p)) for p in paragraphs]
 
 
-def _pool(workers: int):
-    """The shared process pool (spawn start method: safe beside torch and the tokenizer threads)."""
-    global _POOL, _POOL_WORKERS
-    with _POOL_LOCK:
-        if _POOL is None or _POOL_WORKERS != workers:
-            if _POOL is not None:
-                _POOL.shutdown(wait=False, cancel_futures=True)
-            import multiprocessing
-            from concurrent.futures import ProcessPoolExecutor
+def _worker_main() -> None:
+    """``python -m latechunk._segment_worker``: one JSON list of paragraphs per stdin line, one JSON list of
+    their sentence spans per stdout line; ends at end of input (the parent closed the pipe, or died)."""
+    out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+    sys.stdout = sys.stderr  # only the replies go to the pipe, whatever else prints
+    for line in sys.stdin.buffer:
+        reply = json.dumps(_segment_many(json.loads(line)), separators=(",", ":"))
+        out.write(reply.encode("ascii") + b"\n")
+        out.flush()
 
-            _POOL = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
-            _POOL_WORKERS = workers
-            atexit.register(_POOL.shutdown, wait=False, cancel_futures=True)
+
+class _WorkerPool:
+    """``n`` worker processes (``python -m latechunk._segment_worker``), fed over pipes, one task at a time each.
+
+    They are plain subprocesses that import only this module (numpy and pysbd): unlike multiprocessing's
+    spawn and forkserver methods they never import the caller's main module (so a script needs no
+    ``if __name__ == "__main__":`` guard), and unlike fork they copy no torch, CUDA or tokenizer threads. A
+    worker ends when its input pipe closes, so none outlives this process.
+    """
+
+    def __init__(self, n: int) -> None:
+        import subprocess
+        from concurrent.futures import ThreadPoolExecutor
+
+        env = dict(os.environ)  # the workers import this very package, installed or not
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        env["PYTHONPATH"] = os.pathsep.join(x for x in (root, env.get("PYTHONPATH", "")) if x)
+        cmd = [sys.executable, "-m", "latechunk._segment_worker"]
+        self.n = n
+        self.procs = [subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+                      for _ in range(n)]
+        self.free: queue.SimpleQueue = queue.SimpleQueue()
+        for proc in self.procs:
+            self.free.put(proc)
+        self.threads = ThreadPoolExecutor(n, thread_name_prefix="latechunk-sentences")
+
+    def _run(self, paragraphs: list[str]) -> list:
+        proc = self.free.get()
+        try:
+            proc.stdin.write(json.dumps(paragraphs).encode("ascii") + b"\n")
+            proc.stdin.flush()
+            line = proc.stdout.readline()
+            if not line:
+                raise RuntimeError(f"sentence worker (pid {proc.pid}) exited with code {proc.wait()}")
+            return json.loads(line)
+        finally:
+            self.free.put(proc)
+
+    def map(self, tasks: list[list[str]]) -> list[list]:
+        """Sentence spans per task, in task order (tasks run on the workers in parallel)."""
+        return list(self.threads.map(self._run, tasks))
+
+    def ready(self) -> None:
+        """Wait until every worker has started and answered."""
+        self.map([[] for _ in range(self.n)])
+
+    def close(self) -> None:
+        """End the workers (close their input; kill any that does not exit within 5 s)."""
+        self.threads.shutdown(wait=False, cancel_futures=True)
+        for proc in self.procs:
+            try:
+                proc.stdin.close()
+            except OSError:
+                pass
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=5)
+            except Exception:  # noqa: BLE001
+                proc.kill()
+
+
+def _pool(workers: int) -> _WorkerPool:
+    """The shared pool of ``workers`` worker processes (started on first use, kept for the process)."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None or _POOL.n != workers:
+            if _POOL is not None:
+                _POOL.close()
+            _POOL = _WorkerPool(workers)
         return _POOL
 
 
 def _drop_pool() -> None:
-    global _POOL, _POOL_WORKERS
+    global _POOL
     with _POOL_LOCK:
         if _POOL is not None:
-            _POOL.shutdown(wait=False, cancel_futures=True)
-        _POOL, _POOL_WORKERS = None, 0
+            _POOL.close()
+        _POOL = None
+
+
+atexit.register(_drop_pool)
 
 
 def default_workers() -> int:
@@ -435,12 +506,10 @@ def presegment(
 
     The results go to the same cache :func:`sentence_char_spans` and :func:`sentence_char_spans_in` read, so
     the later calls cost only a lookup. With ``workers > 1`` the paragraphs are sent, in tasks of about 32k
-    characters, to a pool of ``workers`` processes (started once, with the spawn method, and kept): pysbd is
-    pure Python, about 0.5-1 M characters per second on one core, so on a many-core GPU box this is what keeps
-    sentence-based chunking behind the forward pass. A script that calls it with ``workers > 1`` must guard its
-    entry point with ``if __name__ == "__main__":`` (the spawn method imports the main module again). If the
-    pool fails (for example a script without that guard), the paragraphs are segmented here instead, with a
-    warning; the output is the same either way.
+    characters, to ``workers`` worker processes (started once and kept; see :class:`_WorkerPool`): pysbd is
+    pure Python, about 0.7 M characters per second on one core, so on a many-core GPU box this is what keeps
+    sentence-based chunking behind the forward pass. If the workers fail, the paragraphs are segmented here
+    instead, with a warning; the output is the same either way.
 
     Args:
         texts: Document texts.
@@ -481,15 +550,14 @@ def presegment(
                 a, b = item[0].paragraphs[item[1]]
                 size += b - a
             texts_per_task = [[ds.text[slice(*ds.paragraphs[i])] for ds, i in task] for task in tasks]
-            for task, result in zip(tasks, _pool(workers).map(_segment_many, texts_per_task)):
+            for task, result in zip(tasks, _pool(workers).map(texts_per_task)):
                 for (ds, i), spans in zip(task, result):
                     a = ds.paragraphs[i][0]
                     ds.memo[i] = [(a + s, a + e) for s, e in spans]
         except Exception as err:  # noqa: BLE001  (the pool is a speed-up: fall back to this thread)
             warnings.warn(
                 f"sentence segmentation in {workers} worker processes failed ({type(err).__name__}: {err}); "
-                "segmenting in this process instead (a script must guard its entry point with "
-                "`if __name__ == '__main__':` to use worker processes)",
+                "segmenting in this process instead",
                 RuntimeWarning,
                 stacklevel=2,
             )

@@ -76,7 +76,7 @@ def main() -> None:
     t_pack = time.perf_counter() - t0
     print(f"pack the states once: {t_pack:.2f} s ({t_pack / t_fwd:.2%})")
     t0 = time.perf_counter()
-    segment._pool(args.workers).submit(int, 0).result()
+    segment._pool(args.workers).ready()
     print(f"start {args.workers} sentence worker processes (once per run, not in the rows): "
           f"{time.perf_counter() - t0:.2f} s")
 

@@ -473,7 +473,7 @@ def step_pipeline(report: Report, sizes: Sizes, device: str) -> None:
         run(docs[:1], ["fixed"], encoder, "late")  # warm up: kernel compile, cuDNN/cuBLAS heuristics
         run(docs[:1], ["fixed"], encoder, "naive")
         if workers > 1:
-            segment._pool(workers).submit(int, 0).result()  # start the sentence workers (once per run)
+            segment._pool(workers).ready()  # start the sentence workers (once per run)
     if docs is None:
         return
     five = ["fixed", "recursive", "heading", "sentence_window", "semantic"]

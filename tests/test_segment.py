@@ -222,7 +222,7 @@ def test_pipeline_with_sentence_workers_gives_the_same_chunks(monkeypatch):
         monkeypatch.setattr(segment, "_TASK_CHARS", 4000)
         segment.set_workers(2)
         two = embed(docs, specs, enc)
-        assert segment._POOL is not None and segment._POOL_WORKERS == 2  # the pool was used
+        assert segment._POOL is not None and segment._POOL.n == 2  # the workers were used
     finally:
         segment.set_workers(before)
         segment._drop_pool()
@@ -250,3 +250,52 @@ def test_cli_rejects_negative_sentence_workers(tmp_path):
     assert res.exit_code == 2
     assert "--sentence-workers" in res.output and "-1" in res.output
     assert not (tmp_path / "out").exists()  # failed before any work
+
+
+def test_workers_need_no_main_guard_and_never_rerun_the_script(tmp_path):
+    """A script without ``if __name__ == "__main__":`` that turns workers on: its top level runs once (the
+    workers import only latechunk.segment), the workers are used, and the sentences match one process."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "unguarded.py"
+    script.write_text(
+        "import hashlib, sys\n"
+        "print('TOP-LEVEL RAN', file=sys.stderr)\n"
+        "from latechunk import segment\n"
+        "segment._MIN_POOL_CHARS = 0\n"
+        "segment._TASK_CHARS = 500\n"
+        "texts = ['Dr. Smith went home. It rained. ' * 40 + '\\n\\n' + 'U.S. data, e.g. 3.14 here. Next one. ' * 30]\n"
+        "info = segment.presegment(texts, workers=2)\n"
+        "a = segment.sentence_char_spans(texts[0]).tobytes()\n"
+        "segment.clear_cache()\n"
+        "segment.presegment(texts, workers=0)\n"
+        "b = segment.sentence_char_spans(texts[0]).tobytes()\n"
+        "print(info['workers'], a == b, len(a))\n",
+        encoding="utf-8",
+    )
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
+                          cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("TOP-LEVEL RAN") == 1, proc.stderr
+    workers, same, n_bytes = proc.stdout.split()
+    assert workers == "2" and same == "True" and int(n_bytes) > 100
+
+
+def test_a_dead_worker_falls_back_to_this_process(monkeypatch):
+    texts = _texts()[:2]
+    expected = [segment._segment_text(t) for t in texts]
+    monkeypatch.setattr(segment, "_MIN_POOL_CHARS", 0)
+    try:
+        pool = segment._pool(2)
+        pool.ready()
+        for proc in pool.procs:
+            proc.kill()
+            proc.wait()
+        with pytest.warns(RuntimeWarning, match="segmenting in this process instead"):
+            info = segment.presegment(texts, workers=2)
+        assert info["workers"] == 0 and segment._POOL is None  # the broken pool was dropped
+    finally:
+        segment._drop_pool()
+    for t, e in zip(texts, expected):
+        np.testing.assert_array_equal(segment.sentence_char_spans(t), e)
