@@ -86,7 +86,11 @@ def dataset_files(spec: str | os.PathLike) -> tuple[Path, list[Path]]:
         return path.parent, [path]
     if path.is_dir():
         return path, sorted(p for p in path.rglob("*") if p.is_file())
-    raise FileNotFoundError(f"dataset {os.fspath(spec)!r} resolves to {path}, which does not exist")
+    hint = ""
+    if os.fspath(spec) in _datasets._NAMED:
+        hint = (f"; set {_datasets.DATA_ENV_VAR} to the folder holding chroma_chunking_eval/ and xquad_en/ "
+                "(default: ../shared/data beside the repository)")
+    raise FileNotFoundError(f"dataset {os.fspath(spec)!r} resolves to {path}, which does not exist{hint}")
 
 
 def dataset_sha256(spec: str | os.PathLike) -> str:

@@ -11,6 +11,7 @@ import json
 import logging
 import os
 import re
+import shlex
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -67,15 +68,14 @@ SentenceWorkersOpt = Annotated[
 def _set_sentence_workers(n: int | None) -> None:
     from latechunk import segment
 
-    try:
-        segment.set_workers(n)
-    except ValueError as err:
-        _fail(f"--sentence-workers: {err}")
+    if n is not None and n < 0:
+        _fail(f"--sentence-workers must be >= 0 (0: segment in the main process), got {n}")
+    segment.set_workers(n)
 
 
 @app.command()
 def embed(
-    inputs: Annotated[list[Path], typer.Argument(help=".md/.txt files, folders of them, .jsonl (id/text) or BEIR corpus.jsonl.")],
+    inputs: Annotated[list[Path], typer.Argument(help=".md/.txt files, folders of them, .jsonl (id/text), BEIR corpus.jsonl or .parquet (id/text).")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Output folder: index.faiss, chunks.parquet, manifest.json.")],
     model: ModelOpt = None,
     strategy: Annotated[str, typer.Option("--strategy", "-s", help="SPEC: name or name:key=value,... (see `latechunk strategies`).")] = DEFAULT_STRATEGY,
@@ -83,7 +83,7 @@ def embed(
     device: DeviceOpt = "auto",
     dtype: Annotated[Optional[str], typer.Option(help="float32, bfloat16, float16. Default: bf16 on CUDA, fp32 on CPU.")] = None,
     window: Annotated[Optional[int], typer.Option(help="Macro-window size in tokens (frame included; at least the frame + 16). Default: the model's limit.")] = None,
-    window_overlap: Annotated[Optional[int], typer.Option(help="Tokens shared by consecutive macro windows. Default: a quarter of the window.")] = None,
+    window_overlap: Annotated[Optional[int], typer.Option(help="Content tokens shared by consecutive macro windows. Default: a quarter of the window's content tokens (127 for 512).")] = None,
     batch_tokens: Annotated[int, typer.Option(help="Token budget per forward batch (padded tokens).")] = 16384,
     index: Annotated[str, typer.Option("--index", help="flat (exact inner product) or hnsw.")] = "flat",
     hnsw_m: Annotated[int, typer.Option(help="HNSW: graph degree M.")] = 32,
@@ -225,7 +225,7 @@ def search(
     k: Annotated[int, typer.Option("-k", help="Number of results.")] = 5,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list of results, best first.")] = False,
     device: DeviceOpt = "auto",
-    model: ModelOpt = None,
+    model: Annotated[Optional[str], typer.Option("--model", "-m", help="Model for the query. Default: the model the index was built with (from its manifest).")] = None,
 ) -> None:
     """Search an index: prints doc id, char span, score and a snippet of the best chunks."""
     from latechunk.encoder import Encoder
@@ -233,6 +233,8 @@ def search(
 
     if k < 1:
         _fail(f"-k must be >= 1, got {k}")
+    if not query.strip():
+        _fail("the query is empty")
     try:
         index, table, manifest = load_output(out)
     except ValueError as err:
@@ -302,7 +304,7 @@ def snippet(text: str, query: str, width: int = 200) -> str:
 
 @app.command()
 def chunk(
-    inputs: Annotated[list[Path], typer.Argument(help=".md/.txt files, folders or .jsonl.")],
+    inputs: Annotated[list[Path], typer.Argument(help=".md/.txt files, folders, .jsonl or .parquet (id/text).")],
     strategy: Annotated[str, typer.Option("--strategy", "-s", help="SPEC, e.g. fixed:size=256,overlap=32.")] = DEFAULT_STRATEGY,
     model: ModelOpt = None,
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write JSONL here (default: stdout).")] = None,
@@ -401,7 +403,7 @@ def compare(
     modes: Annotated[str, typer.Option("--modes", help="Comma list of late, naive.")] = "late,naive",
     k: Annotated[str, typer.Option("--k", "-k", help="Comma list of cut-offs, e.g. 1,5,10.")] = "1,5,10",
     window: Annotated[Optional[str], typer.Option("--window", help="Late macro-window size in tokens; sweep with 128|256|512 (one late pass each). Default: the model's limit.")] = None,
-    window_overlap: Annotated[Optional[int], typer.Option(help="Tokens shared by consecutive macro windows. Default: a quarter of the window.")] = None,
+    window_overlap: Annotated[Optional[int], typer.Option(help="Content tokens shared by consecutive macro windows. Default: a quarter of the window's content tokens (127 for 512).")] = None,
     dedup: Annotated[bool, typer.Option("--dedup", help="Drop retrieved chunks overlapping an earlier one of the same document (by char offsets) before scoring.")] = False,
     index: Annotated[str, typer.Option("--index", help="flat (exact inner product) or hnsw; the same for every strategy and mode.")] = "flat",
     doc_depth: Annotated[int, typer.Option(help="Chunks retrieved per query for the document-level run (document = its best chunk).")] = 100,
@@ -436,7 +438,7 @@ def compare(
     if out.is_dir() and any(out.iterdir()) and not force:
         _fail(f"report folder {out} exists and is not empty; pass --force to overwrite it")
     try:
-        result = run_compare(config, out_dir=out, progress=not quiet, command=" ".join(["latechunk", *sys.argv[1:]]))
+        result = run_compare(config, out_dir=out, progress=not quiet, command=shlex.join(["latechunk", *sys.argv[1:]]))
     except (ValueError, FileNotFoundError) as err:
         _fail(str(err))
     print_table(result)

@@ -149,7 +149,8 @@ def resolve_model_path(name_or_path: str | os.PathLike | None) -> str:
     other fails at once (instead of huggingface_hub retrying for minutes).
 
     Raises:
-        ValueError: if a path-like value does not exist, the default model package is missing, or a hub id is
+        ValueError: if a path-like value does not exist (or is a folder without config.json), the default
+            model package is missing, or a hub id is
             neither cached nor reachable.
     """
     if name_or_path is None or str(name_or_path).lower() in _DEFAULT_ALIASES:
@@ -167,6 +168,8 @@ def resolve_model_path(name_or_path: str | os.PathLike | None) -> str:
     if p.exists():
         if not p.is_dir():
             raise ValueError(f"model path {s!r} is a file; give the model's folder (with config.json)")
+        if not (p / "config.json").is_file():
+            raise ValueError(f"model folder {s!r} has no config.json: it is not a Hugging Face model folder")
         return str(p)
     if looks_like_path:
         raise ValueError(f"model path {s!r} does not exist (give a Hugging Face model id or an existing folder)")

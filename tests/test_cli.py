@@ -256,3 +256,16 @@ def test_embed_progress_bar_counts_every_input_item(tmp_path, capsys):
     ingest([src], tmp_path / "out", "fixed:size=16", minilm_encoder(), progress=True, group_tokens=40)
     err = capsys.readouterr().err
     assert "embed" in err and "4/4" in err
+
+
+def test_cli_messages_from_the_fresh_user_trial(tmp_path, monkeypatch):
+    """Clear errors: a folder that is not a model, an empty query, a dataset name whose data is missing."""
+    doc = tmp_path / "a.md"
+    doc.write_text("Some text here.", encoding="utf-8")
+    res = runner.invoke(app, ["embed", str(doc), "--out", str(tmp_path / "o"), "--model", str(tmp_path)])
+    assert res.exit_code == 2 and "no config.json" in res.output
+    res = runner.invoke(app, ["search", str(tmp_path), "   "])
+    assert res.exit_code == 2 and "query is empty" in res.output
+    monkeypatch.setenv("LATECHUNK_DATA", str(tmp_path / "nowhere"))
+    res = runner.invoke(app, ["compare", "--dataset", "chroma", "--out", str(tmp_path / "rep")])
+    assert res.exit_code == 2 and "LATECHUNK_DATA" in res.output
