@@ -665,7 +665,28 @@ class Encoder:
                 all_rows.append(r)
                 owners.append((d, w))
         lengths = [len(r) for r in all_rows]
-        outs: list[torch.Tensor | None] = [None] * len(all_rows)
+        # A one-window document's states are its row's output. A windowed document gets one tensor up front and
+        # each window's rows are copied in as its batch finishes: the overlap rows (and the batch outputs) are
+        # freed at once instead of being held until every window is done.
+        result: list[torch.Tensor | None] = [None] * len(toks)
+        copies: dict[int, list[tuple[int, int, int, int]]] = {}  # row -> [(doc, dst row, src row, n rows)]
+        first_row = 0
+        for d, (tok, plan) in enumerate(zip(toks, plans)):
+            if len(plan) > 1:
+                nl, nt = tok.n_lead, tok.n_trail
+                result[d] = torch.empty((len(tok), self.dim), dtype=torch.float32, device=self.device)
+                covered = 0
+                for w, (a, _b, ks, ke) in enumerate(plan):
+                    segs = [(d, nl + ks, nl + (ks - a), ke - ks)]
+                    if w == 0:
+                        segs.append((d, 0, 0, nl))
+                    if w == len(plan) - 1:
+                        segs.append((d, len(tok) - nt, lengths[first_row + w] - nt, nt))
+                    copies[first_row + w] = segs
+                    covered += sum(n for *_, n in segs)
+                if covered != len(tok):
+                    raise RuntimeError(f"macro-window stitching gave {covered} rows for {len(tok)} tokens")
+            first_row += len(plan)
         bar = None
         if progress:
             from tqdm.auto import tqdm
@@ -674,31 +695,17 @@ class Encoder:
         for batch in self._batches(lengths):
             res = self._forward([all_rows[i] for i in batch])
             for i, r in zip(batch, res):
-                outs[i] = r
+                if i in copies:
+                    for d, dst, src, n in copies[i]:
+                        result[d][dst : dst + n] = r[src : src + n]  # type: ignore[index]
+                else:
+                    result[owners[i][0]] = r
+            del res
             if bar is not None:
                 bar.update(sum(lengths[i] for i in batch))
         if bar is not None:
             bar.close()
-        # stitch windows back into one row per document position
-        per_doc: list[list[torch.Tensor]] = [[] for _ in toks]
-        for (d, _w), o in zip(owners, outs):
-            per_doc[d].append(o)  # type: ignore[arg-type]
-        result = []
-        for tok, plan, states in zip(toks, plans, per_doc):
-            if len(plan) == 1:
-                result.append(states[0])
-                continue
-            nl, nt = tok.n_lead, tok.n_trail
-            parts = [states[0][:nl]]
-            for (a, _b, ks, ke), st in zip(plan, states):
-                parts.append(st[nl + (ks - a) : nl + (ke - a)])
-            last = states[-1]
-            parts.append(last[last.shape[0] - nt :])
-            stitched = torch.cat(parts, dim=0)
-            if stitched.shape[0] != len(tok):
-                raise RuntimeError(f"macro-window stitching gave {stitched.shape[0]} rows for {len(tok)} tokens")
-            result.append(stitched)
-        return result
+        return result  # type: ignore[return-value]
 
     # ------------------------------------------------------------------ naive / query encoding
     def pool_model(self, states: torch.Tensor, tok: Tokenization) -> torch.Tensor:
