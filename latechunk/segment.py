@@ -351,6 +351,10 @@ def _segment_many(paragraphs: list[str]) -> list[list[tuple[int, int]]]:
 def _worker_main() -> None:
     """``python -m latechunk._segment_worker``: one JSON list of paragraphs per stdin line, one JSON list of
     their sentence spans per stdout line; ends at end of input (the parent closed the pipe, or died)."""
+    import signal
+
+    # Ctrl-C reaches the whole process group: the parent handles it, and a worker ends when its pipe closes
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     sys.stdout = sys.stderr  # only the replies go to the pipe, whatever else prints
     for line in sys.stdin.buffer:
