@@ -174,6 +174,8 @@ def _record(doc_id, text, title, where: str) -> Document | Skipped:
     if isinstance(doc_id, bool) or not isinstance(doc_id, (str, int)) or not str(doc_id).strip():
         return Skipped(where, f"'id' must be a non-blank string or an integer, got {doc_id!r}", where)
     if not isinstance(text, str):
+        if text is None:
+            return Skipped(where, "no 'text' field (or it is null)", where)
         return Skipped(where, f"'text' must be a string, got {type(text).__name__}", where)
     title = title if isinstance(title, str) else ""
     full = f"{title}\n\n{text}" if title else text

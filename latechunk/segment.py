@@ -472,7 +472,7 @@ def set_workers(n: int | None) -> int:
     """
     global _WORKERS
     if n is not None and n < 0:
-        raise ValueError(f"sentence workers must be >= 0 (or None for one per core), got {n}")
+        raise ValueError(f"sentence workers must be >= 0 (or None for default_workers()), got {n}")
     _WORKERS = default_workers() if n is None else int(n)
     return _WORKERS
 

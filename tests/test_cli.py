@@ -198,14 +198,15 @@ def test_chunk_with_bad_arguments_fails_clearly_and_keeps_existing_output(tmp_pa
 def test_jsonl_records_with_bad_ids_or_text_are_skipped_with_the_reason(tmp_path):
     src = tmp_path / "docs.jsonl"
     src.write_text('{"id": "  ", "text": "blank id"}\n{"id": {"a": 1}, "text": "dict id"}\n'
-                   '{"id": "x", "text": 5}\n{"text": "no id"}\n{"id": 7, "text": "fine"}\n', encoding="utf-8")
+                   '{"id": "x", "text": 5}\n{"text": "no id"}\n{"id": 7, "text": "fine"}\n{"id": "t"}\n', encoding="utf-8")
     out = tmp_path / "o"
     assert _run("embed", src, "--out", out, "--device", "cpu", "--quiet").exit_code == 0
     m = json.loads((out / "manifest.json").read_text())
     assert [d["doc_id"] for d in m["documents"]] == ["7"]
     reasons = " | ".join(s["reason"] for s in m["skipped"])
     assert "non-blank" in reasons and "'text' must be a string" in reasons and "no 'id'" in reasons
-    assert len(m["skipped"]) == 4
+    assert "no 'text' field" in reasons
+    assert len(m["skipped"]) == 5
 
 
 def test_version():
