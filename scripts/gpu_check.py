@@ -460,7 +460,10 @@ def step_pipeline(report: Report, sizes: Sizes, device: str) -> None:
     with _step(report, "pipeline setup"):
         from transformers import AutoTokenizer
 
-        tok = copy.deepcopy(AutoTokenizer.from_pretrained(resolve_model_path(None)))
+        # the bundled model's uncased BERT vocabulary; $LATECHUNK_TOKENIZER_DIR holds its tokenizer files where
+        # the model package is not installed (scripts/gpu_carry.sh)
+        tok_dir = os.environ.get("LATECHUNK_TOKENIZER_DIR") or resolve_model_path(None)
+        tok = copy.deepcopy(AutoTokenizer.from_pretrained(tok_dir))
         tok.model_max_length = 8192
         cfg = _model_configs(sizes.tiny_models)["modernbert-base"]
         dtype = torch.bfloat16 if device == "cuda" else torch.float32

