@@ -242,6 +242,18 @@ def _walk(root: Path) -> Iterator[Path]:
                 yield f
 
 
+def _input_files(paths: Sequence[Path]) -> Iterator[tuple[Path, list[tuple[Path, str]]]]:
+    """Per input path: ``(path, [(file, doc id root), ...])`` in reading order. A folder gives its readable
+    files (``TEXT_SUFFIXES`` and ``TABLE_SUFFIXES``, sorted, output folders skipped) with their relative paths;
+    a file gives itself with its name."""
+    for p in paths:
+        if p.is_dir():
+            files = sorted(f for f in _walk(p) if f.suffix.lower() in TEXT_SUFFIXES + TABLE_SUFFIXES)
+            yield p, [(f, f.relative_to(p).as_posix()) for f in files]
+        else:
+            yield p, [(p, p.name)]
+
+
 def count_inputs(inputs: Sequence[str | os.PathLike]) -> int:
     """About how many items :func:`iter_inputs` yields (for a progress bar's total), without parsing anything.
 
@@ -250,14 +262,8 @@ def count_inputs(inputs: Sequence[str | os.PathLike]) -> int:
     UTF-16/32 (counted by line breaks) and inputs that change while they are read.
     """
     n = 0
-    for p in (Path(x) for x in inputs):
-        if p.is_dir():
-            files = [f for f in _walk(p) if f.suffix.lower() in TEXT_SUFFIXES + TABLE_SUFFIXES]
-        elif p.exists():
-            files = [p]
-        else:
-            continue
-        for f in files:
+    for _root, items in _input_files([Path(x) for x in inputs if Path(x).exists()]):
+        for f, _rel in items:
             suffix = f.suffix.lower()
             try:
                 if suffix == ".jsonl":
@@ -294,12 +300,7 @@ def iter_inputs(inputs: Sequence[str | os.PathLike]) -> Iterator[Document | Skip
     if missing:
         raise ValueError(f"input path(s) not found: {', '.join(missing)}")
     seen: dict[str, str] = {}
-    for p in paths:
-        if p.is_dir():
-            files = sorted(f for f in _walk(p) if f.suffix.lower() in TEXT_SUFFIXES + TABLE_SUFFIXES)
-            items = [(f, f.relative_to(p).as_posix()) for f in files]
-        else:
-            items = [(p, p.name)]
+    for p, items in _input_files(paths):
         for f, rel in items:
             suffix = f.suffix.lower()
             if suffix == ".jsonl":

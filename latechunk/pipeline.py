@@ -209,6 +209,21 @@ def _groups(items: Iterable, budget: int) -> Iterator[list]:
         yield group
 
 
+def presegment_for(strats: Sequence[Strategy], pairs: Sequence[tuple[Document, Tokenization]],
+                   workers: int | None = None) -> dict | None:
+    """Segment ahead the sentences ``strats`` will read in these documents (one pass shared by all of them).
+
+    The paragraphs are those of :meth:`Strategy.sentence_paragraphs` (the least demanding hint wins);
+    see :func:`latechunk.segment.presegment` for ``workers`` and the return value. None when no strategy
+    reads sentences.
+    """
+    hints = [h for h in (s.sentence_paragraphs() for s in strats) if h is not None]
+    if not hints:
+        return None
+    return segment.presegment([d.text for d, _ in pairs], min(hints),
+                              [t.offsets[t.content_start : t.content_end, 0] for _, t in pairs], workers=workers)
+
+
 def _doc_batches(documents: Iterable[Document], max_chars: int = 1 << 18, max_docs: int = 64) -> Iterator[list]:
     """Documents in input order, in lists of at most ``max_docs`` and about ``max_chars`` characters."""
     batch, chars = [], 0
@@ -360,7 +375,6 @@ def iter_embed(
 
 def _iter_embed(documents, strats, encoder, modes, normalize, include_special, macro_windows, group_tokens,
                 progress, sentence_encoders, stats, select_group=None) -> Iterator[GroupResult]:
-    hints = [h for h in (s.sentence_paragraphs() for s in strats) if h is not None]
     need_states = "late" in modes or any(s.needs_embedder and getattr(s, "source", "late") == "late" for s in strats)
     sec = stats["seconds"]
 
@@ -405,13 +419,10 @@ def _iter_embed(documents, strats, encoder, modes, normalize, include_special, m
                 yield gi, items, False
                 continue
             t0 = time.perf_counter()
-            if hints:  # the group's sentences, segmented once for every strategy (in worker processes if set)
-                try:
-                    pairs = [x for x in items if not isinstance(x, Skipped)]
-                    segment.presegment([d.text for d, _ in pairs], min(hints),
-                                       [t.offsets[t.content_start : t.content_end, 0] for _, t in pairs])
-                except Exception as err:  # noqa: BLE001  (a speed-up only: each split segments what it needs)
-                    log.warning("sentence segmentation ahead of the split failed: %s: %s", type(err).__name__, err)
+            try:  # the group's sentences, segmented once for every strategy (in worker processes if set)
+                presegment_for(strats, [x for x in items if not isinstance(x, Skipped)])
+            except Exception as err:  # noqa: BLE001  (a speed-up only: each split segments what it needs)
+                log.warning("sentence segmentation ahead of the split failed: %s: %s", type(err).__name__, err)
             out = []
             for x in items:
                 if isinstance(x, Skipped):
