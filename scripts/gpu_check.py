@@ -473,7 +473,9 @@ def step_pipeline(report: Report, sizes: Sizes, device: str) -> None:
             tokenizer_obj=tok, settings=ModelSettings(pooling="mean", normalize=True), batch_tokens=1 << 16,
         )  # fmt: skip
         docs = synthetic_documents(sizes.pipeline_docs, sizes.pipeline_doc_words)
-        run(docs[:1], ["fixed"], encoder, "late")  # warm up: kernel compile, cuDNN/cuBLAS heuristics
+        # warm up: kernel compile, cuDNN/cuBLAS heuristics, and the five strategies' one-time set-up (pysbd's rule
+        # tables, the markdown parser), so that neither five-strategy row pays it
+        run(docs[:1], ["fixed", "recursive", "heading", "sentence_window", "semantic"], encoder, "late")
         run(docs[:1], ["fixed"], encoder, "naive")
         if workers > 1:
             segment._pool(workers).ready()  # start the sentence workers (once per run)
