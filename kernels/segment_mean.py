@@ -1,6 +1,6 @@
 """Segment mean pooling in one Triton kernel: vector i = mean of states[start_i:end_i], optionally normalised.
 
-The pooling of late chunking (Günther et al. 2024, arXiv:2409.04669; see :mod:`latechunk.pooling`).
+The pooling of late chunking (Günther et al. 2024, arXiv:2409.04701; see :mod:`latechunk.pooling`).
 
 Same signature, semantics and errors as :func:`latechunk.pooling.segment_mean_ref` (re-exported beside it in
 ``kernels/reference.py``), following flash-attn's ``layer_norm_fn`` / ``layer_norm_ref`` pairing.

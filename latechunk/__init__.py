@@ -3,7 +3,7 @@
 Tokenize once, encode once, pool many times: a document's token states are computed in one pass (or in
 overlapping macro windows), and every chunking strategy is only a set of token spans over them.
 Late chunking: Günther et al., "Late Chunking: Contextual Chunk Embeddings Using Long-Context Embedding Models",
-arXiv:2409.04669 (https://arxiv.org/abs/2409.04669).
+arXiv:2409.04701 (https://arxiv.org/abs/2409.04701).
 """
 
 from latechunk.types import Boundaries, ChunkVectors, Document, Span, Tokenization

@@ -1,6 +1,6 @@
 """Tokenize once, encode once, pool many times: late and naive chunk vectors for many strategies.
 
-Late chunking (Günther et al. 2024, arXiv:2409.04669): the document is encoded once (or in overlapping macro
+Late chunking (Günther et al. 2024, arXiv:2409.04701): the document is encoded once (or in overlapping macro
 windows) and each chunk vector is the mean of the token states in its token span. Naive chunking: each chunk's
 original substring is encoded on its own with the model's own pooling. Both modes use the *same* Boundaries.
 

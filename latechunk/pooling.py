@@ -1,7 +1,7 @@
 """Segment mean pooling: chunk vector = mean of the token states inside its token span.
 
 This is the pooling step of late chunking (Günther et al., "Late Chunking: Contextual Chunk Embeddings Using
-Long-Context Embedding Models", 2024, arXiv:2409.04669): the document is encoded once and each chunk vector is
+Long-Context Embedding Models", 2024, arXiv:2409.04701): the document is encoded once and each chunk vector is
 the mean of the token states of its span.
 
 A pure function of token states and spans: inputs are never mutated, no span is dropped, row i is span i.
