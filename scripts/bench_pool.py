@@ -4,7 +4,7 @@
 Each stage is timed on its own, one after the other, on the same documents: the forward pass (token states of
 every document, macro windows included), the split (chunking) and the pooling (segment mean over the late token
 states). The split is timed as the pipeline runs it: the sentence segmentation the strategies need is done
-first, once for all of them (``latechunk.segment.presegment``, in worker processes or in this one), then each
+first, once for all of them (``SentenceSegmenter.presegment``, in worker processes or in this one), then each
 strategy cuts from the cached sentences. Every split row starts from an empty sentence cache (cold), so a row
 pays for all the segmentation it needs. Rows are given for ``--workers 0`` (segmentation in this process) and
 ``--workers N`` side by side; the worker processes are started (and timed) before the rows.
@@ -23,9 +23,9 @@ from pathlib import Path
 
 import torch
 
-from latechunk import segment
 from latechunk.encoder import Encoder
 from latechunk.pipeline import _late_embedder, late_vectors, presegment_for
+from latechunk.sentences import SentenceSegmenter
 from latechunk.strategies import get_strategy
 from latechunk.types import Document
 
@@ -34,14 +34,15 @@ FIVE = ["fixed:size=256", "recursive:max_tokens=256", "heading:max_tokens=256", 
         "semantic:percentile=10"]
 
 
-def split_stage(strats, docs, toks, states, workers: int) -> float:
-    """Seconds to split every document with every strategy of ``strats``, as the pipeline does, from cold."""
-    segment.clear_cache()
+def split_stage(strats, docs, toks, states, sentences: SentenceSegmenter) -> float:
+    """Seconds to split every document with every strategy of ``strats``, as the pipeline does, from cold
+    (``sentences``' cache emptied first; its worker processes, if any, already started)."""
+    sentences.clear_cache()
     t0 = time.perf_counter()
-    presegment_for(strats, list(zip(docs, toks)), workers=workers)
+    presegment_for(strats, list(zip(docs, toks)), sentences)
     for s in strats:
         for d, t, st in zip(docs, toks, states):
-            s.split(d, t, _late_embedder(st) if s.needs_embedder else None)
+            s.split(d, t, _late_embedder(st) if s.needs_embedder else None, sentences=sentences)
     return time.perf_counter() - t0
 
 
@@ -72,35 +73,36 @@ def main() -> None:
     packed = torch.cat(states, dim=0)  # the pipeline packs each group once for all strategies
     t_pack = time.perf_counter() - t0
     print(f"pack the states once: {t_pack:.2f} s ({t_pack / t_fwd:.2%})")
+    in_process, with_workers = SentenceSegmenter(0), SentenceSegmenter(args.workers)
     t0 = time.perf_counter()
-    segment._pool(args.workers).ready()
+    with_workers.start()
     print(f"start {args.workers} sentence worker processes (once per run, not in the rows): "
           f"{time.perf_counter() - t0:.2f} s")
 
     strats = [get_strategy(s) for s in FIVE]
     pool_s = {}  # pooling alone: the boundaries are made first, outside the timer
     for s in strats:
-        bounds = [s.split(d, t, _late_embedder(st) if s.needs_embedder else None)
+        bounds = [s.split(d, t, _late_embedder(st) if s.needs_embedder else None, sentences=in_process)
                   for d, t, st in zip(docs, toks, states)]
         t0 = time.perf_counter()
         v = late_vectors(states, toks, bounds, normalize=True, packed=packed)
         pool_s[s.spec] = (time.perf_counter() - t0, v.shape[0])
 
-    def best(group, workers):
-        return min(split_stage(group, docs, toks, states, workers) for _ in range(args.repeats))
+    def best(group, sentences):
+        return min(split_stage(group, docs, toks, states, sentences) for _ in range(args.repeats))
 
     w = args.workers
     print(f"{'strategy':18s}{'chunks':>7s}{'pool s':>8s}  {'split s, 0 workers':>19s}{'share':>8s}  "
           f"{f'split s, {w} workers':>19s}{'share':>8s}")
     for s in strats:
         p, n = pool_s[s.spec]
-        s0, sw = best([s], 0), best([s], w)
+        s0, sw = best([s], in_process), best([s], with_workers)
         print(f"{s.name:18s}{n:7d}{p:8.3f}  {s0:19.2f}{(s0 + p) / t_fwd:8.2%}  {sw:19.2f}{(sw + p) / t_fwd:8.2%}")
     p_all = sum(p for p, _ in pool_s.values()) + t_pack
-    s0, sw = best(strats, 0), best(strats, w)
+    s0, sw = best(strats, in_process), best(strats, with_workers)
     print(f"{'all five, one pass (packing included)':44s}{(s0 + p_all) / t_fwd:8.2%}  {'':19s}{(sw + p_all) / t_fwd:8.2%}")
     print("share = (split + pool) / forward; target < 3%")
-    segment._drop_pool()
+    with_workers.close()
 
 
 if __name__ == "__main__":

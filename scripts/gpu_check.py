@@ -10,7 +10,7 @@ Usage::
 Steps, each timed and isolated (a failing step is reported as ``FAIL: ...`` and the others still run):
 
 1. ``pytest -m gpu`` (the CUDA-only tests), or the result of a run given with ``--pytest-junit``.
-2. ``kernels.segment_mean`` bandwidth in GB/s (bytes from ``segment_mean_bytes``: span rows read, means
+2. ``latechunk.kernels.segment_mean`` bandwidth in GB/s (bytes from ``segment_mean_bytes``: span rows read, means
    written) beside a device-to-device copy of the same states measured in the same run (bytes = read +
    write), and their ratio; packed, normalised and per-document (``cu_seqlens``) launches, fp32 and bf16, a
    small launch-config sweep, and the torch reference ``segment_mean_ref`` for scale. Each kernel result is
@@ -241,7 +241,7 @@ def step_kernel(report: Report, sizes: Sizes, device: str) -> None:
     """Kernel GB/s beside a device-to-device copy GB/s of the same states, same run."""
     import torch
 
-    from kernels import segment_mean as km
+    from latechunk.kernels import segment_mean as km
     from latechunk.pooling import segment_mean_ref
 
     n, dim = sizes.kernel_tokens, sizes.kernel_dim
@@ -445,14 +445,17 @@ def step_pipeline(report: Report, sizes: Sizes, device: str) -> None:
 
     import torch
 
-    from latechunk import segment
-    from latechunk.encoder import Encoder, ModelSettings, resolve_model_path
+    from latechunk.config import PipelineConfig
+    from latechunk.encoder import Encoder
+    from latechunk.models import LoadedModel, ModelSettings, resolve_model_path
     from latechunk.pipeline import embed
+    from latechunk.sentences import SentenceSegmenter, default_workers
 
-    def run(docs, strategies, encoder, mode):
-        return embed(docs, strategies, encoder, modes=(mode,))
+    def run(docs, strategies, encoder, mode, sentences=None):
+        return embed(docs, encoder, PipelineConfig(strategies, modes=(mode,)), segmenter=sentences)
 
-    workers = segment.set_workers(None)  # as the CLI does: one sentence worker per core less one
+    workers = default_workers()  # as the CLI does: one sentence worker per core less one
+    segmenters = {n: SentenceSegmenter(n) for n in {workers, 0}}  # one per worker count, for every row
     names = ("pipeline late x1 (fixed)", f"pipeline late x5 strategies (sentence workers: {workers})",
              "pipeline naive x1 (fixed)", "pipeline late x5 strategies (sentence workers off)")
 
@@ -468,17 +471,15 @@ def step_pipeline(report: Report, sizes: Sizes, device: str) -> None:
         cfg = _model_configs(sizes.tiny_models)["modernbert-base"]
         dtype = torch.bfloat16 if device == "cuda" else torch.float32
         model = build_model(cfg, device, dtype)
-        encoder = Encoder(
-            "modernbert-base-random", device=device, dtype=str(dtype).replace("torch.", ""), model_obj=model,
-            tokenizer_obj=tok, settings=ModelSettings(pooling="mean", normalize=True), batch_tokens=1 << 16,
-        )  # fmt: skip
+        loaded = LoadedModel("modernbert-base-random", model, tok, ModelSettings(pooling="mean", normalize=True))
+        encoder = Encoder(loaded, device=device, dtype=str(dtype).replace("torch.", ""), batch_tokens=1 << 16)
         docs = synthetic_documents(sizes.pipeline_docs, sizes.pipeline_doc_words)
         # warm up: kernel compile, cuDNN/cuBLAS heuristics, and the five strategies' one-time set-up (pysbd's rule
         # tables, the markdown parser), so that neither five-strategy row pays it
         run(docs[:1], ["fixed", "recursive", "heading", "sentence_window", "semantic"], encoder, "late")
         run(docs[:1], ["fixed"], encoder, "naive")
         if workers > 1:
-            segment._pool(workers).ready()  # start the sentence workers (once per run)
+            segmenters[workers].start()  # start the sentence workers (once per run)
     if docs is None:
         return
     five = ["fixed", "recursive", "heading", "sentence_window", "semantic"]
@@ -488,16 +489,16 @@ def step_pipeline(report: Report, sizes: Sizes, device: str) -> None:
         names, (["fixed"], five, ["fixed"], five), ("late", "late", "naive", "late"), (workers, workers, workers, 0),
         strict=True,
     ):
-        segment.set_workers(n_workers)
-        segment.clear_cache()
+        sentences = segmenters[n_workers]
+        sentences.clear_cache()
         with _step(report, name):
             _sync(device)
             t0 = time.perf_counter()
-            res = run(docs, strategies, encoder, mode)
+            res = run(docs, strategies, encoder, mode, sentences)
             _sync(device)
             sec = time.perf_counter() - t0
-            tokens = res.stats["content_tokens"]
-            encoded = res.stats[f"{mode}_tokens"]
+            tokens = res.stats.content_tokens
+            encoded = res.stats.tokens[mode]
             chunks = sum(r.n_chunks for r in res.runs.values())
             report.add(
                 name,
@@ -508,7 +509,8 @@ def step_pipeline(report: Report, sizes: Sizes, device: str) -> None:
             seconds[name] = sec
             if mode == "late" and name == names[0]:
                 late_encoded = encoded
-    segment.set_workers(workers)
+    for sentences in segmenters.values():
+        sentences.close()
     with _step(report, "raw model(...) on the same inputs"):
         rows = [r for d in docs for r in encoder.model_inputs(encoder.tokenizer(d))[0]]
         assert sum(len(r) for r in rows) == late_encoded, "raw inputs differ from what the pipeline encoded"

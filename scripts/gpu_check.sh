@@ -6,11 +6,15 @@
 #
 # Usage: scripts/gpu_check.sh [--dry-run] [other gpu_check.py options]
 #   --dry-run: every step at tiny sizes on the CPU (Triton interpreter).
-# Needs torch, triton, transformers, pytest, hypothesis, numpy, markdown-it-py and pysbd; faiss is optional (its
-# row says n/a without it). Nothing is fetched: on a machine without a package index (this workplace's lent GPU),
-# run `bash scripts/gpu_carry.sh` first where pip works and carry .gpu_carry/; its wheels are installed into
-# /tmp/latechunk_site and its tokenizer files replace the bundled model package. latechunk itself runs from
-# this checkout (no install). Exit status: nonzero if the GPU tests or any check step failed.
+# Needs torch, triton, transformers, pytest, hypothesis, numpy, markdown-it-py, pysbd and setuptools; faiss is
+# optional (its row says n/a without it). Nothing is fetched: on a machine without a package index (this
+# workplace's lent GPU), run `bash scripts/gpu_carry.sh` first where pip works and carry .gpu_carry/; its wheels
+# are installed into /tmp/latechunk_site and its tokenizer files replace the bundled model package. latechunk
+# itself runs from this checkout: kernels/ and eval/ import as latechunk.kernels and latechunk.eval only through
+# an install's mapping (setup.py), so unless latechunk is already installed editable from this checkout, the
+# script installs it so into the active environment (`pip install --no-deps --no-index --no-build-isolation -e .`:
+# offline, built by the environment's own setuptools). Exit status: nonzero if the GPU tests or any check step
+# failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
@@ -29,7 +33,7 @@ if [[ -d .gpu_carry/minilm_tokenizer ]]; then
 fi
 if ! missing=$("$PY" - <<'PY'
 import importlib.util
-need = ["torch", "triton", "transformers", "pytest", "hypothesis", "numpy", "markdown_it", "pysbd"]
+need = ["torch", "triton", "transformers", "pytest", "hypothesis", "numpy", "markdown_it", "pysbd", "setuptools"]
 gone = [m for m in need if importlib.util.find_spec(m) is None]
 print(" ".join(gone))
 raise SystemExit(1 if gone else 0)
@@ -38,6 +42,16 @@ PY
   echo "gpu_check: missing Python packages: $missing (run scripts/setup.sh where pip works, or carry" \
        ".gpu_carry/ made by scripts/gpu_carry.sh)" >&2
   exit 2
+fi
+# latechunk.kernels must come from this checkout's kernels/ (an editable install of another checkout maps it there)
+if ! "$PY" -c 'import os, sys, latechunk.kernels as k; sys.exit(os.path.dirname(k.__file__) != sys.argv[1])' \
+    "$PWD/kernels" 2>/dev/null; then
+  echo "gpu_check: installing latechunk editable from $PWD (no dependencies, no index)" >&2
+  if ! "$PY" -m pip install -q --no-deps --no-index --no-build-isolation -e .; then
+    echo "gpu_check: could not install latechunk from this checkout (pip install --no-deps --no-index" \
+         "--no-build-isolation -e . failed; it needs setuptools>=70.1, or >=64 with wheel, in this environment)" >&2
+    exit 2
+  fi
 fi
 
 # the GPU-marked tests live in tests/test_kernels.py; collecting the whole suite would also need the CPU-side

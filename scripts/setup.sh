@@ -17,6 +17,13 @@ if ! "$PY" -c "import torch" >/dev/null 2>&1; then
     "$PY" -m pip install -q torch==2.13.0
   fi
 fi
+# editable: kernels/ and eval/ import as latechunk.kernels and latechunk.eval through the install's mapping (setup.py)
 "$PY" -m pip install -q -e ".[dev]"
+# Hugging Face's kernels wheel (never installed here) for tests/test_packaging.py, which installs latechunk's wheel
+# beside it; kept in the git-ignored .whl/ so the test runs offline
+if ! compgen -G ".whl/kernels-*.whl" >/dev/null; then
+  "$PY" -m pip download -q --no-deps --only-binary=:all: -d .whl "kernels==0.17.2" \
+    || echo "setup: could not fetch Hugging Face's kernels wheel into .whl/ (tests/test_packaging.py skips)" >&2
+fi
 # console scripts of a pyenv interpreter become visible after a rehash
 command -v pyenv >/dev/null 2>&1 && pyenv rehash || true

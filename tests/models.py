@@ -6,7 +6,8 @@ import functools
 
 import torch
 
-from latechunk.encoder import Encoder, ModelSettings, resolve_model_path
+from latechunk.encoder import Encoder
+from latechunk.models import LoadedModel, ModelSettings, resolve_model_path
 
 
 @functools.lru_cache(maxsize=1)
@@ -17,13 +18,17 @@ def minilm_parts():
     return AutoModel.from_pretrained(path), AutoTokenizer.from_pretrained(path), ModelSettings.read(path)
 
 
-def minilm_encoder(**kwargs) -> Encoder:
-    """A fresh Encoder around the (shared, read-only) bundled MiniLM weights."""
+def minilm_loaded() -> LoadedModel:
+    """A fresh :class:`LoadedModel` around a copy of the (shared, read-only) bundled MiniLM weights."""
     import copy
 
     model, tok, settings = minilm_parts()
-    return Encoder("all-MiniLM-L6-v2", device="cpu", model_obj=copy.deepcopy(model), tokenizer_obj=tok,
-                   settings=settings, **kwargs)
+    return LoadedModel("all-MiniLM-L6-v2", copy.deepcopy(model), tok, settings)
+
+
+def minilm_encoder(**kwargs) -> Encoder:
+    """A fresh Encoder around the (shared, read-only) bundled MiniLM weights; ``kwargs`` go to :class:`Encoder`."""
+    return Encoder(minilm_loaded(), device="cpu", **kwargs)
 
 
 def tiny_modernbert(max_positions: int = 8192, hidden: int = 32, layers: int = 2) -> torch.nn.Module:
@@ -45,8 +50,8 @@ def tiny_modernbert_encoder(max_positions: int = 8192, **kwargs) -> Encoder:
 
     tok = copy.deepcopy(tok)
     tok.model_max_length = max_positions
-    return Encoder("tiny-modernbert", device="cpu", model_obj=tiny_modernbert(max_positions), tokenizer_obj=tok,
-                   settings=ModelSettings(pooling="mean", normalize=True), **kwargs)
+    loaded = LoadedModel("tiny-modernbert", tiny_modernbert(max_positions), tok, ModelSettings(pooling="mean", normalize=True))
+    return Encoder(loaded, device="cpu", **kwargs)
 
 
 class ForwardRecorder:

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from latechunk.export import IndexSpec, build_index
+from latechunk.config import PipelineConfig
+from latechunk.index import build_index
 from latechunk.pipeline import embed, late_vectors
 from latechunk.strategies import get_strategy
 from latechunk.types import Document
@@ -31,17 +32,17 @@ def test_br004_empty_input_through_all_strategies_late_and_export(text, encoder)
         assert b.char_spans.shape == (0, 2) and b.token_spans.shape == (0, 2)
         v = late_vectors([torch.zeros((len(tok), encoder.dim))], [tok], [b])
         assert v.shape == (0, encoder.dim) and v.dtype == np.float32
-    res = embed([Document("d", text)], STRATEGIES, encoder)
+    res = embed([Document("d", text)], encoder, PipelineConfig(tuple(STRATEGIES)))
     assert rec.calls == 0  # a zero-chunk document never reaches the encoder
     assert [s.doc_id for s in res.skipped] == ["d"]
     for run in res.runs.values():
         assert run.vectors["late"].vectors.shape == (0, encoder.dim)
-        assert build_index(run.vectors["late"].vectors, IndexSpec(), dim=encoder.dim).ntotal == 0
+        assert build_index(run.vectors["late"].vectors, dim=encoder.dim).ntotal == 0
 
 
 def test_br004_trailing_whitespace_gives_one_chunk_through_late_encoding(encoder):
     text = "alpha beta gamma   \n\n   "
-    res = embed([Document("d", text)], STRATEGIES, encoder)
+    res = embed([Document("d", text)], encoder, PipelineConfig(tuple(STRATEGIES)))
     for spec, run in res.runs.items():
         (b,) = run.boundaries
         assert len(b) == 1 and b.char_spans[0, 1] <= 16, spec
@@ -51,7 +52,7 @@ def test_br004_trailing_whitespace_gives_one_chunk_through_late_encoding(encoder
 
 def test_br011_special_tokens_never_in_pooled_span(encoder):
     text = "Dogs bark. Cats sleep."
-    res = embed([Document("d", text)], [SENT0], encoder, normalize=False)
+    res = embed([Document("d", text)], encoder, PipelineConfig((SENT0,), normalize=False))
     run = next(iter(res.runs.values()))
     tok = res.tokenizations[0]
     b = run.boundaries[0]
@@ -67,9 +68,11 @@ def test_br011_special_tokens_never_in_pooled_span(encoder):
 
 @pytest.mark.parametrize("prefix", ["", "passage: "])
 def test_br012_macro_windows_are_proper_model_inputs(prefix):
-    enc = minilm_encoder(max_length=512, window_overlap=64, document_prompt=prefix)
+    from latechunk.config import PipelineConfig
+
+    enc = minilm_encoder(max_length=512, document_prompt=prefix)
     rec = ForwardRecorder(enc)
-    res = embed([Document("notes", NOTES)], [SENT0], enc)
+    res = embed([Document("notes", NOTES)], enc, PipelineConfig((SENT0,), macro_window_overlap=64))
     tok = res.tokenizations[0]
     assert len(rec.rows) >= 4
     prefix_ids = enc.tokenizer.prefix_ids
@@ -91,7 +94,7 @@ def test_br012_macro_windows_are_proper_model_inputs(prefix):
 
 def test_br013_no_silent_truncation():
     enc = minilm_encoder(max_length=512)
-    res = embed([Document("notes", NOTES)], [SENT0], enc)
+    res = embed([Document("notes", NOTES)], enc, PipelineConfig((SENT0,)))
     run = next(iter(res.runs.values()))
     v = run.vectors["late"].vectors
     b = run.boundaries[0]
@@ -105,8 +108,8 @@ def test_br013_no_silent_truncation():
     assert sims.max() < 1 - 1e-6  # no copies among chunks past position 512
     tok = res.tokenizations[0]
     with pytest.raises(ValueError, match=rf"{len(tok)} tokens.*max_length=512"):
-        enc.token_states([tok], macro_windows=False)
-    off = embed([Document("notes", NOTES)], [SENT0], enc, macro_windows=False)
+        enc.token_states([tok], allow_windows=False)
+    off = embed([Document("notes", NOTES)], enc, PipelineConfig((SENT0,), long_documents="skip"))
     assert off.documents == [] and "macro windows are off" in off.skipped[0].reason
 
 
@@ -118,7 +121,7 @@ def test_br014_batch_padding_independence():
     outs = {}
     for order in (["A"], ["A", "B"], ["B", "A"]):
         docs = [a if d == "A" else b for d in order]
-        res = embed(docs, [SENT0], enc, normalize=False)
+        res = embed(docs, enc, PipelineConfig((SENT0,), normalize=False))
         run = next(iter(res.runs.values()))
         assert [x.doc_id for x in res.documents] == order
         j = order.index("A")

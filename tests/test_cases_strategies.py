@@ -11,7 +11,7 @@ from itertools import pairwise
 import numpy as np
 import pytest
 
-from latechunk.segment import sentence_token_spans
+from latechunk.sentences import SentenceSegmenter
 from latechunk.strategies import get_strategy
 from latechunk.types import Document
 from tests.invariants import check_boundaries
@@ -308,7 +308,7 @@ def test_br009_abbreviation_before_colon(minilm_tokenizer):
 
 def test_br009_same_segmenter_feeds_recursive_and_semantic(minilm_tokenizer):
     tok = minilm_tokenizer(ABBREV_A)
-    sentence_ends = {int(tok.offsets[e - 1, 1]) for _, e in sentence_token_spans(ABBREV_A, tok).tolist()}
+    sentence_ends = {int(tok.offsets[e - 1, 1]) for _, e in SentenceSegmenter().token_spans(ABBREV_A, tok).tolist()}
     assert sentence_ends == {104, 140}
     # recursive must cut at the sentence level here (the text is 42 tokens, one line): only at 104
     _, b = split("recursive:chunk_size=34", ABBREV_A, minilm_tokenizer)

@@ -8,8 +8,8 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from eval.datasets import data_root
 from latechunk.cli import app
+from latechunk.eval.datasets import data_root
 
 DATA = data_root() / "chroma_chunking_eval" / "corpora"
 runner = CliRunner()
@@ -246,6 +246,7 @@ def test_count_inputs_matches_what_iter_inputs_yields(tmp_path):
 
 
 def test_embed_progress_bar_counts_every_input_item(tmp_path, capsys):
+    from latechunk.config import EmbedConfig, PipelineConfig
     from latechunk.ingest import ingest
     from tests.models import minilm_encoder
 
@@ -254,7 +255,9 @@ def test_embed_progress_bar_counts_every_input_item(tmp_path, capsys):
     for i in range(3):
         (src / f"d{i}.md").write_text(f"Document {i} about rivers. " * 5, encoding="utf-8")
     (src / "bad.md").write_bytes(b"\x00\x01binary")
-    ingest([src], tmp_path / "out", "fixed:size=16", minilm_encoder(), progress=True, group_tokens=40)
+    config = EmbedConfig(inputs=(src,), out=tmp_path / "out",
+                         pipeline=PipelineConfig(strategies=("fixed:size=16",), group_tokens=40))
+    ingest(config, minilm_encoder(), progress=True)
     err = capsys.readouterr().err
     assert "embed" in err and "4/4" in err
 
@@ -270,3 +273,28 @@ def test_cli_messages_from_the_fresh_user_trial(tmp_path, monkeypatch):
     monkeypatch.setenv("LATECHUNK_DATA", str(tmp_path / "nowhere"))
     res = runner.invoke(app, ["compare", "--dataset", "chroma", "--out", str(tmp_path / "rep")])
     assert res.exit_code == 2 and "LATECHUNK_DATA" in res.output
+
+
+def test_chunk_and_embed_give_the_same_token_spans_for_a_model_with_a_document_prompt(tmp_path):
+    """`chunk` tokenizes exactly as `embed` does, the model's document prompt included (issue 9)."""
+    from tests.models import save_tiny_bert
+
+    model = save_tiny_bert(tmp_path / "model")
+    st = model / "config_sentence_transformers.json"
+    cfg = json.loads(st.read_text()) if st.exists() else {}
+    st.write_text(json.dumps({**cfg, "prompts": {"query": "query: ", "document": "passage: "}}))
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "a.md").write_text("Rivers flow to the sea and carve valleys over long ages. " * 6, encoding="utf-8")
+    (src / "b.md").write_text("# Trains\n\nTrains run on rails between cities. " * 4, encoding="utf-8")
+    args = ["--strategy", "fixed:size=16,overlap=4", "--model", model]
+    assert _run("embed", src, "--out", tmp_path / "o", "--device", "cpu", "--quiet", *args).exit_code == 0
+    assert _run("chunk", src, "--out", tmp_path / "c.jsonl", *args).exit_code == 0
+    embedded = pq.read_table(tmp_path / "o" / "chunks.parquet").to_pylist()
+    chunked = [json.loads(line) for line in (tmp_path / "c.jsonl").read_text().splitlines()]
+    assert len(chunked) == len(embedded) > 4
+    assert chunked == embedded  # every field: ids, char spans, token spans, text, heading path, strategy
+    manifest = json.loads((tmp_path / "o" / "manifest.json").read_text())
+    assert manifest["model"]["document_prompt"] == "passage: "
+    # the prompt's tokens come first ([CLS] passage : ...): a tokenization without it would start at token 1
+    assert min(r["token_start"] for r in chunked) == 3

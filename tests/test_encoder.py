@@ -1,4 +1,5 @@
-"""Encoder: offline default model, sentence-transformers parity, macro windows, batching, long context."""
+"""latechunk.encoder: running a loaded model: sentence-transformers parity (encode / encode_query /
+encode_document), the default macro-window plan, window stitching, batching, long context, the manifest block."""
 
 from __future__ import annotations
 
@@ -6,27 +7,23 @@ import numpy as np
 import pytest
 import torch
 
-from latechunk.encoder import Encoder, ModelSettings, plan_windows, resolve_model_path
-from tests.models import ForwardRecorder, minilm_encoder, tiny_modernbert_encoder
+from latechunk.encoder import Encoder
+from latechunk.macro_window import MIN_WINDOW_CONTENT_TOKENS, MacroWindow
+from latechunk.models import ModelSettings, resolve_model_path
+from tests.models import ForwardRecorder, minilm_encoder, minilm_loaded, tiny_modernbert_encoder
 
 LONG = " ".join(f"Note {i}: the lamp in room {i} was switched off at dusk." for i in range(1, 121))
+DESCRIBE_KEYS = ["name", "path", "sha256", "dim", "dtype", "device", "max_length", "window", "window_overlap",
+                 "pooling", "normalize", "document_prompt", "query_prompt"]
 
 
-def test_default_model_loads_offline_and_reads_st_settings(monkeypatch):
+def test_default_model_loads_offline(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     enc = Encoder(device="cpu")
-    assert enc.dim == 384 and enc.max_length == 512
+    assert enc.name == "all-MiniLM-L6-v2" and enc.dim == 384 and enc.max_length == 512
     assert enc.settings.pooling == "mean" and enc.settings.normalize is True
-    assert enc.settings.max_seq_length == 256
-    assert len(enc.model_hash) == 64
-
-
-def test_naive_encoding_matches_sentence_transformers():
-    st = pytest.importorskip("sentence_transformers")
-    texts = ["hello world", "Dogs bark. Cats sleep.", "A longer sentence about late chunking and pooling."]
-    ref = st.SentenceTransformer(resolve_model_path(None), device="cpu").encode(texts)
-    new = minilm_encoder().encode_texts(texts)
-    np.testing.assert_allclose(new, ref, atol=1e-5)
+    assert enc.max_seq_length == 256  # sentence-transformers' value, below the input limit
+    assert len(enc.model_hash) == 64 and enc.dtype == torch.float32 and str(enc.device) == "cpu"
 
 
 def test_missing_model_path_is_a_clear_error(tmp_path):
@@ -34,46 +31,110 @@ def test_missing_model_path_is_a_clear_error(tmp_path):
         Encoder(str(tmp_path / "no_such_model"), device="cpu")
 
 
-def test_bad_window_settings_raise_before_work():
+def test_encode_matches_sentence_transformers():
+    st = pytest.importorskip("sentence_transformers")
+    texts = ["hello world", "Dogs bark. Cats sleep.", "A longer sentence about late chunking and pooling."]
+    ref = st.SentenceTransformer(resolve_model_path(None), device="cpu").encode(texts)
+    enc = minilm_encoder()
+    np.testing.assert_allclose(enc.encode(texts), ref, atol=1e-5)
+    # the model has no prompts: every prompt name gives the same vectors
+    np.testing.assert_allclose(enc.encode_query(texts), ref, atol=1e-5)
+    np.testing.assert_allclose(enc.encode_document(texts), ref, atol=1e-5)
+
+
+def test_prompt_names_pick_the_prompt():
+    enc = minilm_encoder(document_prompt="passage: ", query_prompt="query: ")
+    text = ["Snow fell on the quiet village."]
+    plain = enc.encode(text)
+    np.testing.assert_allclose(enc.encode(["passage: " + text[0]]), enc.encode_document(text), atol=1e-5)
+    np.testing.assert_allclose(enc.encode(["query: " + text[0]]), enc.encode_query(text), atol=1e-5)
+    np.testing.assert_array_equal(enc.encode(text, prompt_name="query"), enc.encode_query(text))
+    assert np.abs(plain - enc.encode_query(text)).max() > 1e-3
+    raw = enc.encode(text, normalize=False)
+    assert abs(float(np.linalg.norm(raw)) - 1.0) > 1e-3
+    np.testing.assert_allclose(raw / np.linalg.norm(raw, axis=1, keepdims=True), plain, atol=1e-6)
+    assert enc.encode([]).shape == (0, enc.dim)
+    with pytest.raises(ValueError, match="prompt_name must be None, 'query' or 'document', got 'plain'"):
+        enc.encode(text, prompt_name="plain")
+
+
+def test_bad_settings_raise_before_work():
     with pytest.raises(ValueError, match="exceeds the model's limit"):
         minilm_encoder(max_length=4096)
+    with pytest.raises(ValueError, match="max_length=10 is too small"):
+        minilm_encoder(max_length=10)
+    with pytest.raises(ValueError, match="dtype must be one of"):
+        minilm_encoder(dtype="int8")
+    with pytest.raises(ValueError, match="batch_tokens must be >= 1"):
+        minilm_encoder(batch_tokens=0)
+    with pytest.raises(ValueError, match="already loaded"):
+        Encoder(minilm_loaded(), device="cpu", trust_remote_code=True)
+
+
+def test_macro_window_defaults_as_before():
+    enc = minilm_encoder()
+    assert enc.macro_window() == MacroWindow(512, (512 - 2) // 4)
+    assert enc.macro_window(128) == MacroWindow(128, (128 - 2) // 4)  # a quarter of the window's content
+    assert enc.macro_window(128, 32) == MacroWindow(128, 32)
     with pytest.raises(ValueError, match="overlap"):
-        minilm_encoder(window=128, window_overlap=200)
-
-
-@pytest.mark.parametrize("n,cap,ov", [(10, 10, 2), (11, 10, 2), (100, 10, 3), (1000, 126, 31), (127, 126, 0)])
-def test_plan_windows_tiles_and_respects_capacity(n, cap, ov):
-    plan = plan_windows(n, cap, ov)
-    assert plan[0][2] == 0 and plan[-1][3] == n
-    for (a, b, ks, ke), nxt in zip(plan, plan[1:] + [None]):
-        assert 0 <= a < b <= n and b - a <= cap and a <= ks < ke <= b
-        if nxt is not None:
-            assert nxt[2] == ke and nxt[0] <= b - ov  # consecutive windows overlap by at least `ov`
+        enc.macro_window(128, 200)
+    with pytest.raises(ValueError, match="window=513 exceeds max_length=512"):
+        enc.macro_window(513)
+    prompted = minilm_encoder(document_prompt="search_document: ")
+    n_frame = prompted.tokenizer.n_frame
+    assert n_frame > 2 and prompted.macro_window(128).overlap == (128 - n_frame) // 4
+    minimum = n_frame + MIN_WINDOW_CONTENT_TOKENS
+    with pytest.raises(ValueError, match=rf"window={minimum - 1} is too small: the minimum is {minimum} tokens"):
+        prompted.macro_window(minimum - 1)
+    tok = enc.tokenizer("A short text about rivers.")
+    with pytest.raises(ValueError, match=r"window=5 is too small: the minimum is 18"):
+        enc.token_states([tok], MacroWindow(5, 0))
 
 
 def test_macro_windows_keep_each_token_from_its_most_central_window():
-    enc = minilm_encoder(window=128, window_overlap=32)
+    enc = minilm_encoder()
+    mw = enc.macro_window(128, 32)
     tok = enc.tokenizer(LONG)
     rec = ForwardRecorder(enc)
-    states = enc.token_states([tok])[0]
+    states = enc.token_states([tok], mw)[0]
     assert states.shape[0] == len(tok)
-    rows, plan = enc.model_inputs(tok)
-    assert len(plan) > 5 and all(len(r) <= 128 for r in rec.rows)
+    rows, plan = enc.model_inputs(tok, mw)
+    assert len(plan) > 5 and all(len(r) <= 128 for r in rec.rows) and rec.rows == [r.tolist() for r in rows]
     # recompute each window alone and check the stitched rows come from the planned window
     with torch.inference_mode():
         for (a, b, ks, ke), row in zip(plan, rows):
             alone = enc.model(input_ids=torch.tensor(row)[None]).last_hidden_state[0]
             got = states[tok.n_lead + ks : tok.n_lead + ke]
             torch.testing.assert_close(got, alone[tok.n_lead + ks - a : tok.n_lead + ke - a], atol=1e-5, rtol=1e-5)
+            if (a, b) == (plan[0][0], plan[0][1]):
+                torch.testing.assert_close(states[: tok.n_lead], alone[: tok.n_lead], atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(states[-tok.n_trail :], alone[-tok.n_trail :], atol=1e-5, rtol=1e-5)
+
+
+def test_one_encoder_serves_every_window():
+    enc = minilm_encoder()
+    tok = enc.tokenizer(LONG[:1000])
+    by_plan = {w: enc.token_states([tok], enc.macro_window(w))[0] for w in (64, 512)}
+    fresh = minilm_encoder()
+    for w, states in by_plan.items():
+        torch.testing.assert_close(states, fresh.token_states([tok], MacroWindow(w, (w - 2) // 4))[0], atol=0, rtol=0)
+    assert not torch.allclose(by_plan[64], by_plan[512], atol=1e-3)
 
 
 def test_window_longer_than_document_equals_single_pass():
     enc = minilm_encoder()
     tok = enc.tokenizer("Snow fell on the quiet village. Children built a fort by the river.")
-    win = enc.token_states([tok], window=128)[0]
+    win = enc.token_states([tok], enc.macro_window(128))[0]
     with torch.inference_mode():
         single = enc.model(input_ids=torch.tensor(tok.input_ids)[None]).last_hidden_state[0]
     torch.testing.assert_close(win, single, atol=1e-6, rtol=1e-6)
+
+
+def test_document_longer_than_the_window_raises_when_windows_are_not_allowed():
+    enc = minilm_encoder()
+    tok = enc.tokenizer(LONG)
+    with pytest.raises(ValueError, match=rf"{len(tok)} tokens, more than max_length=512"):
+        enc.token_states([tok], allow_windows=False)
 
 
 def test_batching_restores_input_order_and_is_padding_invariant():
@@ -89,6 +150,7 @@ def test_batching_restores_input_order_and_is_padding_invariant():
 
 def test_tiny_modernbert_8192_encodes_6000_token_document_in_one_pass():
     enc = tiny_modernbert_encoder()
+    assert enc.max_length == 8192 and enc.max_seq_length == 8192  # no sentence-transformers value: the limit
     text = " ".join(f"Note {i}: the lamp in room {i} was switched off at dusk." for i in range(1, 430))
     tok = enc.tokenizer(text)
     assert 6000 <= len(tok) <= 8192
@@ -98,6 +160,38 @@ def test_tiny_modernbert_8192_encodes_6000_token_document_in_one_pass():
     assert states.shape == (len(tok), enc.dim) and torch.isfinite(states).all()
 
 
-def test_model_settings_defaults_for_plain_hf_folder(tmp_path):
-    s = ModelSettings.read(str(tmp_path))
-    assert s.pooling == "mean" and s.normalize is False and s.query_prompt == ""
+def test_max_seq_length_is_capped_at_the_input_limit():
+    from dataclasses import replace
+
+    loaded = minilm_loaded()
+    big = replace(loaded, settings=replace(loaded.settings, max_seq_length=8192))
+    assert Encoder(big, device="cpu").max_seq_length == 512
+    none = replace(loaded, settings=ModelSettings())
+    assert Encoder(none, device="cpu").max_seq_length == 512
+
+
+def test_describe_keeps_the_manifest_keys_and_records_the_plan():
+    enc = minilm_encoder()
+    d = enc.describe()
+    assert list(d) == DESCRIBE_KEYS
+    assert (d["window"], d["window_overlap"], d["max_length"], d["dim"]) == (512, 127, 512, 384)
+    assert (d["pooling"], d["normalize"], d["dtype"], d["device"]) == ("mean", True, "float32", "cpu")
+    d = enc.describe(enc.macro_window(128, 32))
+    assert (d["window"], d["window_overlap"]) == (128, 32)
+    assert not hasattr(enc, "window") and not hasattr(enc, "window_overlap")
+
+
+def test_from_config_reads_the_model_config(monkeypatch):
+    from latechunk import encoder as encoder_mod
+
+    config = pytest.importorskip("latechunk.config")
+    seen = {}
+
+    def fake_load(name, dtype, trust_remote_code, probe):
+        seen.update(name=name, dtype=dtype, trust_remote_code=trust_remote_code)
+        return minilm_loaded()
+
+    monkeypatch.setattr(encoder_mod.LoadedModel, "load", staticmethod(fake_load))
+    enc = Encoder.from_config(config.ModelConfig(name="x", device="cpu", batch_tokens=4096), dtype="float16")
+    assert seen == {"name": "x", "dtype": torch.float16, "trust_remote_code": False}
+    assert enc.batch_tokens == 4096 and enc.dtype == torch.float16 and str(enc.device) == "cpu"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from eval.datasets import (
+from latechunk.eval.datasets import (
     DATA_ENV_VAR,
     EvalDataset,
     Query,

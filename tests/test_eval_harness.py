@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from eval.cache import dataset_sha256, load_cached
-from eval.harness import CompareConfig, chunk_records_sha256, run_compare
-from eval.report import REPORT_FILES, write_report
+from latechunk.eval.cache import dataset_sha256, load_cached
+from latechunk.eval.harness import CompareConfig, chunk_records_sha256, run_compare
+from latechunk.eval.report import REPORT_FILES, write_report
 from tests.models import ForwardRecorder, minilm_encoder
 
 TOPICS = {

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eval.metrics import (
+from latechunk.eval.metrics import (
     answer_contained_recall,
     chroma_span_scores,
     doc_metrics,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from eval.stats import BootstrapResult, paired_bootstrap, paired_differences
+from latechunk.eval.stats import BootstrapResult, paired_bootstrap, paired_differences
 
 
 def test_paired_differences_aligns_by_id():

@@ -23,7 +23,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from latechunk.encoder import Encoder, ModelSettings
+from latechunk.config import PipelineConfig
+from latechunk.encoder import Encoder
+from latechunk.models import LoadedModel, ModelSettings
 from latechunk.pipeline import embed
 from latechunk.types import Document
 from tests.invariants import check_boundaries
@@ -72,15 +74,16 @@ PARAMS = {
 
 @functools.lru_cache(maxsize=1)
 def tiny_encoder() -> Encoder:
-    """A 1-layer random BERT (dim 32) with the bundled uncased tokenizer and 64-token macro windows."""
+    """A 1-layer random BERT (dim 32) with the bundled uncased tokenizer (the examples use 64-token macro windows)."""
     _, tok, _ = minilm_parts()
-    return Encoder("tiny-bert", device="cpu", model_obj=tiny_bert(layers=1, heads=2), tokenizer_obj=tok,
-                   settings=ModelSettings(pooling="mean", normalize=True), window=64, window_overlap=8)
+    loaded = LoadedModel("tiny-bert", tiny_bert(layers=1, heads=2), tok, ModelSettings(pooling="mean", normalize=True))
+    return Encoder(loaded, device="cpu")
 
 
 def check_example(spec: str, limit: int | None, text: str) -> None:
     enc = tiny_encoder()
-    res = embed([Document("d", text)], [spec], enc, modes=("late", "naive"))
+    res = embed([Document("d", text)], enc, PipelineConfig((spec,), modes=("late", "naive"), macro_window=64,
+                                                           macro_window_overlap=8))
     run = res.run(spec)
     if not res.documents:  # only texts without content tokens are skipped
         assert len(res.skipped) == 1 and "empty" in res.skipped[0].reason, res.skipped

@@ -1,4 +1,4 @@
-"""Sharded, resumable ingest (latechunk/ingest.py) and the input readers it streams from (latechunk/io.py).
+"""Sharded, resumable ingest (latechunk/ingest/) and the input readers it streams from (latechunk/io.py).
 
 The main test kills `python -m latechunk embed` with SIGKILL at three different points of one run over the Chroma
 corpus, resumes each time, and checks that the result equals an uninterrupted run: same ids in the same order,
@@ -24,8 +24,8 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from eval.datasets import data_root
 from latechunk.cli import app
+from latechunk.eval.datasets import data_root
 from tests.models import save_tiny_bert
 
 REPO = Path(__file__).resolve().parents[1]

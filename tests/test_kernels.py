@@ -25,8 +25,8 @@ if not torch.cuda.is_available():  # collection-time check only; no device is to
 
 pytest.importorskip("triton")
 
-import kernels.segment_mean as segment_mean_module
-from kernels.reference import segment_mean_ref
+import latechunk.kernels.segment_mean as segment_mean_module
+from latechunk.kernels.reference import segment_mean_ref
 
 if not torch.cuda.is_available() and not segment_mean_module._INTERPRETED:
     # imported earlier in this process without the interpreter: decorate again now that the variable is set
@@ -337,7 +337,7 @@ try:
 except ImportError as err:
     print("SKIP: triton has no AOT compile API:", err)
     sys.exit(0)
-import kernels.segment_mean as m
+import latechunk.kernels.segment_mean as m
 
 for ptr_type, has_cu_seqlens, normalize in itertools.product(("*bf16", "*fp16", "*fp32"), (0, 1), (0, 1)):
     has_cu_seqlens, normalize = bool(has_cu_seqlens), bool(normalize)

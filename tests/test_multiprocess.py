@@ -1,4 +1,4 @@
-"""Several processes on one machine (``torchrun`` / ``accelerate launch``): latechunk/ingest.py with WORLD_SIZE > 1.
+"""Several processes on one machine (``torchrun`` / ``accelerate launch``): latechunk/ingest/ranks.py (WORLD_SIZE > 1).
 
 Two ``python -m latechunk embed`` processes run on the CPU with ``RANK=0/1 WORLD_SIZE=2 LOCAL_RANK=0/1`` (what the
 launchers set) over the small corpus of tests/test_ingest.py (tiny random BERT, small group budget: about ten shards),
@@ -9,6 +9,7 @@ finish the run, equal to the single-process one.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -74,29 +75,33 @@ def test_dist_env():
 
 
 def test_select_group_skips_work_but_keeps_the_groups(corpus):
-    """Unselected groups come as light records; the groups and the selected vectors are unchanged."""
+    """Unselected groups come as light records; the groups, their input positions and the selected vectors are
+    unchanged."""
+    from latechunk.config import PipelineConfig
     from latechunk.encoder import Encoder
     from latechunk.io import iter_inputs
-    from latechunk.pipeline import Skipped, iter_embed, new_stats
+    from latechunk.pipeline import iter_embed
 
     corpus_dir, model = corpus
     enc = Encoder(str(model), device="cpu")
-    docs = [d for d in iter_inputs([corpus_dir]) if not isinstance(d, Skipped)]
-    full_stats, stats = new_stats(), new_stats()
-    full = list(iter_embed(docs, ["fixed:size=128"], enc, group_tokens=1500, stats=full_stats))
-    part = list(iter_embed(docs, ["fixed:size=128"], enc, group_tokens=1500, stats=stats,
-                           select_group=lambda i: i % 2 == 1))
+    items = list(iter_inputs([corpus_dir]))
+    config = PipelineConfig(strategies=("fixed:size=128",), group_tokens=1500)
+    full = list(iter_embed(items, enc, config))
+    part = list(iter_embed(items, enc, config, select_group=lambda i: i % 2 == 1))
     assert len(full) >= 4 and len(part) == len(full)
+    assert full[0].start == 0 and all(b.start == a.end for a, b in itertools.pairwise(full)) and full[-1].end == len(items)
     for i, (a, b) in enumerate(zip(full, part)):
         assert b.index == i and b.selected == (i % 2 == 1)
+        assert (b.start, b.items) == (a.start, a.items)
         assert [d.doc_id for d in b.documents] == [d.doc_id for d in a.documents]
         if b.selected:
             np.testing.assert_array_equal(b.vectors["fixed:size=128,overlap=0"]["late"],
                                           a.vectors["fixed:size=128,overlap=0"]["late"])
         else:
             assert b.vectors == {} and b.tokenizations == []
-    assert 0 < stats["late_tokens"] < full_stats["late_tokens"]  # only the selected groups were encoded
-    assert stats["forward_calls"]["late"] < full_stats["forward_calls"]["late"]
+    late = sum(g.stats.tokens["late"] for g in part)
+    assert 0 < late < sum(g.stats.tokens["late"] for g in full)  # only the selected groups were encoded
+    assert sum(g.stats.forward_calls["late"] for g in part) < sum(g.stats.forward_calls["late"] for g in full)
 
 
 def test_stopping_early_leaves_no_tokenizer_thread(corpus):
@@ -105,14 +110,14 @@ def test_stopping_early_leaves_no_tokenizer_thread(corpus):
     import contextlib
     import threading
 
+    from latechunk.config import PipelineConfig
     from latechunk.encoder import Encoder
     from latechunk.io import iter_inputs
-    from latechunk.pipeline import Skipped, iter_embed
+    from latechunk.pipeline import iter_embed
 
     corpus_dir, model = corpus
     enc = Encoder(str(model), device="cpu")
-    docs = (d for d in iter_inputs([corpus_dir]) if not isinstance(d, Skipped))
-    groups = iter_embed(docs, ["fixed:size=128"], enc, group_tokens=1500)
+    groups = iter_embed(iter_inputs([corpus_dir]), enc, PipelineConfig(strategies=("fixed:size=128",), group_tokens=1500))
     with contextlib.closing(groups):
         next(groups)
     assert not [t for t in threading.enumerate() if t.name == "latechunk-tokenize"]
@@ -137,6 +142,7 @@ def test_two_ranks_equal_a_single_process_run(corpus, reference, tmp_path):
     assert res.exit_code == 0, res.output
 
 
+@pytest.mark.slow  # two processes, started twice: about a minute on 2 cores
 def test_a_killed_rank_fails_rank_0_and_resume_finishes(corpus, reference, tmp_path):
     corpus_dir, model = corpus
     out = tmp_path / "out"
@@ -157,6 +163,7 @@ def test_a_killed_rank_fails_rank_0_and_resume_finishes(corpus, reference, tmp_p
     assert runner.invoke(app, ["verify", str(out)]).exit_code == 0
 
 
+@pytest.mark.slow  # two processes: about half a minute on 2 cores
 def test_a_rank_started_with_other_options_fails_both(corpus, tmp_path):
     corpus_dir, model = corpus
     out = tmp_path / "out"

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 
+from latechunk.config import PipelineConfig
 from latechunk.pipeline import embed, late_vectors
 from latechunk.types import Document
 from tests.models import ForwardRecorder, minilm_encoder
@@ -27,7 +28,7 @@ def encoder():
 def test_one_forward_pass_per_document_serves_three_strategies(encoder):
     docs = [Document("a", TEXT), Document("b", TEXT[:150])]
     rec = ForwardRecorder(encoder)
-    res = embed(docs, STRATS, encoder, modes=("late",))
+    res = embed(docs, encoder, PipelineConfig(tuple(STRATS), modes=("late",)))
     assert len(rec.rows) == 2  # one model input per document, three strategies pooled from it
     assert sorted(len(r) for r in rec.rows) == sorted(len(t) for t in res.tokenizations)
     assert all(res.run(s).n_chunks > 1 for s in STRATS)
@@ -35,7 +36,7 @@ def test_one_forward_pass_per_document_serves_three_strategies(encoder):
 
 def test_late_vectors_are_means_of_one_forward_pass(encoder):
     doc = Document("a", TEXT)
-    res = embed([doc], STRATS, encoder, modes=("late",), normalize=False)
+    res = embed([doc], encoder, PipelineConfig(tuple(STRATS), modes=("late",), normalize=False))
     tok = res.tokenizations[0]
     with torch.inference_mode():
         states = encoder.model(input_ids=torch.tensor(tok.input_ids)[None]).last_hidden_state[0]
@@ -49,7 +50,7 @@ def test_late_vectors_are_means_of_one_forward_pass(encoder):
 
 def test_late_and_naive_share_identical_chunk_records(encoder):
     docs = [Document("a", TEXT), Document("b", "Short doc. Two sentences.")]
-    res = embed(docs, STRATS, encoder, modes=("late", "naive"))
+    res = embed(docs, encoder, PipelineConfig(tuple(STRATS), modes=("late", "naive")))
     for spec in STRATS:
         run = res.run(spec)
         late, naive = run.vectors["late"], run.vectors["naive"]
@@ -63,15 +64,15 @@ def test_late_and_naive_share_identical_chunk_records(encoder):
 
 def test_naive_vectors_encode_each_chunk_text_alone(encoder):
     doc = Document("a", TEXT)
-    res = embed([doc], ["sentence_window:window=0"], encoder, modes=("naive",))
+    res = embed([doc], encoder, PipelineConfig(("sentence_window:window=0",), modes=("naive",)))
     run = res.run("sentence_window:window=0")
     texts = run.boundaries[0].texts(doc.text)
-    np.testing.assert_allclose(run.vectors["naive"].vectors, encoder.encode_texts(texts), atol=1e-5)
+    np.testing.assert_allclose(run.vectors["naive"].vectors, encoder.encode_document(texts), atol=1e-5)
 
 
 def test_include_special_absorbs_frame_into_first_and_last_chunk(encoder):
     doc = Document("a", TEXT)
-    res = embed([doc], ["fixed:size=16"], encoder, modes=("late",), normalize=False, include_special=True)
+    res = embed([doc], encoder, PipelineConfig(("fixed:size=16",), modes=("late",), normalize=False, include_special=True))
     tok = res.tokenizations[0]
     run = next(iter(res.runs.values()))
     with torch.inference_mode():
@@ -83,7 +84,7 @@ def test_include_special_absorbs_frame_into_first_and_last_chunk(encoder):
 
 def test_bad_documents_are_listed_not_fatal(encoder):
     docs = [Document("empty", ""), Document("ws", "  \n\t "), Document("ok", TEXT)]
-    res = embed(docs, ["fixed:size=16"], encoder)
+    res = embed(docs, encoder, PipelineConfig(("fixed:size=16",)))
     assert [d.doc_id for d in res.documents] == ["ok"]
     assert {s.doc_id for s in res.skipped} == {"empty", "ws"}
     assert all("empty" in s.reason for s in res.skipped)
@@ -93,9 +94,9 @@ def test_bad_parameters_fail_before_work(encoder):
     rec = ForwardRecorder(encoder)
     for bad in ["nope", "fixed:size=8,overlap=8", "fixed:size=0"]:
         with pytest.raises(ValueError):
-            embed([Document("a", TEXT)], [bad], encoder)
+            embed([Document("a", TEXT)], encoder, PipelineConfig((bad,)))
     with pytest.raises(ValueError, match="mode"):
-        embed([Document("a", TEXT)], ["fixed"], encoder, modes=("early",))
+        embed([Document("a", TEXT)], encoder, PipelineConfig(("fixed",), modes=("early",)))
     assert rec.calls == 0
 
 
@@ -107,14 +108,14 @@ def test_late_vectors_of_zero_chunks_is_empty_float32(encoder):
 def test_semantic_with_a_named_sentence_model_needs_no_late_pass_in_naive_mode(encoder):
     doc = Document("a", TEXT)
     sentence_encoders = {"all-MiniLM-L6-v2": minilm_encoder()}
-    res = embed([doc], ["semantic:source=all-MiniLM-L6-v2,percentile=30"], encoder, modes=("naive",),
+    res = embed([doc], encoder, PipelineConfig(("semantic:source=all-MiniLM-L6-v2,percentile=30",), modes=("naive",)),
                 sentence_encoders=sentence_encoders)
     run = res.run("semantic:source=all-MiniLM-L6-v2,percentile=30")
-    assert res.stats["forward_calls"]["late"] == 0 and res.stats["late_tokens"] == 0
+    assert res.stats.forward_calls["late"] == 0 and res.stats.tokens["late"] == 0
     assert sentence_encoders["all-MiniLM-L6-v2"].stats["forward_calls"] >= 1  # sentences went through it
     assert run.n_chunks >= 2 and run.vectors["naive"].vectors.shape == (run.n_chunks, encoder.dim)
-    late = embed([doc], ["semantic:percentile=30"], encoder, modes=("naive",))
-    assert late.stats["forward_calls"]["late"] == 1  # source=late: one pass for the sentence vectors
+    late = embed([doc], encoder, PipelineConfig(("semantic:percentile=30",), modes=("naive",)))
+    assert late.stats.forward_calls["late"] == 1  # source=late: one pass for the sentence vectors
 
 
 def test_batch_tokenization_equals_one_by_one(minilm_tokenizer):
@@ -155,6 +156,6 @@ def test_a_document_the_tokenizer_rejects_skips_only_itself():
 
     enc.tokenizer = Picky(real)
     docs = [Document(f"d{i}", f"Document {i} text." + (" poison" if i == 2 else "")) for i in range(5)]
-    res = embed(docs, ["fixed:size=16"], enc)
+    res = embed(docs, enc, PipelineConfig(("fixed:size=16",)))
     assert [s.doc_id for s in res.skipped] == ["d2"] and "cannot tokenize" in res.skipped[0].reason
     assert [d.doc_id for d in res.documents] == ["d0", "d1", "d3", "d4"]

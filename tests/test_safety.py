@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from latechunk.encoder import Encoder
-from tests.models import minilm_parts, tiny_bert
+from latechunk.models import LoadedModel, resolve_model_path
+from tests.models import minilm_loaded, tiny_bert
 
 REPO = Path(__file__).resolve().parents[1]
 CHECKED = ("latechunk", "kernels", "scripts", "eval")
@@ -43,8 +44,6 @@ class _Recorder:
 
 
 def _model_folder(tmp_path: Path, weights: str) -> Path:
-    from latechunk.encoder import resolve_model_path
-
     src = Path(resolve_model_path(None))
     folder = tmp_path / "m"
     folder.mkdir()
@@ -61,7 +60,7 @@ def test_weights_load_through_safetensors_when_present(tmp_path, monkeypatch):
     monkeypatch.setattr(transformers.AutoModel, "from_pretrained", rec)
     folder = _model_folder(tmp_path, "model.safetensors")
     (folder / "pytorch_model.bin").write_bytes(b"a pickle that must never be opened")
-    Encoder(str(folder), device="cpu")
+    LoadedModel.load(str(folder))
     assert rec.kwargs and all(k["use_safetensors"] is True for k in rec.kwargs)
     assert all(k["trust_remote_code"] is False for k in rec.kwargs)
 
@@ -73,28 +72,32 @@ def test_bin_only_model_loads_with_a_warning(tmp_path, monkeypatch, caplog):
     monkeypatch.setattr(transformers.AutoModel, "from_pretrained", rec)
     folder = _model_folder(tmp_path, "pytorch_model.bin")
     with caplog.at_level(logging.WARNING, logger="latechunk"):
-        Encoder(str(folder), device="cpu")
+        LoadedModel.load(str(folder))
     assert rec.kwargs[-1]["use_safetensors"] is False
     assert "no safetensors weights" in caplog.text
 
 
 def test_bundled_model_is_safetensors():
-    from latechunk.encoder import resolve_model_path
-
     folder = Path(resolve_model_path(None))
     assert (folder / "model.safetensors").is_file()
     assert not list(folder.glob("*.bin")) and not list(folder.glob("*.pkl"))
 
 
-def test_remote_code_only_on_explicit_flag_with_a_warning():
-    import copy
+def test_remote_code_only_on_explicit_flag_with_a_warning(tmp_path, monkeypatch):
     import inspect
 
-    model, tok, settings = minilm_parts()
+    import transformers
+
+    rec = _Recorder()
+    monkeypatch.setattr(transformers.AutoModel, "from_pretrained", rec)
+    folder = _model_folder(tmp_path, "model.safetensors")
     with pytest.warns(UserWarning, match="trust_remote_code"):
-        Encoder("x", device="cpu", model_obj=copy.deepcopy(model), tokenizer_obj=tok, settings=settings,
-                trust_remote_code=True)
-    assert inspect.signature(Encoder).parameters["trust_remote_code"].default is False
+        LoadedModel.load(str(folder), trust_remote_code=True)
+    assert rec.kwargs and all(k["trust_remote_code"] is True for k in rec.kwargs)
+    with pytest.raises(ValueError, match="already loaded"):  # remote code only ever runs when loading
+        Encoder(minilm_loaded(), device="cpu", trust_remote_code=True)
+    for fn in (Encoder, LoadedModel.load):
+        assert inspect.signature(fn).parameters["trust_remote_code"].default is False
     from latechunk import cli
 
     assert inspect.signature(cli.embed).parameters["trust_remote_code"].default is False

@@ -1,4 +1,4 @@
-"""Property and unit tests of the five strategies and the sentence segmenter.
+"""Property and unit tests of the five strategies (the sentence segmenter: ``tests/test_sentences.py``).
 
 Every strategy runs on hypothesis-generated texts (unicode, CRLF, emoji, CJK and Hangul, empty, markdown-ish)
 through the shared invariant helper ``tests/invariants.py``; plus parameter validation and SPEC round trips.
@@ -9,15 +9,14 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-import warnings
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from eval.datasets import data_root
-from latechunk.segment import sentence_char_spans, sentence_token_spans
+from latechunk.eval.datasets import data_root
+from latechunk.sentences import SentenceSegmenter
 from latechunk.strategies import get_strategy, registry
 from latechunk.strategies._common import allowed_cuts, content_offsets
 from latechunk.strategies.fixed import Fixed
@@ -130,7 +129,7 @@ def test_sentence_window_invariants(minilm_tokenizer, text, window, data):
     stride = data.draw(st.integers(1, 2 * window + 1))
     tok, b = _split(SentenceWindow(window=window, stride=stride), text, minilm_tokenizer)
     check_boundaries(text, tok, b)
-    sent = sentence_token_spans(text, tok)
+    sent = SentenceSegmenter().token_spans(text, tok)
     if window == 0:
         np.testing.assert_array_equal(b.token_spans, sent)
     # every chunk starts and ends on sentence boundaries
@@ -151,7 +150,7 @@ def test_semantic_invariants(minilm_tokenizer, text, percentile, max_tokens, dat
     strategy = Semantic(percentile=percentile, min_tokens=min_tokens, max_tokens=max_tokens)
     tok, b = _split(strategy, text, minilm_tokenizer, fake_embedder(calls))
     check_boundaries(text, tok, b, max_tokens=max_tokens)
-    sent = sentence_token_spans(text, tok)
+    sent = SentenceSegmenter().token_spans(text, tok)
     assert len(calls) == (1 if sent.shape[0] >= 2 else 0)
     if calls:
         np.testing.assert_array_equal(calls[0], sent)
@@ -170,50 +169,7 @@ def test_crlf_cuts_like_lf(minilm_tokenizer, text):
         assert b_lf.heading_paths == b_crlf.heading_paths
 
 
-@settings(max_examples=EXAMPLES, deadline=None)
-@given(text=texts)
-def test_sentence_char_spans_properties(text):
-    spans = sentence_char_spans(text)
-    assert spans.dtype == np.int32 and spans.ndim == 2 and spans.shape[1] == 2
-    if spans.shape[0]:
-        assert (spans[:, 1] > spans[:, 0]).all()
-        assert (spans[1:, 0] >= spans[:-1, 1]).all()
-    covered = np.zeros(len(text), dtype=bool)
-    for s, e in spans.tolist():
-        assert text[s].strip() and text[e - 1].strip()
-        covered[s:e] = True
-    assert all(covered[i] or ch.isspace() for i, ch in enumerate(text))
-
-
 # --- examples -------------------------------------------------------------------------------------------------
-
-
-def test_sentence_spans_of_repeated_text_are_distinct():
-    """BR-001's kind in the segmenter: repeated sentences get their own offsets, not the first occurrence's."""
-    text = "Keep it simple. " * 6
-    spans = sentence_char_spans(text).tolist()
-    assert spans == [[16 * i, 16 * i + 15] for i in range(6)]
-
-
-def test_sentence_spans_of_a_long_paragraph_match_short_blocks():
-    """pysbd is fed long paragraphs in blocks; the block edges must not add or move sentence ends."""
-    unit = "The Ph.D.'s committee approved 3.14 million, e.g. for the U.S. team. Dr. Ames signed it. "
-    text = unit * 60  # about 5,500 chars, several blocks
-    spans = sentence_char_spans(text)
-    assert spans.shape[0] == 120
-    assert {text[s:e] for s, e in spans.tolist()} == {
-        "The Ph.D.'s committee approved 3.14 million, e.g. for the U.S. team.",
-        "Dr. Ames signed it.",
-    }
-
-
-def test_sentence_token_spans_tile_content(minilm_tokenizer):
-    text = "Dogs bark. Cats sleep. 한국어 텍스트. Done"
-    tok = minilm_tokenizer(text)
-    spans = sentence_token_spans(Document("d", text), tok)
-    assert spans[0, 0] == tok.content_start and spans[-1, 1] == tok.content_end
-    assert (spans[1:, 0] == spans[:-1, 1]).all()
-    assert spans.shape[0] == 4
 
 
 @pytest.mark.parametrize("name", ["fixed", "recursive", "heading", "sentence_window", "semantic"])
@@ -396,35 +352,41 @@ def test_long_document_is_fast(minilm_tokenizer, name):
     text = FINANCE.read_text(encoding="utf-8")
     doc = Document("finance.md", text)
     tok = minilm_tokenizer(doc)
-    sentence_char_spans(text)  # the segmenter's time is measured on its own (cached afterwards)
+    sentences = SentenceSegmenter()
+    sentences.char_spans(text)  # the segmenter's time is measured on its own (cached afterwards)
     t0 = time.perf_counter()
-    b = get_strategy(name).split(doc, tok, fake_embedder())
+    b = get_strategy(name).split(doc, tok, fake_embedder(), sentences=sentences)
     elapsed = time.perf_counter() - t0
     check_boundaries(text, tok, b)
     assert elapsed < 10, f"{name}: {elapsed:.1f} s"
 
 
-def test_segmenter_never_crashes_on_separator_characters():
-    """pysbd raises ValueError on "\x1f1. first..." (its list-item rule calls int("\x1f1")); not here."""
-    text = "\x1f1. first\n2. second\n\n   continued para\n"
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        spans = sentence_char_spans(text, cache=False)
-    assert [text[s:e] for s, e in spans.tolist()] == ["1. first", "2. second", "continued para"]
+@pytest.mark.parametrize(
+    "name", ["fixed:size=3", "recursive:max_tokens=6", "heading:max_tokens=6", "sentence_window", "semantic"]
+)
+def test_split_reads_the_sentences_it_is_given(minilm_tokenizer, monkeypatch, name):
+    """``split(..., sentences=seg)`` reads ``seg``'s cache (segmented ahead: pysbd is not called again) and cuts
+    exactly as ``split`` with its own fresh segmenter."""
+    import latechunk.sentences
 
+    text = "# Notes\n\nDr. Ames went home. It rained all day, e.g. on the U.S. team.\n\nBirds sing. Done."
+    doc = Document("d", text)
+    tok = minilm_tokenizer(doc)
+    strategy = get_strategy(name)
+    alone = strategy.split(doc, tok, fake_embedder())
+    seg = SentenceSegmenter()
+    seg.presegment([text])
 
-def test_segmenter_crash_falls_back_to_lines_with_a_warning(monkeypatch):
-    from latechunk import segment
+    def no_pysbd(*args):
+        raise AssertionError("segmented again")
 
-    class Broken:
-        def segment(self, text):
-            raise ValueError("boom")
-
-    monkeypatch.setattr(segment, "_SEGMENTER", Broken())
-    text = "One. Two.\nThree"
-    with pytest.warns(RuntimeWarning, match="pysbd failed"):
-        spans = sentence_char_spans(text, cache=False)
-    assert [text[s:e] for s, e in spans.tolist()] == ["One. Two.", "Three"]
+    monkeypatch.setattr(latechunk.sentences, "_segment_paragraph", no_pysbd)
+    shared = strategy.split(doc, tok, fake_embedder(), sentences=seg)
+    np.testing.assert_array_equal(shared.token_spans, alone.token_spans)
+    np.testing.assert_array_equal(shared.char_spans, alone.char_spans)
+    if strategy.sentence_paragraphs() is not None:  # the others never ask for sentences
+        with pytest.raises(AssertionError, match="segmented again"):
+            strategy.split(doc, tok, fake_embedder())  # a fresh segmenter of its own
 
 
 @pytest.mark.parametrize(

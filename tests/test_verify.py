@@ -115,3 +115,20 @@ def test_verify_reports_every_problem_not_only_the_first(copy):
 def test_verify_without_an_output_fails_clearly(tmp_path):
     res = _verify(tmp_path)
     assert res.exit_code == 1 and "manifest.json is missing" in res.output
+
+
+def test_verify_catches_index_vectors_that_differ_from_the_shards(copy):
+    """The index holds the shard vectors exactly as written (normalised once, in the pipeline)."""
+    import faiss
+
+    path = copy / "out" / "index.faiss"
+    index = faiss.read_index(str(path))
+    x = index.reconstruct_n(0, index.ntotal)
+    x[2] *= 0.5
+    damaged = faiss.IndexFlatIP(index.d)
+    damaged.add(x)
+    faiss.write_index(damaged, str(path))
+    res = _verify(copy / "out")
+    assert res.exit_code == 1
+    assert "index.faiss vectors [0, " in res.output and "differ from shards/00000.npy" in res.output
+    assert res.output.count("problem:") == 1

@@ -16,7 +16,7 @@ from numbers import Integral
 
 import numpy as np
 
-from latechunk.segment import LINE_BREAK, PARAGRAPH_BREAK, sentence_char_spans_in
+from latechunk.sentences import LINE_BREAK, PARAGRAPH_BREAK, SentenceSegmenter
 from latechunk.strategies.base import make_boundaries
 from latechunk.types import Boundaries, Document, Tokenization
 
@@ -28,6 +28,7 @@ __all__ = [
     "content_offsets",
     "finish",
     "merge_pieces",
+    "or_fresh_segmenter",
     "snap_down",
     "snap_table",
     "windows",
@@ -58,6 +59,18 @@ def check_size_overlap(strategy: str, size_name: str, size, overlap) -> None:
             f"{strategy}: needs {size_name} > 0 and 0 <= overlap < {size_name}, got {size_name}={size}, "
             f"overlap={overlap}; lower the overlap or raise {size_name}"
         )
+
+
+def or_fresh_segmenter(sentences: SentenceSegmenter | None) -> SentenceSegmenter:
+    """``sentences``, or a fresh in-process segmenter (no workers, its own cache) when None.
+
+    Args:
+        sentences: The run's segmenter, as passed to ``Strategy.split``, or None.
+
+    Returns:
+        A :class:`~latechunk.sentences.SentenceSegmenter`.
+    """
+    return SentenceSegmenter() if sentences is None else sentences
 
 
 def content_offsets(tok: Tokenization) -> np.ndarray:
@@ -144,9 +157,10 @@ def merge_pieces(
 class PieceSplitter:
     """Cuts token ranges of one document into pieces that fit a budget, coarse separators first.
 
-    Levels: ``paragraph`` (blank lines, CRLF included), ``line`` (any line break), ``sentence`` (pysbd via
-    :mod:`latechunk.segment`), ``token`` (every allowed cut). A range that fits is one piece; one that does not
-    is cut at its first level that has a cut inside it, and each part that still does not fit goes down a level.
+    Levels: ``paragraph`` (blank lines, CRLF included), ``line`` (any line break), ``sentence`` (pysbd, from
+    the run's :class:`~latechunk.sentences.SentenceSegmenter`), ``token`` (every allowed cut). A range that fits
+    is one piece; one that does not is cut at its first level that has a cut inside it, and each part that still
+    does not fit goes down a level.
     A run of tokens with no allowed cut inside (the wordpieces of one character) stays whole even when it is
     longer than the budget: that is the only way a piece can exceed ``max_tokens``.
 
@@ -154,12 +168,16 @@ class PieceSplitter:
         text: The document text.
         tok: Its tokenization.
         max_tokens: Budget per piece.
+        sentences: The run's sentence segmenter (shared by its strategies); None: a fresh in-process one.
     """
 
     LEVELS = ("paragraph", "line", "sentence", "token")
 
-    def __init__(self, text: str, tok: Tokenization, max_tokens: int) -> None:
+    def __init__(
+        self, text: str, tok: Tokenization, max_tokens: int, sentences: SentenceSegmenter | None = None
+    ) -> None:
         self.text = text
+        self.sentences = or_fresh_segmenter(sentences)
         self.offs = content_offsets(tok)
         self.n = int(self.offs.shape[0])
         self.allowed = allowed_cuts(self.offs)
@@ -190,7 +208,7 @@ class PieceSplitter:
             return arr[np.searchsorted(arr, a, side="right") : np.searchsorted(arr, b, side="left")]
         if level == "sentence":
             c0, c1 = int(self.offs[a, 0]), int(self.offs[b - 1, 1])
-            spans = sentence_char_spans_in(self.text, c0, c1)  # shared with the other strategies of the run
+            spans = self.sentences.char_spans_in(self.text, c0, c1)  # shared with the other strategies of the run
             if spans.shape[0] <= 1:
                 return _EMPTY[:, 0]
             pos = self.tokens_at_chars(spans[:, 0].astype(np.int64))

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from latechunk.sentences import SentenceSegmenter
 from latechunk.tokenize import char_spans_from_token_spans
 from latechunk.types import Boundaries, Document, Tokenization
 
@@ -48,13 +49,21 @@ class Strategy(ABC):
     needs_embedder: ClassVar[bool] = False
 
     @abstractmethod
-    def split(self, doc: Document, tok: Tokenization, embed_sentences: SentenceEmbedder | None = None) -> Boundaries:
+    def split(
+        self,
+        doc: Document,
+        tok: Tokenization,
+        embed_sentences: SentenceEmbedder | None = None,
+        sentences: SentenceSegmenter | None = None,
+    ) -> Boundaries:
         """Cut ``doc`` into chunks.
 
         Args:
             doc: The document.
             tok: Its one whole-document tokenization.
             embed_sentences: Only for strategies with ``needs_embedder``: maps sentence token spans to vectors.
+            sentences: The run's sentence segmenter, shared by every strategy of the run so that a document is
+                segmented once (the pipeline passes it); None: a fresh in-process one for this call.
 
         Returns:
             Boundaries whose token spans cover content tokens only and whose char spans are exact slices.
@@ -62,7 +71,7 @@ class Strategy(ABC):
 
     def sentence_paragraphs(self) -> int | None:
         """Which paragraphs' sentences :meth:`split` reads, so the pipeline can segment them ahead, in worker
-        processes (:func:`latechunk.segment.presegment`).
+        processes (:meth:`latechunk.sentences.SentenceSegmenter.presegment`).
 
         Returns:
             None: no sentences; 0: every paragraph; ``k``: paragraphs that hold a line of more than ``k``

@@ -7,6 +7,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from latechunk.sentences import SentenceSegmenter
 from latechunk.strategies._common import allowed_cuts, check_size_overlap, content_offsets, finish, windows
 from latechunk.strategies.base import SentenceEmbedder, Strategy, register
 from latechunk.types import Boundaries, Document, Tokenization
@@ -39,7 +40,11 @@ class Fixed(Strategy):
         check_size_overlap("fixed", "size", self.size, self.overlap)
 
     def split(
-        self, doc: Document, tok: Tokenization, embed_sentences: SentenceEmbedder | None = None
+        self,
+        doc: Document,
+        tok: Tokenization,
+        embed_sentences: SentenceEmbedder | None = None,
+        sentences: SentenceSegmenter | None = None,
     ) -> Boundaries:
         """Cut ``doc`` into token windows (see the class docstring)."""
         offs = content_offsets(tok)

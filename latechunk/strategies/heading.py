@@ -8,7 +8,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from latechunk.segment import LINE_BREAK
+from latechunk.sentences import LINE_BREAK, SentenceSegmenter
 from latechunk.strategies._common import (
     PieceSplitter,
     check_int,
@@ -16,6 +16,7 @@ from latechunk.strategies._common import (
     content_offsets,
     finish,
     merge_pieces,
+    or_fresh_segmenter,
     snap_table,
 )
 from latechunk.strategies.base import SentenceEmbedder, Strategy, register
@@ -97,7 +98,11 @@ class Heading(Strategy):
         return self.max_tokens
 
     def split(
-        self, doc: Document, tok: Tokenization, embed_sentences: SentenceEmbedder | None = None
+        self,
+        doc: Document,
+        tok: Tokenization,
+        embed_sentences: SentenceEmbedder | None = None,
+        sentences: SentenceSegmenter | None = None,
     ) -> Boundaries:
         """Cut ``doc`` into sections, and long sections into pieces (see the class docstring)."""
         text = doc.text
@@ -105,7 +110,7 @@ class Heading(Strategy):
         n = int(offs.shape[0])
         if n == 0:
             return finish(doc, tok, np.zeros((0, 2), np.int64), self.spec)
-        splitter = PieceSplitter(text, tok, self.max_tokens)
+        splitter = PieceSplitter(text, tok, self.max_tokens, or_fresh_segmenter(sentences))
         tok_starts = offs[:, 0]
         line_starts = np.fromiter((m.end() for m in LINE_BREAK.finditer(text)), dtype=np.int64, count=-1)
         line_starts = np.concatenate([[0], line_starts, [len(text)]])

@@ -5,7 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from latechunk.strategies._common import PieceSplitter, check_size_overlap, finish, merge_pieces
+from latechunk.sentences import SentenceSegmenter
+from latechunk.strategies._common import (
+    PieceSplitter,
+    check_size_overlap,
+    finish,
+    merge_pieces,
+    or_fresh_segmenter,
+)
 from latechunk.strategies.base import SentenceEmbedder, Strategy, register
 from latechunk.types import Boundaries, Document, Tokenization
 
@@ -19,7 +26,7 @@ class Recursive(Strategy):
 
     1. The content tokens are cut into pieces of at most ``max_tokens`` tokens, coarse separators first: blank
        lines (``\n\n`` and ``\r\n\r\n``, BR-005), then line breaks, then sentence ends
-       (:mod:`latechunk.segment`, BR-009), then between any two tokens. A part goes down a level only if it is
+       (:mod:`latechunk.sentences`, BR-009), then between any two tokens. A part goes down a level only if it is
        still too long, so separator-free text costs one pass over its tokens (BR-003).
     2. Adjacent pieces are merged greedily while the chunk still fits ``max_tokens``
        (:func:`~latechunk.strategies._common.merge_pieces`); with ``overlap > 0`` a chunk starts with the
@@ -56,9 +63,13 @@ class Recursive(Strategy):
         return self.max_tokens
 
     def split(
-        self, doc: Document, tok: Tokenization, embed_sentences: SentenceEmbedder | None = None
+        self,
+        doc: Document,
+        tok: Tokenization,
+        embed_sentences: SentenceEmbedder | None = None,
+        sentences: SentenceSegmenter | None = None,
     ) -> Boundaries:
         """Cut ``doc`` into chunks (see the class docstring)."""
-        splitter = PieceSplitter(doc.text, tok, self.max_tokens)
+        splitter = PieceSplitter(doc.text, tok, self.max_tokens, or_fresh_segmenter(sentences))
         pieces = splitter.pieces(0, splitter.n)
         return finish(doc, tok, merge_pieces(pieces, self.max_tokens, self.overlap), self.spec)

@@ -8,8 +8,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from latechunk.segment import sentence_token_spans
-from latechunk.strategies._common import PieceSplitter, check_int, finish, merge_pieces
+from latechunk.sentences import SentenceSegmenter
+from latechunk.strategies._common import PieceSplitter, check_int, finish, merge_pieces, or_fresh_segmenter
 from latechunk.strategies.base import SentenceEmbedder, Strategy, register
 from latechunk.types import Boundaries, Document, Tokenization
 
@@ -31,7 +31,7 @@ class Semantic(Strategy):
     https://github.com/FullStackRetrieval-com/RetrievalTutorials, level 4; LangChain ``SemanticChunker`` with
     ``breakpoint_threshold_type="percentile"``).
 
-    1. Sentences ``S_0..S_{m-1}`` from :func:`latechunk.segment.sentence_token_spans`.
+    1. Sentences ``S_0..S_{m-1}`` from :meth:`latechunk.sentences.SentenceSegmenter.token_spans`.
     2. Sentence vectors ``v_i = embed_sentences(doc, tok, spans)`` (one call; in late mode the pipeline pools
        the token states of the same forward pass over each sentence span).
     3. ``sim_i = cos(v_i, v_{i+1})`` for ``i < m - 1``; cut after sentence i iff
@@ -94,7 +94,11 @@ class Semantic(Strategy):
         return 0
 
     def split(
-        self, doc: Document, tok: Tokenization, embed_sentences: SentenceEmbedder | None = None
+        self,
+        doc: Document,
+        tok: Tokenization,
+        embed_sentences: SentenceEmbedder | None = None,
+        sentences: SentenceSegmenter | None = None,
     ) -> Boundaries:
         """Cut ``doc`` at low-similarity sentence boundaries (see the class docstring)."""
         if embed_sentences is None:
@@ -102,7 +106,8 @@ class Semantic(Strategy):
                 "semantic: split() needs embed_sentences, a callable (doc, tok, sentence_token_spans (m, 2) int32) "
                 "-> (m, dim) sentence vectors; the pipeline passes it (latechunk chunk/embed with a model)"
             )
-        sent = sentence_token_spans(doc, tok)
+        sentences = or_fresh_segmenter(sentences)
+        sent = sentences.token_spans(doc, tok)
         m = sent.shape[0]
         rel = sent.astype(np.int64) - tok.content_start
         if m <= 1:  # nothing to compare: no embedder call, no percentile of an empty list (BR-010)
@@ -122,14 +127,16 @@ class Semantic(Strategy):
             group_starts = np.concatenate([[0], cut_after + 1])
             group_ends = np.append(cut_after + 1, m)
             groups = np.stack([rel[group_starts, 0], rel[group_ends - 1, 1]], axis=1)
-        groups = self._fit(doc.text, tok, rel, groups)
+        groups = self._fit(doc.text, tok, rel, groups, sentences)
         return finish(doc, tok, groups, self.spec)
 
-    def _fit(self, text: str, tok: Tokenization, rel: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    def _fit(
+        self, text: str, tok: Tokenization, rel: np.ndarray, groups: np.ndarray, sentences: SentenceSegmenter
+    ) -> np.ndarray:
         """Re-cut groups longer than max_tokens, then join groups shorter than min_tokens."""
         lengths = groups[:, 1] - groups[:, 0]
         if (lengths > self.max_tokens).any():
-            splitter = PieceSplitter(text, tok, self.max_tokens)
+            splitter = PieceSplitter(text, tok, self.max_tokens, sentences)
             parts = []
             for a, b in groups.tolist():
                 if b - a <= self.max_tokens:

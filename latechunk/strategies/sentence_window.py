@@ -7,8 +7,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from latechunk.segment import sentence_token_spans
-from latechunk.strategies._common import check_int, finish, windows
+from latechunk.sentences import SentenceSegmenter
+from latechunk.strategies._common import check_int, finish, or_fresh_segmenter, windows
 from latechunk.strategies.base import SentenceEmbedder, Strategy, register
 from latechunk.types import Boundaries, Document, Tokenization
 
@@ -24,8 +24,8 @@ class SentenceWindow(Strategy):
     neighbours on each side (at the document's ends the window is cut short rather than re-centred, so that
     chunk starts strictly increase). As in ``fixed``, the last window is not emitted if it would lie inside the
     previous one. ``window=0`` gives one chunk per sentence (BR-009, BR-011). Sentences come from
-    :func:`latechunk.segment.sentence_token_spans`; a window's token span runs from its first sentence's first
-    token to its last sentence's last token.
+    :meth:`latechunk.sentences.SentenceSegmenter.token_spans`; a window's token span runs from its first
+    sentence's first token to its last sentence's last token.
 
     Raises:
         ValueError: unless ``window >= 0`` and ``1 <= stride <= 2 * window + 1`` (a longer stride would skip
@@ -54,10 +54,14 @@ class SentenceWindow(Strategy):
         return 0
 
     def split(
-        self, doc: Document, tok: Tokenization, embed_sentences: SentenceEmbedder | None = None
+        self,
+        doc: Document,
+        tok: Tokenization,
+        embed_sentences: SentenceEmbedder | None = None,
+        sentences: SentenceSegmenter | None = None,
     ) -> Boundaries:
         """Cut ``doc`` into sentence windows (see the class docstring)."""
-        sent = sentence_token_spans(doc, tok).astype(np.int64) - tok.content_start
+        sent = or_fresh_segmenter(sentences).token_spans(doc, tok).astype(np.int64) - tok.content_start
         m = sent.shape[0]
         w = windows(0, m, 2 * self.window + 1, 2 * self.window + 1 - self.stride)
         spans = np.stack([sent[w[:, 0], 0], sent[w[:, 1] - 1, 1]], axis=1) if m else w

@@ -1,4 +1,4 @@
-"""Sentence segmentation: text -> sentence char spans -> sentence token spans.
+"""Sentence segmentation: text -> sentence char spans -> sentence token spans, owned by a run.
 
 Sentences come from pysbd (Sadvilkar & Neumann, "PySBD: Pragmatic Sentence Boundary Disambiguation", 2020,
 https://github.com/nipunsadvilkar/pySBD), a rule-based segmenter that keeps abbreviations ("Ph.D.", "e.g.",
@@ -11,17 +11,19 @@ The text is segmented one paragraph (blank-line separated block) at a time: a se
 line, and pysbd's cost grows faster than linearly with the length of its input. pysbd also ends a sentence at a
 line break, so headings, list items and table rows are sentences of their own.
 
-Speed: pysbd's abbreviation pass is replaced by an output-identical faster one (:func:`_fast_english`, 1.9x
-overall); each document's sentences are cached once for every strategy of a run; and :func:`presegment` can
-segment a group's paragraphs ahead in worker subprocesses (:func:`set_workers`, the CLI's ``--sentence-workers``).
+State lives in a :class:`SentenceSegmenter`, one per run: its cache (each document's sentences, segmented once
+for every strategy of the run) and its worker processes (:meth:`SentenceSegmenter.presegment` segments a group's
+paragraphs ahead in ``python -m latechunk._sentence_worker`` subprocesses). The module holds no mutable state:
+only the pysbd segmenter, built once on first use, whose abbreviation pass is replaced by an output-identical
+faster one (:func:`_fast_english`, 1.9x overall).
 
-Tested in ``tests/test_segment.py`` (against stock pysbd; workers against one process),
+Tested in ``tests/test_sentences.py`` (against stock pysbd; workers against one process),
 ``tests/test_strategies.py`` and ``tests/test_cases_strategies.py`` (BR-009).
 """
 
 from __future__ import annotations
 
-import atexit
+import functools
 import json
 import os
 import queue
@@ -29,24 +31,24 @@ import re
 import sys
 import threading
 import warnings
+import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
+from numbers import Integral
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from latechunk.types import Document, Tokenization
 
+if TYPE_CHECKING:
+    from typing_extensions import Self  # typing.Self from Python 3.11
+
 __all__ = [
     "LINE_BREAK",
     "PARAGRAPH_BREAK",
-    "clear_cache",
+    "SentenceSegmenter",
     "default_workers",
-    "get_workers",
-    "presegment",
-    "sentence_char_spans",
-    "sentence_char_spans_in",
-    "sentence_token_spans",
-    "set_workers",
 ]
 
 #: a line break: CRLF, LF, or a lone CR (the three that markdown-it and ``str.splitlines`` agree on)
@@ -60,7 +62,6 @@ _LINE = re.compile(r"\S(?:[^\r\n]*\S)?")  # a line's text without its outer whit
 #: characters per pysbd call (see _segment_paragraph)
 _BLOCK_CHARS = 1000
 
-_SEGMENTER = None
 #: the pysbd release whose abbreviation loop :func:`_fast_english` replaces (its code is copied there)
 _PYSBD_PATCHED_VERSION = "0.3.4"
 
@@ -75,7 +76,7 @@ def _fast_english():
     (``(?<=\s{abbr})\.``), so when the line has no match of ``(?:^|\s){abbr}\.`` (case-insensitive, the
     abbreviation as the same unescaped pattern pysbd's own ``findall`` uses) none of them can change anything,
     and the abbreviation is skipped here (first by a cheaper necessary test: its last letter must stand right
-    before some period). The rest is pysbd's code unchanged; ``tests/test_segment.py`` checks
+    before some period). The rest is pysbd's code unchanged; ``tests/test_sentences.py`` checks
     the output against stock pysbd on real corpora and on generated text. Any other pysbd version gets stock
     pysbd.
     """
@@ -130,20 +131,16 @@ def _fast_english():
     return FastEnglish
 
 
-def _segmenter(fast: bool = True):
-    """The shared pysbd segmenter (English, no cleaning); ``fast=False`` gives stock pysbd (for tests)."""
-    global _SEGMENTER
-    if not fast:
-        import pysbd
+@functools.cache
+def _pysbd_segmenter(fast: bool = True):
+    """The pysbd segmenter (English, no cleaning), built once per process; ``fast=False`` gives stock pysbd
+    (for tests). It holds no per-text state: each call of its ``processor`` is independent."""
+    import pysbd
 
-        return pysbd.Segmenter(language="en", clean=False, char_span=False)
-    if _SEGMENTER is None:
-        import pysbd
-
-        seg = pysbd.Segmenter(language="en", clean=False, char_span=False)
+    seg = pysbd.Segmenter(language="en", clean=False, char_span=False)
+    if fast:
         seg.language_module = _fast_english()
-        _SEGMENTER = seg
-    return _SEGMENTER
+    return seg
 
 
 def _paragraphs(text: str) -> list[tuple[int, int]]:
@@ -208,8 +205,7 @@ def _segment_block(block: str, a: int) -> list[tuple[int, int]]:
     try:
         # pysbd's Processor gives the sentences; Segmenter.segment() would then re-find each one in the block
         # with a fresh regex per sentence (a third of its time); _align does that job with a cursor
-        segmenter = _segmenter()
-        segments = segmenter.processor(block).process()
+        segments = _pysbd_segmenter().processor(block).process()
     except Exception as err:  # noqa: BLE001  (pysbd is rule code: a crash on odd input must not stop a corpus)
         warnings.warn(
             f"pysbd failed on the block at chars [{a}, {a + len(block)}) ({type(err).__name__}: {err}); "
@@ -258,6 +254,7 @@ def _segment_paragraph(text: str, a: int, b: int) -> list[tuple[int, int]]:
 
 
 def _segment_text(text: str) -> np.ndarray:
+    """(n, 2) int32 sentence spans of the whole ``text``, uncached (read-only array)."""
     out: list[tuple[int, int]] = []
     for a, b in _paragraphs(text):
         out.extend(_segment_paragraph(text, a, b))
@@ -326,26 +323,7 @@ class _SentenceCache:
             self._chars = 0
 
 
-_CACHE = _SentenceCache()
-
-
-def _document_sentences(text: str) -> _DocumentSentences:
-    return _CACHE.get(text)
-
-
-def clear_cache() -> None:
-    """Forget every cached segmentation (benchmarks call it to time a cold start)."""
-    _CACHE.clear()
-
-
 # --- segmenting many paragraphs at once, in worker processes -------------------------------------------------
-
-_POOL: _WorkerPool | None = None
-_POOL_LOCK = threading.Lock()
-#: characters per task sent to a worker process
-_TASK_CHARS = 1 << 15
-#: below this many characters to segment, worker processes are not worth their messages
-_MIN_POOL_CHARS = 1 << 16
 
 
 def _segment_many(paragraphs: list[str]) -> list[list[tuple[int, int]]]:
@@ -354,7 +332,7 @@ def _segment_many(paragraphs: list[str]) -> list[list[tuple[int, int]]]:
 
 
 def _worker_main() -> None:
-    """``python -m latechunk._segment_worker``: one JSON list of paragraphs per stdin line, one JSON list of
+    """``python -m latechunk._sentence_worker``: one JSON list of paragraphs per stdin line, one JSON list of
     their sentence spans per stdout line; ends at end of input (the parent closed the pipe, or died)."""
     import signal
 
@@ -369,7 +347,7 @@ def _worker_main() -> None:
 
 
 class _WorkerPool:
-    """``n`` worker processes (``python -m latechunk._segment_worker``), fed over pipes, one task at a time each.
+    """``n`` worker processes (``python -m latechunk._sentence_worker``), fed over pipes, one task at a time each.
 
     They are plain subprocesses that import only this module (numpy and pysbd): unlike multiprocessing's
     spawn and forkserver methods they never import the caller's main module (so a script needs no
@@ -384,7 +362,7 @@ class _WorkerPool:
         env = dict(os.environ)  # the workers import this very package, installed or not
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         env["PYTHONPATH"] = os.pathsep.join(x for x in (root, env.get("PYTHONPATH", "")) if x)
-        cmd = [sys.executable, "-m", "latechunk._segment_worker"]
+        cmd = [sys.executable, "-m", "latechunk._sentence_worker"]
         self.n = n
         self.procs = [subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
                       for _ in range(n)]
@@ -428,63 +406,18 @@ class _WorkerPool:
                 proc.kill()
 
 
-def _pool(workers: int) -> _WorkerPool:
-    """The shared pool of ``workers`` worker processes (started on first use, kept for the process)."""
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None or _POOL.n != workers:
-            if _POOL is not None:
-                _POOL.close()
-            _POOL = _WorkerPool(workers)
-        return _POOL
-
-
-def _drop_pool() -> None:
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is not None:
-            _POOL.close()
-        _POOL = None
-
-
-atexit.register(_drop_pool)
-
-
 def default_workers() -> int:
-    """Worker processes :func:`presegment` uses by default: one per CPU core the process may use, less one for
-    the main process, at most 16; 0 (segment in the calling thread) on a machine with fewer than 4 cores."""
+    """The CLI's default sentence worker count (``--sentence-workers``).
+
+    Returns:
+        One per CPU core the process may use (``os.sched_getaffinity``), less one for the main process, at most
+        16; 0 (segment in the calling thread) on a machine with fewer than 4 cores.
+    """
     try:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cores = os.cpu_count() or 1
     return 0 if cores < 4 else min(16, cores - 1)
-
-
-_WORKERS = 0
-
-
-def set_workers(n: int | None) -> int:
-    """Set the worker processes :func:`presegment` uses when not told (the pipeline's sentence segmentation).
-
-    Args:
-        n: Processes; 0 or 1: segment in the calling thread (the library's default); None: :func:`default_workers`.
-
-    Returns:
-        The number now in effect.
-
-    Raises:
-        ValueError: if ``n`` is negative.
-    """
-    global _WORKERS
-    if n is not None and n < 0:
-        raise ValueError(f"sentence workers must be >= 0 (or None for default_workers()), got {n}")
-    _WORKERS = default_workers() if n is None else int(n)
-    return _WORKERS
-
-
-def get_workers() -> int:
-    """The worker processes :func:`presegment` uses when not told (see :func:`set_workers`)."""
-    return _WORKERS
 
 
 def _long_line_paragraphs(ds: _DocumentSentences, token_starts: np.ndarray, min_tokens: int) -> np.ndarray:
@@ -505,134 +438,248 @@ def _long_line_paragraphs(ds: _DocumentSentences, token_starts: np.ndarray, min_
     return hit
 
 
-def presegment(
-    texts: Sequence[str],
-    min_tokens: int = 0,
-    token_starts: Sequence[np.ndarray] | None = None,
-    workers: int | None = None,
-) -> dict:
-    """Segment the paragraphs of ``texts`` now, ahead of the strategies that will ask for their sentences.
-
-    The results go to the same cache :func:`sentence_char_spans` and :func:`sentence_char_spans_in` read, so
-    the later calls cost only a lookup. With ``workers > 1`` the paragraphs are sent, in tasks of about 32k
-    characters, to ``workers`` worker processes (started once and kept; see :class:`_WorkerPool`): pysbd is
-    pure Python, about 0.7 M characters per second on one core, so on a many-core GPU box this is what keeps
-    sentence-based chunking behind the forward pass. If the workers fail, the paragraphs are segmented here
-    instead, with a warning; the output is the same either way.
-
-    Args:
-        texts: Document texts.
-        min_tokens: With ``token_starts``: segment only paragraphs that hold a line of more than this many
-            tokens (the others stay lazy: recursive and heading cut at sentences only inside a line over their
-            budget). 0, or no ``token_starts``: every paragraph.
-        token_starts: Per text, (n_tokens,) int, sorted: the start char offset of each content token.
-        workers: Worker processes; 0 or 1 segments in the calling thread; None: :func:`get_workers`.
-
-    Returns:
-        ``{"paragraphs": n, "chars": n, "workers": n}``: what was segmented now (already cached paragraphs
-        excluded) and by how many processes (0: in this thread).
-    """
-    workers = _WORKERS if workers is None else workers
-    todo: list[tuple[_DocumentSentences, int]] = []
-    chars = 0
-    if token_starts is not None and len(token_starts) != len(texts):
-        raise ValueError(f"presegment: {len(texts)} texts but {len(token_starts)} token_starts arrays")
-    for k, text in enumerate(texts):
-        ds = _document_sentences(text)
-        wanted = None
-        if min_tokens > 0 and token_starts is not None:
-            wanted = _long_line_paragraphs(ds, token_starts[k], min_tokens)
-        for i, (a, b) in enumerate(ds.paragraphs):
-            if (wanted is None or wanted[i]) and i not in ds.memo:
-                todo.append((ds, i))
-                chars += b - a
-    used = workers if workers > 1 and chars >= _MIN_POOL_CHARS else 0
-    if used:
-        try:
-            tasks: list[list[tuple[_DocumentSentences, int]]] = [[]]
-            size = 0
-            for item in todo:
-                if size >= _TASK_CHARS:
-                    tasks.append([])
-                    size = 0
-                tasks[-1].append(item)
-                a, b = item[0].paragraphs[item[1]]
-                size += b - a
-            texts_per_task = [[ds.text[slice(*ds.paragraphs[i])] for ds, i in task] for task in tasks]
-            for task, result in zip(tasks, _pool(workers).map(texts_per_task)):
-                for (ds, i), spans in zip(task, result):
-                    a = ds.paragraphs[i][0]
-                    ds.memo[i] = [(a + s, a + e) for s, e in spans]
-        except Exception as err:  # noqa: BLE001  (the pool is a speed-up: fall back to this thread)
-            warnings.warn(
-                f"sentence segmentation in {workers} worker processes failed ({type(err).__name__}: {err}); "
-                "segmenting in this process instead",
-                RuntimeWarning,
-                stacklevel=2,
-            )
-            _drop_pool()
-            used = 0
-    if not used:
-        for ds, i in todo:
-            if i not in ds.memo:
-                ds.memo[i] = _segment_paragraph(ds.text, *ds.paragraphs[i])
-    return {"paragraphs": len(todo), "chars": chars, "workers": used}
+def _check_count(name: str, value, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, Integral):
+        raise TypeError(f"SentenceSegmenter: {name} must be an int, got {value!r} ({type(value).__name__})")
+    if value < minimum:
+        raise ValueError(f"SentenceSegmenter: {name} must be >= {minimum}, got {name}={value}")
+    return int(value)
 
 
-def sentence_char_spans(text: str, cache: bool = True) -> np.ndarray:
-    """Sentence char spans of ``text``.
+class SentenceSegmenter:
+    """The sentences of a run's documents: pysbd segmentation with a per-run cache and optional worker processes.
+
+    One segmenter serves every strategy of a run (the pipeline makes one per run and passes it to each
+    ``Strategy.split``), so a document is segmented once, however many strategies read its sentences. Each
+    document's paragraphs are segmented lazily, when first asked for, and kept in a cache keyed by the document
+    text, least recently used out first, bounded by ``max_cache_chars`` characters of text (a document longer
+    than the bound is still kept alone). :meth:`presegment` segments the paragraphs a run will need ahead of the
+    split, in ``workers`` subprocesses (started on first use, ended by :meth:`close`, by ``with``, when the
+    segmenter is garbage collected, or at interpreter exit). The output is the same with or without workers.
+
+    Thread safety: the cache may be read and filled from several threads (the pipeline's prefetch thread and its
+    main thread); at worst two threads segment the same paragraph, with the same result.
 
     Args:
-        text: Any string.
-        cache: Share the segmentation with later calls on the same text (recent texts up to 64 M characters
-            are kept); pass False for one-off strings.
-
-    Returns:
-        (n_sentences, 2), int32. Half-open ``[start, end)`` char offsets, increasing and disjoint; each span
-        starts and ends on a non-whitespace character; together they hold every non-whitespace character.
-        ``(0, 2)`` for an empty or whitespace-only text.
+        workers: Worker processes for :meth:`presegment`; 0 or 1: segment in the calling thread. The CLI's
+            default is :func:`default_workers`.
+        max_cache_chars: Characters of document text whose sentences stay cached (default 64 M).
+        task_chars: Characters of paragraphs per task sent to a worker (default 32 k).
+        min_pool_chars: Below this many characters to segment, :meth:`presegment` stays in the calling thread
+            (workers are not worth their messages; default 64 k).
 
     Raises:
-        TypeError: if ``text`` is not a ``str``.
+        TypeError: if an argument is not an int.
+        ValueError: if ``workers`` or ``min_pool_chars`` is negative, or ``max_cache_chars`` or ``task_chars`` is
+            not positive.
+
+    Example::
+
+        with SentenceSegmenter(workers=4) as sentences:
+            sentences.presegment(texts)
+            spans = sentences.char_spans(texts[0])  # (n, 2) int32, from the cache
     """
-    if not isinstance(text, str):
-        raise TypeError(f"sentence_char_spans expects str, got {type(text).__name__}")
-    return _document_sentences(text).spans() if cache else _segment_text(text)
 
+    def __init__(self, workers: int = 0, *, max_cache_chars: int = 1 << 26, task_chars: int = 1 << 15,
+                 min_pool_chars: int = 1 << 16) -> None:
+        self._workers = _check_count("workers", workers, 0)
+        self.task_chars = _check_count("task_chars", task_chars, 1)
+        self.min_pool_chars = _check_count("min_pool_chars", min_pool_chars, 0)
+        self._cache = _SentenceCache(_check_count("max_cache_chars", max_cache_chars, 1))
+        self._pool: _WorkerPool | None = None
+        self._pool_closer: weakref.finalize | None = None
+        self._pool_lock = threading.Lock()
 
-def sentence_char_spans_in(text: str, c0: int, c1: int) -> np.ndarray:
-    """Sentence char spans of the paragraphs of ``text`` that overlap chars ``[c0, c1)``, from the segmentation
-    shared by all strategies (only those paragraphs are segmented, once per document).
+    @property
+    def workers(self) -> int:
+        """Worker processes :meth:`presegment` uses (0 or 1: none)."""
+        return self._workers
 
-    Returns:
-        (n, 2), int32, as :func:`sentence_char_spans`; spans may reach outside ``[c0, c1)``.
-    """
-    return _document_sentences(text).spans(c0, c1)
+    @property
+    def running_workers(self) -> int:
+        """Worker processes started and not yet closed (0 until a :meth:`presegment` needs them)."""
+        pool = self._pool
+        return 0 if pool is None else pool.n
 
+    def __repr__(self) -> str:
+        return f"SentenceSegmenter(workers={self._workers}, running_workers={self.running_workers})"
 
-def sentence_token_spans(doc: Document | str, tok: Tokenization) -> np.ndarray:
-    """Sentence token spans: each content token goes to the sentence its first character lies in.
+    def __enter__(self) -> Self:
+        return self
 
-    Args:
-        doc: The document (or its text).
-        tok: Its whole-document tokenization.
+    def __exit__(self, *exc) -> None:
+        self.close()
 
-    Returns:
-        (n_sentences, 2), int32. Half-open positions into ``tok`` (frame tokens excluded): non-empty, increasing,
-        tiling the content tokens ``[tok.content_start, tok.content_end)`` exactly. A sentence with no token of
-        its own (e.g. only characters the tokenizer drops) is absorbed by its neighbour. Tokens that share a
-        start offset (one character split into several wordpieces) always stay together.
-    """
-    text = doc.text if isinstance(doc, Document) else doc
-    cs, ce = tok.content_start, tok.content_end
-    if ce <= cs:
-        return np.zeros((0, 2), dtype=np.int32)
-    starts = tok.offsets[cs:ce, 0].astype(np.int64)
-    sent = sentence_char_spans(text)
-    if sent.shape[0] <= 1:
-        return np.asarray([[cs, ce]], dtype=np.int32)
-    # a cut before the first token whose start is at or after each sentence start (after the first)
-    cuts = np.searchsorted(starts, sent[1:, 0], side="left")
-    cuts = np.unique(cuts[(cuts > 0) & (cuts < starts.shape[0])])
-    bounds = np.concatenate([[0], cuts, [starts.shape[0]]]) + cs
-    return np.stack([bounds[:-1], bounds[1:]], axis=1).astype(np.int32)
+    # --- sentences of one document ---------------------------------------------------------------------------
+
+    def char_spans(self, text: str, cache: bool = True) -> np.ndarray:
+        """Sentence char spans of ``text``.
+
+        Args:
+            text: Any string.
+            cache: Keep the segmentation for later calls on the same text (this segmenter's cache); pass False
+                for one-off strings.
+
+        Returns:
+            (n_sentences, 2), int32, read-only. Half-open ``[start, end)`` char offsets, increasing and
+            disjoint; each span starts and ends on a non-whitespace character; together they hold every
+            non-whitespace character. ``(0, 2)`` for an empty or whitespace-only text.
+
+        Raises:
+            TypeError: if ``text`` is not a ``str``.
+        """
+        if not isinstance(text, str):
+            raise TypeError(f"SentenceSegmenter.char_spans expects str, got {type(text).__name__}")
+        return self._cache.get(text).spans() if cache else _segment_text(text)
+
+    def char_spans_in(self, text: str, c0: int, c1: int) -> np.ndarray:
+        """Sentence char spans of the paragraphs of ``text`` that overlap chars ``[c0, c1)`` (only those
+        paragraphs are segmented, once per document; cached).
+
+        Args:
+            text: The document text.
+            c0: First char of the range.
+            c1: End of the range (exclusive, chars).
+
+        Returns:
+            (n, 2), int32, read-only, as :meth:`char_spans`; spans may reach outside ``[c0, c1)``.
+        """
+        return self._cache.get(text).spans(c0, c1)
+
+    def token_spans(self, doc: Document | str, tok: Tokenization) -> np.ndarray:
+        """Sentence token spans: each content token goes to the sentence its first character lies in.
+
+        Args:
+            doc: The document (or its text).
+            tok: Its whole-document tokenization.
+
+        Returns:
+            (n_sentences, 2), int32. Half-open positions into ``tok`` (frame tokens excluded): non-empty,
+            increasing, tiling the content tokens ``[tok.content_start, tok.content_end)`` exactly. A sentence with
+            no token of its own (e.g. only characters the tokenizer drops) is absorbed by its neighbour. Tokens
+            that share a start offset (one character split into several wordpieces) always stay together.
+        """
+        text = doc.text if isinstance(doc, Document) else doc
+        cs, ce = tok.content_start, tok.content_end
+        if ce <= cs:
+            return np.zeros((0, 2), dtype=np.int32)
+        starts = tok.offsets[cs:ce, 0].astype(np.int64)
+        sent = self.char_spans(text)
+        if sent.shape[0] <= 1:
+            return np.asarray([[cs, ce]], dtype=np.int32)
+        # a cut before the first token whose start is at or after each sentence start (after the first)
+        cuts = np.searchsorted(starts, sent[1:, 0], side="left")
+        cuts = np.unique(cuts[(cuts > 0) & (cuts < starts.shape[0])])
+        bounds = np.concatenate([[0], cuts, [starts.shape[0]]]) + cs
+        return np.stack([bounds[:-1], bounds[1:]], axis=1).astype(np.int32)
+
+    def clear_cache(self) -> None:
+        """Forget every cached segmentation (benchmarks call it to time a cold start)."""
+        self._cache.clear()
+
+    # --- many documents ahead, in worker processes -----------------------------------------------------------
+
+    def presegment(
+        self,
+        texts: Sequence[str],
+        min_tokens: int = 0,
+        token_starts: Sequence[np.ndarray] | None = None,
+    ) -> dict:
+        """Segment the paragraphs of ``texts`` now, ahead of the strategies that will ask for their sentences.
+
+        The results go to this segmenter's cache, so the later :meth:`char_spans`, :meth:`char_spans_in` and
+        :meth:`token_spans` calls cost only a lookup. With ``workers > 1`` and at least ``min_pool_chars``
+        characters to segment, the paragraphs are sent, in tasks of about ``task_chars`` characters, to the
+        worker processes (started on the first such call and kept until :meth:`close`): pysbd is pure Python,
+        about 0.7 M characters per second on one core, so on a many-core GPU box this is what keeps
+        sentence-based chunking behind the forward pass. If the workers fail (one died, say), they are closed and
+        the paragraphs are segmented here instead, with a ``RuntimeWarning``; the output is the same either way.
+
+        Args:
+            texts: Document texts.
+            min_tokens: With ``token_starts``: segment only paragraphs that hold a line of more than this many
+                tokens (the others stay lazy: recursive and heading cut at sentences only inside a line over
+                their budget). 0, or no ``token_starts``: every paragraph.
+            token_starts: Per text, (n_tokens,) int, sorted: the start char offset of each content token.
+
+        Returns:
+            ``{"paragraphs": n, "chars": n, "workers": n}``: what was segmented now (already cached paragraphs
+            excluded), its characters, and by how many processes (0: in this thread).
+
+        Raises:
+            ValueError: if ``token_starts`` is given with a length other than ``len(texts)``.
+        """
+        todo: list[tuple[_DocumentSentences, int]] = []
+        chars = 0
+        if token_starts is not None and len(token_starts) != len(texts):
+            raise ValueError(f"presegment: {len(texts)} texts but {len(token_starts)} token_starts arrays")
+        for k, text in enumerate(texts):
+            ds = self._cache.get(text)
+            wanted = None
+            if min_tokens > 0 and token_starts is not None:
+                wanted = _long_line_paragraphs(ds, token_starts[k], min_tokens)
+            for i, (a, b) in enumerate(ds.paragraphs):
+                if (wanted is None or wanted[i]) and i not in ds.memo:
+                    todo.append((ds, i))
+                    chars += b - a
+        workers = self._workers
+        used = workers if workers > 1 and chars >= self.min_pool_chars else 0
+        if used:
+            try:
+                self._segment_in_workers(todo)
+            except Exception as err:  # noqa: BLE001  (the pool is a speed-up: fall back to this thread)
+                warnings.warn(
+                    f"sentence segmentation in {workers} worker processes failed ({type(err).__name__}: {err}); "
+                    "segmenting in this process instead",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
+                self.close()
+                used = 0
+        if not used:
+            for ds, i in todo:
+                if i not in ds.memo:
+                    ds.memo[i] = _segment_paragraph(ds.text, *ds.paragraphs[i])
+        return {"paragraphs": len(todo), "chars": chars, "workers": used}
+
+    def _segment_in_workers(self, todo: list[tuple[_DocumentSentences, int]]) -> None:
+        tasks: list[list[tuple[_DocumentSentences, int]]] = [[]]
+        size = 0
+        for item in todo:
+            if size >= self.task_chars:
+                tasks.append([])
+                size = 0
+            tasks[-1].append(item)
+            a, b = item[0].paragraphs[item[1]]
+            size += b - a
+        texts_per_task = [[ds.text[slice(*ds.paragraphs[i])] for ds, i in task] for task in tasks]
+        for task, result in zip(tasks, self._started_pool().map(texts_per_task)):
+            for (ds, i), spans in zip(task, result):
+                a = ds.paragraphs[i][0]
+                ds.memo[i] = [(a + s, a + e) for s, e in spans]
+
+    def _started_pool(self) -> _WorkerPool:
+        with self._pool_lock:
+            if self._pool is None:
+                pool = _WorkerPool(self._workers)
+                # the processes end with the segmenter (garbage collected) or at interpreter exit, whichever first;
+                # the callback holds the pool, not the segmenter
+                self._pool_closer = weakref.finalize(self, pool.close)
+                self._pool = pool
+            return self._pool
+
+    def start(self) -> None:
+        """Start the worker processes now and wait until each has answered (otherwise the first
+        :meth:`presegment` that needs them starts them). Nothing to do with fewer than 2 workers."""
+        if self._workers > 1:
+            self._started_pool().ready()
+
+    def close(self) -> None:
+        """End the worker processes, if any are running (close their input; kill any that does not exit within
+        5 s). The cache is kept and the segmenter stays usable; a later :meth:`presegment` that needs workers
+        starts them again."""
+        with self._pool_lock:
+            closer, self._pool_closer = self._pool_closer, None
+            self._pool = None
+        if closer is not None:
+            closer()  # pool.close(), once

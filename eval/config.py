@@ -1,0 +1,225 @@
+"""The settings of one comparison (``latechunk compare``): :class:`CompareConfig`, frozen and validated once.
+
+Read by :mod:`.harness` (which runs it) and :mod:`.report` (which reads it back from ``results.json``); it imports
+neither. Tests: ``tests/test_eval_harness.py``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+
+__all__ = ["DEFAULT_STRATEGIES", "CompareConfig"]
+
+DEFAULT_STRATEGIES = ("fixed", "recursive", "heading", "sentence_window", "semantic")
+"""The five built-in strategies with their default parameters."""
+
+
+def _split_list(value, what: str) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        sep = "|" if "|" in value else ","
+        return [v.strip() for v in value.split(sep) if v.strip()]
+    return [str(v).strip() for v in value]
+
+
+@dataclass(frozen=True)
+class CompareConfig:
+    """Everything that decides a comparison's numbers (recorded in the manifest).
+
+    Attributes:
+        dataset: ``chroma``, ``xquad`` or a path (see :func:`latechunk.eval.datasets.load_dataset`).
+        model: Model name or folder; ``None`` = the bundled all-MiniLM-L6-v2.
+        strategies: SPECs; sweep SPECs (``fixed:size=128|256``) are expanded.
+        modes: Subset of ``("late", "naive")``.
+        ks: Cut-offs for the span metrics (the document-level measures have their own).
+        windows: Late macro-window sizes in tokens (frame included); ``None`` = the model's limit. The first is
+            the main window (naive vectors are made in its pass).
+        window_overlap: Tokens shared by consecutive macro windows; ``None`` = a quarter of the window.
+        dedup: Drop retrieved chunks that overlap an earlier retrieved chunk of the same document (by char
+            offsets) before scoring; the ranking is then read ``dedup_factor * max(ks)`` deep to refill.
+        dedup_factor: See ``dedup``.
+        doc_depth: Chunks retrieved per query to build the document-level run.
+        index / hnsw_m / ef_construction / ef_search: One index configuration for every system
+            (:meth:`index_spec`).
+        index_gpu: FAISS on the GPU (``auto``/``on``/``off``); default ``off`` so CPU and GPU runs search alike.
+        device / dtype / batch_tokens: Encoder settings.
+        include_special: Late mode: first/last chunk absorb the frame tokens.
+        n_resamples / confidence / seed: Paired bootstrap settings.
+        max_queries: Score only the first N queries (quick runs); ``None`` = all.
+        use_cache / cache_dir: The parse cache.
+        sentence_workers: Processes that segment sentences ahead of the split (0: in this process); never
+            changes a chunk.
+
+    Raises:
+        ValueError: on an unknown mode, a bad k, window, SPEC or index setting.
+    """
+
+    dataset: str
+    model: str | None = None
+    strategies: tuple[str, ...] = DEFAULT_STRATEGIES
+    modes: tuple[str, ...] = ("late", "naive")
+    ks: tuple[int, ...] = (1, 5, 10)
+    windows: tuple[int | None, ...] = (None,)
+    window_overlap: int | None = None
+    dedup: bool = False
+    dedup_factor: int = 10
+    doc_depth: int = 100
+    index: str = "flat"
+    hnsw_m: int = 32
+    ef_construction: int = 200
+    ef_search: int = 128
+    index_gpu: str = "off"
+    device: str = "auto"
+    dtype: str | None = None
+    batch_tokens: int = 16384
+    include_special: bool = False
+    n_resamples: int = 10000
+    confidence: float = 0.95
+    seed: int = 0
+    max_queries: int | None = None
+    use_cache: bool = True
+    cache_dir: str | None = None
+    sentence_workers: int = 0
+
+    def __post_init__(self) -> None:
+        _check_config(self)
+
+    @classmethod
+    def from_options(
+        cls, *, dataset: str, strategies=None, modes="late,naive", k="1,5,10", window=None, **kwargs
+    ) -> CompareConfig:
+        """Build from command-line style values (``latechunk compare``'s options).
+
+        Args:
+            dataset: As :attr:`dataset`.
+            strategies: SPECs; ``None`` or empty = :data:`DEFAULT_STRATEGIES`.
+            modes: ``"late,naive"`` style (``,`` or ``|`` separated), or a sequence.
+            k: ``"1,5,10"`` style cut-offs, or a sequence.
+            window: ``"128|256"`` style macro-window sizes in tokens; ``None`` = the model's limit.
+            **kwargs: Any other field.
+
+        Returns:
+            The validated config.
+
+        Raises:
+            ValueError: on a k or window that is not an integer, or anything the constructor rejects.
+        """
+        ks = tuple(_to_int(v, "k") for v in _split_list(k, "k"))
+        wins = tuple(_to_int(v, "window") for v in _split_list(window, "window")) or (None,)
+        return cls(
+            dataset=str(dataset),
+            strategies=tuple(strategies) if strategies else DEFAULT_STRATEGIES,
+            modes=tuple(_split_list(modes, "modes")),
+            ks=ks,
+            windows=wins,
+            **kwargs,
+        )
+
+    def specs(self) -> list[str]:
+        """The canonical SPEC of every strategy, sweeps expanded, in order.
+
+        Raises:
+            ValueError: on an unknown strategy or parameter, or a strategy given twice once sweeps are expanded.
+        """
+        from latechunk.strategies.base import expand_spec, get_strategy
+
+        out: list[str] = []
+        for s in self.strategies:
+            for one in expand_spec(s):
+                spec = get_strategy(one).spec
+                if spec in out:
+                    raise ValueError(f"strategy {spec!r} is given twice (after expanding sweeps)")
+                out.append(spec)
+        return out
+
+    def index_spec(self):
+        """The one index configuration every system is indexed with.
+
+        Returns:
+            A :class:`latechunk.config.IndexConfig` of the ``index`` option (``flat`` -> ``Flat``, ``hnsw`` ->
+            ``HNSW{hnsw_m}``, else a faiss ``index_factory`` string) with this config's HNSW beam widths and GPU
+            setting; inner products over the unit-norm vectors of the harness (cosine).
+
+        Raises:
+            ValueError: on an empty factory string or unknown GPU setting, or non-positive HNSW parameters.
+        """
+        from latechunk.config import IndexConfig
+
+        return IndexConfig.from_option(
+            self.index,
+            hnsw_m=self.hnsw_m,
+            ef_construction=self.ef_construction,
+            ef_search=self.ef_search,
+            gpu=self.index_gpu,
+        )
+
+    def to_dict(self) -> dict:
+        """The fields as a JSON-ready dict (``results.json``'s ``config``).
+
+        Returns:
+            ``{field: value}``, tuples as lists; :meth:`from_dict` reads it back.
+        """
+        d = asdict(self)
+        for key in ("strategies", "modes", "ks", "windows"):
+            d[key] = list(d[key])
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> CompareConfig:
+        """The config of a :meth:`to_dict` dict.
+
+        Args:
+            d: ``{field: value}``; unknown keys are ignored, lists become tuples.
+
+        Returns:
+            The validated config.
+
+        Raises:
+            ValueError: as the constructor.
+        """
+        names = {f.name for f in fields(cls)}
+        kwargs = {k: (tuple(v) if isinstance(v, list) else v) for k, v in d.items() if k in names}
+        return cls(**kwargs)
+
+
+def _to_int(value: str, what: str) -> int:
+    try:
+        return int(value)
+    except ValueError as err:
+        raise ValueError(f"--{what}: {value!r} is not an integer") from err
+
+
+def _check_config(c: CompareConfig) -> None:
+    """Validate a config up front (every error before any work)."""
+    if not c.modes or any(m not in ("late", "naive") for m in c.modes) or len(set(c.modes)) != len(c.modes):
+        raise ValueError(
+            f"modes must be a non-empty subset of late, naive (e.g. 'late,naive'), got {list(c.modes)}"
+        )
+    if not c.ks or any(isinstance(k, bool) or not isinstance(k, int) or k < 1 for k in c.ks):
+        raise ValueError(f"k values must be integers >= 1 (e.g. '1,5,10'), got {list(c.ks)}")
+    if len(set(c.ks)) != len(c.ks):
+        raise ValueError(f"k values repeat: {list(c.ks)}")
+    if not c.windows or any(
+        w is not None and (isinstance(w, bool) or not isinstance(w, int) or w < 8) for w in c.windows
+    ):
+        raise ValueError(f"windows must be integers >= 8 tokens (e.g. '128|256|512'), got {list(c.windows)}")
+    if len(set(c.windows)) != len(c.windows):
+        raise ValueError(f"window sizes repeat: {list(c.windows)}")
+    if len(c.windows) > 1 and "late" not in c.modes:
+        raise ValueError("a window sweep (--window a|b) needs late mode: windows only change late vectors")
+    if c.window_overlap is not None and c.window_overlap < 0:
+        raise ValueError(f"window_overlap must be >= 0, got {c.window_overlap}")
+    if c.sentence_workers < 0:
+        raise ValueError(f"sentence_workers must be >= 0, got {c.sentence_workers}")
+    for name in ("dedup_factor", "doc_depth", "batch_tokens", "n_resamples"):
+        if getattr(c, name) < 1:
+            raise ValueError(f"{name} must be >= 1, got {getattr(c, name)}")
+    if not 0.0 < c.confidence < 1.0:
+        raise ValueError(f"confidence must lie in (0, 1), got {c.confidence}")
+    if c.max_queries is not None and c.max_queries < 1:
+        raise ValueError(f"max_queries must be >= 1, got {c.max_queries}")
+    if not c.strategies:
+        raise ValueError("give at least one strategy SPEC")
+    c.specs()  # unknown names and bad parameters raise here
+    c.index_spec()

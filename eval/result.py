@@ -1,0 +1,149 @@
+"""What a comparison produces: one :class:`System` per strategy x mode x window, gathered in a :class:`CompareResult`.
+
+Built by :mod:`.harness`, written and read back by :mod:`.report`; this module imports neither. Tests:
+``tests/test_eval_harness.py``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .config import CompareConfig
+from .datasets import EvalDataset
+
+__all__ = ["CompareResult", "System"]
+
+
+@dataclass
+class System:
+    """One strategy in one mode (and, for late, one window): one index, one ranking per query.
+
+    Attributes:
+        strategy: Canonical SPEC.
+        mode: ``"late"`` or ``"naive"``.
+        window: The late macro window (tokens) that made the vectors (late) or the boundaries (naive with
+            state-dependent boundaries); ``None`` for naive vectors of boundaries that no window changes.
+        label: Row label in the report (``late``, ``naive``, ``late w=256``, ...).
+        chunks_sha256: sha256 of the chunk records the index rows stand for (:func:`chunk_records_sha256`).
+        per_query: ``{metric: {query_id: value}}``.
+        aggregates: ``{metric: mean over queries}``.
+        std: ``{metric: population standard deviation over queries}`` (Chroma reports mean ± std).
+        costs: Chunk counts, tokens, overlap, index bytes, seconds.
+    """
+
+    strategy: str
+    mode: str
+    window: int | None
+    label: str
+    chunks_sha256: str = ""
+    per_query: dict[str, dict[str, float]] = field(default_factory=dict)
+    aggregates: dict[str, float] = field(default_factory=dict)
+    std: dict[str, float] = field(default_factory=dict)
+    costs: dict = field(default_factory=dict)
+
+    @property
+    def key(self) -> tuple[str, str, int | None]:
+        """``(strategy, mode, window)``, unique within a result."""
+        return (self.strategy, self.mode, self.window)
+
+    def to_dict(self, per_query: bool = False) -> dict:
+        """The system as a JSON-ready dict.
+
+        Args:
+            per_query: Also include ``per_query`` (``{metric: {query_id: value}}``).
+
+        Returns:
+            ``strategy``, ``mode``, ``window``, ``label``, ``chunks_sha256``, ``metrics`` (the aggregates), ``std``
+            and ``costs``.
+        """
+        d = {
+            "strategy": self.strategy,
+            "mode": self.mode,
+            "window": self.window,
+            "label": self.label,
+            "chunks_sha256": self.chunks_sha256,
+            "metrics": dict(self.aggregates),
+            "std": dict(self.std),
+            "costs": dict(self.costs),
+        }
+        if per_query:
+            d["per_query"] = {m: dict(v) for m, v in self.per_query.items()}
+        return d
+
+
+@dataclass
+class CompareResult:
+    """The output of :func:`latechunk.eval.harness.run_compare` (and of :func:`latechunk.eval.report.load_result`).
+
+    Attributes:
+        config: The config.
+        systems: Every system, in report order (strategy, then late windows, then naive).
+        comparisons: Paired bootstrap results (dicts: kind, a, b, metric, mean_diff, ci_low, ci_high, ...).
+        metric_names: Per-query metric names, in column order.
+        headline: The metrics compared across strategies and windows.
+        main_k: The k of the headline metric in plots (5 when given, else the largest).
+        manifest: Dataset, model, index, windows, query vectors, versions, machine, seconds, command line.
+        embeds: ``{window: EmbedResult}`` (kept for inspection and tests).
+        dataset: The evaluated dataset (queries cut to ``max_queries``).
+    """
+
+    config: CompareConfig
+    systems: list[System]
+    comparisons: list[dict]
+    metric_names: list[str]
+    headline: list[str]
+    main_k: int
+    manifest: dict
+    embeds: dict = field(default_factory=dict, repr=False)
+    dataset: EvalDataset | None = field(default=None, repr=False)
+
+    def system(self, strategy: str, mode: str, window: int | None = "first") -> System:  # type: ignore[assignment]
+        """The system of a strategy (any SPEC form) and mode.
+
+        Args:
+            strategy: A SPEC, canonical or not (``fixed`` = ``fixed:size=256,overlap=0``).
+            mode: ``"late"`` or ``"naive"``.
+            window: A macro window (tokens), ``None``, or ``"first"``: the first matching system.
+
+        Returns:
+            The first matching system in report order.
+
+        Raises:
+            KeyError: if the result holds no such system.
+        """
+        from latechunk.strategies.base import get_strategy
+
+        spec = get_strategy(strategy).spec
+        cands = [s for s in self.systems if s.strategy == spec and s.mode == mode]
+        if window != "first":
+            cands = [s for s in cands if s.window == window]
+        if not cands:
+            raise KeyError(f"no system {spec!r} {mode} window={window}")
+        return cands[0]
+
+    def numbers(self) -> dict:
+        """Every number that does not depend on wall-clock time (for determinism checks)."""
+        timeless = {"seconds", "seconds_encode", "seconds_pool", "seconds_index", "seconds_search"}
+        return {
+            "systems": [
+                {
+                    **s.to_dict(per_query=True),
+                    "costs": {k: v for k, v in s.costs.items() if k not in timeless},
+                }
+                for s in self.systems
+            ],
+            "comparisons": self.comparisons,
+            "query_vectors_sha256": self.manifest["query_vectors"]["sha256"],
+        }
+
+    def to_dict(self) -> dict:
+        """The ``results.json`` form: config, manifest, metric names and every system's aggregates."""
+        return {
+            "config": self.config.to_dict(),
+            "manifest": self.manifest,
+            "metric_names": self.metric_names,
+            "headline": self.headline,
+            "main_k": self.main_k,
+            "systems": [s.to_dict() for s in self.systems],
+            "comparisons": self.comparisons,
+        }

@@ -1,0 +1,296 @@
+"""A run is one value: frozen, validated configs built once (from the command line or Python) and passed down.
+
+- :class:`ModelConfig`: which encoder and how to run it (device, dtype, token budget, remote code).
+- :class:`PipelineConfig`: strategies, modes and the late-pooling settings of :mod:`latechunk.pipeline`.
+- :class:`IndexConfig`: the FAISS index, as a faiss ``index_factory`` string (``flat``/``hnsw`` aliases).
+- :class:`EmbedConfig`: one ``latechunk embed`` run: inputs, output folder and policy, and the three above.
+  Its :meth:`EmbedConfig.to_dict` is the ``settings`` block of ``run.json`` and of the manifest; a resumed run
+  must have the same.
+
+Every check of a setting lives in the ``__post_init__`` of the config that holds it, so an object that exists is
+valid; layers below take the config (or the part they need), never loose options. Settings that need the model
+(the default macro window, its minimum beside the model's frame) are checked where the model is known, in
+:meth:`latechunk.encoder.Encoder.macro_window`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from latechunk.strategies.base import Strategy, get_strategy
+
+__all__ = [
+    "DEFAULT_GROUP_TOKENS",
+    "DEFAULT_STRATEGY",
+    "MODES",
+    "EmbedConfig",
+    "IndexConfig",
+    "ModelConfig",
+    "PipelineConfig",
+    "split_specs",
+]
+
+Mode = Literal["late", "naive"]
+MODES: tuple[str, ...] = ("late", "naive")
+DEFAULT_STRATEGY = "recursive:max_tokens=256"
+"""``latechunk embed``'s default strategy SPEC."""
+DEFAULT_GROUP_TOKENS = 1 << 18
+"""Tokens per pipeline group (= per shard of ``embed``): bounds memory, never changes a vector."""
+DEVICES = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
+DTYPES = ("float32", "bfloat16", "float16")
+
+
+def _require(ok: bool, msg: str) -> None:
+    if not ok:
+        raise ValueError(msg)
+
+
+def _positive_int(name: str, value, minimum: int = 1) -> None:
+    _require(isinstance(value, int) and not isinstance(value, bool) and value >= minimum,
+             f"{name} must be an integer >= {minimum}, got {value!r}")
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Which encoder to load and how to run it.
+
+    Attributes:
+        name: Hugging Face model id or local folder; ``None`` = the bundled all-MiniLM-L6-v2 (offline).
+        device: ``auto`` (CUDA when present), ``cpu``, ``cuda``, ``cuda:N`` or ``mps``.
+        dtype: ``float32``, ``bfloat16`` or ``float16``; ``None`` = bf16 on CUDA, fp32 elsewhere.
+        batch_tokens: Token budget of one forward batch (padded tokens: rows x longest row).
+        trust_remote_code: Run the model repository's own Python code (only for models that need it).
+
+    Raises:
+        ValueError: on an unknown device or dtype, or ``batch_tokens < 1``.
+    """
+
+    name: str | None = None
+    device: str = "auto"
+    dtype: str | None = None
+    batch_tokens: int = 16384
+    trust_remote_code: bool = False
+
+    def __post_init__(self) -> None:
+        _require(bool(DEVICES.match(self.device)), f"device must be auto, cpu, cuda or cuda:N, got {self.device!r}")
+        _require(self.dtype is None or self.dtype in DTYPES, f"dtype must be one of {list(DTYPES)}, got {self.dtype!r}")
+        _positive_int("batch_tokens", self.batch_tokens)
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    """What :func:`latechunk.pipeline.iter_embed` computes: strategies x modes, and how late vectors are pooled.
+
+    Attributes:
+        strategies: The strategies, as SPEC strings or :class:`~latechunk.strategies.base.Strategy` objects
+            (stored as Strategy objects, in order; the same strategy twice is an error).
+        modes: A non-empty subset of ``("late", "naive")``, in order.
+        normalize: L2-normalise every chunk vector (done once, in the pipeline; the index never renormalises).
+        include_special: Late mode: the first/last chunk absorb the frame tokens ([CLS], prompt, [SEP]), as
+            jina's reference code does; default excluded.
+        macro_window: Macro-window size in tokens, frame included; ``None`` = the model's input limit.
+        macro_window_overlap: Content tokens shared by consecutive macro windows; ``None`` = a quarter of the
+            window's content tokens.
+        long_documents: ``"windows"``: a document longer than the macro window is encoded in overlapping macro
+            windows; ``"skip"``: it is skipped with its token count (never silently truncated).
+        group_tokens: Documents are processed in groups of about this many tokens (bounds memory; one group is
+            one shard of ``embed``).
+        sentence_workers: Processes that segment sentences ahead of the split (0: in this process). The chunks
+            are identical for any value.
+
+    Raises:
+        ValueError: on an unknown mode or strategy, a strategy given twice, or a setting out of range.
+    """
+
+    strategies: tuple[Strategy, ...]
+    modes: tuple[str, ...] = ("late",)
+    normalize: bool = True
+    include_special: bool = False
+    macro_window: int | None = None
+    macro_window_overlap: int | None = None
+    long_documents: str = "windows"
+    group_tokens: int = DEFAULT_GROUP_TOKENS
+    sentence_workers: int = 0
+
+    def __post_init__(self) -> None:
+        raw = (self.strategies,) if isinstance(self.strategies, (str, Strategy)) else tuple(self.strategies)
+        strats = tuple(get_strategy(s) for s in raw)
+        _require(bool(strats), "give at least one strategy")
+        specs = [s.spec for s in strats]
+        _require(len(set(specs)) == len(specs), f"the same strategy was given twice: {specs}")
+        modes = (self.modes,) if isinstance(self.modes, str) else tuple(self.modes)
+        _require(bool(modes), "give at least one mode: late, naive")
+        for m in modes:
+            _require(m in MODES, f"mode must be 'late' or 'naive', got {m!r}")
+        _require(len(set(modes)) == len(modes), f"a mode is given twice: {list(modes)}")
+        object.__setattr__(self, "strategies", strats)
+        object.__setattr__(self, "modes", modes)
+        if self.macro_window is not None:
+            _positive_int("macro_window", self.macro_window)
+        if self.macro_window_overlap is not None:
+            _positive_int("macro_window_overlap", self.macro_window_overlap, minimum=0)
+        _require(self.long_documents in ("windows", "skip"),
+                 f"long_documents must be 'windows' or 'skip', got {self.long_documents!r}")
+        _positive_int("group_tokens", self.group_tokens)
+        _positive_int("sentence_workers", self.sentence_workers, minimum=0)
+
+    @property
+    def specs(self) -> list[str]:
+        """The canonical SPEC of each strategy, in order."""
+        return [s.spec for s in self.strategies]
+
+    @property
+    def needs_token_states(self) -> bool:
+        """True when a late pass is needed: late mode, or a strategy that reads the late sentence vectors."""
+        return "late" in self.modes or any(s.needs_embedder and getattr(s, "source", "late") == "late"
+                                           for s in self.strategies)
+
+    def to_dict(self) -> dict:
+        """JSON-ready settings (strategies as SPEC strings)."""
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        d["strategies"] = self.specs
+        d["modes"] = list(self.modes)
+        return d
+
+
+_INDEX_ALIASES = {"flat": "Flat"}
+
+
+@dataclass(frozen=True)
+class IndexConfig:
+    """The FAISS index of a run: a faiss ``index_factory`` string over inner products.
+
+    Vectors are normalised (or not) by the pipeline; the index adds them as they are.
+    See https://github.com/facebookresearch/faiss/wiki/The-index-factory for the strings.
+
+    Attributes:
+        factory: A faiss ``index_factory`` string, e.g. ``Flat`` (exact), ``HNSW32``, ``IVF1024,Flat``.
+        ef_construction / ef_search: HNSW build and search beam widths (used by HNSW indexes only).
+        gpu: ``auto`` (GPU FAISS for flat indexes when present), ``on`` or ``off``.
+
+    Raises:
+        ValueError: on an empty factory string, non-positive beam widths or an unknown ``gpu`` value.
+    """
+
+    factory: str = "Flat"
+    ef_construction: int = 200
+    ef_search: int = 128
+    gpu: str = "auto"
+
+    def __post_init__(self) -> None:
+        _require(isinstance(self.factory, str) and bool(self.factory.strip()), "index factory string is empty")
+        _positive_int("ef_construction", self.ef_construction)
+        _positive_int("ef_search", self.ef_search)
+        _require(self.gpu in ("auto", "on", "off"), f"gpu must be auto, on or off, got {self.gpu!r}")
+
+    @classmethod
+    def from_option(cls, value: str, hnsw_m: int = 32, **kwargs) -> IndexConfig:
+        """The config of an ``--index`` value: ``flat`` -> ``Flat``, ``hnsw`` -> ``HNSW{hnsw_m}``, any other
+        value is taken as a faiss ``index_factory`` string (checked when the index is built).
+
+        Raises:
+            ValueError: as the constructor, or ``hnsw_m < 2``.
+        """
+        key = value.strip().lower()
+        if key == "hnsw":
+            _positive_int("hnsw_m", hnsw_m, minimum=2)
+            return cls(factory=f"HNSW{hnsw_m}", **kwargs)
+        return cls(factory=_INDEX_ALIASES.get(key, value.strip()), **kwargs)
+
+    @property
+    def is_hnsw(self) -> bool:
+        """True for an HNSW index (``ef_construction``/``ef_search`` apply)."""
+        return self.factory.upper().startswith("HNSW")
+
+    def to_dict(self) -> dict:
+        """The manifest form: ``factory`` and ``metric`` (always ``ip``), plus the beam widths for HNSW."""
+        d = {"factory": self.factory, "metric": "ip"}
+        if self.is_hnsw:
+            d.update(ef_construction=self.ef_construction, ef_search=self.ef_search)
+        return d
+
+
+@dataclass(frozen=True)
+class EmbedConfig:
+    """One ``latechunk embed`` run.
+
+    Attributes:
+        inputs: Input paths (files, folders, ``.jsonl``, ``.parquet``); each must exist.
+        out: The output folder (``index.faiss``, ``chunks.parquet``, ``manifest.json``, shards).
+        model: The encoder.
+        pipeline: Exactly one strategy and one mode.
+        index: The FAISS index.
+        force: Remove a previous output in ``out`` first (never files latechunk did not write).
+        resume: Continue an interrupted run in ``out`` (its settings must equal these).
+
+    Raises:
+        ValueError: on a missing input, ``out`` that is a file, both ``force`` and ``resume``, or a pipeline
+            with other than one strategy and one mode.
+    """
+
+    inputs: tuple[Path, ...]
+    out: Path
+    pipeline: PipelineConfig
+    model: ModelConfig = field(default_factory=ModelConfig)
+    index: IndexConfig = field(default_factory=IndexConfig)
+    force: bool = False
+    resume: bool = False
+
+    def __post_init__(self) -> None:
+        inputs = tuple(Path(p) for p in ([self.inputs] if isinstance(self.inputs, (str, os.PathLike)) else self.inputs))
+        _require(bool(inputs), "give at least one input path")
+        missing = [str(p) for p in inputs if not p.exists()]
+        _require(not missing, f"input path(s) not found: {', '.join(missing)}")
+        out = Path(self.out)
+        _require(not (out.exists() and not out.is_dir()), f"--out {out} exists and is not a folder")
+        _require(not (self.force and self.resume),
+                 "--force (start over) and --resume (continue) exclude each other; give one")
+        _require(len(self.pipeline.strategies) == 1, "embed takes exactly one strategy")
+        _require(len(self.pipeline.modes) == 1, "embed takes exactly one mode: late or naive")
+        object.__setattr__(self, "inputs", inputs)
+        object.__setattr__(self, "out", out)
+
+    @property
+    def strategy(self) -> Strategy:
+        """The run's one strategy."""
+        return self.pipeline.strategies[0]
+
+    @property
+    def mode(self) -> str:
+        """The run's one mode, ``late`` or ``naive``."""
+        return self.pipeline.modes[0]
+
+    def to_dict(self) -> dict:
+        """The run's settings, as recorded in ``run.json`` and the manifest (a resumed run must match them).
+
+        Input paths are stored relative to the output folder (never absolute), so a folder can move together
+        with its inputs; the device, worker count and output policy are not settings (they never change the
+        output).
+        """
+        out_abs = self.out.resolve()
+        p = self.pipeline
+        return {
+            "inputs_from_out": [os.path.relpath(Path(i).resolve(), out_abs) for i in self.inputs],
+            "strategy": self.strategy.spec,
+            "mode": self.mode,
+            "normalize": p.normalize,
+            "include_special": p.include_special,
+            "macro_window": p.macro_window,
+            "macro_window_overlap": p.macro_window_overlap,
+            "long_documents": p.long_documents,
+            "group_tokens": p.group_tokens,
+            "index": self.index.to_dict(),
+            "model": {"name": self.model.name, "dtype": self.model.dtype, "batch_tokens": self.model.batch_tokens,
+                      "trust_remote_code": self.model.trust_remote_code},
+        }
+
+
+def split_specs(values: Sequence[str] | None) -> list[str]:
+    """SPECs from command-line values: each value may hold several SPECs separated by spaces."""
+    return [s for v in (values or []) for s in v.split()]

@@ -1,0 +1,139 @@
+"""Sharded, resumable ingest: stream the inputs through :func:`~latechunk.pipeline.iter_embed`, write each
+pipeline group as a checksummed shard, and assemble the output folder from the shards at the end.
+
+The folder's layout, file names and keys are :mod:`latechunk.output`'s. The pieces, each readable alone:
+
+- :mod:`~latechunk.ingest.files`: sha256, fsync, atomic commit, JSON writes, the fault-injection hook;
+- :mod:`~latechunk.ingest.shards`: write, scan and check a shard;
+- :mod:`~latechunk.ingest.folder`: the folder policy (fresh / ``--force`` / ``--resume``, the settings diff);
+- :mod:`~latechunk.ingest.stream`: the pipeline groups as shards, and resume;
+- :mod:`~latechunk.ingest.ranks`: several processes sharing one run (file rendezvous);
+- :mod:`~latechunk.ingest.assemble`: index.faiss, chunks.parquet and manifest.json from the shards.
+
+Guarantees:
+
+- every file is written to ``NAME.tmp``, flushed to disk and ``os.replace``-d, so a file either exists whole or
+  not at all. A shard counts once its ``.json`` exists and the checksums in it match its data files; the
+  ``.json`` is written after both. The manifest is written last.
+- ``--resume`` keeps the complete shards, deletes whatever follows the first incomplete one, and skips the input
+  items the complete shards consumed (checked against a running digest of those items). The result equals an
+  uninterrupted run: the input order is fixed (:func:`latechunk.io.iter_inputs` sorts), a shard is exactly one
+  pipeline group, and a group's token budget restarts at every group boundary, so a run resumed at a boundary
+  forms the same groups, the same forward batches and the same vectors as the run it continues.
+- memory stays flat in the corpus size: inputs are streamed, one group is in memory at a time, and assembly reads
+  one shard at a time (vectors memory-mapped). What grows is the FAISS index and the manifest's document lines.
+
+Tests: ``tests/test_ingest.py`` (SIGKILL at three points, resume, compare with an uninterrupted run),
+``tests/test_multiprocess.py`` (two ranks against one process, a killed rank, resume with two ranks).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from latechunk.config import EmbedConfig
+from latechunk.ingest.assemble import assemble
+from latechunk.ingest.files import sha256_file, sha256_text, write_json
+from latechunk.ingest.folder import prepare_output
+from latechunk.ingest.ranks import RankError, dist_env, ingest_rank
+from latechunk.ingest.ranks import rank_timeout as _rank_timeout
+from latechunk.ingest.shards import check_shard_files, clean_shards, scan_shards
+from latechunk.ingest.stream import ShardInput, skip_consumed, stream, write_group
+from latechunk.io import iter_inputs
+from latechunk.output import OutputFolder
+
+__all__ = ["RankError", "check_shard_files", "dist_env", "ingest", "prepare_output", "run_settings", "scan_shards",
+           "sha256_file", "sha256_text"]
+
+#: the encoder facts that decide the vectors, recorded in the settings beside the config's model options
+_MODEL_FACTS = ("name", "sha256", "dim", "dtype", "max_length", "window", "window_overlap", "pooling",
+                "document_prompt")
+
+
+def run_settings(config: EmbedConfig, encoder) -> dict:
+    """Everything that decides the output of a run (``run.json``'s settings); a resumed run must match it.
+
+    Args:
+        config: The run.
+        encoder: Its encoder (the model's weight hash, dimension and prompt are facts of the loaded model).
+
+    Returns:
+        ``config.to_dict()`` with ``model`` extended by the encoder's facts (those of its description among
+        ``name``, ``sha256``, ``dim``, ``dtype``, ``max_length``, ``window``, ``window_overlap``, ``pooling``,
+        ``document_prompt``).
+    """
+    settings = config.to_dict()
+    plan = encoder.macro_window(config.pipeline.macro_window, config.pipeline.macro_window_overlap)
+    described = encoder.describe(plan)
+    settings["model"] = {**settings.get("model", {}), **{k: described[k] for k in _MODEL_FACTS if k in described}}
+    return settings
+
+
+def ingest(
+    config: EmbedConfig,
+    encoder,
+    *,
+    progress: bool = False,
+    header: dict | None = None,
+    on_shard: Callable[[dict], None] | None = None,
+    rank: int | None = None,
+    world_size: int | None = None,
+    rank_timeout: float | None = None,
+) -> dict | None:
+    """Chunk, embed and index ``config.inputs`` into ``config.out`` through checksummed shards; resumable.
+
+    Args:
+        config: The run: inputs, output folder and policy (``force``/``resume``), one strategy and one mode,
+            the index.
+        encoder: The :class:`~latechunk.encoder.Encoder`.
+        progress: Show a progress bar (input items).
+        header: Extra manifest fields (model, strategy, inputs, versions), written as given.
+        on_shard: Called with each new shard record after it is committed (by the process that wrote it).
+        rank: This process's place among ``world_size`` processes sharing the run (default ``$RANK``, see
+            :func:`dist_env`). With ``world_size > 1`` this process writes the shards ``k`` with
+            ``k % world_size == rank``, and rank 0 assembles (:mod:`latechunk.ingest.ranks`).
+        world_size: Number of processes sharing the run (default ``$WORLD_SIZE``, else 1).
+        rank_timeout: Several processes: seconds a process waits without any progress from the others
+            (default ``$LATECHUNK_RANK_TIMEOUT`` or 1800).
+
+    Returns:
+        The manifest (also written to ``out/manifest.json``); ``None`` on ranks other than 0.
+
+    Raises:
+        ValueError: on a folder that may not be written (see :func:`prepare_output`), settings that differ from
+            the interrupted run's, inputs that changed under a resumed run, or an index that cannot be built.
+        RankError: several processes: another one failed, died or stalled, or they disagree on the groups.
+    """
+    t_start = time.time()
+    if rank is None or world_size is None:
+        env_rank, env_world, _ = dist_env()
+        rank = env_rank if rank is None else rank
+        world_size = env_world if world_size is None else world_size
+    if world_size < 1 or not 0 <= rank < world_size:
+        raise ValueError(f"rank {rank} is outside 0..{world_size - 1} (world size {world_size})")
+    settings = run_settings(config, encoder)
+    if world_size > 1:
+        return ingest_rank(config, encoder, settings, header or {}, rank, world_size,
+                           _rank_timeout(rank_timeout), t_start, on_shard)
+
+    out = config.out
+    folder = OutputFolder(out)
+    records = prepare_output(out, settings, force=config.force, resume=config.resume)
+    items = iter_inputs(config.inputs)
+    consumed = records[-1]["inputs"][1] if records else 0
+    digest = skip_consumed(items, consumed, records[-1]["inputs_digest"] if records else "")
+    if config.resume:
+        n_kept = len(records)
+        clean_shards(out, lambda i: i < n_kept)
+
+    def write(s: ShardInput) -> None:
+        rec = write_group(folder, config, encoder.dim, s)
+        records.append(rec)
+        if on_shard is not None:
+            on_shard(rec)
+        write_json(folder.progress_path, {"shards": s.k + 1, "inputs_consumed": s.end,
+                                          "chunks": sum(r["rows"] for r in records)})
+
+    stream(config, encoder, items, consumed, digest, len(records), None, write, progress=progress)
+    return assemble(out, records, settings, config.index, encoder.dim, header or {}, t_start)

@@ -1,0 +1,106 @@
+"""Assembly: ``index.faiss``, ``chunks.parquet`` and ``manifest.json`` from the shards, one shard at a time.
+
+The index gets the shard vectors as they are (normalised once, in the pipeline, when the run says so); an index
+type that needs training is trained on the first shards (:func:`latechunk.index.add_batches`). The chunk table is
+the concatenation of the shard tables. The manifest is written last, so a folder with a manifest is complete.
+Memory: one shard's table at a time, vectors memory-mapped; what grows is the index (``ntotal * dim * 4`` bytes
+for a flat one) and the manifest's per-document lines.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from latechunk.config import IndexConfig
+from latechunk.index import add_batches
+from latechunk.ingest.files import commit, fault, sha256_file, tmp_path, write_json
+from latechunk.output import OutputFolder, build_manifest, write_chunk_table
+
+__all__ = ["assemble"]
+
+
+def assemble(out: Path, records: list[dict], settings: dict, index_config: IndexConfig, dim: int, header: dict,
+             t_start: float, world_size: int = 1) -> dict:
+    """Build the output files from the shard records (in shard order) and return the manifest.
+
+    Args:
+        out: The output folder.
+        records: Every shard record, shard 0 first, contiguous in input items.
+        settings: The run's settings (run.json's).
+        index_config: The FAISS index.
+        dim: Vector dimension.
+        header: Extra manifest fields (model, strategy, inputs, versions), written as given.
+        t_start: ``time.time()`` at the start of the run (for ``seconds.total``).
+        world_size: Processes that wrote the shards.
+
+    Returns:
+        The manifest (also written to ``out/manifest.json``).
+
+    Raises:
+        RuntimeError: if the records do not account for every input item or every vector (a bug).
+        ValueError: if an index type that needs training cannot be trained on these vectors.
+    """
+    folder = OutputFolder(out)
+    t0 = time.perf_counter()
+
+    def vectors():
+        for rec in records:
+            if rec["rows"]:
+                yield folder.read_shard_vectors(rec["name"])
+
+    index = add_batches(index_config, dim, vectors)
+    folder.write_index(index, tmp_path(folder.index_path))
+    commit(tmp_path(folder.index_path), folder.index_path)
+    ntotal = int(index.ntotal)
+    del index
+    fault("assemble-index")
+
+    def tables():
+        for i, rec in enumerate(records):
+            yield folder.read_shard_table(rec["name"])
+            if i == 0:
+                fault("assemble-chunks.tmp")
+
+    write_chunk_table(tables(), tmp_path(folder.chunks_path))
+    commit(tmp_path(folder.chunks_path), folder.chunks_path)
+
+    documents = [d for rec in records for d in rec["documents"]]
+    skipped = [s for rec in records for s in rec["skipped"]]
+    n_in = records[-1]["inputs"][1] if records else 0
+    if len(documents) + len(skipped) != n_in:
+        raise RuntimeError(f"accounting: {n_in} input items but {len(documents)} embedded + {len(skipped)} skipped")
+    n_chunks = sum(d["chunks"] for d in documents)
+    if n_chunks != ntotal:
+        raise RuntimeError(f"accounting: {n_chunks} chunks listed but {ntotal} vectors in the index")
+    seconds: dict[str, float] = {}
+    for rec in records:
+        for key, v in rec["stats"]["seconds"].items():
+            seconds[key] = seconds.get(key, 0.0) + v
+    seconds["assemble"] = time.perf_counter() - t0
+    run = folder.read_run()
+    manifest = build_manifest(
+        created=run.get("created", ""),
+        finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        header=header,
+        settings=settings,
+        dim=dim,
+        index={**index_config.to_dict(), "ntotal": ntotal},
+        world_size=world_size,
+        counts={
+            "documents_in": n_in,
+            "documents_embedded": len(documents),
+            "documents_skipped": len(skipped),
+            "chunks": n_chunks,
+            "content_tokens": sum(r["stats"]["content_tokens"] for r in records),
+            "tokens_encoded": sum(r["stats"]["tokens_encoded"] for r in records),
+            "forward_calls": sum(r["stats"]["forward_calls"] for r in records),
+        },
+        documents=documents,
+        skipped=skipped,
+        shards=[{"name": r["name"], "inputs": r["inputs"], "rows": r["rows"],
+                 "sha256": sha256_file(folder.shard_path(r["shard"], "json"))} for r in records],
+        seconds={k: round(v, 3) for k, v in seconds.items()} | {"total": round(time.time() - t_start, 3)},
+    )
+    write_json(folder.manifest_path, manifest, indent=2)
+    return manifest

@@ -1,0 +1,107 @@
+"""Files that exist whole or not at all: sha256, fsync, atomic commit, JSON writes, and the fault-injection hook.
+
+Every file of an output folder is written to ``NAME.tmp``, flushed to disk and ``os.replace``-d onto ``NAME``
+(atomic on POSIX), then the folder entry is flushed too. The kill tests (``tests/test_ingest.py``,
+``tests/test_multiprocess.py``) stop a run at named events through :func:`fault`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+from collections.abc import Callable
+from pathlib import Path
+
+from latechunk.output import OutputFolder
+
+__all__ = ["FAULT_ENV", "commit", "fault", "fsync_dir", "read_json", "sha256_file", "sha256_text", "write_atomic",
+           "write_json"]
+
+#: test hook: ``LATECHUNK_FAULT_KILL_AT=<event>`` makes the process SIGKILL itself at that event (see :func:`fault`)
+FAULT_ENV = "LATECHUNK_FAULT_KILL_AT"
+
+
+def sha256_text(text: str) -> str:
+    """sha256 hex digest of ``text`` encoded as UTF-8 (the manifest's per-document hash)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def sha256_file(path: str | os.PathLike) -> str:
+    """sha256 hex digest of a file's bytes, read in 4 MiB blocks.
+
+    Raises:
+        OSError: if the file cannot be read.
+    """
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 22), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def fault(event: str) -> None:
+    """Fault injection for the kill tests: SIGKILL this process when ``$LATECHUNK_FAULT_KILL_AT == event``.
+
+    Events: ``shard-NNNNN-parquet`` (after the shard's parquet is in place), ``shard-NNNNN-npy.tmp`` (vectors
+    written to the temp name, not yet renamed), ``shard-NNNNN-json`` (shard committed), ``assemble-index``
+    (index.faiss in place), ``assemble-chunks.tmp`` (chunks.parquet half written).
+    """
+    if os.environ.get(FAULT_ENV) == event:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def fsync_dir(path: Path) -> None:
+    """Flush a folder's entries to disk (best effort: some file systems refuse)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def commit(tmp: Path, final: Path) -> None:
+    """Flush ``tmp`` to disk and rename it to ``final`` (atomic on POSIX), then flush the folder."""
+    with open(tmp, "rb+") as fh:
+        os.fsync(fh.fileno())
+    os.replace(tmp, final)
+    fsync_dir(final.parent)
+
+
+def tmp_path(final: Path) -> Path:
+    """The temp name a file is written under before :func:`commit`: ``NAME.tmp``."""
+    return final.with_name(final.name + ".tmp")
+
+
+def write_atomic(final: Path, write: Callable[[Path], None], after_write: Callable[[], None] | None = None) -> None:
+    """Write a file through ``write(tmp)``, then commit it to ``final``.
+
+    Args:
+        final: The file's name.
+        write: Writes the whole file at the path it is given (the temp name).
+        after_write: Called between the write and the commit (a fault-injection point).
+    """
+    tmp = tmp_path(final)
+    write(tmp)
+    if after_write is not None:
+        after_write()
+    commit(tmp, final)
+
+
+def write_json(path: Path, obj: dict, indent: int | None = 1) -> None:
+    """Write ``obj`` as JSON (:meth:`OutputFolder.json_bytes`) to ``path`` atomically."""
+    write_atomic(path, lambda tmp: tmp.write_bytes(OutputFolder.json_bytes(obj, indent)))
+
+
+def read_json(path: Path) -> dict | None:
+    """A JSON object file, or ``None`` when it is missing, unreadable or not an object (a file being written
+    by another process reads as ``None`` until it is committed)."""
+    try:
+        return OutputFolder.read_json(path)
+    except ValueError:
+        return None

@@ -1,0 +1,181 @@
+"""Output-folder policy: a fresh run, ``--force`` (never deletes files latechunk did not write) or ``--resume``.
+
+The checks live here once each: :func:`check_not_empty` (a non-empty folder is never overwritten without a
+flag), :func:`check_same_settings` (the ``run.json`` settings diff of ``--resume``) and :func:`foreign_files`
+(what ``--force`` refuses to delete).
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+from latechunk.ingest.files import write_json
+from latechunk.ingest.shards import scan_shards
+from latechunk.output import OUTPUT_FILES, RUN_FORMAT, SHARDS_DIR, OutputFolder
+
+__all__ = ["check_not_empty", "check_same_settings", "diff_settings", "foreign_files", "prepare_output"]
+
+
+def check_not_empty(out: Path, entries: Iterable[str] | None = None) -> None:
+    """Refuse to write into a non-empty folder without ``--force``/``--resume``.
+
+    Args:
+        out: The output folder.
+        entries: The entries that count (default: everything in ``out``).
+
+    Raises:
+        ValueError: when there is any.
+    """
+    names = list(entries) if entries is not None else ([p.name for p in out.iterdir()] if out.is_dir() else [])
+    if names:
+        raise ValueError(f"output folder {out} exists and is not empty; pass --force to overwrite "
+                         "(or --resume to continue an interrupted run)")
+
+
+def diff_settings(old: dict, new: dict, prefix: str = "") -> list[str]:
+    """The differences between two settings dicts (nested dicts compared key by key).
+
+    Returns:
+        One line per differing key, ``"a.b was X, now Y"``, keys sorted.
+    """
+    out = []
+    for key in sorted(set(old) | set(new)):
+        a, b = old.get(key), new.get(key)
+        if isinstance(a, dict) and isinstance(b, dict):
+            out.extend(diff_settings(a, b, f"{prefix}{key}."))
+        elif a != b:
+            out.append(f"{prefix}{key} was {a!r}, now {b!r}")
+    return out
+
+
+def check_same_settings(old: dict, new: dict, what: str = "--resume with settings that differ from the "
+                        "interrupted run") -> None:
+    """Refuse settings that differ from a run's ``run.json`` settings.
+
+    Args:
+        old: The recorded settings.
+        new: This run's settings.
+        what: How the message starts.
+
+    Raises:
+        ValueError: naming every difference.
+    """
+    diff = diff_settings(old, new)
+    if diff:
+        raise ValueError(f"{what}: " + "; ".join(diff) + ". Use the same options, or --force to start over")
+
+
+def _is_latechunk_output(out: Path) -> bool:
+    """True when ``out`` holds a run.json or manifest.json written by latechunk (so --force may clear it)."""
+    folder = OutputFolder(out)
+    for path in (folder.run_path, folder.manifest_path):
+        try:
+            obj = folder.read_json(path)
+        except ValueError:
+            continue
+        if str(obj.get("format", "")).startswith("latechunk"):
+            return True
+    return False
+
+
+def foreign_files(out: Path) -> list[str]:
+    """Files that ``--force`` would delete but latechunk may not have written: in a folder that is not a
+    latechunk output, top-level files named like ours, and anything in ``shards/`` not named like a shard."""
+    if _is_latechunk_output(out):
+        return []
+    bad = [n for n in OUTPUT_FILES if n != SHARDS_DIR and (out / n).exists()]
+    shard_dir = out / SHARDS_DIR
+    if shard_dir.is_dir():
+        bad += [f"{SHARDS_DIR}/{p.name}" for p in sorted(shard_dir.iterdir())
+                if not p.is_file() or OutputFolder.shard_number(p.name) is None]
+    return bad
+
+
+def _holds_nothing(out: Path) -> bool:
+    """True when ``out`` holds only an empty ``shards/`` and temp files of ours (a run killed at its start)."""
+    for p in out.iterdir():
+        if p.name == SHARDS_DIR and p.is_dir() and not any(p.iterdir()):
+            continue
+        if p.name.endswith(".tmp") and p.name[: -len(".tmp")] in OUTPUT_FILES:
+            continue
+        return False
+    return True
+
+
+def _remove_output(out: Path) -> None:
+    for name in OUTPUT_FILES:
+        p = out / name
+        if p.is_dir():
+            shutil.rmtree(p)
+        elif p.exists():
+            p.unlink()
+        tmp = out / f"{name}.tmp"
+        if tmp.exists():
+            tmp.unlink()
+
+
+def prepare_output(out: str | Path, settings: dict, force: bool = False, resume: bool = False,
+                   scan: bool = True) -> list[dict]:
+    """Make ``out`` ready for a run; return the complete shards to keep (``[]`` for a fresh run, or with
+    ``scan=False``, when the caller scans the shards itself).
+
+    - a missing or empty folder: a fresh run;
+    - ``resume``: the folder must hold the ``run.json`` of a run with the same settings; its complete shards are
+      returned and nothing is removed yet (the stream removes what follows them, partial shards, temp files
+      and a half-assembled output, once it has checked that the inputs they consumed are unchanged);
+    - ``force``: the files of a previous output (:data:`latechunk.output.OUTPUT_FILES`) are removed, nothing
+      else in the folder, and only from a folder latechunk wrote (:func:`foreign_files`);
+    - otherwise an existing non-empty folder is an error: it is never overwritten.
+
+    Args:
+        out: The output folder.
+        settings: This run's settings (``EmbedConfig.to_dict()`` with the model's facts), written to run.json.
+        force: Remove a previous output first (never files latechunk did not write).
+        resume: Continue the interrupted run in ``out``.
+        scan: Return the complete shards (resume only).
+
+    Returns:
+        The shard records to keep, in order.
+
+    Raises:
+        ValueError: for a non-empty folder without ``force``/``resume``, both flags at once, a folder without
+            ``run.json`` on resume, settings that differ from the interrupted run's, or files ``--force`` will
+            not delete.
+    """
+    out = Path(out)
+    folder = OutputFolder(out)
+    if force and resume:
+        raise ValueError("--force (start over) and --resume (continue) exclude each other; give one")
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"output path {out} exists and is not a folder")
+    non_empty = out.is_dir() and any(out.iterdir())
+    if non_empty and resume and not folder.run_path.is_file() and _holds_nothing(out):
+        force = True  # killed before run.json was in place: nothing to continue, start fresh
+    elif non_empty and resume:
+        if not folder.run_path.is_file():
+            raise ValueError(f"{out} holds no run.json, so it is not an interrupted `latechunk embed` run; "
+                             "pass --force to start over")
+        try:
+            old = folder.read_run()
+        except ValueError as err:
+            raise ValueError(f"{folder.run_path}: {err}; pass --force to start over") from err
+        check_same_settings(old.get("settings", {}), settings)
+        return scan_shards(out)[0] if scan else []
+    if non_empty and not force:
+        check_not_empty(out)
+    out.mkdir(parents=True, exist_ok=True)
+    if force:
+        foreign = foreign_files(out)
+        if foreign:
+            raise ValueError(
+                f"{out} holds {', '.join(foreign[:5])} but no latechunk run.json or manifest.json, so --force "
+                "will not delete them; choose another --out folder"
+            )
+        _remove_output(out)
+    folder.shards_dir.mkdir(exist_ok=True)
+    write_json(folder.run_path, {"format": RUN_FORMAT, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                                 "settings": settings})
+    return []

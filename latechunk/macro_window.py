@@ -1,0 +1,166 @@
+"""The macro-window plan: how a document longer than the model's input limit becomes overlapping model inputs.
+
+Late chunking (Günther et al., arXiv:2409.04701) encodes a whole document in one pass; a document longer than the
+model's input limit is encoded in overlapping **macro windows** (the paper's "long late chunking"). Each window is
+a proper model input: the document's frame (special tokens and instruction prefix) around ``size - n_frame``
+content tokens. Consecutive windows share ``overlap`` content tokens, and each token's state is taken from the
+window where it has the most context on both sides.
+
+:class:`MacroWindow` is the plan as a value (``size`` and ``overlap``, both in tokens); :meth:`MacroWindow.check`
+is the one place where a plan is validated against a frame and a model input limit, and :meth:`MacroWindow.plan`
+cuts a document's content tokens into windows. The encoder gives the default plan
+(:meth:`latechunk.encoder.Encoder.macro_window`) and runs it (:meth:`latechunk.encoder.Encoder.token_states`).
+Tests: ``tests/test_macro_window.py``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+__all__ = ["MIN_WINDOW_CONTENT_TOKENS", "MacroWindow", "PlannedWindow"]
+
+MIN_WINDOW_CONTENT_TOKENS = 16
+"""The least content tokens a macro window (and an encoder's ``max_length``) must hold beside its frame (special
+tokens and instruction prefix): ``size >= n_frame + MIN_WINDOW_CONTENT_TOKENS``. Smaller windows give each token
+almost no context and multiply the forward passes; they are rejected before any work."""
+
+
+class PlannedWindow(NamedTuple):
+    """One window of a plan, in content-token units (token 0 is the first token after the lead frame).
+
+    Attributes:
+        start / end: The window's content tokens ``[start, end)``, ``end - start <= capacity``.
+        keep_start / keep_end: The tokens whose states come from this window, ``start <= keep_start < keep_end
+            <= end``; over a plan these ranges tile ``[0, n_content)``.
+    """
+
+    start: int
+    end: int
+    keep_start: int
+    keep_end: int
+
+
+@dataclass(frozen=True)
+class MacroWindow:
+    """A macro-window plan: model inputs of ``size`` tokens whose content overlaps by ``overlap`` tokens.
+
+    The value alone does not know the frame or the model; :meth:`check` validates it against both, and every
+    user of a plan goes through it (the encoder when it gives or runs a plan, :meth:`plan` itself).
+
+    Attributes:
+        size: Tokens per model input, frame included (special tokens and instruction prefix). Valid for a frame
+            of ``n_frame`` tokens and a model limit of ``max_length`` tokens when
+            ``n_frame + MIN_WINDOW_CONTENT_TOKENS <= size <= max_length``.
+        overlap: Content tokens shared by consecutive windows, ``0 <= overlap < size - n_frame``.
+
+    Raises:
+        TypeError: if ``size`` or ``overlap`` is not an int.
+    """
+
+    size: int
+    overlap: int
+
+    def __post_init__(self) -> None:
+        for name in ("size", "overlap"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"MacroWindow.{name} must be an int (tokens), got {type(value).__name__} {value!r}")
+
+    @classmethod
+    def default(cls, max_length: int, n_frame: int, size: int | None = None, overlap: int | None = None) -> MacroWindow:
+        """The plan with unset fields resolved, validated by :meth:`check`.
+
+        Args:
+            max_length: The model's input limit in tokens, frame included.
+            n_frame: Frame tokens of every input (special tokens and instruction prefix).
+            size: Tokens per window, frame included; ``None`` = ``max_length``.
+            overlap: Content tokens shared by consecutive windows; ``None`` = a quarter of the window's content
+                tokens, ``(size - n_frame) // 4`` (127 for a 512-token window and a 2-token frame).
+
+        Returns:
+            The checked :class:`MacroWindow`.
+
+        Raises:
+            ValueError: as :meth:`check`.
+        """
+        size = int(max_length if size is None else size)
+        if overlap is None:
+            overlap = max(size - n_frame, 0) // 4
+        mw = cls(size, int(overlap))
+        mw.check(n_frame, max_length)
+        return mw
+
+    def capacity(self, n_frame: int) -> int:
+        """Content tokens per window.
+
+        Args:
+            n_frame: Frame tokens of the inputs (special tokens and instruction prefix).
+
+        Returns:
+            ``size - n_frame`` (tokens; not checked, see :meth:`check`).
+        """
+        return self.size - n_frame
+
+    def check(self, n_frame: int, max_length: int | None = None) -> None:
+        """The one validation of a plan, for inputs with ``n_frame`` frame tokens and a model of ``max_length``.
+
+        Args:
+            n_frame: Frame tokens of the inputs (special tokens and instruction prefix).
+            max_length: The model's input limit in tokens; ``None`` skips that bound.
+
+        Raises:
+            ValueError: if ``size > max_length``, ``size < n_frame + MIN_WINDOW_CONTENT_TOKENS`` or the overlap is
+                outside ``[0, size - n_frame)``; the message names the values and the bound.
+        """
+        if max_length is not None and self.size > max_length:
+            raise ValueError(f"window={self.size} exceeds max_length={max_length} (the model input limit)")
+        minimum = n_frame + MIN_WINDOW_CONTENT_TOKENS
+        if self.size < minimum:
+            raise ValueError(
+                f"window={self.size} is too small: the minimum is {minimum} tokens ({n_frame} frame tokens: "
+                f"special tokens and instruction prefix, + at least {MIN_WINDOW_CONTENT_TOKENS} content tokens)"
+            )
+        capacity = self.capacity(n_frame)
+        if not 0 <= self.overlap < capacity:
+            raise ValueError(
+                f"window_overlap={self.overlap} must be >= 0 and < {capacity}, the window's content tokens "
+                f"(window={self.size} minus {n_frame} frame tokens)"
+            )
+
+    def plan(self, n_content: int, n_frame: int) -> list[PlannedWindow]:
+        """Cut a document's content tokens into overlapping windows.
+
+        Windows start every ``capacity - overlap`` tokens; the last one is pushed back to end at the document's
+        end, so it is full. A token lying in two windows takes its state from the one where it has the most
+        context on both sides: for consecutive windows ``[a0, b0)`` and ``[a1, b1)`` the switch is at the midpoint
+        of the overlap, ``p > (a1 + b0 - 1) / 2`` goes to the later window (ties to the earlier one).
+
+        Args:
+            n_content: The document's content tokens (frame excluded), ``>= 0``.
+            n_frame: Its frame tokens (special tokens and instruction prefix).
+
+        Returns:
+            One :class:`PlannedWindow` per model input, in content-token units; a single ``(0, n_content,
+            0, n_content)`` when the document fits one window. The ``[keep_start, keep_end)`` ranges tile
+            ``[0, n_content)``.
+
+        Raises:
+            ValueError: as :meth:`check` (without the model bound).
+        """
+        self.check(n_frame)
+        capacity = self.capacity(n_frame)
+        if n_content <= capacity:
+            return [PlannedWindow(0, n_content, 0, n_content)]
+        stride = capacity - self.overlap
+        starts = list(range(0, n_content - capacity, stride)) + [n_content - capacity]
+        if len(starts) > 1 and starts[-1] == starts[-2]:
+            starts.pop()
+        wins = [(a, a + capacity) for a in starts]
+        out = []
+        keep_start = 0
+        for i, (a, b) in enumerate(wins):
+            keep_end = (wins[i + 1][0] + b - 1) // 2 + 1 if i + 1 < len(wins) else n_content
+            out.append(PlannedWindow(a, b, keep_start, keep_end))
+            keep_start = keep_end
+        return out

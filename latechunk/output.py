@@ -1,0 +1,480 @@
+"""The output folder of ``latechunk embed``: its one owner (file names, chunk table schema, manifest and shard keys).
+
+Layout of an output folder ``DIR`` (DESIGN.md)::
+
+    index.faiss             FAISS index over inner products; vector id i is row i of chunks.parquet
+    chunks.parquet          one row per chunk, columns :data:`CHUNK_COLUMNS` (schema :data:`CHUNK_SCHEMA`)
+    manifest.json           format :data:`MANIFEST_FORMAT`: settings, model, counts, documents, skipped, shards
+    run.json                format :data:`RUN_FORMAT`: the run's settings, written first (``--resume`` compares them)
+    progress.json           shards complete and input items consumed (for people; the shard records are the truth)
+    shards/NNNNN.parquet    chunk rows of one pipeline group (same schema as chunks.parquet)
+    shards/NNNNN.npy        (rows, dim) float32 chunk vectors, ``np.save(..., allow_pickle=False)``
+    shards/NNNNN.json       shard record, format :data:`SHARD_FORMAT`, keys :data:`SHARD_KEYS`
+    ranks/                  several processes only (:mod:`latechunk.ingest.ranks`), removed when the run completes
+
+This module is the only code that knows these names, columns and keys, and the only code that reads or writes
+the three assembled files; :mod:`latechunk.ingest` writes shards and commits files through the names and
+schema given here. ``embed`` (through ingest), ``verify``, ``search``, ``chunk`` and the evaluator use it.
+
+Tests: ``tests/test_output.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from latechunk.types import Boundaries, Document
+
+__all__ = [
+    "CHUNKS_FILE",
+    "CHUNK_COLUMNS",
+    "INDEX_FILE",
+    "MANIFEST_FILE",
+    "MANIFEST_FORMAT",
+    "OUTPUT_FILES",
+    "PROGRESS_FILE",
+    "RANKS_DIR",
+    "RANKS_FORMAT",
+    "RECORD_COLUMNS",
+    "RUN_FILE",
+    "RUN_FORMAT",
+    "SHARDS_DIR",
+    "SHARD_FORMAT",
+    "SHARD_KEYS",
+    "OutputFolder",
+    "build_manifest",
+    "chunk_rows",
+    "chunk_schema",
+    "chunk_table",
+    "read_output",
+    "search_records",
+]
+
+INDEX_FILE = "index.faiss"
+CHUNKS_FILE = "chunks.parquet"
+MANIFEST_FILE = "manifest.json"
+RUN_FILE = "run.json"
+PROGRESS_FILE = "progress.json"
+SHARDS_DIR = "shards"
+RANKS_DIR = "ranks"
+#: the files assembled from the shards at the end of a run (manifest last)
+ASSEMBLED_FILES = (INDEX_FILE, CHUNKS_FILE, MANIFEST_FILE)
+#: files and folders of an output folder that ``--force`` removes (nothing else there is touched)
+OUTPUT_FILES = (INDEX_FILE, CHUNKS_FILE, MANIFEST_FILE, RUN_FILE, PROGRESS_FILE, SHARDS_DIR, RANKS_DIR)
+
+RUN_FORMAT = "latechunk-run/1"
+MANIFEST_FORMAT = "latechunk-index/1"
+SHARD_FORMAT = "latechunk-shard/1"
+RANKS_FORMAT = "latechunk-ranks/1"
+
+#: columns of chunks.parquet and of each shard's .parquet, in order; row i = vector id i
+CHUNK_COLUMNS = (
+    "doc_id",
+    "chunk_index",
+    "char_start",
+    "char_end",
+    "token_start",
+    "token_end",
+    "text",
+    "heading_path",
+    "strategy",
+)
+#: the columns of a chunk record as ``search`` prints it (after ``rank`` and ``score``)
+RECORD_COLUMNS = ("doc_id", "chunk_index", "char_start", "char_end", "token_start", "token_end", "heading_path", "text")
+
+#: keys of a shard record (``shards/NNNNN.json``):
+#: ``format``; ``shard`` (its number k) and ``name`` (``NNNNN``); ``inputs``: input items ``[start, end)``;
+#: ``inputs_digest``: running digest of the input items up to ``end``; ``rows``, ``dim``; ``files``:
+#: ``{file name: {"bytes", "sha256"}}`` of its .parquet and .npy; ``documents``: ``[{"doc_id", "chunks",
+#: "sha256", "source"}]``; ``skipped``: ``[{"doc_id", "reason", "source"}]``; ``stats``: ``{"content_tokens",
+#: "tokens_encoded", "forward_calls", "seconds": {stage: s}}``.
+SHARD_KEYS = ("format", "shard", "name", "inputs", "inputs_digest", "rows", "dim", "files", "documents", "skipped",
+              "stats")
+
+
+def chunk_schema():
+    """The ``pyarrow.Schema`` of chunks.parquet (and of every shard's .parquet).
+
+    Returns:
+        ``doc_id`` string; ``chunk_index``, ``char_start``, ``char_end``, ``token_start``, ``token_end`` int32
+        (characters, tokens; half-open spans); ``text`` string; ``heading_path`` list of strings; ``strategy``
+        string (the canonical SPEC).
+    """
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            ("doc_id", pa.string()),
+            ("chunk_index", pa.int32()),
+            ("char_start", pa.int32()),
+            ("char_end", pa.int32()),
+            ("token_start", pa.int32()),
+            ("token_end", pa.int32()),
+            ("text", pa.string()),
+            ("heading_path", pa.list_(pa.string())),
+            ("strategy", pa.string()),
+        ]
+    )
+
+
+def chunk_rows(doc: Document, boundaries: Boundaries, strategy: str) -> list[dict]:
+    """The chunk records of one document: one dict per chunk with the keys :data:`CHUNK_COLUMNS`, in order.
+
+    This is the one place a chunk record is made: the rows of chunks.parquet, the lines of ``latechunk chunk``
+    and (through the table) the results of ``latechunk search``.
+
+    Args:
+        doc: The document.
+        boundaries: Its Boundaries (token and char spans, heading paths).
+        strategy: The strategy's canonical SPEC, stored per row.
+
+    Returns:
+        ``len(boundaries)`` dicts; ``text`` is ``doc.text[char_start:char_end]``, ``heading_path`` a list of str.
+
+    Raises:
+        ValueError: if ``boundaries`` belong to another document.
+    """
+    if doc.doc_id != boundaries.doc_id:
+        raise ValueError(f"document {doc.doc_id!r} paired with boundaries of {boundaries.doc_id!r}")
+    rows = []
+    texts = boundaries.texts(doc.text)
+    for i, ((cs, ce), (ts, te), hp, text) in enumerate(zip(boundaries.char_spans.tolist(),
+                                                            boundaries.token_spans.tolist(),
+                                                            boundaries.heading_paths, texts)):
+        rows.append({"doc_id": doc.doc_id, "chunk_index": i, "char_start": cs, "char_end": ce, "token_start": ts,
+                     "token_end": te, "text": text, "heading_path": list(hp), "strategy": strategy})
+    return rows
+
+
+def chunk_table(documents: Sequence[Document], boundaries: Sequence[Boundaries], strategy: str):
+    """The chunk table of several documents, row i = vector id i (documents in order, chunks in order).
+
+    Args:
+        documents: The embedded documents, in order.
+        boundaries: Their Boundaries, same order.
+        strategy: The strategy's canonical SPEC, stored per row.
+
+    Returns:
+        A ``pyarrow.Table`` with :func:`chunk_schema`.
+
+    Raises:
+        ValueError: if a document is paired with the boundaries of another document.
+    """
+    import pyarrow as pa
+
+    cols: dict[str, list] = {c: [] for c in CHUNK_COLUMNS}
+    for doc, b in zip(documents, boundaries):
+        for row in chunk_rows(doc, b, strategy):
+            for c in CHUNK_COLUMNS:
+                cols[c].append(row[c])
+    return pa.table(cols, schema=chunk_schema())
+
+
+def search_records(table, D: np.ndarray, I: np.ndarray) -> list[dict]:
+    """Search results of one query as chunk records, best first.
+
+    Args:
+        table: The chunk table (``pyarrow.Table`` of :func:`chunk_schema`); only the hit rows are read.
+        D: (k,) float32 scores (inner products), best first.
+        I: (k,) int64 vector ids = table rows; ``-1`` (no result) is dropped.
+
+    Returns:
+        One dict per hit: ``rank`` (1-based), ``score`` (float), then :data:`RECORD_COLUMNS`.
+    """
+    hits = [(score, int(i)) for score, i in zip(np.asarray(D).tolist(), np.asarray(I).tolist()) if i >= 0]
+    rows = table.take([i for _, i in hits]).to_pylist()
+    return [{"rank": rank, "score": float(score), **{c: row[c] for c in RECORD_COLUMNS}}
+            for rank, ((score, _), row) in enumerate(zip(hits, rows), 1)]
+
+
+def _json_bytes(obj, indent: int | None) -> bytes:
+    return (json.dumps(obj, indent=indent, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+@dataclass(frozen=True)
+class OutputFolder:
+    """An output folder of ``latechunk embed``: the paths of its files and their readers.
+
+    Attributes:
+        path: The folder.
+    """
+
+    path: Path
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "path", Path(self.path))
+
+    # ---------------------------------------------------------------- paths
+    @property
+    def index_path(self) -> Path:
+        """``DIR/index.faiss``."""
+        return self.path / INDEX_FILE
+
+    @property
+    def chunks_path(self) -> Path:
+        """``DIR/chunks.parquet``."""
+        return self.path / CHUNKS_FILE
+
+    @property
+    def manifest_path(self) -> Path:
+        """``DIR/manifest.json``."""
+        return self.path / MANIFEST_FILE
+
+    @property
+    def run_path(self) -> Path:
+        """``DIR/run.json``."""
+        return self.path / RUN_FILE
+
+    @property
+    def progress_path(self) -> Path:
+        """``DIR/progress.json``."""
+        return self.path / PROGRESS_FILE
+
+    @property
+    def shards_dir(self) -> Path:
+        """``DIR/shards``."""
+        return self.path / SHARDS_DIR
+
+    @property
+    def ranks_dir(self) -> Path:
+        """``DIR/ranks``."""
+        return self.path / RANKS_DIR
+
+    @staticmethod
+    def shard_name(k: int) -> str:
+        """The name of shard ``k`` (``00007``)."""
+        return f"{k:05d}"
+
+    @staticmethod
+    def shard_number(file_name: str) -> int | None:
+        """The shard number of a file name in ``shards/`` (``00007.npy`` -> 7), ``None`` if it names none."""
+        stem = file_name.split(".", 1)[0]
+        return int(stem) if stem.isdigit() else None
+
+    def shard_path(self, k: int, ext: str) -> Path:
+        """``DIR/shards/NNNNN.<ext>`` (``ext`` one of ``json``, ``parquet``, ``npy``)."""
+        return self.shards_dir / f"{self.shard_name(k)}.{ext}"
+
+    def temp_files(self) -> list[Path]:
+        """Temp files of unfinished writes (``*.tmp``) at the top level and in ``shards/``, sorted."""
+        return sorted(self.path.glob("*.tmp")) + sorted(self.shards_dir.glob("*.tmp"))
+
+    # ---------------------------------------------------------------- JSON files
+    @staticmethod
+    def read_json(path: Path) -> dict:
+        """A JSON object file.
+
+        Raises:
+            ValueError: if it is missing, unreadable, not JSON or not an object (the message names the file).
+        """
+        try:
+            obj = json.loads(Path(path).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ValueError(f"{Path(path).name} is missing") from None
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+            raise ValueError(f"{Path(path).name} is unreadable: {err}") from err
+        if not isinstance(obj, dict):
+            raise ValueError(f"{Path(path).name} is unreadable: not a JSON object")  # noqa: TRY004  (a damaged file)
+        return obj
+
+    @staticmethod
+    def json_bytes(obj, indent: int | None = 1) -> bytes:
+        """How every JSON file of the folder is written: UTF-8, ``ensure_ascii=False``, newline-terminated."""
+        return _json_bytes(obj, indent)
+
+    def read_manifest(self) -> dict:
+        """``manifest.json`` as a dict.
+
+        Raises:
+            ValueError: if it is missing (an unfinished run?) or unreadable.
+        """
+        if not self.manifest_path.is_file():
+            raise ValueError(f"{self.path}: {MANIFEST_FILE} is missing (not a latechunk output folder, or an "
+                             "unfinished run? run `latechunk embed` first, or finish it with --resume)")
+        return self.read_json(self.manifest_path)
+
+    def read_run(self) -> dict:
+        """``run.json`` as a dict (``{"format", "created", "settings"}``).
+
+        Raises:
+            ValueError: if it is missing or unreadable.
+        """
+        return self.read_json(self.run_path)
+
+    # ---------------------------------------------------------------- index and chunks
+    def read_index(self):
+        """``index.faiss`` as a CPU ``faiss.Index``.
+
+        Raises:
+            ValueError: if it is missing, or unreadable (truncated or not a FAISS index).
+        """
+        import faiss
+
+        if not self.index_path.is_file():
+            raise ValueError(f"{self.path}: {INDEX_FILE} is missing (not a latechunk output folder? run "
+                             "`latechunk embed` first)")
+        try:
+            return faiss.read_index(str(self.index_path))
+        except RuntimeError as err:
+            raise ValueError(f"{self.index_path} is unreadable ({str(err).splitlines()[0] if str(err) else err}; "
+                             f"truncated or not a FAISS index); run `latechunk verify {self.path}`") from err
+
+    def write_index(self, index, tmp: Path) -> None:
+        """Write ``index`` to ``tmp`` (the caller commits it to :attr:`index_path`)."""
+        import faiss
+
+        faiss.write_index(index, str(tmp))
+
+    def read_chunks(self, columns: Sequence[str] | None = None):
+        """``chunks.parquet`` as a ``pyarrow.Table`` (all or some columns).
+
+        Raises:
+            ValueError: if it is missing or unreadable.
+        """
+        return read_chunk_table(self.chunks_path, columns)
+
+    def chunk_rows_count(self) -> int:
+        """Rows of ``chunks.parquet`` from its footer (the file is not read).
+
+        Raises:
+            ValueError: if it is missing or unreadable.
+        """
+        import pyarrow.parquet as pq
+
+        if not self.chunks_path.is_file():
+            raise ValueError(f"{CHUNKS_FILE} is missing")
+        try:
+            return int(pq.ParquetFile(self.chunks_path).metadata.num_rows)
+        except Exception as err:
+            raise ValueError(f"{CHUNKS_FILE} is unreadable: {type(err).__name__}: {err}") from err
+
+    def iter_chunk_batches(self, path: Path | None = None, columns: Sequence[str] | None = None,
+                           batch_size: int = 4096) -> Iterator:
+        """Record batches of a chunk table file (default ``chunks.parquet``), in row order."""
+        import pyarrow.parquet as pq
+
+        return pq.ParquetFile(path or self.chunks_path).iter_batches(batch_size=batch_size, columns=columns)
+
+    # ---------------------------------------------------------------- shards
+    def read_shard_vectors(self, name: str) -> np.ndarray:
+        """A shard's vectors, memory-mapped: (rows, dim) float32.
+
+        Raises:
+            OSError, ValueError: if the file is missing or not a ``.npy`` array.
+        """
+        return np.load(self.shards_dir / f"{name}.npy", mmap_mode="r", allow_pickle=False)
+
+    def read_shard_table(self, name: str):
+        """A shard's chunk rows as a ``pyarrow.Table`` (:func:`chunk_schema`).
+
+        Raises:
+            ValueError: if it is missing or unreadable.
+        """
+        return read_chunk_table(self.shards_dir / f"{name}.parquet")
+
+
+def read_chunk_table(path: Path, columns: Sequence[str] | None = None):
+    """A chunk table file (chunks.parquet or a shard's .parquet) as a ``pyarrow.Table``.
+
+    Raises:
+        ValueError: if it is missing or unreadable.
+    """
+    import pyarrow.parquet as pq
+
+    if not Path(path).is_file():
+        raise ValueError(f"{Path(path).name} is missing")
+    try:
+        return pq.read_table(path, columns=list(columns) if columns is not None else None)
+    except Exception as err:
+        raise ValueError(f"{Path(path).name} is unreadable: {type(err).__name__}: {err}") from err
+
+
+def write_chunk_table(tables: Iterable, path: Path) -> None:
+    """Write chunk tables (each of :func:`chunk_schema`) one after another into one parquet file at ``path``.
+
+    The caller writes to a temp name and commits it (:mod:`latechunk.ingest.files`).
+    """
+    import pyarrow.parquet as pq
+
+    with pq.ParquetWriter(path, chunk_schema()) as writer:
+        for table in tables:
+            if table.num_rows:
+                writer.write_table(table)
+
+
+def write_shard_table(table, path: Path) -> None:
+    """Write one shard's chunk table to ``path`` (a temp name the caller commits)."""
+    import pyarrow.parquet as pq
+
+    pq.write_table(table, path)
+
+
+def read_output(out: str | os.PathLike):
+    """Read an output folder for searching.
+
+    Args:
+        out: The folder written by ``latechunk embed``.
+
+    Returns:
+        ``(index, table, manifest)``: the CPU ``faiss.Index``, the chunk table (``pyarrow.Table``, row i =
+        vector id i) and the manifest dict.
+
+    Raises:
+        ValueError: if a file is missing or unreadable, or the index and table disagree on the row count.
+    """
+    folder = OutputFolder(Path(out))
+    for name in ASSEMBLED_FILES:
+        if not (folder.path / name).is_file():
+            raise ValueError(f"{folder.path}: {name} is missing (not a latechunk output folder? run "
+                             "`latechunk embed` first)")
+    index = folder.read_index()
+    table = folder.read_chunks()
+    manifest = folder.read_manifest()
+    if index.ntotal != table.num_rows:
+        raise ValueError(f"{folder.path}: index has {index.ntotal} vectors but chunks.parquet has {table.num_rows} rows")
+    return index, table, manifest
+
+
+def build_manifest(*, created: str, finished: str, header: Mapping, settings: Mapping, dim: int, index: Mapping,
+                   world_size: int, counts: Mapping, documents: list[dict], skipped: list[dict], shards: list[dict],
+                   seconds: Mapping) -> dict:
+    """The manifest of an output folder (``manifest.json``, format :data:`MANIFEST_FORMAT`).
+
+    Keys, in order: ``format``, ``created``, ``finished``; the ``header`` fields (``model``: the encoder's
+    description, ``strategy``, ``inputs`` as given, ``versions``); the settings that readers use at the top level
+    (``mode``, ``normalize``, ``include_special``, ``long_documents``, ``macro_window``, ``macro_window_overlap``,
+    ``inputs_from_out``, ``group_tokens``) and all of them under ``settings`` (= run.json's); ``dim``;
+    ``index`` (the index settings plus ``ntotal`` and ``file``); ``world_size``; ``counts`` (``documents_in``,
+    ``documents_embedded``, ``documents_skipped``, ``chunks``, ``content_tokens``, ``tokens_encoded``,
+    ``forward_calls``); ``documents`` (``doc_id``, ``chunks``, ``sha256``, ``source`` per embedded document,
+    in row order); ``skipped`` (``doc_id``, ``reason``, ``source``); ``shards`` (``name``, ``inputs``, ``rows``,
+    ``sha256`` of its record); ``seconds`` per stage and ``total``.
+
+    Returns:
+        The manifest dict (JSON-ready).
+    """
+    top = ("mode", "normalize", "include_special", "long_documents", "macro_window", "macro_window_overlap",
+           "inputs_from_out", "group_tokens")
+    return {
+        "format": MANIFEST_FORMAT,
+        "created": created,
+        "finished": finished,
+        **header,
+        **{k: settings.get(k) for k in top},
+        "settings": dict(settings),
+        "dim": dim,
+        "index": {**index, "file": INDEX_FILE},
+        "world_size": world_size,
+        "counts": dict(counts),
+        "documents": documents,
+        "skipped": skipped,
+        "shards": shards,
+        "seconds": dict(seconds),
+    }
+

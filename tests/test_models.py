@@ -1,0 +1,248 @@
+"""latechunk.models: the offline default model, local folders, hub ids (fast failure offline or with the hub
+unreachable, the local cache, the probe and its memo), sentence-transformers settings, the weight hash, loading."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+
+from latechunk import models
+from latechunk.models import (
+    DEFAULT_MODEL,
+    HUB_PROBE_ENV_VAR,
+    HubProbe,
+    LoadedModel,
+    ModelSettings,
+    hub_reachable,
+    input_limit,
+    resolve_model_path,
+    weight_hash,
+)
+from tests.models import minilm_parts, tiny_bert
+
+CLOSED_ENDPOINT = "http://127.0.0.1:9"  # the discard port: nothing listens, the connection is refused
+
+
+# --------------------------------------------------------------------------- the default model, local folders
+def test_default_model_loads_offline_with_its_st_settings(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    loaded = LoadedModel.load()
+    assert loaded.name == DEFAULT_MODEL and Path(loaded.path) == Path(resolve_model_path(None))
+    assert loaded.model.config.hidden_size == 384 and loaded.input_limit == 512 and not loaded.model.training
+    s = loaded.settings
+    assert (s.pooling, s.normalize, s.max_seq_length, s.include_prompt) == ("mean", True, 256, True)
+    assert s.query_prompt == s.document_prompt == ""
+    assert loaded.sha256 == weight_hash(loaded.path) and len(loaded.sha256) == 64
+
+
+def test_default_aliases_resolve_to_the_bundled_folder():
+    folder = resolve_model_path(None)
+    assert (Path(folder) / "config.json").is_file()
+    for alias in ("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2", "default"):
+        assert resolve_model_path(alias) == folder
+
+
+def test_missing_or_bad_model_paths_are_clear_errors(tmp_path):
+    with pytest.raises(ValueError, match="does not exist"):
+        resolve_model_path(str(tmp_path / "no_such_model"))
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match="has no config.json"):
+        LoadedModel.load(str(tmp_path / "empty"))
+    (tmp_path / "file.bin").write_bytes(b"x")
+    with pytest.raises(ValueError, match="is a file"):
+        resolve_model_path(str(tmp_path / "file.bin"))
+
+
+def test_model_settings_defaults_for_plain_hf_folder(tmp_path):
+    assert ModelSettings.read(str(tmp_path)) == ModelSettings()
+
+
+def test_model_settings_read_st_files(tmp_path):
+    (tmp_path / "modules.json").write_text(json.dumps([
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+        {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}]))
+    (tmp_path / "1_Pooling").mkdir()
+    (tmp_path / "1_Pooling" / "config.json").write_text(json.dumps({"pooling_mode_cls_token": True,
+                                                                    "include_prompt": False}))
+    (tmp_path / "config_sentence_transformers.json").write_text(json.dumps(
+        {"prompts": {"query": "search_query: ", "passage": "search_document: "}}))
+    (tmp_path / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": 8192}))
+    assert ModelSettings.read(str(tmp_path)) == ModelSettings(
+        pooling="cls", normalize=True, query_prompt="search_query: ", document_prompt="search_document: ",
+        max_seq_length=8192, include_prompt=False)
+
+
+def test_input_limit_takes_the_smaller_limit_and_roberta_reserve():
+    model, tok, _ = minilm_parts()
+    assert input_limit(model, tok) == 512
+
+    class Tok:
+        model_max_length = int(1e30)  # "unset" in transformers
+
+    class Cfg:
+        max_position_embeddings, pad_token_id, model_type = 514, 1, "xlm-roberta"
+
+    class Model:
+        config = Cfg()
+
+    assert input_limit(Model(), Tok()) == 512  # 514 positions less padding_idx + 1
+    Cfg.model_type = "bert"
+    assert input_limit(Model(), Tok()) == 514
+    Tok.model_max_length = 128
+    assert input_limit(Model(), Tok()) == 128
+
+
+def test_weight_hash_covers_every_safetensors_file(tmp_path):
+    (tmp_path / "a.safetensors").write_bytes(b"one")
+    h1 = weight_hash(tmp_path)
+    (tmp_path / "b.safetensors").write_bytes(b"two")
+    h2 = weight_hash(tmp_path)
+    assert len(h1) == len(h2) == 64 and h1 != h2
+    assert weight_hash(tmp_path / "none") == "" and weight_hash(tmp_path.parent) == ""
+
+
+def test_loaded_model_in_memory_defaults_its_path_to_its_name():
+    lm = LoadedModel("tiny", tiny_bert(layers=1, heads=2), minilm_parts()[1])
+    assert lm.path == "tiny" and lm.settings == ModelSettings() and lm.input_limit == 512
+
+
+# --------------------------------------------------------------------------- hub ids offline
+@pytest.fixture
+def hub_env(monkeypatch):
+    """No offline flag and no probe switch from the environment."""
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
+    monkeypatch.delenv(HUB_PROBE_ENV_VAR, raising=False)
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+
+
+def _assert_fast_clear_failure(name: str) -> str:
+    with pytest.raises(ValueError) as info:
+        LoadedModel.load(name)
+    msg = str(info.value)
+    assert repr(name) in msg and "not a local path" in msg and "HF_HUB_OFFLINE" in msg
+    return msg
+
+
+def test_unreachable_hub_fails_fast_naming_the_model(hub_env, monkeypatch, tmp_path):
+    monkeypatch.setenv("HF_ENDPOINT", CLOSED_ENDPOINT)
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "empty_cache"))
+    msg = _assert_fast_clear_failure("jinaai/jina-embeddings-v2-small-en")
+    assert "could not be reached" in msg and CLOSED_ENDPOINT in msg
+
+
+def test_real_hub_unreachable_here_fails_fast(hub_env, monkeypatch, tmp_path):
+    monkeypatch.delenv("HF_ENDPOINT", raising=False)
+    if hub_reachable():
+        pytest.skip("the Hugging Face hub is reachable from this machine")
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "empty_cache"))
+    _assert_fast_clear_failure("jinaai/jina-embeddings-v2-small-en")
+
+
+def test_offline_flag_fails_without_probing_an_uncached_model(hub_env, monkeypatch, tmp_path):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(models, "hub_reachable", lambda *a, **k: pytest.fail("probed while offline"))
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "empty_cache"))
+    assert "HF_HUB_OFFLINE is set" in _assert_fast_clear_failure("acme/not-cached")
+
+
+def _fake_hub_cache(root: Path, repo_id: str) -> Path:
+    """A Hugging Face cache holding the bundled MiniLM under ``repo_id`` (as huggingface_hub lays it out)."""
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    repo = root / ("models--" + repo_id.replace("/", "--"))
+    snap = repo / "snapshots" / commit
+    shutil.copytree(resolve_model_path(None), snap)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(commit)
+    return snap
+
+
+@pytest.mark.parametrize("offline", [False, True])
+def test_cached_hub_model_loads_without_the_hub(hub_env, monkeypatch, tmp_path, offline):
+    monkeypatch.setenv("HF_ENDPOINT", CLOSED_ENDPOINT)
+    if offline:
+        monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    from huggingface_hub import constants
+
+    snap = _fake_hub_cache(tmp_path / "hub", "acme/mini-lm")
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    loaded = LoadedModel.load("acme/mini-lm")
+    assert loaded.name == "acme/mini-lm" and Path(loaded.path) == snap
+    assert loaded.model.config.hidden_size == 384 and loaded.settings.normalize is True
+    assert loaded.sha256 == weight_hash(resolve_model_path(None))
+
+
+class _HeadCounter:
+    """A local HTTP server answering HEAD with 200, counting the requests."""
+
+    def __enter__(self):
+        counter = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_HEAD(self):
+                counter.heads += 1
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.heads = 0
+        self.server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_port}"
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_reachable_hub_keeps_the_id(hub_env, monkeypatch):
+    with _HeadCounter() as hub:
+        monkeypatch.setenv("HF_ENDPOINT", hub.url)
+        assert resolve_model_path("acme/some-model") == "acme/some-model"
+        assert hub.heads == 1
+
+
+def test_probe_memo_belongs_to_the_probe(hub_env, monkeypatch):
+    with _HeadCounter() as hub:
+        monkeypatch.setenv("HF_ENDPOINT", hub.url)
+        probe = HubProbe()
+        for _ in range(3):
+            assert resolve_model_path("acme/some-model", probe) == "acme/some-model"
+        assert hub.heads == 1  # one probe, one question
+        assert HubProbe().reachable() and hub.heads == 2  # a new probe asks again
+        stale = HubProbe(ttl=0.0)
+        assert stale.reachable() and stale.reachable() and hub.heads == 4
+    assert HubProbe().reachable(CLOSED_ENDPOINT) is False
+
+
+def test_probe_switch_off_keeps_the_id_without_asking(hub_env, monkeypatch):
+    monkeypatch.setenv(HUB_PROBE_ENV_VAR, "0")
+    monkeypatch.setattr(models, "hub_reachable", lambda *a, **k: pytest.fail("probed with the probe switched off"))
+    assert resolve_model_path("acme/some-model") == "acme/some-model"
+
+
+def test_local_paths_and_default_model_never_probe(hub_env, monkeypatch):
+    monkeypatch.setattr(models, "hub_reachable", lambda *a, **k: pytest.fail("probed for a local model"))
+    folder = resolve_model_path(None)
+    assert Path(folder).is_dir() and resolve_model_path(folder) == folder
+
+
+def test_refused_connection_counts_as_unreachable():
+    assert hub_reachable(CLOSED_ENDPOINT, timeout=0.5) is False

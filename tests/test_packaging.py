@@ -1,0 +1,164 @@
+"""The wheel: ``kernels/`` and ``eval/`` install as ``latechunk.kernels`` and ``latechunk.eval``, nothing else
+top-level, so it installs beside Hugging Face's own ``kernels`` package (which transformers uses).
+
+Hugging Face's wheel is read from the git-ignored ``.whl/`` folder, which scripts/setup.sh fills
+(``pip download --no-deps -d .whl kernels==0.17.2``); when it is absent the test tries that download once and
+skips, saying why, only if it fails (offline). It is never installed into the running environment: from the
+repository root the repository's ``kernels/`` folder would shadow it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+HF_KERNELS = "kernels==0.17.2"
+"""Hugging Face's ``kernels`` (PyPI), as scripts/setup.sh fetches it."""
+WHEEL_DIR = ROOT / ".whl"
+
+# what a build needs of the working tree: no tests, results, caches or earlier build/ output (setuptools reuses
+# build/lib, so a build in place could ship a module deleted since)
+_BUILD_IGNORE = shutil.ignore_patterns(
+    ".*", "__pycache__", "*.pyc", "*.egg-info", "build", "dist", "out", "results", "tests", "scripts"
+)
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    """latechunk's wheel, built with ``pip wheel --no-deps --no-build-isolation`` from a copy of the tree."""
+    tmp = tmp_path_factory.mktemp("wheel")
+    src = tmp / "src"
+    shutil.copytree(ROOT, src, ignore=_BUILD_IGNORE)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "--no-index",
+         "-w", str(tmp / "dist"), str(src)],
+        capture_output=True, text=True, check=False, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (found,) = (tmp / "dist").glob("latechunk-*.whl")
+    return found
+
+
+def _hf_kernels_wheel() -> Path:
+    found = sorted(WHEEL_DIR.glob("kernels-*.whl"))
+    if not found:
+        proc = subprocess.run(
+            [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:", "-d",
+             str(WHEEL_DIR), HF_KERNELS],
+            capture_output=True, text=True, check=False, timeout=120,
+        )  # fmt: skip
+        found = sorted(WHEEL_DIR.glob("kernels-*.whl"))
+        if not found:
+            pytest.skip(
+                f"Hugging Face's kernels wheel is not in .whl/ and could not be downloaded ({HF_KERNELS}): "
+                f"run scripts/setup.sh where PyPI is reachable. pip said: {proc.stderr.strip()[-300:]}"
+            )
+    return found[-1]
+
+
+def test_wheel_installs_kernels_and_eval_under_latechunk(wheel):
+    """The mapped packages are in the wheel, under latechunk/; no top-level kernels/ or eval/."""
+    names = zipfile.ZipFile(wheel).namelist()
+    for expected in (
+        "latechunk/kernels/__init__.py",
+        "latechunk/kernels/segment_mean.py",
+        "latechunk/kernels/reference.py",
+        "latechunk/eval/__init__.py",
+        "latechunk/eval/harness.py",
+        "latechunk/eval/report.py",
+        "latechunk/strategies/__init__.py",
+    ):
+        assert expected in names, f"{expected} not in {wheel.name}"
+    top = {n.split("/", 1)[0] for n in names}
+    assert {t for t in top if not t.endswith(".dist-info")} == {"latechunk"}, top
+    # every Python file of the three folders is in the wheel, where the mapping puts it
+    for folder, installed in (
+        ("latechunk", "latechunk"),
+        ("kernels", "latechunk/kernels"),
+        ("eval", "latechunk/eval"),
+    ):
+        for path in (ROOT / folder).rglob("*.py"):
+            rel = path.relative_to(ROOT / folder)
+            if "results" in rel.parts or not (path.parent / "__init__.py").exists():
+                continue
+            assert f"{installed}/{rel.as_posix()}" in names, f"{folder}/{rel} missing from the wheel"
+    top_level = [n for n in names if n.endswith(".dist-info/top_level.txt")]
+    if top_level:
+        assert zipfile.ZipFile(wheel).read(top_level[0]).decode().split() == ["latechunk"]
+
+
+_CHECK = r"""
+import importlib.util, os, sys
+target = os.path.realpath(sys.argv[1])
+import kernels
+assert os.path.realpath(kernels.__file__).startswith(target), kernels.__file__
+assert hasattr(kernels, "get_kernel"), "import kernels is not Hugging Face's kernels"
+import latechunk.kernels.reference, latechunk.eval.harness
+names = ["latechunk.kernels.reference", "latechunk.eval.harness"]
+if importlib.util.find_spec("triton") is not None:
+    import latechunk.kernels.segment_mean
+    names.append("latechunk.kernels.segment_mean")
+for name in names:
+    assert os.path.realpath(sys.modules[name].__file__).startswith(target), sys.modules[name].__file__
+assert "eval" not in sys.modules, "a top-level eval was imported"
+print("ok", " ".join(names))
+"""
+
+
+def test_wheel_installs_beside_hugging_face_kernels(wheel, tmp_path):
+    """One ``pip install --target`` folder with both wheels: ``import kernels`` is Hugging Face's, and
+    ``latechunk.kernels.segment_mean`` and ``latechunk.eval.harness`` import from the same folder."""
+    hf = _hf_kernels_wheel()
+    target = tmp_path / "site"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--no-compile",
+         "--target", str(target), str(wheel), str(hf)],
+        capture_output=True, text=True, check=False, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert (target / "kernels" / "__init__.py").exists() and (target / "latechunk" / "kernels").is_dir()
+    assert not (target / "eval").exists()
+    # outside the repository, so its folders cannot shadow anything; the target first on the path
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    env["PYTHONPATH"] = str(target)
+    env.setdefault("TRITON_INTERPRET", "1")
+    cwd = tmp_path / "elsewhere"
+    cwd.mkdir()
+    proc = subprocess.run(
+        [sys.executable, "-c", _CHECK, str(target)], cwd=cwd, env=env, capture_output=True, text=True,
+        check=False, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert proc.stdout.startswith("ok latechunk.kernels.reference latechunk.eval.harness")
+
+
+def test_repository_root_imports_no_top_level_copy():
+    """From the repository root (first on sys.path, as with ``python3 -m``), the mapped packages import as
+    latechunk.kernels / latechunk.eval from the repository folders, and no top-level kernels/eval appears."""
+    code = (
+        "import sys, latechunk.kernels.reference, latechunk.eval.harness, latechunk.pooling\n"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('kernels', 'eval'))\n"
+        "assert not bad, bad\n"
+        "print(latechunk.kernels.reference.__file__)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert proc.returncode == 0, (
+        proc.stderr[-3000:] + "\n(latechunk must be installed editable: pip install -e .)"
+    )
+    assert Path(proc.stdout.strip()) == ROOT / "kernels" / "reference.py"

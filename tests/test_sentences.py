@@ -1,0 +1,460 @@
+"""latechunk.sentences: the faster pysbd abbreviation pass against stock pysbd, the SentenceSegmenter (cache,
+worker processes against the calling thread, fallback, life cycle), and the pipeline's use of one segmenter per
+run."""
+
+from __future__ import annotations
+
+import gc
+import os
+import signal
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from latechunk import sentences
+from latechunk.config import PipelineConfig
+from latechunk.eval.datasets import data_root
+from latechunk.sentences import SentenceSegmenter, default_workers
+from latechunk.strategies import get_strategy
+from latechunk.types import Document
+from tests.models import tiny_modernbert_encoder
+
+CORPORA = data_root() / "chroma_chunking_eval" / "corpora"
+
+
+def _processed(text: str, fast: bool) -> list[str]:
+    return sentences._pysbd_segmenter(fast=fast).processor(text).process()
+
+
+# --- the faster pysbd pass ----------------------------------------------------------------------------------
+
+
+def test_fast_abbreviation_pass_is_active():
+    import pysbd
+
+    lang = sentences._pysbd_segmenter().language_module
+    if pysbd.__version__ == sentences._PYSBD_PATCHED_VERSION:
+        assert lang.__name__ == "FastEnglish"
+        assert lang.AbbreviationReplacer.__name__ == "FastAbbreviationReplacer"
+    else:  # another pysbd: stock rules
+        assert lang.__name__ == "English"
+    assert sentences._pysbd_segmenter(fast=False).language_module.__name__ == "English"
+
+
+@pytest.mark.skipif(not CORPORA.is_dir(), reason="../shared/data is not present")
+def test_fast_pysbd_matches_stock_pysbd_on_real_corpora():
+    """Every block of the first 60k characters of each Chroma corpus: identical sentences."""
+    n_blocks = 0
+    for path in sorted(CORPORA.glob("*.md")):
+        text = path.read_text(encoding="utf-8")[:60_000]
+        for a, b in sentences._paragraphs(text):
+            pos = a
+            while pos < b:  # the blocks _segment_paragraph feeds pysbd
+                end = min(b, pos + sentences._BLOCK_CHARS)
+                block = text[pos:end]
+                assert _processed(block, True) == _processed(block, False), (path.name, pos)
+                n_blocks += 1
+                pos = end
+    assert n_blocks > 100
+
+
+_WORDS = ["Dr", "dr", "e.g", "i.e", "U.S", "Ph.D", "Mr", "no", "No", "St", "st", "a", "A", "approx", "Fig", "fig",
+          "vs", "etc", "Inc", "Jan", "ſt", "\u212ag", "ıd", "3", "3.14", "1", "ii", "x", "Ames", "the", "data",
+          "Ohio", "he", "It", "I", "mg", "p.m", "a.m", "cf", "al", "et", "(a)", "1)", "U.K", "PhD"]
+_PUNCT = ["", "", ".", ".", ". ", "! ", "? ", ",", ":", "'s", ".)", '."', "...", "\n", "\n\n", " - "]
+
+
+@given(st.lists(st.tuples(st.sampled_from(_WORDS), st.sampled_from(_PUNCT)), min_size=1, max_size=40))
+@example([("see", ""), ("e.g", ""), ("the", ""), ("exg", "."), ("data", "")])  # "." in an abbreviation is a wildcard
+@example([("first", ""), ("ſt", "."), ("next", "")])  # "ſ" matches "s" case-insensitively, but lower() keeps it
+@example([("no", "."), ("5", ""), ("and", ""), ("No", "."), ("6", "")])
+def test_fast_pysbd_matches_stock_pysbd_on_generated_text(parts):
+    """Text dense in abbreviations, periods, case variants and the characters that case-fold to ASCII."""
+    text = " ".join(w + p for w, p in parts)
+    assert _processed(text, True) == _processed(text, False)
+
+
+# --- one document -------------------------------------------------------------------------------------------
+
+
+def test_char_spans_cached_and_uncached_agree():
+    text = "Dr. Smith went home. It rained.\n\nU.S. data, e.g. 3.14 here.\nNext line"
+    seg = SentenceSegmenter()
+    cached = seg.char_spans(text)
+    assert cached.dtype == np.int32 and not cached.flags.writeable
+    assert [text[s:e] for s, e in cached.tolist()] == [
+        "Dr. Smith went home.", "It rained.", "U.S. data, e.g. 3.14 here.", "Next line"]
+    np.testing.assert_array_equal(seg.char_spans(text, cache=False), cached)
+    assert seg.char_spans(text) is not cached  # a new array, from the same memo
+    np.testing.assert_array_equal(seg.char_spans_in(text, 35, 40), cached[2:])  # the second paragraph only
+    with pytest.raises(TypeError, match="expects str"):
+        seg.char_spans(b"bytes")  # type: ignore[arg-type]
+
+
+def test_segmenters_share_no_state(monkeypatch):
+    """Two segmenters: each has its own cache (the second segments again); clear_cache forgets."""
+    text = "One. Two.\n\nThree."
+    calls = []
+    real = sentences._segment_paragraph
+    monkeypatch.setattr(sentences, "_segment_paragraph", lambda t, a, b: calls.append(a) or real(t, a, b))
+    a, b = SentenceSegmenter(), SentenceSegmenter()
+    a.char_spans(text)
+    a.char_spans(text)
+    assert len(calls) == 2  # two paragraphs, once
+    b.char_spans(text)
+    assert len(calls) == 4
+    a.clear_cache()
+    a.char_spans(text)
+    assert len(calls) == 6
+
+
+_FRAGMENTS = ["Dr.", "Ph.D.", "e.g.", "U.S.", "3.14", "Mr. Smith said so.", "It rained. ", "Keep it simple. ", "end!",
+              "why?", "...", " ", "\n", "\n\n", "\r\n", "\r\n\r\n", "\t", "\u00a0", "\x1f", "日本語です。",
+              "한국어 텍스트", "😀", "# Title\n", "- item one\n", "1. first\n2. second\n", "| a | b |\n"]
+_TEXTS = st.one_of(
+    st.lists(st.one_of(st.sampled_from(_FRAGMENTS), st.text(max_size=12)), max_size=40).map("".join),
+    st.text(max_size=200),
+)
+
+
+@given(text=_TEXTS)
+def test_char_spans_properties(text):
+    """Increasing, disjoint, non-empty spans that start and end on non-whitespace and hold every
+    non-whitespace character."""
+    spans = SentenceSegmenter().char_spans(text)
+    assert spans.dtype == np.int32 and spans.ndim == 2 and spans.shape[1] == 2
+    if spans.shape[0]:
+        assert (spans[:, 1] > spans[:, 0]).all()
+        assert (spans[1:, 0] >= spans[:-1, 1]).all()
+    covered = np.zeros(len(text), dtype=bool)
+    for s, e in spans.tolist():
+        assert text[s].strip() and text[e - 1].strip()
+        covered[s:e] = True
+    assert all(covered[i] or ch.isspace() for i, ch in enumerate(text))
+
+
+def test_char_spans_of_repeated_text_are_distinct():
+    """BR-001's kind in the segmenter: repeated sentences get their own offsets, not the first occurrence's."""
+    text = "Keep it simple. " * 6
+    spans = SentenceSegmenter().char_spans(text).tolist()
+    assert spans == [[16 * i, 16 * i + 15] for i in range(6)]
+
+
+def test_char_spans_of_a_long_paragraph_match_short_blocks():
+    """pysbd is fed long paragraphs in blocks; the block edges must not add or move sentence ends."""
+    unit = "The Ph.D.'s committee approved 3.14 million, e.g. for the U.S. team. Dr. Ames signed it. "
+    text = unit * 60  # about 5,500 chars, several blocks
+    spans = SentenceSegmenter().char_spans(text)
+    assert spans.shape[0] == 120
+    assert {text[s:e] for s, e in spans.tolist()} == {
+        "The Ph.D.'s committee approved 3.14 million, e.g. for the U.S. team.",
+        "Dr. Ames signed it.",
+    }
+
+
+def test_token_spans_tile_content(minilm_tokenizer):
+    text = "Dogs bark. Cats sleep. 한국어 텍스트. Done"
+    tok = minilm_tokenizer(text)
+    spans = SentenceSegmenter().token_spans(Document("d", text), tok)
+    assert spans.dtype == np.int32
+    assert spans[0, 0] == tok.content_start and spans[-1, 1] == tok.content_end
+    assert (spans[1:, 0] == spans[:-1, 1]).all()
+    assert spans.shape[0] == 4
+    np.testing.assert_array_equal(SentenceSegmenter().token_spans(text, tok), spans)  # the text alone
+
+
+def test_segmenter_never_crashes_on_separator_characters():
+    """pysbd raises ValueError on "\x1f1. first..." (its list-item rule calls int("\x1f1")); not here."""
+    text = "\x1f1. first\n2. second\n\n   continued para\n"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        spans = SentenceSegmenter().char_spans(text, cache=False)
+    assert [text[s:e] for s, e in spans.tolist()] == ["1. first", "2. second", "continued para"]
+
+
+def test_pysbd_crash_falls_back_to_lines_with_a_warning(monkeypatch):
+    class Broken:
+        def processor(self, text):
+            raise ValueError("boom")
+
+    monkeypatch.setattr(sentences, "_pysbd_segmenter", lambda fast=True: Broken())
+    text = "One. Two.\nThree"
+    with pytest.warns(RuntimeWarning, match="pysbd failed"):
+        spans = SentenceSegmenter().char_spans(text, cache=False)
+    assert [text[s:e] for s, e in spans.tolist()] == ["One. Two.", "Three"]
+
+
+def test_cache_is_bounded_by_characters():
+    cache = sentences._SentenceCache(max_chars=100)
+    a, b, c = "a" * 60, "b" * 30, "c" * 30
+    da = cache.get(a)
+    cache.get(b)
+    assert cache.get(a) is da  # a hit, and now the most recent
+    cache.get(c)  # 120 chars > 100: the least recent (b) goes
+    assert list(cache._items) == [a, c]
+    huge = "d" * 500  # bigger than the bound: kept alone
+    cache.get(huge)
+    assert list(cache._items) == [huge]
+
+
+def test_segmenter_arguments_are_checked():
+    assert SentenceSegmenter().workers == 0 and SentenceSegmenter(3).workers == 3
+    with pytest.raises(ValueError, match="workers=-1"):
+        SentenceSegmenter(-1)
+    with pytest.raises(TypeError, match="workers"):
+        SentenceSegmenter(2.0)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="workers"):
+        SentenceSegmenter(True)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="task_chars=0"):
+        SentenceSegmenter(task_chars=0)
+    with pytest.raises(ValueError, match="max_cache_chars=0"):
+        SentenceSegmenter(max_cache_chars=0)
+
+
+def test_default_workers(monkeypatch):
+    for cores, expected in [(1, 0), (3, 0), (4, 3), (8, 7), (64, 16)]:
+        monkeypatch.setattr(sentences.os, "sched_getaffinity", lambda pid, n=cores: set(range(n)), raising=False)
+        assert default_workers() == expected
+
+
+# --- many documents, ahead, in worker processes -------------------------------------------------------------
+
+
+def _texts() -> list[str]:
+    rng = np.random.default_rng(0)
+    words = ["alpha", "Dr.", "beta", "e.g.", "gamma.", "Delta", "3.14", "U.S.", "state", "end."]
+    out = []
+    for d in range(6):
+        paras = []
+        for _ in range(40 + 10 * d):
+            paras.append(" ".join(rng.choice(words, size=int(rng.integers(5, 120)))))
+        out.append("\n\n".join(paras))
+    return out
+
+
+def test_presegment_in_worker_processes_equals_this_thread(monkeypatch):
+    texts = _texts()
+    one = SentenceSegmenter(0)
+    serial = one.presegment(texts)
+    assert serial["workers"] == 0 and serial["paragraphs"] > 200
+    expected = [one.char_spans(t).copy() for t in texts]
+    # many small tasks, so the order across tasks is exercised
+    with SentenceSegmenter(2, min_pool_chars=0, task_chars=2000) as seg:
+        info = seg.presegment(texts)
+        assert info == {**serial, "workers": 2} and seg.running_workers == 2
+
+        # every sentence now comes from the cache: segmenting again would fail
+        def boom(*args):
+            raise AssertionError("segmented again")
+
+        monkeypatch.setattr(sentences, "_segment_paragraph", boom)
+        for t, e in zip(texts, expected):
+            np.testing.assert_array_equal(seg.char_spans(t), e)
+        assert seg.presegment(texts)["paragraphs"] == 0  # nothing left to do
+        procs = list(seg._pool.procs)
+    assert seg.running_workers == 0  # closed by the with block
+    assert all(p.poll() is not None for p in procs)
+
+
+def test_presegment_falls_back_when_the_pool_fails(monkeypatch):
+    texts = _texts()[:2]
+    expected = [sentences._segment_text(t) for t in texts]
+    seg = SentenceSegmenter(4, min_pool_chars=0)
+
+    def broken():
+        raise RuntimeError("no processes here")
+
+    monkeypatch.setattr(seg, "_started_pool", broken)
+    with pytest.warns(RuntimeWarning, match="segmenting in this process instead"):
+        info = seg.presegment(texts)
+    assert info["workers"] == 0
+    for t, e in zip(texts, expected):
+        np.testing.assert_array_equal(seg.char_spans(t), e)
+
+
+def test_presegment_min_tokens_picks_paragraphs_with_a_long_line(minilm_tokenizer):
+    """Only a paragraph holding a line of more than ``min_tokens`` tokens is segmented ahead; the rest stay
+    lazy and give the same sentences when asked."""
+    long_line = "A much longer line goes here. " * 8  # ~56 tokens on one line
+    many_short = "\n".join(["Short line here."] * 10)  # ~40 tokens, but no line over 4
+    text = f"Short one. Two.\n\n{many_short}\n\n{long_line}\n\nTiny."
+    doc = Document("d", text)
+    tok = minilm_tokenizer(doc)
+    starts = tok.offsets[tok.content_start : tok.content_end, 0]
+    seg = SentenceSegmenter()
+    info = seg.presegment([text], 20, [starts])
+    assert info["paragraphs"] == 1 and sorted(seg._cache.get(text).memo) == [2]
+    np.testing.assert_array_equal(seg.char_spans(text), sentences._segment_text(text))
+    seg.clear_cache()
+    assert seg.presegment([text], 0, [starts])["paragraphs"] == 4  # 0: every paragraph
+    with pytest.raises(ValueError, match="1 texts but 2"):
+        seg.presegment([text], 20, [starts, starts])
+
+
+def test_small_jobs_stay_in_this_thread(monkeypatch):
+    seg = SentenceSegmenter(8)
+
+    def no_pool():
+        raise AssertionError("a pool for a few characters")
+
+    monkeypatch.setattr(seg, "_started_pool", no_pool)
+    assert seg.presegment(["One. Two."])["workers"] == 0
+    assert SentenceSegmenter(1, min_pool_chars=0).presegment(_texts()[:1])["workers"] == 0  # 1: no pool
+
+
+def test_a_dead_worker_falls_back_to_this_process():
+    texts = _texts()[:2]
+    expected = [sentences._segment_text(t) for t in texts]
+    with SentenceSegmenter(2, min_pool_chars=0) as seg:
+        seg.start()
+        assert seg.running_workers == 2
+        for proc in seg._pool.procs:
+            proc.kill()
+            proc.wait()
+        with pytest.warns(RuntimeWarning, match="segmenting in this process instead"):
+            info = seg.presegment(texts)
+        assert info["workers"] == 0 and seg.running_workers == 0  # the broken pool was closed
+        for t, e in zip(texts, expected):
+            np.testing.assert_array_equal(seg.char_spans(t), e)
+
+
+def test_workers_end_with_their_segmenter():
+    """No close(): the worker processes end when the segmenter is garbage collected."""
+    seg = SentenceSegmenter(2)
+    seg.start()
+    procs = list(seg._pool.procs)
+    assert all(p.poll() is None for p in procs)
+    del seg
+    gc.collect()
+    assert all(p.wait(timeout=10) == 0 for p in procs)
+
+
+def test_workers_ignore_sigint_sent_to_the_process_group(tmp_path):
+    """Ctrl-C reaches the whole process group: the workers ignore it and keep serving the parent, which
+    handles the KeyboardInterrupt (here: by segmenting once more in the workers)."""
+    script = tmp_path / "ctrl_c.py"
+    script.write_text(
+        "import sys, time\n"
+        "from latechunk.sentences import SentenceSegmenter\n"
+        "seg = SentenceSegmenter(2, min_pool_chars=0, task_chars=500)\n"
+        "seg.start()\n"
+        "print('ready', flush=True)\n"
+        "try:\n"
+        "    time.sleep(60)\n"
+        "except KeyboardInterrupt:\n"
+        "    alive = all(p.poll() is None for p in seg._pool.procs)\n"
+        "    info = seg.presegment(['Dr. Smith went home. It rained. ' * 40])\n"
+        "    print('interrupted', alive, info['workers'], flush=True)\n",
+        encoding="utf-8",
+    )
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True, cwd=tmp_path)
+    try:
+        assert proc.stdout.readline().strip() == "ready", proc.stderr.read()
+        os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert out.split() == ["interrupted", "True", "2"], (out, err)
+
+
+def test_workers_need_no_main_guard_and_never_rerun_the_script(tmp_path):
+    """A script without ``if __name__ == "__main__":`` that turns workers on: its top level runs once (the
+    workers import only latechunk.sentences), the workers are used, the sentences match one process, and the
+    script ends without closing the segmenter (its workers end at exit)."""
+    script = tmp_path / "unguarded.py"
+    script.write_text(
+        "import sys\n"
+        "print('TOP-LEVEL RAN', file=sys.stderr)\n"
+        "from latechunk.sentences import SentenceSegmenter\n"
+        "seg = SentenceSegmenter(2, min_pool_chars=0, task_chars=500)\n"
+        "texts = ['Dr. Smith went home. It rained. ' * 40 + '\\n\\n' + 'U.S. data, e.g. 3.14 here. Next one. ' * 30]\n"
+        "info = seg.presegment(texts)\n"
+        "a = seg.char_spans(texts[0]).tobytes()\n"
+        "b = SentenceSegmenter(0).char_spans(texts[0]).tobytes()\n"
+        "print(info['workers'], a == b, len(a))\n",
+        encoding="utf-8",
+    )
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=False,
+                          cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("TOP-LEVEL RAN") == 1, proc.stderr
+    workers, same, n_bytes = proc.stdout.split()
+    assert workers == "2" and same == "True" and int(n_bytes) > 100
+
+
+# --- the pipeline: one segmenter per run --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [("fixed:size=64", None), ("recursive:max_tokens=100", 100), ("heading:max_tokens=80", 80),
+     ("sentence_window:window=1", 0), ("semantic", 0)],
+)
+def test_sentence_paragraph_hints(spec, expected):
+    assert get_strategy(spec).sentence_paragraphs() == expected
+
+
+FIVE = ["fixed:size=64", "recursive:max_tokens=64", "heading:max_tokens=64", "sentence_window:window=1",
+        "semantic:percentile=10"]
+
+
+def test_pipeline_segments_each_paragraph_once_for_all_strategies(monkeypatch):
+    """Five strategies on one pass: one pysbd pass per paragraph, done ahead of the split; the run's own
+    segmenter is closed when the stream ends."""
+    from latechunk.pipeline import embed
+
+    texts = _texts()[:3]
+    docs = [Document(f"d{i}", t) for i, t in enumerate(texts)]
+    n_paragraphs = sum(len(sentences._paragraphs(t)) for t in texts)
+    calls, closed = [], []
+    real = sentences._segment_paragraph
+    monkeypatch.setattr(sentences, "_segment_paragraph", lambda text, a, b: calls.append((text, a)) or real(text, a, b))
+    real_close = SentenceSegmenter.close
+    monkeypatch.setattr(SentenceSegmenter, "close", lambda self: closed.append(self) or real_close(self))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        res = embed(docs, tiny_modernbert_encoder(256), PipelineConfig(FIVE))
+    assert not res.skipped
+    assert len(calls) == n_paragraphs == len(set(calls))
+    assert len(closed) == 1
+
+
+def test_pipeline_with_sentence_workers_gives_the_same_chunks():
+    """embed() with worker processes segmenting ahead (from the prefetch thread) = embed() in one process."""
+    from latechunk.pipeline import embed
+
+    docs = [Document(f"d{i}", t) for i, t in enumerate(_texts()[:3])]
+    config = PipelineConfig(["recursive:max_tokens=64", "sentence_window:window=1"])
+    enc = tiny_modernbert_encoder(256)
+    one = embed(docs, enc, config)
+    with SentenceSegmenter(2, min_pool_chars=0, task_chars=4000) as seg:
+        two = embed(docs, enc, config, segmenter=seg)
+        assert seg.running_workers == 2  # the workers were used, and a caller's segmenter stays open
+    assert list(one.runs) == list(two.runs) and len(one.runs) == 2
+    for r1, r2 in zip(one.runs.values(), two.runs.values()):
+        assert len(r1.boundaries) == len(docs)
+        for b1, b2 in zip(r1.boundaries, r2.boundaries):
+            np.testing.assert_array_equal(b1.token_spans, b2.token_spans)
+            np.testing.assert_array_equal(b1.char_spans, b2.char_spans)
+        np.testing.assert_array_equal(r1.vectors["late"].vectors, r2.vectors["late"].vectors)
+
+
+def test_cli_rejects_negative_sentence_workers(tmp_path):
+    from typer.testing import CliRunner
+
+    from latechunk.cli import app
+
+    (tmp_path / "a.md").write_text("One. Two.", encoding="utf-8")
+    res = CliRunner().invoke(app, ["embed", str(tmp_path / "a.md"), "--out", str(tmp_path / "out"),
+                                   "--sentence-workers", "-1"])
+    assert res.exit_code == 2
+    assert "--sentence-workers" in res.output and "-1" in res.output
+    assert not (tmp_path / "out").exists()  # failed before any work
