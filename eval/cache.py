@@ -41,7 +41,11 @@ CACHE_ENV_VAR = "LATECHUNK_CACHE"
 
 
 def default_cache_dir() -> Path:
-    """``$LATECHUNK_CACHE/datasets``, else ``~/.cache/latechunk/datasets``."""
+    """The folder of parsed-dataset caches.
+
+    Returns:
+        ``$LATECHUNK_CACHE/datasets``, else ``~/.cache/latechunk/datasets`` (not created here).
+    """
     base = os.environ.get(CACHE_ENV_VAR)
     return (Path(base) if base else Path.home() / ".cache" / "latechunk") / "datasets"
 
@@ -50,6 +54,9 @@ def remove_stale_pickles(folder: str | os.PathLike) -> list[Path]:
     """Delete the ``*.pkl`` files directly in ``folder`` (left by the old pickle-based cache; never unpickled).
 
     Logs one line when any were found. A file that cannot be removed is left and named in that line.
+
+    Args:
+        folder: The cache folder (a missing one holds nothing).
 
     Returns:
         The removed files.
@@ -79,6 +86,12 @@ def dataset_files(spec: str | os.PathLike) -> tuple[Path, list[Path]]:
     A folder contributes every regular file below it (hidden files and ``SHA256SUMS``/``README*``/``LICENSE*``
     included: they are part of the copy); a file contributes itself.
 
+    Args:
+        spec: A dataset name (``"chroma"``, ``"xquad"``) or path (:func:`eval.datasets.dataset_path`).
+
+    Returns:
+        ``(root, files)``: the folder the files are relative to (a file's parent for a file) and the files.
+
     Raises:
         FileNotFoundError: if the path does not exist.
     """
@@ -95,7 +108,17 @@ def dataset_files(spec: str | os.PathLike) -> tuple[Path, list[Path]]:
 
 
 def dataset_sha256(spec: str | os.PathLike) -> str:
-    """sha256 of the dataset content, the loader source and :data:`CACHE_VERSION` (see the module doc)."""
+    """sha256 of the dataset content, the loader source and :data:`CACHE_VERSION` (see the module doc).
+
+    Args:
+        spec: A dataset name or path.
+
+    Returns:
+        The sha256 hex digest: the cache key.
+
+    Raises:
+        FileNotFoundError: if the dataset path does not exist.
+    """
     root, files = dataset_files(spec)
     h = hashlib.sha256()
     h.update(f"latechunk-dataset-cache-v{CACHE_VERSION}\0".encode())

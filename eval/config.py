@@ -34,8 +34,10 @@ class CompareConfig:
         modes: Subset of ``("late", "naive")``.
         ks: Cut-offs for the span metrics (the document-level measures have their own).
         windows: Late macro-window sizes in tokens (frame included); ``None`` = the model's limit. The first is
-            the main window (naive vectors are made in its pass).
-        window_overlap: Tokens shared by consecutive macro windows; ``None`` = a quarter of the window.
+            the main macro window (naive vectors are made in its pass). (Named ``windows``/``window_overlap``
+            like the ``--window`` option and the report's keys.)
+        window_overlap: Content tokens shared by consecutive macro windows; ``None`` = a quarter of the macro
+            window's content tokens.
         dedup: Drop retrieved chunks that overlap an earlier retrieved chunk of the same document (by char
             offsets) before scoring; the ranking is then read ``dedup_factor * max(ks)`` deep to refill.
         dedup_factor: See ``dedup``.
@@ -118,6 +120,10 @@ class CompareConfig:
 
     def specs(self) -> list[str]:
         """The canonical SPEC of every strategy, sweeps expanded, in order.
+
+        Returns:
+            One canonical SPEC string per strategy (:attr:`Strategy.spec
+            <latechunk.strategies.base.Strategy.spec>`), every parameter filled in.
 
         Raises:
             ValueError: on an unknown strategy or parameter, or a strategy given twice once sweeps are expanded.

@@ -170,24 +170,51 @@ class EvalDataset:
         object.__setattr__(self, "_doc_index", index)
 
     def document(self, doc_id: str) -> Document:
-        """The document with this id; ``KeyError`` if there is none."""
+        """The document with this id.
+
+        Args:
+            doc_id: A document id of this dataset.
+
+        Returns:
+            The :class:`~latechunk.types.Document`.
+
+        Raises:
+            KeyError: if there is none.
+        """
         return self.documents[self._doc_index[doc_id]]
 
     def span_text(self, span: SpanRef) -> str:
-        """``text[char_start:char_end]`` of the span's document."""
+        """``text[char_start:char_end]`` of the span's document.
+
+        Args:
+            span: ``(doc_id, char_start, char_end)``, half-open character offsets.
+
+        Returns:
+            The span's text.
+
+        Raises:
+            KeyError: if the span names an unknown document.
+        """
         doc_id, start, end = span
         return self.document(doc_id).text[start:end]
 
     def spans_by_query(self) -> dict[str, tuple[SpanRef, ...]]:
-        """``{query_id: spans}`` for every query, in query order (a new dict on each call)."""
+        """The answer spans of every query.
+
+        Returns:
+            ``{query_id: spans}`` in query order (a new dict on each call); spans are ``(doc_id, char_start,
+            char_end)`` tuples, possibly empty.
+        """
         return {q.query_id: q.spans for q in self.queries}
 
     def doc_qrels(self) -> dict[str, dict[str, int]]:
         """Document-level qrels: :attr:`qrels` when given, else derived from spans.
 
         Derived rule: a document is relevant (relevance 1) to a query when it holds at least one of the
-        query's answer spans; queries without spans get no entry. Returns a new dict; :attr:`qrels` is
-        never shared.
+        query's answer spans; queries without spans get no entry.
+
+        Returns:
+            ``{query_id: {doc_id: relevance}}``, a new dict (:attr:`qrels` is never shared).
         """
         if self.qrels is not None:
             return {qid: dict(rels) for qid, rels in self.qrels.items()}
@@ -213,6 +240,12 @@ def load_chroma(root: str | os.PathLike) -> EvalDataset:
     ``question``, ``references`` (a JSON list of ``{content, start_index, end_index}``, end exclusive) and
     ``corpus_id``. ``query_id`` is the 0-based data row number as a string (``"0"`` ... ``"471"``), the same
     ids Chroma's code gives its question collection.
+
+    Args:
+        root: The dataset folder (``chroma_chunking_eval/``).
+
+    Returns:
+        The :class:`EvalDataset` named ``"chroma"``, without document qrels (derived from the spans).
 
     Raises:
         FileNotFoundError: if ``corpora/`` or ``questions_df.csv`` is missing.
@@ -286,6 +319,9 @@ def load_squad(
         skip_unanswerable: SQuAD v2.0 questions without answers raise unless this is True, in which case they
             are left out.
         name: Dataset name; defaults to the file stem.
+
+    Returns:
+        The :class:`EvalDataset`, without document qrels (derived from the spans).
 
     Raises:
         ValueError: on a file that is not SQuAD JSON, a duplicate title, a question without answers (unless
@@ -373,6 +409,14 @@ def load_beir(root: str | os.PathLike, split: str = "test", *, name: str | None 
 
     Queries have no spans; relevance is document-level (:attr:`EvalDataset.qrels`).
 
+    Args:
+        root: The dataset folder.
+        split: The qrels file to read, ``qrels/<split>.tsv``.
+        name: Dataset name; defaults to the folder name.
+
+    Returns:
+        The :class:`EvalDataset` with ``qrels``.
+
     Raises:
         FileNotFoundError: if a file is missing.
         ValueError: on a malformed qrels row or a qrels query missing from ``queries.jsonl``.
@@ -429,6 +473,9 @@ def data_root() -> Path:
 
     The repo root is the parent of this file's ``eval/`` folder, so the default does not depend on the
     working directory.
+
+    Returns:
+        The folder (not checked to exist).
     """
     env = os.environ.get(DATA_ENV_VAR)
     if env:
@@ -437,7 +484,14 @@ def data_root() -> Path:
 
 
 def dataset_path(spec: str | os.PathLike) -> Path:
-    """The file or folder a dataset spec names: a known name under :func:`data_root`, else the path as given."""
+    """The file or folder a dataset spec names: a known name under :func:`data_root`, else the path as given.
+
+    Args:
+        spec: ``"chroma"``, ``"xquad"`` or a path.
+
+    Returns:
+        The path (not checked to exist).
+    """
     text = os.fspath(spec)
     return data_root() / _NAMED[text][0] if text in _NAMED else Path(text)
 
@@ -447,6 +501,12 @@ def load_dataset(spec: str | os.PathLike) -> EvalDataset:
 
     Names resolve under :func:`data_root`. A path dispatches on what it holds: a folder with
     ``questions_df.csv`` is Chroma, a folder with ``corpus.jsonl`` is BEIR, a ``.json`` file is SQuAD/XQuAD.
+
+    Args:
+        spec: ``"chroma"``, ``"xquad"`` or a path.
+
+    Returns:
+        The :class:`EvalDataset`.
 
     Raises:
         ValueError: if ``spec`` is neither a known name nor a recognisable path, or as the loader it picks.

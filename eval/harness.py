@@ -5,20 +5,20 @@
 1. **Parse once.** The dataset is loaded through :func:`eval.cache.load_cached` (key: sha256 of its content).
 2. **Query vectors once.** All queries are encoded once, with the model's query prompt and pooling; every
    system searches with the same ``xq`` (its sha256 is in the manifest).
-3. **One late pass per window.** For each macro-window size (``--window 128|256|512``), one
+3. **One late pass per macro window.** For each macro-window size (``--window 128|256|512``), one
    :func:`latechunk.pipeline.embed` call runs every strategy: in late mode each document's token states are
    computed once and pooled for every strategy (a sweep ``fixed:size=128|256`` is just more strategies). Naive
-   vectors are made once, in the first window's call, from the *same* Boundaries objects. A strategy whose
-   boundaries depend on the late states (``semantic`` with ``source=late``) gets its naive vectors again for
-   each further window, from that window's boundaries, so late and naive always share their chunks; for every
-   other strategy the harness checks that each window gave the same boundaries and raises if not.
-4. **One index per system** (strategy x mode x window), all built from one :class:`~latechunk.config.IndexConfig`,
-   searched to one depth.
+   vectors are made once, in the first macro window's call, from the *same* Boundaries objects. A strategy
+   whose boundaries depend on the late states (``semantic`` with ``source=late``) gets its naive vectors again for
+   each further macro window, from that pass's boundaries, so late and naive always share their chunks; for
+   every other strategy the harness checks that each macro window gave the same boundaries and raises if not.
+4. **One index per system** (strategy x mode x macro window), all built from one
+   :class:`~latechunk.config.IndexConfig`, searched to one depth.
 5. **Metrics** from :mod:`eval.metrics` only: answer-contained recall@k, Chroma's span recall/precision/IoU at
    k and precision Ω (characters), facts protected, duplicate slots at k, document-level nDCG@10, R@100 and
    RR@10 (MRR@10) through ir_measures with a document scored as its best chunk; costs.
 6. **Statistics**: paired per-query differences with bootstrap CIs (:mod:`eval.stats`): late minus naive per
-   strategy, strategy A minus B within a mode, window w minus the first window.
+   strategy, strategy A minus B within a mode, macro window w minus the first macro window.
 7. **Report** (:mod:`eval.report`): ``report.md``, ``results.json``, ``per_query.csv``, ``plot.png``.
 
 Every number except wall times is a function of the inputs: two runs give identical numbers (flat index, fixed
@@ -78,10 +78,17 @@ OMEGA = "PrecisionOmega"
 
 
 def chunk_records_sha256(boundaries: Sequence, vectors=None) -> str:
-    """sha256 of a strategy's chunk records: per document its id, then each chunk's index, token and char span.
+    """sha256 of a strategy's chunk records: per document its id, then each chunk's token and char span.
 
-    With ``vectors`` (a :class:`~latechunk.types.ChunkVectors`), its ``doc_ids``, ``chunk_index`` and
-    ``cu_chunks`` are hashed too, so two systems with the same hash index the same chunks in the same rows.
+    Args:
+        boundaries: The strategy's :class:`~latechunk.types.Boundaries`, one per document, in order; their
+            int32 (n_chunks, 2) token and char spans are hashed as int64.
+        vectors: Its :class:`~latechunk.types.ChunkVectors` (optional): its ``doc_ids``, ``chunk_index`` and
+            ``cu_chunks`` are hashed too, so two systems with the same hash index the same chunks in the same
+            rows.
+
+    Returns:
+        The sha256 hex digest (64 characters).
     """
     h = hashlib.sha256()
     for b in boundaries:
@@ -152,10 +159,10 @@ def _mean_std(values: dict[str, float]) -> tuple[float, float]:
     return mean, math.sqrt(var)
 
 
-def _label(mode: str, window: int | None, multi_window: bool) -> str:
+def _label(mode: str, macro_window: int | None, multi: bool) -> str:
     if mode == "late":
-        return f"late w={window}" if multi_window else "late"
-    return f"naive (w={window} cuts)" if multi_window and window is not None else "naive"
+        return f"late w={macro_window}" if multi else "late"
+    return f"naive (w={macro_window} cuts)" if multi and macro_window is not None else "naive"
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -177,7 +184,8 @@ def run_compare(
     Args:
         config: What to compare.
         out_dir: Report folder (created); ``None`` writes nothing.
-        encoder: A pre-built :class:`~latechunk.encoder.Encoder` (tests); it serves every window of the sweep.
+        encoder: A pre-built :class:`~latechunk.encoder.Encoder` (tests); it serves every macro window of the
+            sweep.
         dataset: A pre-loaded dataset (tests); else ``config.dataset`` is loaded through the parse cache.
         progress: Progress bars.
         command: The command line, for the manifest.
@@ -186,8 +194,14 @@ def run_compare(
         A :class:`CompareResult`.
 
     Raises:
-        ValueError: on a dataset without span or document relevance, or a window the model cannot take.
-        RuntimeError: if late and naive of one strategy ended up with different chunk records (a bug).
+        ValueError: on a dataset that does not load or has neither answer spans nor document qrels for its
+            queries, a model that does not load, macro-window sizes that repeat once the default is resolved
+            or that the model cannot take (over its limit, or under its frame + 16 content tokens), or an index
+            that cannot be built.
+        FileNotFoundError: if the dataset path does not exist.
+        RuntimeError: if two macro-window passes embedded other documents or (for strategies whose chunks do
+            not depend on the late states) gave other boundaries, or late and naive of one strategy ended up
+            with different chunk records (bugs).
     """
     import faiss
 
@@ -219,18 +233,18 @@ def run_compare(
         raise ValueError(f"dataset {ds.name!r} has neither answer spans nor document qrels for its queries")
     all_spans = [s for q in queries for s in q.spans]
 
-    # 2. the encoder (one for every window: a window is a plan passed to it) and the query vectors, once
+    # 2. the encoder (one for every macro window: each is a plan passed to it) and the query vectors, once
     t0 = time.perf_counter()
     if encoder is None:
         encoder = Encoder(config.model, device=config.device, dtype=config.dtype, batch_tokens=config.batch_tokens)
     base = encoder
-    windows = [w if w is not None else base.max_length for w in config.windows]
-    if len(set(windows)) != len(windows):
-        raise ValueError(f"window sizes repeat once the default is resolved: {windows}")
-    for w in windows:
+    macro_windows = [w if w is not None else base.max_length for w in config.windows]
+    if len(set(macro_windows)) != len(macro_windows):
+        raise ValueError(f"window sizes repeat once the default is resolved: {macro_windows}")
+    for w in macro_windows:
         if w > base.max_length:
             raise ValueError(f"--window {w} exceeds the model's limit of {base.max_length} tokens")
-    plans = {w: base.macro_window(w, config.window_overlap) for w in windows}  # each checked before any work
+    plans = {w: base.macro_window(w, config.window_overlap) for w in macro_windows}  # checked before work
     seconds["load_model"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     q_before = dict(base.stats)
@@ -240,13 +254,13 @@ def run_compare(
                "tokens": base.stats["tokens"] - q_before["tokens"],
                "sha256": hashlib.sha256(np.ascontiguousarray(xq, dtype=np.float32).tobytes()).hexdigest()}
 
-    # 3. one embed() call per window: one late pass for every strategy; naive in the first window's call
+    # 3. one embed() call per macro window: one late pass for every strategy; naive in the first one's call
     embeds = {}
-    window_info = []
+    macro_window_info = []
     naive_extra: dict[tuple[str, int], tuple[np.ndarray, int, int, float]] = {}
-    # one segmenter for every window: each document's sentences are segmented once for the whole comparison
+    # one segmenter for every macro window: each document's sentences are segmented once for the comparison
     segmenter = SentenceSegmenter(workers=config.sentence_workers)  # its workers also end at exit on an error
-    for i, w in enumerate(windows):
+    for i, w in enumerate(macro_windows):
         modes = tuple(config.modes) if i == 0 else ("late",)
         run_config = PipelineConfig(tuple(specs), modes=modes, include_special=config.include_special,
                                     macro_window=w, macro_window_overlap=config.window_overlap,
@@ -263,7 +277,7 @@ def run_compare(
                     v, tokens, calls = naive_vectors(base, res.documents, res.run(spec).boundaries)
                     naive_extra[(spec, w)] = (v, tokens, calls, time.perf_counter() - t1)
                     extra_s += naive_extra[(spec, w)][3]
-        window_info.append({
+        macro_window_info.append({
             "window": w, "overlap": plans[w].overlap, "modes": list(modes),
             "late_tokens": res.stats.tokens["late"], "late_forward_calls": res.stats.forward_calls["late"],
             "naive_tokens": res.stats.tokens["naive"] + sum(v[1] for (s, ww), v in naive_extra.items() if ww == w),
@@ -277,23 +291,23 @@ def run_compare(
         })
         seconds[f"embed_w{w}"] = wall + extra_s
     segmenter.close()
-    main = embeds[windows[0]]
-    for w in windows[1:]:
+    main = embeds[macro_windows[0]]
+    for w in macro_windows[1:]:
         if [d.doc_id for d in embeds[w].documents] != [d.doc_id for d in main.documents]:
-            raise RuntimeError(f"window {w} embedded other documents than window {windows[0]}")
+            raise RuntimeError(f"window {w} embedded other documents than window {macro_windows[0]}")
         for spec in specs:
             if not _state_dependent(spec) and not _same_boundaries(embeds[w].run(spec).boundaries,
                                                                    main.run(spec).boundaries):
-                raise RuntimeError(f"{spec}: window {w} gave other boundaries than window {windows[0]} (a bug)")
+                raise RuntimeError(f"{spec}: window {w} gave other boundaries than window {macro_windows[0]} (a bug)")
 
     # 4. systems: (strategy, mode, window) with their boundaries and vectors
-    multi = len(windows) > 1
+    multi = len(macro_windows) > 1
     n_content = {t_doc.doc_id: tok.n_content for t_doc, tok in zip(main.documents, main.tokenizations)}
     sys_inputs = []  # (System, boundaries, ChunkVectors, encode_seconds, tokens, forward_calls)
     for spec in specs:
         dep = _state_dependent(spec)
         if "late" in config.modes:
-            for w in windows:
+            for w in macro_windows:
                 res = embeds[w]
                 run = res.run(spec)
                 late_s = res.stats.seconds["late_encode"]
@@ -301,7 +315,7 @@ def run_compare(
                                    run.vectors["late"], late_s, run.seconds.get("late", late_s) - late_s,
                                    res.stats.tokens["late"], res.stats.forward_calls["late"]))
         if "naive" in config.modes:
-            for i, w in enumerate(windows if dep else windows[:1]):
+            for i, w in enumerate(macro_windows if dep else macro_windows[:1]):
                 res = embeds[w]
                 run = res.run(spec)
                 if i == 0:
@@ -421,7 +435,7 @@ def run_compare(
 
     # 6. statistics
     t0 = time.perf_counter()
-    comparisons = _comparisons(systems, config, metric_names, headline, windows)
+    comparisons = _comparisons(systems, config, metric_names, headline, macro_windows)
     seconds["bootstrap"] = time.perf_counter() - t0
     seconds["total"] = time.perf_counter() - t_start
 
@@ -435,12 +449,12 @@ def run_compare(
                     "queries_total": len(ds.queries), "queries": len(queries),
                     "queries_with_spans": sum(1 for q in queries if q.spans), "spans": len(all_spans),
                     "doc_qrels_queries": len(qrels), "qrels_source": "given" if ds.qrels is not None else "spans"},
-        "model": {**base.describe(plans[windows[0]]), "batch_tokens": base.batch_tokens},
+        "model": {**base.describe(plans[macro_windows[0]]), "batch_tokens": base.batch_tokens},
         "strategies": specs,
         "state_dependent_strategies": [s for s in specs if _state_dependent(s)],
         "modes": list(config.modes),
         "ks": list(config.ks),
-        "windows": window_info,
+        "windows": macro_window_info,
         "index": {**ispec.to_dict(), "gpu": ispec.gpu, "faiss": getattr(faiss, "__version__", "?"),
                   "search_depth": depth, "span_depth": depth_span, "doc_depth": config.doc_depth if qrels else 0},
         "dedup": config.dedup,
@@ -502,7 +516,7 @@ def _boot(a: dict, b: dict, config: CompareConfig) -> dict:
 
 
 def _comparisons(systems: Sequence[System], config: CompareConfig, metric_names: Sequence[str],
-                 headline: Sequence[str], windows: Sequence[int]) -> list[dict]:
+                 headline: Sequence[str], macro_windows: Sequence[int]) -> list[dict]:
     """Paired bootstrap comparisons (each dict: kind, a, b, strategy/mode/window, metric and the result)."""
     out: list[dict] = []
     by_key = {s.key: s for s in systems}
@@ -523,7 +537,7 @@ def _comparisons(systems: Sequence[System], config: CompareConfig, metric_names:
     for mode in config.modes:
         group: list[System] = []
         for s in systems:  # the first system of each strategy in this mode (late: the first window)
-            if s.mode == mode and (mode == "naive" or s.window == windows[0]) and s.strategy not in {g.strategy for g in group}:
+            if s.mode == mode and (mode == "naive" or s.window == macro_windows[0]) and s.strategy not in {g.strategy for g in group}:
                 group.append(s)
         for a, b in itertools.combinations(group, 2):
             for m in headline:
@@ -532,10 +546,10 @@ def _comparisons(systems: Sequence[System], config: CompareConfig, metric_names:
                                 "a": a.strategy, "b": b.strategy, "metric": m,
                                 **_boot(a.per_query[m], b.per_query[m], config)})
     # window w minus the first window, late
-    if len(windows) > 1:
+    if len(macro_windows) > 1:
         for spec in specs:
-            ref = by_key.get((spec, "late", windows[0]))
-            for w in windows[1:]:
+            ref = by_key.get((spec, "late", macro_windows[0]))
+            for w in macro_windows[1:]:
                 s = by_key.get((spec, "late", w))
                 if ref is None or s is None:
                     continue

@@ -311,6 +311,14 @@ def facts_protected(chunk_spans: Mapping[str, Any], spans: Sequence[Any]) -> flo
     ``FP = |{g : exists c in chunks(doc(g)), start(c) <= start(g), end(g) <= end(c)}| / |G|``, over all the
     given spans (pass every query's spans for a dataset figure). It bounds answer-contained recall at any k.
 
+    Args:
+        chunk_spans: ``{doc_id: (n_chunks, 2) int array}``, ``[char_start, char_end)`` of all chunks of a
+            strategy; must hold every document the spans name.
+        spans: Reference spans ``(doc_id, char_start, char_end)`` in characters.
+
+    Returns:
+        The share in [0, 1].
+
     Raises:
         ValueError: if ``spans`` is empty or a document is missing from ``chunk_spans``.
         TypeError: if a span is not ``(str, int, int, ...)``.
@@ -337,6 +345,13 @@ def duplicate_slots(ranking: Sequence[Any], k: int) -> int:
     means at least one shared character; "earlier" counts every earlier top-k chunk, itself a duplicate or not
     (its characters were already shown). Units: slots (chunks).
 
+    Args:
+        ranking: Retrieved chunks, best first, each ``(doc_id, char_start, char_end, ...)`` in characters.
+        k: The cut-off (>= 1); a shorter ranking is taken whole.
+
+    Returns:
+        The number of duplicate slots, in ``[0, min(k, len(ranking)) - 1]`` (0 for an empty ranking).
+
     Raises:
         ValueError: if ``k < 1`` or a chunk is malformed.
         TypeError: if a span is not ``(str, int, int, ...)``.
@@ -353,6 +368,13 @@ def drop_overlapping(ranking: Sequence[Any], k: int) -> list[Any]:
     skipped, and further chunks fill the freed slots. Rank order is kept; the items are returned as given
     (extra entries included), in a new list. Returns fewer than ``k`` when the ranking runs out. Retrieve
     deeper than ``k`` (e.g. ``2k``) before calling it so there is something to fill with.
+
+    Args:
+        ranking: Retrieved chunks, best first, each ``(doc_id, char_start, char_end, ...)`` in characters.
+        k: How many chunks to keep (>= 1).
+
+    Returns:
+        At most ``k`` items of ``ranking``, in rank order, no two of one document sharing a character.
 
     Raises:
         ValueError: if ``k < 1`` or a chunk is malformed.
@@ -424,6 +446,12 @@ def span_metrics(
 
 def mean_over_queries(per_query: Mapping[str, float]) -> float:
     """Arithmetic mean over queries, ``(1/|Q|) Σ_q v_q``, with ``math.fsum`` (no rounding).
+
+    Args:
+        per_query: ``{query_id: value}``.
+
+    Returns:
+        The mean, a float.
 
     Raises:
         ValueError: if ``per_query`` is empty.
@@ -526,14 +554,18 @@ def observed_overlap_multiplier(token_spans: Mapping[str, Any], n_content_tokens
 
     ``m = Σ_d Σ_{c in chunks(d)} (token_end_c - token_start_c) / Σ_d n_content_d``. Units: tokens. A tiling
     without overlap gives 1; ``fixed`` with size ``s`` and overlap ``v`` tends to
-    :func:`theoretical_overlap_multiplier` on long documents (the last window of a document makes it smaller).
+    :func:`theoretical_overlap_multiplier` on long documents (the last chunk of a document makes it smaller).
 
     Args:
         token_spans: ``{doc_id: (n_chunks, 2) int array}``, token spans (``Boundaries.token_spans``).
         n_content_tokens: ``{doc_id: content tokens}`` (``Tokenization.n_content``), same keys.
 
+    Returns:
+        The multiplier ``m`` (tokens per content token, >= 0).
+
     Raises:
-        ValueError: if the keys differ or the corpus has no content tokens.
+        ValueError: if the keys differ, a document's spans are not (n, 2), or the corpus has no content
+            tokens.
     """
     if set(token_spans) != set(n_content_tokens):
         raise ValueError(
@@ -555,7 +587,15 @@ def observed_overlap_multiplier(token_spans: Mapping[str, Any], n_content_tokens
 
 
 def theoretical_overlap_multiplier(size: int, overlap: int) -> float:
-    """``s / (s - v)``: tokens encoded per content token by ``size`` s windows with ``overlap`` v, long docs.
+    """``s / (s - v)``: tokens encoded per content token by fixed-size chunks of ``size`` s tokens with
+    ``overlap`` v, in the limit of long documents.
+
+    Args:
+        size: Tokens per chunk.
+        overlap: Tokens shared by consecutive chunks.
+
+    Returns:
+        The multiplier (>= 1).
 
     Raises:
         ValueError: unless ``0 <= overlap < size``.

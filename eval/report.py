@@ -28,7 +28,17 @@ _DOC_NAMES = {"nDCG@10": "nDCG@10", "R@100": "R@100 (doc)", "RR@10": "MRR@10"}
 
 
 def short_spec(spec: str) -> str:
-    """A SPEC with only its non-default parameters: ``fixed:size=256,overlap=0`` -> ``fixed``."""
+    """A SPEC with only its non-default parameters: ``fixed:size=256,overlap=0`` -> ``fixed``.
+
+    Args:
+        spec: A SPEC string.
+
+    Returns:
+        ``name`` or ``name:key=value,...`` with the parameters that differ from the strategy's defaults.
+
+    Raises:
+        ValueError: as :func:`~latechunk.strategies.base.get_strategy` (unknown strategy or parameter).
+    """
     from latechunk.strategies.base import get_strategy
 
     strat = get_strategy(spec)
@@ -158,7 +168,16 @@ def _window_table(result) -> str:
 
 
 def markdown_report(result) -> str:
-    """The text of ``report.md``."""
+    """The text of ``report.md``.
+
+    Args:
+        result: A :class:`~latechunk.eval.result.CompareResult` (from
+            :func:`~latechunk.eval.harness.run_compare` or :func:`load_result`).
+
+    Returns:
+        The Markdown text: headline tables, costs, the late passes (one per macro window), comparisons with
+        bootstrap CIs, and how the numbers were made.
+    """
     man = result.manifest
     cfg = result.config
     ds = man["dataset"]
@@ -289,7 +308,16 @@ def markdown_report(result) -> str:
 
 
 def per_query_rows(result) -> tuple[list[str], list[list]]:
-    """The rows of ``per_query.csv``: one per (system, query), one column per metric (blank where undefined)."""
+    """The rows of ``per_query.csv``: one per (system, query), one column per metric (blank where undefined).
+
+    Args:
+        result: A :class:`~latechunk.eval.result.CompareResult`.
+
+    Returns:
+        ``(header, rows)``: ``dataset``, ``query_id``, ``strategy``, ``mode``, ``window`` (the macro window in
+        tokens, blank for naive systems whose chunks no macro window changes), ``label``, then the metric
+        names; values as ``repr(float)`` (never rounded). Rows whose every metric is undefined are left out.
+    """
     header = ["dataset", "query_id", "strategy", "mode", "window", "label"] + list(result.metric_names)
     if result.dataset is not None:
         qids = [q.query_id for q in result.dataset.queries]
@@ -319,8 +347,13 @@ def _mean_ci(values: dict, config) -> tuple[float, float, float]:
 
 
 def write_plot(result, path: str | os.PathLike) -> None:
-    """``plot.png``: (a) the main metric per strategy, late (each window) and naive, with bootstrap CIs; (b) late
-    minus naive with CIs; (c) quality vs tokens through the encoder; (d) quality vs encode seconds."""
+    """``plot.png``: (a) the main metric per strategy, late (each macro window) and naive, with bootstrap CIs;
+    (b) late minus naive with CIs; (c) quality vs tokens through the encoder; (d) quality vs encode seconds.
+
+    Args:
+        result: A :class:`~latechunk.eval.result.CompareResult`.
+        path: The PNG file to write (matplotlib, Agg backend).
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -402,6 +435,16 @@ def write_plot(result, path: str | os.PathLike) -> None:
 def write_report(result, out_dir: str | os.PathLike, plot: bool = True) -> Path:
     """Write ``report.md``, ``results.json``, ``per_query.csv`` and (``plot=True``) ``plot.png`` into ``out_dir``.
 
+    Each text file is written to a temp name and renamed into place.
+
+    Args:
+        result: A :class:`~latechunk.eval.result.CompareResult`.
+        out_dir: The report folder (created with its parents).
+        plot: Also draw ``plot.png``.
+
+    Raises:
+        OSError: if a file cannot be written.
+
     Returns:
         The folder.
     """
@@ -423,7 +466,19 @@ def write_report(result, out_dir: str | os.PathLike, plot: bool = True) -> Path:
 
 def load_result(out_dir: str | os.PathLike):
     """Read a report folder back into a :class:`~latechunk.eval.harness.CompareResult` (``results.json`` +
-    ``per_query.csv``), e.g. to re-render ``report.md`` and ``plot.png`` without re-running."""
+    ``per_query.csv``), e.g. to re-render ``report.md`` and ``plot.png`` without re-running.
+
+    Args:
+        out_dir: A folder written by :func:`write_report`.
+
+    Returns:
+        The result, without ``dataset`` and ``embeds`` (per-query values in first-seen query order).
+
+    Raises:
+        FileNotFoundError: if ``results.json`` or ``per_query.csv`` is missing.
+        KeyError: if a file lacks a field or a row names an unknown system.
+        ValueError: if ``results.json`` is not JSON.
+    """
     out = Path(out_dir)
     data = json.loads((out / "results.json").read_text(encoding="utf-8"))
     systems = []
@@ -444,7 +499,12 @@ def load_result(out_dir: str | os.PathLike):
 
 
 def print_table(result, console=None) -> None:
-    """The main table in the terminal (rich): rows strategy x mode, headline metrics and costs."""
+    """The main table in the terminal (rich): rows strategy x mode, headline metrics and costs.
+
+    Args:
+        result: A :class:`~latechunk.eval.result.CompareResult`.
+        console: A ``rich.console.Console``; None: a new one (200 columns wide when not a terminal).
+    """
     from rich.console import Console
     from rich.table import Table
 

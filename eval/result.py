@@ -110,6 +110,7 @@ class CompareResult:
 
         Raises:
             KeyError: if the result holds no such system.
+            ValueError: if ``strategy`` is not a valid SPEC.
         """
         from latechunk.strategies.base import get_strategy
 
@@ -122,7 +123,12 @@ class CompareResult:
         return cands[0]
 
     def numbers(self) -> dict:
-        """Every number that does not depend on wall-clock time (for determinism checks)."""
+        """Every number that does not depend on wall-clock time (for determinism checks).
+
+        Returns:
+            ``{"systems": [...], "comparisons": [...], "query_vectors_sha256": str}``: each system's dict
+            with its per-query values and its costs without the seconds.
+        """
         timeless = {"seconds", "seconds_encode", "seconds_pool", "seconds_index", "seconds_search"}
         return {
             "systems": [
@@ -137,7 +143,12 @@ class CompareResult:
         }
 
     def to_dict(self) -> dict:
-        """The ``results.json`` form: config, manifest, metric names and every system's aggregates."""
+        """The ``results.json`` form: config, manifest, metric names and every system's aggregates.
+
+        Returns:
+            ``config``, ``manifest``, ``metric_names``, ``headline``, ``main_k``, ``systems`` (without
+            per-query values; those are ``per_query.csv``'s) and ``comparisons``.
+        """
         return {
             "config": self.config.to_dict(),
             "manifest": self.manifest,

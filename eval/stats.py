@@ -46,7 +46,11 @@ class BootstrapResult:
     seed: int
 
     def to_dict(self) -> dict:
-        """A JSON-ready dict of the fields."""
+        """A JSON-ready dict of the fields.
+
+        Returns:
+            ``{field name: value}`` for every field.
+        """
         return asdict(self)
 
 

@@ -75,7 +75,7 @@ MacroWindowOpt = Annotated[
 MacroWindowOverlapOpt = Annotated[
     Optional[int],
     typer.Option("--macro-window-overlap", "--window-overlap", help="Content tokens shared by consecutive macro "
-                 "windows. Default: a quarter of the window's content tokens (127 for 512)."),
+                 "windows. Default: a quarter of the macro window's content tokens (127 for 512)."),
 ]
 
 
@@ -296,8 +296,17 @@ _WORD = re.compile(r"\w{3,}")
 
 
 def snippet(text: str, query: str, width: int = 200) -> str:
-    """A ``width``-character window of ``text`` (whitespace collapsed) holding the most occurrences of the
-    query's words (3+ letters, case-insensitive); the start of the text when none occurs. "…" marks a cut."""
+    """A ``width``-character excerpt of ``text`` (whitespace collapsed) holding the most occurrences of the
+    query's words (3+ letters, case-insensitive); the start of the text when none occurs. "…" marks a cut.
+
+    Args:
+        text: A chunk text.
+        query: The query.
+        width: Characters of ``text`` to show.
+
+    Returns:
+        The excerpt, at most ``width`` characters plus a leading and a trailing "…" where it was cut.
+    """
     flat = " ".join(text.split())
     if len(flat) <= width:
         return flat
@@ -306,7 +315,7 @@ def snippet(text: str, query: str, width: int = 200) -> str:
     start = 0
     if hits:
         best = 0
-        for i, h in enumerate(hits):  # the window that starts a little before hit i and holds the most hits
+        for i, h in enumerate(hits):  # the excerpt that starts a little before hit i and holds the most hits
             n = sum(1 for x in hits[i:] if x < h + width - 20)
             if n > best:
                 best, start = n, max(0, h - 20)
@@ -424,8 +433,8 @@ def compare(
     strategies: Annotated[Optional[list[str]], typer.Option("--strategies", "-s", help="SPEC (repeatable; several SPECs in one value split on spaces). Sweeps: fixed:size=128|256. Default: all five strategies.")] = None,
     modes: Annotated[str, typer.Option("--modes", help="Comma list of late, naive.")] = "late,naive",
     k: Annotated[str, typer.Option("--k", "-k", help="Comma list of cut-offs, e.g. 1,5,10.")] = "1,5,10",
-    window: Annotated[Optional[str], typer.Option("--window", help="Late macro-window size in tokens; sweep with 128|256|512 (one late pass each). Default: the model's limit.")] = None,
-    window_overlap: Annotated[Optional[int], typer.Option(help="Content tokens shared by consecutive macro windows. Default: a quarter of the window's content tokens (127 for 512).")] = None,
+    macro_window: Annotated[Optional[str], typer.Option("--window", help="Late macro-window size in tokens; sweep with 128|256|512 (one late pass each). Default: the model's limit.")] = None,
+    macro_window_overlap: Annotated[Optional[int], typer.Option("--window-overlap", help="Content tokens shared by consecutive macro windows. Default: a quarter of the macro window's content tokens (127 for 512).")] = None,
     dedup: Annotated[bool, typer.Option("--dedup", help="Drop retrieved chunks overlapping an earlier one of the same document (by char offsets) before scoring.")] = False,
     index: Annotated[str, typer.Option("--index", help="flat (exact inner product) or hnsw; the same for every strategy and mode.")] = "flat",
     doc_depth: Annotated[int, typer.Option(help="Chunks retrieved per query for the document-level run (document = its best chunk).")] = 100,
@@ -448,7 +457,8 @@ def compare(
     try:
         specs = [s for v in (strategies or []) for s in v.split()]
         config = CompareConfig.from_options(dataset=dataset, model=model, strategies=specs or None, modes=modes, k=k,
-                                            window=window, window_overlap=window_overlap, dedup=dedup, index=index,
+                                            window=macro_window, window_overlap=macro_window_overlap, dedup=dedup,
+                                            index=index,
                                             doc_depth=doc_depth, device=device, n_resamples=resamples, seed=seed,
                                             max_queries=max_queries, use_cache=not no_cache,
                                             sentence_workers=_sentence_workers(sentence_workers))

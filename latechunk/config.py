@@ -152,7 +152,12 @@ class PipelineConfig:
                                            for s in self.strategies)
 
     def to_dict(self) -> dict:
-        """JSON-ready settings (strategies as SPEC strings)."""
+        """JSON-ready settings (strategies as SPEC strings).
+
+        Returns:
+            ``{field name: value}`` for every field; ``strategies`` as canonical SPEC strings, ``modes`` as a
+            list; ``macro_window``/``macro_window_overlap`` in tokens (None: the model's default).
+        """
         d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         d["strategies"] = self.specs
         d["modes"] = list(self.modes)
@@ -194,6 +199,14 @@ class IndexConfig:
         """The config of an ``--index`` value: ``flat`` -> ``Flat``, ``hnsw`` -> ``HNSW{hnsw_m}``, any other
         value is taken as a faiss ``index_factory`` string (checked when the index is built).
 
+        Args:
+            value: The ``--index`` value (case-insensitive for the aliases ``flat`` and ``hnsw``).
+            hnsw_m: Neighbours per node of ``hnsw`` (>= 2); ignored for other values.
+            **kwargs: Other fields (``ef_construction``, ``ef_search``, ``gpu``).
+
+        Returns:
+            The :class:`IndexConfig`.
+
         Raises:
             ValueError: as the constructor, or ``hnsw_m < 2``.
         """
@@ -209,7 +222,12 @@ class IndexConfig:
         return self.factory.upper().startswith("HNSW")
 
     def to_dict(self) -> dict:
-        """The manifest form: ``factory`` and ``metric`` (always ``ip``), plus the beam widths for HNSW."""
+        """The manifest form of the index settings.
+
+        Returns:
+            ``{"factory", "metric"}`` (metric always ``"ip"``, inner product), plus ``ef_construction`` and
+            ``ef_search`` for an HNSW index.
+        """
         d = {"factory": self.factory, "metric": "ip"}
         if self.is_hnsw:
             d.update(ef_construction=self.ef_construction, ef_search=self.ef_search)
@@ -272,6 +290,12 @@ class EmbedConfig:
         Input paths are stored relative to the output folder (never absolute), so a folder can move together
         with its inputs; the device, worker count and output policy are not settings (they never change the
         output).
+
+        Returns:
+            ``inputs_from_out``, ``strategy`` (canonical SPEC), ``mode``, ``normalize``, ``include_special``,
+            ``macro_window`` and ``macro_window_overlap`` (tokens, or None), ``long_documents``,
+            ``group_tokens`` (tokens), ``index`` (:meth:`IndexConfig.to_dict`), ``model`` (name, dtype, batch_tokens,
+            trust_remote_code).
         """
         out_abs = self.out.resolve()
         p = self.pipeline
@@ -292,5 +316,12 @@ class EmbedConfig:
 
 
 def split_specs(values: Sequence[str] | None) -> list[str]:
-    """SPECs from command-line values: each value may hold several SPECs separated by spaces."""
+    """SPECs from command-line values: each value may hold several SPECs separated by spaces.
+
+    Args:
+        values: The values of a repeatable option; None: none.
+
+    Returns:
+        The SPEC strings, in order (not parsed or checked).
+    """
     return [s for v in (values or []) for s in v.split()]

@@ -2,10 +2,10 @@
 
 Loading is :mod:`latechunk.models` (name resolution, hub probe, sentence-transformers settings, weight hash);
 this module runs what it loads: device and dtype, length-sorted token-budget batches, and documents longer than
-a macro window through overlapping windows (:class:`~latechunk.macro_window.MacroWindow`): each window is a proper
-model input (its own special tokens and instruction prefix), and each token's state is taken from the window where
-it has the most context on both sides. The plan is a value passed to :meth:`Encoder.token_states`; the encoder
-gives the default (:meth:`Encoder.macro_window`) and stores none.
+a macro window through overlapping macro windows (:class:`~latechunk.macro_window.MacroWindow`): each one is
+a proper model input (its own special tokens and instruction prefix), and each token's state is taken from the
+macro window where it has the most context on both sides. The plan is a value passed to
+:meth:`Encoder.token_states`; the encoder gives the default (:meth:`Encoder.macro_window`) and stores none.
 
 Sentence-transformers names: :meth:`Encoder.encode` (no prompt unless ``prompt_name``),
 :meth:`Encoder.encode_query`, :meth:`Encoder.encode_document`, :attr:`Encoder.max_seq_length`.
@@ -113,13 +113,14 @@ class Encoder:
         self.max_length = int(max_length) if max_length is not None else model_limit
         if self.max_length > model_limit:
             raise ValueError(f"max_length={self.max_length} exceeds the model's limit of {model_limit} tokens")
-        # max_length is the window of naive chunks and queries: it must hold every prompt's frame plus content
+        # max_length is the input limit (and the default macro-window size): it must hold every prompt's frame
+        # plus content
         frames = {"document": self.tokenizer.n_frame, "query": self.query_tokenizer.n_frame}
-        kind, frame = max(frames.items(), key=lambda kv: kv[1])
+        prompt_name, frame = max(frames.items(), key=lambda kv: kv[1])
         if self.max_length < frame + MIN_WINDOW_CONTENT_TOKENS:
             raise ValueError(
                 f"max_length={self.max_length} is too small: the minimum is {frame + MIN_WINDOW_CONTENT_TOKENS} tokens "
-                f"({frame} frame tokens of the {kind} input + {MIN_WINDOW_CONTENT_TOKENS} content tokens)"
+                f"({frame} frame tokens of the {prompt_name} input + {MIN_WINDOW_CONTENT_TOKENS} content tokens)"
             )
         self.dim = int(getattr(self.model.config, "hidden_size", 0) or 0)
         #: counters for accounting and instrumentation
@@ -194,9 +195,9 @@ class Encoder:
         <latechunk.macro_window.MacroWindow.check>`) against the document frame and :attr:`max_length`.
 
         Args:
-            size: Tokens per window, frame included; ``None`` = :attr:`max_length`.
-            overlap: Content tokens shared by consecutive windows; ``None`` = a quarter of the window's content
-                tokens, ``(size - n_frame) // 4`` with the document tokenizer's frame (127 for 512 tokens and
+            size: Tokens per macro window, frame included; ``None`` = :attr:`max_length`.
+            overlap: Content tokens shared by consecutive macro windows; ``None`` = a quarter of the macro
+                window's content tokens, ``(size - n_frame) // 4`` with the document tokenizer's frame (127 for 512 tokens and
                 a 2-token frame).
 
         Returns:
@@ -212,8 +213,8 @@ class Encoder:
         """The manifest's model block.
 
         Args:
-            macro_window: The run's plan, recorded as ``window`` and ``window_overlap``; default
-                :meth:`macro_window`.
+            macro_window: The run's plan, recorded as ``window`` and ``window_overlap`` (the manifest's keys
+                for the macro window's size and overlap); default :meth:`macro_window`.
 
         Returns:
             ``name``, ``path``, ``sha256``, ``dim``, ``dtype``, ``device``, ``max_length`` (tokens), ``window``,
@@ -283,7 +284,7 @@ class Encoder:
     def model_inputs(
         self, tok: Tokenization, macro_window: MacroWindow | None = None
     ) -> tuple[list[np.ndarray], list[PlannedWindow]]:
-        """The model inputs of one document: one row when it fits the window, else one row per macro window.
+        """The model inputs of one document: one row when it fits one macro window, else one per macro window.
 
         Args:
             tok: The document's tokenization.
@@ -322,20 +323,21 @@ class Encoder:
             toks: Tokenizations (from ``self.tokenizer`` or another of this encoder's tokenizers).
             macro_window: The macro-window plan; default :meth:`macro_window` (the input limit, a quarter
                 overlap).
-            allow_windows: If False, a document longer than the window raises instead of being windowed.
+            allow_windows: If False, a document longer than the macro window raises instead of being
+                encoded in several macro windows.
             progress: Show a progress bar (tokens).
 
         Returns:
             list of (n_tokens_i, dim) float32 tensors on ``self.device``; row p is the state of token p of the
-            document's tokenization (frame rows from the first/last window).
+            document's tokenization (frame rows from the first/last macro window).
 
         Raises:
-            ValueError: with ``allow_windows=False``, for a document longer than the window (names token count
-                and limit; never truncates silently); for a plan that does not fit a tokenization or the model.
+            ValueError: with ``allow_windows=False``, for a document longer than the macro window (names
+                token count and limit; never truncates silently); for a plan that does not fit a tokenization or the model.
         """
         mw = macro_window or self.macro_window()
         all_rows: list[np.ndarray] = []
-        owners: list[tuple[int, int]] = []  # (doc index, window index)
+        owners: list[tuple[int, int]] = []  # (doc index, macro-window index)
         plans = []
         for d, tok in enumerate(toks):
             if not allow_windows and len(tok) > mw.size:
@@ -349,9 +351,9 @@ class Encoder:
                 all_rows.append(r)
                 owners.append((d, w))
         lengths = [len(r) for r in all_rows]
-        # A one-window document's states are its row's output. A windowed document gets one tensor up front and
-        # each window's rows are copied in as its batch finishes: the overlap rows (and the batch outputs) are
-        # freed at once instead of being held until every window is done.
+        # A document in one macro window: its states are its row's output. A document in several gets one
+        # tensor up front and each macro window's rows are copied in as its batch finishes: the overlap rows (and
+        # the batch outputs) are freed at once instead of being held until every macro window is done.
         result: list[torch.Tensor | None] = [None] * len(toks)
         copies: dict[int, list[tuple[int, int, int, int]]] = {}  # row -> [(doc, dst row, src row, n rows)]
         first_row = 0
@@ -361,13 +363,13 @@ class Encoder:
                 result[d] = torch.empty((len(tok), self.dim), dtype=torch.float32, device=self.device)
                 covered = 0
                 for w, (a, _b, ks, ke) in enumerate(plan):
-                    segs = [(d, nl + ks, nl + (ks - a), ke - ks)]
+                    row_copies = [(d, nl + ks, nl + (ks - a), ke - ks)]
                     if w == 0:
-                        segs.append((d, 0, 0, nl))
+                        row_copies.append((d, 0, 0, nl))
                     if w == len(plan) - 1:
-                        segs.append((d, len(tok) - nt, lengths[first_row + w] - nt, nt))
-                    copies[first_row + w] = segs
-                    covered += sum(n for *_, n in segs)
+                        row_copies.append((d, len(tok) - nt, lengths[first_row + w] - nt, nt))
+                    copies[first_row + w] = row_copies
+                    covered += sum(n for *_, n in row_copies)
                 if covered != len(tok):
                     raise RuntimeError(f"macro-window stitching gave {covered} rows for {len(tok)} tokens")
             first_row += len(plan)
@@ -428,8 +430,8 @@ class Encoder:
                 the override given to the constructor).
             normalize: L2-normalise the output rows (unlike sentence-transformers, on by default).
             progress: Show a progress bar (tokens).
-            macro_window: Plan for texts longer than the window; default :meth:`macro_window` (windows of
-                :attr:`max_length`, never truncated).
+            macro_window: Plan for texts longer than one macro window; default :meth:`macro_window` (macro
+                windows of :attr:`max_length`, never truncated).
 
         Returns:
             (len(texts), dim) float32 on the host, in input order.
@@ -476,7 +478,7 @@ class Encoder:
             texts: The texts (e.g. chunk texts).
             normalize: L2-normalise the output rows.
             progress: Show a progress bar (tokens).
-            macro_window: Plan for texts longer than the window; default :meth:`macro_window`.
+            macro_window: Plan for texts longer than one macro window; default :meth:`macro_window`.
 
         Returns:
             (len(texts), dim) float32 on the host, in input order.

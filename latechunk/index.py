@@ -42,7 +42,11 @@ TRAIN_MAX_ROWS = 1 << 17
 
 
 def faiss_gpu_available() -> bool:
-    """True when the installed faiss has GPU support and sees a GPU."""
+    """Whether the installed faiss has GPU support and sees a GPU.
+
+    Returns:
+        True when ``faiss.StandardGpuResources`` exists and ``faiss.get_num_gpus() > 0``.
+    """
     import faiss
 
     return hasattr(faiss, "StandardGpuResources") and faiss.get_num_gpus() > 0

@@ -49,7 +49,15 @@ _MAX_NON_TEXT_SHARE = 0.1
 
 
 def sniff_bom(data: bytes) -> tuple[bytes, str, str]:
-    """The byte-order mark ``data`` starts with: ``(bom, codec, label)``; ``(b"", "utf-8", "UTF-8")`` when none."""
+    """The byte-order mark ``data`` starts with (UTF-32 marks are tested before the UTF-16 ones they extend).
+
+    Args:
+        data: The file's first bytes (or all of them).
+
+    Returns:
+        ``(bom, codec, label)``: the mark's bytes, a Python codec name without BOM handling (``"utf-16-le"``)
+        and a label for messages (``"UTF-16LE"``); ``(b"", "utf-8", "UTF-8")`` when there is none.
+    """
     for bom, codec, label in _BOMS:
         if data.startswith(bom):
             return bom, codec, label
@@ -72,6 +80,9 @@ def read_text_file(path: Path) -> tuple[str | None, str]:
     """Read a text file: UTF-8, or the encoding of its byte-order mark (UTF-8, UTF-16 LE/BE, UTF-32 LE/BE).
 
     The BOM is removed; there is no newline translation, so offsets index the decoded text exactly as stored.
+
+    Args:
+        path: The file.
 
     Returns:
         ``(text, "")`` or ``(None, reason)`` for an unreadable, binary, non-UTF-8 (without a BOM), undecodable
@@ -225,7 +236,14 @@ def _iter_parquet(path: Path, root_name: str) -> Iterator[Document | Skipped]:
 
 
 def is_output_folder(d: Path) -> bool:
-    """True for a folder written by ``latechunk embed`` (its run.json, or index.faiss beside manifest.json)."""
+    """Whether ``d`` is a folder written by ``latechunk embed``.
+
+    Args:
+        d: A folder.
+
+    Returns:
+        True when it holds a run.json, or an index.faiss beside a manifest.json.
+    """
     return (d / "run.json").is_file() or ((d / "index.faiss").is_file() and (d / "manifest.json").is_file())
 
 
@@ -260,6 +278,12 @@ def count_inputs(inputs: Sequence[str | os.PathLike]) -> int:
     Files and folders are listed as :func:`iter_inputs` lists them; a JSONL file counts its lines that are not
     blank, a parquet file the rows in its footer; anything unreadable counts 1. Exact except for JSONL files in
     UTF-16/32 (counted by line breaks) and inputs that change while they are read.
+
+    Args:
+        inputs: Input paths as given to :func:`iter_inputs` (missing ones count 0).
+
+    Returns:
+        The estimated number of input items (documents and skipped items).
     """
     n = 0
     for _root, items in _input_files([Path(x) for x in inputs if Path(x).exists()]):
@@ -289,11 +313,15 @@ def iter_inputs(inputs: Sequence[str | os.PathLike]) -> Iterator[Document | Skip
     written inside the corpus folder is never read back as documents). The order depends only on the inputs, so a run can be
     resumed by skipping the items already consumed.
 
+    Args:
+        inputs: Files and folders, read in the order given.
+
     Yields:
-        :class:`Document` or :class:`Skipped`.
+        :class:`Document` (``metadata["source"]``: its file, line or row) or :class:`Skipped` (an unreadable,
+        binary or empty file, a bad JSONL line or parquet row, a repeated ``doc_id``), in input order.
 
     Raises:
-        ValueError: if an input path does not exist (checked before any document is read).
+        ValueError: if an input path does not exist (at the first ``next()``, before any document is read).
     """
     paths = [Path(p) for p in inputs]
     missing = [str(p) for p in paths if not p.exists()]

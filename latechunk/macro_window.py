@@ -74,9 +74,9 @@ class MacroWindow:
         Args:
             max_length: The model's input limit in tokens, frame included.
             n_frame: Frame tokens of every input (special tokens and instruction prefix).
-            size: Tokens per window, frame included; ``None`` = ``max_length``.
-            overlap: Content tokens shared by consecutive windows; ``None`` = a quarter of the window's content
-                tokens, ``(size - n_frame) // 4`` (127 for a 512-token window and a 2-token frame).
+            size: Tokens per macro window, frame included; ``None`` = ``max_length``.
+            overlap: Content tokens shared by consecutive macro windows; ``None`` = a quarter of the macro
+                window's content tokens, ``(size - n_frame) // 4`` (127 for a 512-token window and a 2-token frame).
 
         Returns:
             The checked :class:`MacroWindow`.
@@ -92,7 +92,7 @@ class MacroWindow:
         return mw
 
     def capacity(self, n_frame: int) -> int:
-        """Content tokens per window.
+        """Content tokens per macro window.
 
         Args:
             n_frame: Frame tokens of the inputs (special tokens and instruction prefix).

@@ -248,27 +248,59 @@ class OutputFolder:
 
     @staticmethod
     def shard_name(k: int) -> str:
-        """The name of shard ``k`` (``00007``)."""
+        """The name of shard ``k``.
+
+        Args:
+            k: Shard number (>= 0).
+
+        Returns:
+            ``k`` as five or more digits, zero-padded (``7`` -> ``"00007"``).
+        """
         return f"{k:05d}"
 
     @staticmethod
     def shard_number(file_name: str) -> int | None:
-        """The shard number of a file name in ``shards/`` (``00007.npy`` -> 7), ``None`` if it names none."""
+        """The shard number of a file name in ``shards/``.
+
+        Args:
+            file_name: A file name (no folder), e.g. ``"00007.npy"``.
+
+        Returns:
+            The number (``7``), or ``None`` if the part before the first ``.`` is not all digits.
+        """
         stem = file_name.split(".", 1)[0]
         return int(stem) if stem.isdigit() else None
 
     def shard_path(self, k: int, ext: str) -> Path:
-        """``DIR/shards/NNNNN.<ext>`` (``ext`` one of ``json``, ``parquet``, ``npy``)."""
+        """The path of one of shard ``k``'s files.
+
+        Args:
+            k: Shard number.
+            ext: ``"json"``, ``"parquet"`` or ``"npy"`` (not checked).
+
+        Returns:
+            ``DIR/shards/NNNNN.<ext>``.
+        """
         return self.shards_dir / f"{self.shard_name(k)}.{ext}"
 
     def temp_files(self) -> list[Path]:
-        """Temp files of unfinished writes (``*.tmp``) at the top level and in ``shards/``, sorted."""
+        """Temp files of unfinished writes (``*.tmp``) at the top level and in ``shards/``.
+
+        Returns:
+            Their paths: the top level's sorted, then ``shards/``'s sorted.
+        """
         return sorted(self.path.glob("*.tmp")) + sorted(self.shards_dir.glob("*.tmp"))
 
     # ---------------------------------------------------------------- JSON files
     @staticmethod
     def read_json(path: Path) -> dict:
         """A JSON object file.
+
+        Args:
+            path: The file.
+
+        Returns:
+            The parsed JSON object.
 
         Raises:
             ValueError: if it is missing, unreadable, not JSON or not an object (the message names the file).
@@ -285,11 +317,25 @@ class OutputFolder:
 
     @staticmethod
     def json_bytes(obj, indent: int | None = 1) -> bytes:
-        """How every JSON file of the folder is written: UTF-8, ``ensure_ascii=False``, newline-terminated."""
+        """How every JSON file of the folder is written: UTF-8, ``ensure_ascii=False``, newline-terminated.
+
+        Args:
+            obj: A JSON-ready object.
+            indent: Spaces per level; None: one line.
+
+        Returns:
+            The file's bytes.
+
+        Raises:
+            TypeError: if ``obj`` holds a value JSON cannot encode.
+        """
         return _json_bytes(obj, indent)
 
     def read_manifest(self) -> dict:
         """``manifest.json`` as a dict.
+
+        Returns:
+            The manifest (keys: :func:`build_manifest`).
 
         Raises:
             ValueError: if it is missing (an unfinished run?) or unreadable.
@@ -300,7 +346,11 @@ class OutputFolder:
         return self.read_json(self.manifest_path)
 
     def read_run(self) -> dict:
-        """``run.json`` as a dict (``{"format", "created", "settings"}``).
+        """``run.json`` as a dict.
+
+        Returns:
+            ``{"format", "created", "settings"}``; ``settings`` is ``EmbedConfig.to_dict()`` with the model's
+            facts (:func:`latechunk.ingest.run_settings`).
 
         Raises:
             ValueError: if it is missing or unreadable.
@@ -310,6 +360,9 @@ class OutputFolder:
     # ---------------------------------------------------------------- index and chunks
     def read_index(self):
         """``index.faiss`` as a CPU ``faiss.Index``.
+
+        Returns:
+            The index (inner-product metric; vector id i = row i of chunks.parquet).
 
         Raises:
             ValueError: if it is missing, or unreadable (truncated or not a FAISS index).
@@ -326,13 +379,27 @@ class OutputFolder:
                              f"truncated or not a FAISS index); run `latechunk verify {self.path}`") from err
 
     def write_index(self, index, tmp: Path) -> None:
-        """Write ``index`` to ``tmp`` (the caller commits it to :attr:`index_path`)."""
+        """Write ``index`` to ``tmp`` (the caller commits it to :attr:`index_path`).
+
+        Args:
+            index: A CPU ``faiss.Index``.
+            tmp: The temp file to write.
+
+        Raises:
+            RuntimeError: if FAISS cannot write the file.
+        """
         import faiss
 
         faiss.write_index(index, str(tmp))
 
     def read_chunks(self, columns: Sequence[str] | None = None):
         """``chunks.parquet`` as a ``pyarrow.Table`` (all or some columns).
+
+        Args:
+            columns: Column names to read (of :data:`CHUNK_COLUMNS`); None: all.
+
+        Returns:
+            The table, row i = vector id i.
 
         Raises:
             ValueError: if it is missing or unreadable.
@@ -341,6 +408,9 @@ class OutputFolder:
 
     def chunk_rows_count(self) -> int:
         """Rows of ``chunks.parquet`` from its footer (the file is not read).
+
+        Returns:
+            The row count (= chunks).
 
         Raises:
             ValueError: if it is missing or unreadable.
@@ -356,14 +426,33 @@ class OutputFolder:
 
     def iter_chunk_batches(self, path: Path | None = None, columns: Sequence[str] | None = None,
                            batch_size: int = 4096) -> Iterator:
-        """Record batches of a chunk table file (default ``chunks.parquet``), in row order."""
+        """Record batches of a chunk table file (default ``chunks.parquet``), in row order.
+
+        Args:
+            path: The parquet file; None: ``chunks.parquet``.
+            columns: Column names to read; None: all.
+            batch_size: Rows per batch (the last one may be shorter).
+
+        Returns:
+            An iterator of ``pyarrow.RecordBatch``.
+
+        Raises:
+            OSError: if the file is missing.
+            pyarrow.ArrowInvalid: (a ValueError) if it is not a parquet file.
+        """
         import pyarrow.parquet as pq
 
         return pq.ParquetFile(path or self.chunks_path).iter_batches(batch_size=batch_size, columns=columns)
 
     # ---------------------------------------------------------------- shards
     def read_shard_vectors(self, name: str) -> np.ndarray:
-        """A shard's vectors, memory-mapped: (rows, dim) float32.
+        """A shard's vectors, memory-mapped.
+
+        Args:
+            name: The shard's name (``NNNNN``).
+
+        Returns:
+            (rows, dim), float32, read-only memory map; row i = row i of the shard's table.
 
         Raises:
             OSError, ValueError: if the file is missing or not a ``.npy`` array.
@@ -373,6 +462,12 @@ class OutputFolder:
     def read_shard_table(self, name: str):
         """A shard's chunk rows as a ``pyarrow.Table`` (:func:`chunk_schema`).
 
+        Args:
+            name: The shard's name (``NNNNN``).
+
+        Returns:
+            The table.
+
         Raises:
             ValueError: if it is missing or unreadable.
         """
@@ -381,6 +476,13 @@ class OutputFolder:
 
 def read_chunk_table(path: Path, columns: Sequence[str] | None = None):
     """A chunk table file (chunks.parquet or a shard's .parquet) as a ``pyarrow.Table``.
+
+    Args:
+        path: The parquet file.
+        columns: Column names to read; None: all.
+
+    Returns:
+        The table (:func:`chunk_schema`, or those columns).
 
     Raises:
         ValueError: if it is missing or unreadable.
@@ -398,7 +500,16 @@ def read_chunk_table(path: Path, columns: Sequence[str] | None = None):
 def write_chunk_table(tables: Iterable, path: Path) -> None:
     """Write chunk tables (each of :func:`chunk_schema`) one after another into one parquet file at ``path``.
 
-    The caller writes to a temp name and commits it (:mod:`latechunk.ingest.files`).
+    The caller writes to a temp name and commits it (:mod:`latechunk.ingest.files`). Memory: one table at a
+    time.
+
+    Args:
+        tables: ``pyarrow.Table`` s of :func:`chunk_schema`, in row order (empty ones are skipped).
+        path: The file to write.
+
+    Raises:
+        OSError: if the file cannot be written.
+        ValueError: if a table's schema is not :func:`chunk_schema`.
     """
     import pyarrow.parquet as pq
 
@@ -409,7 +520,15 @@ def write_chunk_table(tables: Iterable, path: Path) -> None:
 
 
 def write_shard_table(table, path: Path) -> None:
-    """Write one shard's chunk table to ``path`` (a temp name the caller commits)."""
+    """Write one shard's chunk table to ``path`` (a temp name the caller commits).
+
+    Args:
+        table: The shard's ``pyarrow.Table`` (:func:`chunk_table`).
+        path: The file to write.
+
+    Raises:
+        OSError: if the file cannot be written.
+    """
     import pyarrow.parquet as pq
 
     pq.write_table(table, path)
@@ -455,6 +574,21 @@ def build_manifest(*, created: str, finished: str, header: Mapping, settings: Ma
     ``forward_calls``); ``documents`` (``doc_id``, ``chunks``, ``sha256``, ``source`` per embedded document,
     in row order); ``skipped`` (``doc_id``, ``reason``, ``source``); ``shards`` (``name``, ``inputs``, ``rows``,
     ``sha256`` of its record); ``seconds`` per stage and ``total``.
+
+    Args:
+        created: When the run started (``run.json``'s ``created``, ``%Y-%m-%dT%H:%M:%S%z``).
+        finished: When assembly finished (same format).
+        header: Extra fields, written as given (``model``, ``strategy``, ``inputs``, ``versions``).
+        settings: The run's settings (run.json's).
+        dim: Vector dimension.
+        index: The index settings (:meth:`IndexConfig.to_dict <latechunk.config.IndexConfig.to_dict>`) and
+            ``ntotal``.
+        world_size: Processes that wrote the shards.
+        counts: The run's counts (documents, chunks, tokens, forward calls).
+        documents: One dict per embedded document, in row order.
+        skipped: One dict per skipped input item, in input order.
+        shards: One dict per shard, in order.
+        seconds: Wall seconds per stage and ``total``.
 
     Returns:
         The manifest dict (JSON-ready).

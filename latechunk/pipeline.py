@@ -87,7 +87,11 @@ class PipelineStats:
     seconds_by_strategy: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def add(self, other: PipelineStats) -> None:
-        """Add ``other``'s counters to these (in place)."""
+        """Add ``other``'s counters to these (in place).
+
+        Args:
+            other: The counters of another group or run; it is not changed.
+        """
         self.documents_in += other.documents_in
         self.content_tokens += other.content_tokens
         for mine, theirs in ((self.tokens, other.tokens), (self.forward_calls, other.forward_calls),
@@ -101,7 +105,12 @@ class PipelineStats:
                 mine[k] = mine.get(k, 0.0) + v
 
     def to_dict(self) -> dict:
-        """JSON-ready counters."""
+        """JSON-ready counters.
+
+        Returns:
+            A new dict with the fields of this class as keys (nested dicts copied): counts in documents and
+            tokens, ``seconds`` in wall seconds.
+        """
         return {
             "documents_in": self.documents_in,
             "content_tokens": self.content_tokens,
@@ -158,6 +167,12 @@ class EmbedResult:
 
     def run(self, spec: str | Strategy) -> StrategyRun:
         """The run of a strategy given by any SPEC form (``fixed`` finds ``fixed:size=256,overlap=0``).
+
+        Args:
+            spec: A SPEC string (defaults filled in, aliases accepted) or a Strategy.
+
+        Returns:
+            The :class:`StrategyRun` of that strategy.
 
         Raises:
             ValueError: on an unknown strategy or parameter.
@@ -617,12 +632,19 @@ def iter_embed(
         segmenter: The sentence segmenter (default: one for this run with ``config.sentence_workers`` workers,
             closed when the stream ends).
 
-    Yields:
-        GroupResult, in input order; ``groups[i + 1].start == groups[i].end``.
+    Returns:
+        An iterator of :class:`GroupResult`, in input order; ``groups[i + 1].start == groups[i].end``. The
+        prefetch thread starts at the first ``next()``; closing the iterator early stops it (and closes a
+        segmenter made here).
 
     Raises:
-        ValueError: on a macro window that does not fit the model, or a sentence model that does not load
-            (when called, before any item is read).
+        ValueError: on a macro window that does not fit the model (:meth:`MacroWindow.check
+            <latechunk.macro_window.MacroWindow.check>`), or a ``semantic:source=MODEL`` model that does not
+            load (when called, before any item is read).
+        TypeError: if a ``semantic:source=MODEL`` model's tokenizer is not a fast tokenizer.
+
+    Errors while the stream runs (reading, encoding) propagate from ``next()``; a document that fails to
+    tokenize or split is a skipped item, not an error.
     """
     run_encoders = dict(sentence_encoders or {})
     for s in config.strategies:  # a named sentence model is loaded up front: a bad name fails before any work

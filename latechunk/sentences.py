@@ -154,16 +154,16 @@ def _paragraphs(text: str) -> list[tuple[int, int]]:
     return [(a, b) for a, b in out if not text[a:b].isspace() and a < b]
 
 
-def _align(para: str, segments: list[str]) -> list[tuple[int, int]] | None:
-    """Locate each segment in ``para`` with a monotone cursor; None if a segment is not where it must be.
+def _align(para: str, sentences: list[str]) -> list[tuple[int, int]] | None:
+    """Locate each pysbd sentence in ``para`` with a monotone cursor; None if one is not where it must be.
 
-    Each segment, stripped, must start at the next non-whitespace character after the previous one's end.
+    Each sentence, stripped, must start at the next non-whitespace character after the previous one's end.
     """
     spans = []
     cursor = 0
     n = len(para)
-    for seg in segments:
-        s = seg.strip()
+    for sent in sentences:
+        s = sent.strip()
         if not s:
             continue
         # skip whitespace after the cursor
@@ -178,9 +178,9 @@ def _align(para: str, segments: list[str]) -> list[tuple[int, int]] | None:
     return spans
 
 
-def _align_non_space(para: str, segments: list[str]) -> list[tuple[int, int]] | None:
-    """Fallback alignment by counts of non-whitespace characters (when a segment's whitespace was altered)."""
-    if "".join("".join(seg.split()) for seg in segments) != "".join(para.split()):
+def _align_non_space(para: str, sentences: list[str]) -> list[tuple[int, int]] | None:
+    """Fallback alignment by counts of non-whitespace characters (when a sentence's whitespace was altered)."""
+    if "".join("".join(sent.split()) for sent in sentences) != "".join(para.split()):
         return None
     # char position of the k-th non-whitespace character
     pos = np.fromiter(
@@ -188,8 +188,8 @@ def _align_non_space(para: str, segments: list[str]) -> list[tuple[int, int]] | 
     )
     spans = []
     k = 0
-    for seg in segments:
-        c = sum(len(w) for w in seg.split())
+    for sent in sentences:
+        c = sum(len(w) for w in sent.split())
         if c == 0:
             continue
         spans.append((int(pos[k]), int(pos[k + c - 1]) + 1))
@@ -205,7 +205,7 @@ def _segment_block(block: str, a: int) -> list[tuple[int, int]]:
     try:
         # pysbd's Processor gives the sentences; Segmenter.segment() would then re-find each one in the block
         # with a fresh regex per sentence (a third of its time); _align does that job with a cursor
-        segments = _pysbd_segmenter().processor(block).process()
+        sentences = _pysbd_segmenter().processor(block).process()
     except Exception as err:  # noqa: BLE001  (pysbd is rule code: a crash on odd input must not stop a corpus)
         warnings.warn(
             f"pysbd failed on the block at chars [{a}, {a + len(block)}) ({type(err).__name__}: {err}); "
@@ -213,10 +213,10 @@ def _segment_block(block: str, a: int) -> list[tuple[int, int]]:
             RuntimeWarning,
             stacklevel=4,
         )
-        segments = None
-    spans = None if segments is None else _align(block, segments)
-    if spans is None and segments is not None:
-        spans = _align_non_space(block, segments)
+        sentences = None
+    spans = None if sentences is None else _align(block, sentences)
+    if spans is None and sentences is not None:
+        spans = _align_non_space(block, sentences)
         if spans is None:
             warnings.warn(
                 f"pysbd changed the text of the block at chars [{a}, {a + len(block)}); its lines are used as "

@@ -76,6 +76,12 @@ class DocumentTokenizer:
         """Tokenize several documents in one call: the same result as ``[self(d) for d in docs]``, but the Rust
         tokenizer encodes them on all cores (``TOKENIZERS_PARALLELISM``) with the GIL released.
 
+        Args:
+            docs: Documents or plain strings.
+
+        Returns:
+            One :class:`Tokenization` per document, in order (see :meth:`__call__`); ``[]`` for no documents.
+
         Raises:
             Whatever the tokenizer raises for any of the texts (tokenize one by one to find which).
         """
@@ -107,7 +113,20 @@ class DocumentTokenizer:
 
     @classmethod
     def from_pretrained(cls, name_or_path: str, prefix: str = "", trust_remote_code: bool = False) -> DocumentTokenizer:
-        """Load the fast tokenizer of a Hugging Face model by name or local path."""
+        """Load the fast tokenizer of a Hugging Face model by name or local path.
+
+        Args:
+            name_or_path: Hub id or local folder.
+            prefix: Instruction prefix prepended to every document (see the class docstring).
+            trust_remote_code: Allow the repository's own tokenizer code.
+
+        Returns:
+            The :class:`DocumentTokenizer`.
+
+        Raises:
+            OSError: if transformers cannot find or read the tokenizer.
+            TypeError / ValueError: as the constructor.
+        """
         from transformers import AutoTokenizer
 
         tok = AutoTokenizer.from_pretrained(str(name_or_path), use_fast=True, trust_remote_code=trust_remote_code)

@@ -60,7 +60,16 @@ class Document:
 
 @dataclass(frozen=True)
 class Span:
-    """A half-open ``[start, end)`` range with ``0 <= start < end``; an empty span raises ``ValueError``."""
+    """A half-open ``[start, end)`` range with ``0 <= start < end``, in the unit its field name states
+    (``char_span``, ``token_span``).
+
+    Attributes:
+        start: First position.
+        end: One past the last position.
+
+    Raises:
+        ValueError: unless ``0 <= start < end`` (an empty span raises).
+    """
 
     start: int
     end: int
@@ -185,7 +194,14 @@ class Boundaries:
         return int(self.token_spans.shape[0])
 
     def texts(self, text: str) -> list[str]:
-        """The chunk texts: ``[text[s:e] for s, e in char_spans]``."""
+        """The chunk texts: ``[text[s:e] for s, e in char_spans]``.
+
+        Args:
+            text: The document's text (the one the char spans index).
+
+        Returns:
+            ``len(self)`` strings, in chunk order.
+        """
         return [text[s:e] for s, e in self.char_spans.tolist()]
 
 

@@ -1,37 +1,130 @@
-"""One helper that checks the invariants every strategy's Boundaries must hold (chonkie ``verify_chunk_indices``).
+"""The invariants every chunking result must hold, checked against the caller's own string.
 
-Used by the strategy tests and by any test that produces Boundaries.
+Two checks that cannot pass by construction:
+
+- :func:`check_chunk_texts`: the chunk texts *as latechunk hands them out* (``latechunk.output.chunk_rows``, the
+  ``text`` column of ``chunks.parquet``, the lines of ``latechunk chunk``) equal ``original[s:e]``, where
+  ``original`` is the string the caller passed in (never ``doc.text`` of a Document built inside latechunk);
+- :func:`check_token_cover`: each char span is exactly the span of characters its token span's offsets cover:
+  ``s`` is the first token's start (the first chunk may start earlier only over characters no token covers),
+  ``e`` is the last token's end extended only over characters no content token covers (the characters the
+  tokenizer dropped, see ``latechunk.tokenize.char_spans_from_token_spans``), and every character of ``[s, e)``
+  that none of the span's own tokens covers is whitespace or covered by no token at all.
+
+:func:`check_boundaries` runs both with the structural checks (shapes, order, coverage, budget) over one
+document's :class:`~latechunk.types.Boundaries` (chonkie ``verify_chunk_indices``); :func:`check_chunk_rows`
+runs them over chunk records read back from an output. ``tests/test_invariants.py`` shows that each can fail.
 """
 
 from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
 from latechunk.types import Boundaries, Tokenization
 
 
+def _covered_by(text: str, offsets: np.ndarray) -> np.ndarray:
+    """(len(text),) bool: characters inside the ``[start, end)`` offsets of at least one of ``offsets``."""
+    delta = np.zeros(len(text) + 1, dtype=np.int64)
+    for a, b in np.asarray(offsets, dtype=np.int64).reshape(-1, 2).tolist():
+        if b > a:
+            delta[max(a, 0)] += 1
+            delta[min(b, len(text))] -= 1
+    return np.cumsum(delta)[: len(text)] > 0
+
+
+def check_chunk_texts(original: str, char_spans, chunk_texts: Sequence[str]) -> None:
+    """Assert ``chunk_texts[i] == original[s_i:e_i]`` for every char span, and that there is one text per span.
+
+    Args:
+        original: The string the caller passed to latechunk (not a copy latechunk made).
+        char_spans: (n, 2) int, half-open char spans into ``original``.
+        chunk_texts: n chunk texts as latechunk returned them.
+    """
+    cs = np.asarray(char_spans, dtype=np.int64).reshape(-1, 2)
+    texts = list(chunk_texts)
+    assert len(texts) == cs.shape[0], f"{len(texts)} chunk texts for {cs.shape[0]} char spans"
+    for i, ((s, e), got) in enumerate(zip(cs.tolist(), texts)):
+        assert 0 <= s < e <= len(original), f"chunk {i}: char span ({s}, {e}) outside the text ({len(original)})"
+        assert got == original[s:e], f"chunk {i}: text {got!r} is not the caller's slice {original[s:e]!r}"
+
+
+def check_token_cover(text: str, tok: Tokenization, token_spans, char_spans) -> None:
+    """Assert that each char span is exactly covered by the offsets of its token span (see the module docstring).
+
+    Args:
+        text: The caller's original string, which ``tok`` tokenizes.
+        tok: Its Tokenization (content tokens ``[content_start, content_end)``).
+        token_spans: (n, 2) int, half-open token spans (positions in ``tok``).
+        char_spans: (n, 2) int, half-open char spans into ``text``.
+    """
+    ts = np.asarray(token_spans, dtype=np.int64).reshape(-1, 2)
+    cs = np.asarray(char_spans, dtype=np.int64).reshape(-1, 2)
+    assert ts.shape == cs.shape, f"{ts.shape[0]} token spans, {cs.shape[0]} char spans"
+    c0, c1 = tok.content_start, tok.content_end
+    offs = tok.offsets.astype(np.int64)
+    any_token = _covered_by(text, offs[c0:c1])
+    for i, ((a, b), (s, e)) in enumerate(zip(ts.tolist(), cs.tolist())):
+        assert c0 <= a < b <= c1, f"chunk {i}: token span ({a}, {b}) outside content [{c0}, {c1})"
+        assert 0 <= s < e <= len(text), f"chunk {i}: char span ({s}, {e}) outside the text"
+        first, last_end = int(offs[a, 0]), int(offs[b - 1, 1])
+        if a > c0:
+            assert s == first, f"chunk {i}: char start {s} != start of its first token {a} ({first})"
+        else:
+            assert s <= first, f"chunk {i}: char start {s} after its first token's start {first}"
+            lead = np.flatnonzero(any_token[s:first])
+            assert lead.size == 0, f"chunk {i}: starts early over token-covered chars at {(s + lead[:5]).tolist()}"
+        assert e >= last_end, f"chunk {i}: char end {e} before the end of its last token {b - 1} ({last_end})"
+        tail = np.flatnonzero(any_token[last_end:e])
+        assert tail.size == 0, (
+            f"chunk {i}: end {e} extends past its last token's end {last_end} over token-covered chars "
+            f"at {(last_end + tail[:5]).tolist()}"
+        )
+        own = _covered_by(text, offs[a:b])
+        foreign = [p for p in range(s, e) if not own[p] and any_token[p] and not text[p].isspace()]
+        assert not foreign, (
+            f"chunk {i}: chars {foreign[:5]} ({[text[p] for p in foreign[:5]]}) belong to tokens outside "
+            f"its token span ({a}, {b})"
+        )
+
+
 def check_boundaries(
-    text: str, tok: Tokenization, boundaries: Boundaries, max_tokens: int | None = None
+    text: str,
+    tok: Tokenization,
+    boundaries: Boundaries,
+    max_tokens: int | None = None,
+    chunk_texts: Sequence[str] | None = None,
 ) -> None:
-    """Assert the invariants of ``boundaries`` over ``text`` and its tokenization ``tok``.
+    """Assert the invariants of ``boundaries`` over the caller's ``text`` and its tokenization ``tok``.
 
     - shapes: token_spans and char_spans are int32 (n, 2); heading_paths and contexts have n entries;
     - token spans are non-empty, inside the content tokens ``[content_start, content_end)``, never touch a frame
-      token (``special_tokens_mask``), and their starts strictly increase;
-    - together the token spans hold every content token;
-    - char spans are consistent with the token offsets: a chunk starts at its first token's start (the first
-      chunk may start earlier, over leading characters the tokenizer dropped) and ends at or after its last
-      token's end, with no whitespace at either end; char starts strictly increase;
-    - exact slice: ``boundaries.texts(text)[i] == text[s:e]`` and no chunk is empty or whitespace-only;
+      token (``special_tokens_mask``), and their starts strictly increase; together they hold every content token;
+    - char spans: starts strictly increase; each is exactly covered by its token span (:func:`check_token_cover`);
+      no chunk is empty, whitespace-only or has whitespace at either end;
+    - exact slice: ``chunk_texts`` (when given; the texts latechunk handed out) equal ``text[s:e]``
+      (:func:`check_chunk_texts`);
     - coverage: every non-whitespace character of ``text`` lies in some chunk;
     - with ``max_tokens``: every span has at most ``max_tokens`` tokens, unless it is the wordpieces of one
       character (no two of its tokens have different start offsets).
+
+    Args:
+        text: The string the caller passed in.
+        tok: Its Tokenization.
+        boundaries: The chunks latechunk made of it.
+        max_tokens: The strategy's token budget, if it has one.
+        chunk_texts: The chunk texts as latechunk handed them out (e.g. ``latechunk.output.chunk_rows``).
     """
     ts, cs = boundaries.token_spans, boundaries.char_spans
     n = len(boundaries)
     assert ts.dtype == np.int32 and cs.dtype == np.int32
     assert ts.shape == (n, 2) and cs.shape == (n, 2)
     assert len(boundaries.heading_paths) == n and len(boundaries.contexts) == n
+    if chunk_texts is not None:
+        check_chunk_texts(text, cs, chunk_texts)
     if not text.strip() or tok.n_content == 0:
         assert n == 0, f"expected no chunks for a text without tokens, got {n}"
         return
@@ -51,28 +144,15 @@ def check_boundaries(
     assert held.all(), f"content tokens not in any span: {np.flatnonzero(~held)[:10].tolist()}"
 
     assert (np.diff(cs[:, 0]) > 0).all(), f"char starts must strictly increase: {cs[:, 0].tolist()}"
+    check_token_cover(text, tok, ts, cs)
     offs = tok.offsets
     covered = np.zeros(len(text) + 1, dtype=np.int64)
-    texts = boundaries.texts(text)
     for i, ((a, b), (s, e)) in enumerate(zip(ts.tolist(), cs.tolist())):
-        assert 0 <= s < e <= len(text), f"chunk {i}: char span ({s}, {e}) outside the text"
-        assert texts[i] == text[s:e], f"chunk {i}: text is not the exact slice"
         chunk = text[s:e]
         assert chunk.strip(), f"chunk {i}: whitespace-only chunk {chunk!r}"
-        assert not chunk[0].isspace() and not chunk[-1].isspace(), (
-            f"chunk {i}: {chunk!r} has outer whitespace"
-        )
-        if a > c0:
-            assert s == offs[a, 0], f"chunk {i}: char start {s} != start of token {a} ({offs[a, 0]})"
-        else:
-            assert s <= offs[a, 0], f"chunk {i}: first chunk starts after its first token"
-        assert e >= offs[b - 1, 1], (
-            f"chunk {i}: char end {e} before the end of token {b - 1} ({offs[b - 1, 1]})"
-        )
+        assert not chunk[0].isspace() and not chunk[-1].isspace(), f"chunk {i}: {chunk!r} has outer whitespace"
         if b < c1:
-            assert e <= offs[b, 0] or offs[b, 0] < offs[b - 1, 1], (
-                f"chunk {i}: char end {e} runs into token {b}"
-            )
+            assert e <= offs[b, 0] or offs[b, 0] < offs[b - 1, 1], f"chunk {i}: char end {e} runs into token {b}"
         covered[s] += 1
         covered[e] -= 1
     inside = np.cumsum(covered)[: len(text)] > 0
@@ -86,3 +166,33 @@ def check_boundaries(
             if b - a > max_tokens:
                 starts = offs[a:b, 0]
                 assert (starts == starts[0]).all(), f"span ({a}, {b}) has {b - a} > {max_tokens} tokens"
+
+
+def check_chunk_rows(originals: Mapping[str, str], rows: Iterable[Mapping], tokenizer=None) -> None:
+    """Assert the invariants of chunk records read back from latechunk (``chunk_rows``, ``chunks.parquet`` rows,
+    ``latechunk chunk`` JSONL lines) against the callers' original strings.
+
+    Every row's ``text`` is ``originals[doc_id][char_start:char_end]``; a document's ``chunk_index`` runs
+    0, 1, ...; with ``tokenizer`` (the run's :class:`~latechunk.tokenize.DocumentTokenizer`), each document's
+    original is tokenized again and every row's token span must cover its char span exactly
+    (:func:`check_token_cover`).
+
+    Args:
+        originals: ``doc_id`` -> the string the caller gave for that document.
+        rows: Dicts with ``doc_id``, ``chunk_index``, ``char_start``, ``char_end``, ``token_start``,
+            ``token_end`` and ``text``.
+        tokenizer: Optional; callable on a str, returning a Tokenization.
+    """
+    by_doc: dict[str, list[Mapping]] = defaultdict(list)
+    for row in rows:
+        by_doc[row["doc_id"]].append(row)
+    assert by_doc, "no chunk rows"
+    for doc_id, doc_rows in by_doc.items():
+        assert doc_id in originals, f"rows of an unknown document {doc_id!r}"
+        original = originals[doc_id]
+        assert [r["chunk_index"] for r in doc_rows] == list(range(len(doc_rows))), f"{doc_id}: chunk_index order"
+        cs = np.array([(r["char_start"], r["char_end"]) for r in doc_rows], dtype=np.int64)
+        check_chunk_texts(original, cs, [r["text"] for r in doc_rows])
+        if tokenizer is not None:
+            ts = np.array([(r["token_start"], r["token_end"]) for r in doc_rows], dtype=np.int64)
+            check_token_cover(original, tokenizer(original), ts, cs)

@@ -176,3 +176,20 @@ def test_the_installed_layout_sees_imports_across_the_mapping(tmp_path, path, li
     proc = _run(root, "--config", str(ini))
     assert proc.returncode != 0, proc.stdout[-4000:]
     assert _verdicts(proc.stdout)[contract] == "BROKEN", proc.stdout[-4000:]
+
+
+def test_architecture_md_module_map_matches_the_code():
+    """Every module named in ARCHITECTURE.md's map exists, and every module of the package is named there."""
+    doc = (ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    table = doc.split("## Module map", 1)[1].split("\n## ", 1)[0]
+    named = set(re.findall(r"`((?:latechunk|kernels|eval)/[\w/]*?(?:\.py|/))`", table))
+    assert named, "no module paths found in ARCHITECTURE.md's module map"
+    missing = sorted(p for p in named if not (ROOT / p).exists())
+    assert not missing, f"ARCHITECTURE.md names modules that do not exist: {missing}"
+    folders = {p for p in named if p.endswith("/")}
+    on_disk = [p.relative_to(ROOT).as_posix() for p in (ROOT / "latechunk").rglob("*.py") if p.name != "__init__.py"]
+    unnamed = sorted(p for p in on_disk if p not in named and not any(p.startswith(f) for f in folders))
+    assert not unnamed, f"modules missing from ARCHITECTURE.md's module map: {unnamed}"
+    tests = set(re.findall(r"`(test_\w+\.py)`", table))
+    absent = sorted(t for t in tests if not (ROOT / "tests" / t).is_file())
+    assert not absent, f"ARCHITECTURE.md names test files that do not exist: {absent}"

@@ -1,7 +1,9 @@
-"""The command line: embed -> search on real data, bad input listed, bad parameters rejected before work."""
+"""latechunk/cli.py: embed -> search on real data, bad input listed, bad parameters rejected before work, `chunk`
+and `embed` hand out the same records (the callers' own slices, token spans covering them)."""
 
 from __future__ import annotations
 
+import codecs
 import json
 
 import pyarrow.parquet as pq
@@ -10,6 +12,9 @@ from typer.testing import CliRunner
 
 from latechunk.cli import app
 from latechunk.eval.datasets import data_root
+from latechunk.models import resolve_model_path
+from latechunk.tokenize import DocumentTokenizer
+from tests.invariants import check_chunk_rows
 
 DATA = data_root() / "chroma_chunking_eval" / "corpora"
 runner = CliRunner()
@@ -38,9 +43,10 @@ def test_embed_writes_consistent_index_table_manifest(sotu_index):
     table = pq.read_table(out / "chunks.parquet").to_pylist()
     assert faiss.read_index(str(out / "index.faiss")).ntotal == len(table) == manifest["counts"]["chunks"]
     assert manifest["counts"]["documents_embedded"] == 1 and manifest["skipped"] == []
-    text = src.read_text(encoding="utf-8")
+    text = src.read_bytes().decode("utf-8")  # the file as written (no newline translation)
     assert all(r["text"] == text[r["char_start"] : r["char_end"]] for r in table)
     assert [r["chunk_index"] for r in table] == list(range(len(table)))
+    check_chunk_rows({src.name: text}, table, DocumentTokenizer.from_pretrained(resolve_model_path(None)))
     assert manifest["model"]["sha256"] and manifest["strategy"]["name"] == "recursive"
 
 
@@ -122,6 +128,7 @@ def test_chunk_writes_jsonl_exact_slices(tmp_path):
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(rows) == 2 and all(r["text"] == text[r["char_start"] : r["char_end"]] for r in rows)
     assert rows[1]["heading_path"] == ["A", "B"]
+    check_chunk_rows({"a.md": text}, rows, DocumentTokenizer.from_pretrained(resolve_model_path(None)))
 
 
 def test_a_previous_index_inside_the_corpus_folder_is_not_read_as_documents(tmp_path):
@@ -226,42 +233,6 @@ def test_search_snippet_shows_the_part_that_matches_the_query():
     assert plain.startswith("x x") and plain.endswith("…")
 
 
-def test_count_inputs_matches_what_iter_inputs_yields(tmp_path):
-    import pyarrow as pa
-
-    from latechunk.io import count_inputs, iter_inputs
-
-    src = tmp_path / "in"
-    (src / "sub").mkdir(parents=True)
-    (src / "good.md").write_text("# Title\n\nA paragraph.\n", encoding="utf-8")
-    (src / "empty.txt").write_text("   ", encoding="utf-8")
-    (src / "sub" / "binary.md").write_bytes(b"\x00\x01\x02binary")
-    (src / "skip.csv").write_text("not an input", encoding="utf-8")
-    (src / "docs.jsonl").write_text('{"id": "j1", "text": "hi"}\n\nnot json\n{"id": "j2", "text": ""}\n')
-    pq.write_table(pa.table({"id": ["p1", "p2", "p3"], "text": ["a", "b", "c"]}), src / "rows.parquet")
-    one = tmp_path / "one.txt"
-    one.write_text("single file", encoding="utf-8")
-    inputs = [src, one]
-    assert count_inputs(inputs) == len(list(iter_inputs(inputs))) == 10
-
-
-def test_embed_progress_bar_counts_every_input_item(tmp_path, capsys):
-    from latechunk.config import EmbedConfig, PipelineConfig
-    from latechunk.ingest import ingest
-    from tests.models import minilm_encoder
-
-    src = tmp_path / "in"
-    src.mkdir()
-    for i in range(3):
-        (src / f"d{i}.md").write_text(f"Document {i} about rivers. " * 5, encoding="utf-8")
-    (src / "bad.md").write_bytes(b"\x00\x01binary")
-    config = EmbedConfig(inputs=(src,), out=tmp_path / "out",
-                         pipeline=PipelineConfig(strategies=("fixed:size=16",), group_tokens=40))
-    ingest(config, minilm_encoder(), progress=True)
-    err = capsys.readouterr().err
-    assert "embed" in err and "4/4" in err
-
-
 def test_cli_messages_from_the_fresh_user_trial(tmp_path, monkeypatch):
     """Clear errors: a folder that is not a model, an empty query, a dataset name whose data is missing."""
     doc = tmp_path / "a.md"
@@ -298,3 +269,33 @@ def test_chunk_and_embed_give_the_same_token_spans_for_a_model_with_a_document_p
     assert manifest["model"]["document_prompt"] == "passage: "
     # the prompt's tokens come first ([CLS] passage : ...): a tokenization without it would start at token 1
     assert min(r["token_start"] for r in chunked) == 3
+    originals = {p.name: p.read_bytes().decode("utf-8") for p in src.iterdir()}
+    check_chunk_rows(originals, chunked, DocumentTokenizer.from_pretrained(str(model), prefix="passage: "))
+
+
+TEXT = "Caf\u00e9 cr\u00e8me \u2014 \u65e5\u672c\u8a9e.\r\nThe river Nile flows north.\n\nSecond paragraph here.\n"
+
+
+def test_utf16_file_is_embedded_and_verifies(tmp_path):
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "le.md").write_bytes(codecs.BOM_UTF16_LE + ("# Rivers\n\n" + TEXT).encode("utf-16-le"))
+    (src / "be.txt").write_bytes(codecs.BOM_UTF16_BE + ("Bread rises. " + TEXT).encode("utf-16-be"))
+    (src / "bin.txt").write_bytes(codecs.BOM_UTF16_LE + b"a\x00\x00\xd8")
+    out = tmp_path / "out"
+    res = _run("embed", src, "--out", out, "--device", "cpu", "--quiet", "--strategy", "fixed:size=16")
+    assert res.exit_code == 0, res.output
+    m = json.loads((out / "manifest.json").read_text())
+    assert {d["doc_id"] for d in m["documents"]} == {"le.md", "be.txt"}
+    assert [(s["doc_id"], "binary" in s["reason"]) for s in m["skipped"]] == [("bin.txt", True)]
+    assert m["counts"]["documents_in"] == 3
+    assert _run("verify", out).exit_code == 0
+
+
+# (the macro-window plan's own checks: tests/test_macro_window.py, tests/test_encoder.py)
+def test_cli_rejects_a_tiny_window_before_work(tmp_path):
+    src = tmp_path / "a.md"
+    src.write_text("Some text about rivers and the sea.\n", encoding="utf-8")
+    res = CliRunner().invoke(app, ["embed", str(src), "--out", str(tmp_path / "o"), "--device", "cpu", "--window", "3"])
+    assert res.exit_code != 0 and "window=3" in res.output and "minimum" in res.output
+    assert not (tmp_path / "o" / "manifest.json").exists()

@@ -1,5 +1,6 @@
 """latechunk.encoder: running a loaded model: sentence-transformers parity (encode / encode_query /
-encode_document), the default macro-window plan, window stitching, batching, long context, the manifest block."""
+encode_document), the default macro-window plan, window stitching, batching, long context, the manifest block;
+and the encoder side of the cases BR-012..BR-014 of ``../shared/cases/README.md``."""
 
 from __future__ import annotations
 
@@ -7,12 +8,17 @@ import numpy as np
 import pytest
 import torch
 
+from latechunk.config import PipelineConfig
 from latechunk.encoder import Encoder
 from latechunk.macro_window import MIN_WINDOW_CONTENT_TOKENS, MacroWindow
 from latechunk.models import ModelSettings, resolve_model_path
+from latechunk.pipeline import embed
+from latechunk.types import Document
 from tests.models import ForwardRecorder, minilm_encoder, minilm_loaded, tiny_modernbert_encoder
 
 LONG = " ".join(f"Note {i}: the lamp in room {i} was switched off at dusk." for i in range(1, 121))
+NOTES = LONG  # the 120-sentence document of BR-012/BR-013
+SENT0 = "sentence_window:window=0"
 DESCRIBE_KEYS = ["name", "path", "sha256", "dim", "dtype", "device", "max_length", "window", "window_overlap",
                  "pooling", "normalize", "document_prompt", "query_prompt"]
 
@@ -195,3 +201,76 @@ def test_from_config_reads_the_model_config(monkeypatch):
     enc = Encoder.from_config(config.ModelConfig(name="x", device="cpu", batch_tokens=4096), dtype="float16")
     assert seen == {"name": "x", "dtype": torch.float16, "trust_remote_code": False}
     assert enc.batch_tokens == 4096 and enc.dtype == torch.float16 and str(enc.device) == "cpu"
+
+
+# --- cases BR-012..BR-014 (../shared/cases/README.md) ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("prefix", ["", "passage: "])
+def test_br012_macro_windows_are_proper_model_inputs(prefix):
+    enc = minilm_encoder(max_length=512, document_prompt=prefix)
+    rec = ForwardRecorder(enc)
+    res = embed([Document("notes", NOTES)], enc, PipelineConfig((SENT0,), macro_window_overlap=64))
+    tok = res.tokenizations[0]
+    assert len(rec.rows) >= 4
+    prefix_ids = enc.tokenizer.prefix_ids
+    assert bool(prefix_ids) == bool(prefix)
+    cls, sep = enc.hf_tokenizer.cls_token_id, enc.hf_tokenizer.sep_token_id
+    for row in rec.rows:
+        assert len(row) <= 512
+        assert row[0] == cls and row[1 : 1 + len(prefix_ids)] == prefix_ids and row[-1] == sep
+    states = enc.token_states([tok])[0]
+    assert states.shape[0] == len(tok.input_ids)
+    b = next(iter(res.runs.values())).boundaries[0]
+    assert len(b) == 120
+    frame = np.flatnonzero(tok.special_tokens_mask)
+    for i, ((a, e), (cs, ce)) in enumerate(zip(b.token_spans.tolist(), b.char_spans.tolist()), 1):
+        assert not ((frame >= a) & (frame < e)).any()
+        assert NOTES[cs:ce].strip() == f"Note {i}: the lamp in room {i} was switched off at dusk."
+    assert next(iter(res.runs.values())).vectors["late"].vectors.shape == (120, enc.dim)
+
+
+def test_br013_no_silent_truncation():
+    enc = minilm_encoder(max_length=512)
+    res = embed([Document("notes", NOTES)], enc, PipelineConfig((SENT0,)))
+    run = next(iter(res.runs.values()))
+    v = run.vectors["late"].vectors
+    b = run.boundaries[0]
+    assert len(v) == len(b) == 120
+    assert np.isfinite(v).all() and (np.linalg.norm(v, axis=1) > 0).all()
+    beyond = b.token_spans[:, 0] >= 512
+    assert beyond.sum() > 50
+    far = v[beyond]
+    sims = far @ far.T
+    np.fill_diagonal(sims, 0)
+    assert sims.max() < 1 - 1e-6  # no copies among chunks past position 512
+    tok = res.tokenizations[0]
+    with pytest.raises(ValueError, match=rf"{len(tok)} tokens.*max_length=512"):
+        enc.token_states([tok], allow_windows=False)
+    off = embed([Document("notes", NOTES)], enc, PipelineConfig((SENT0,), long_documents="skip"))
+    assert off.documents == [] and "macro windows are off" in off.skipped[0].reason
+
+
+def test_br014_batch_padding_independence():
+    enc = minilm_encoder(batch_tokens=4096)
+    a = Document("A", "Snow fell on the quiet village. Children built a fort by the river.")
+    b_text = " ".join(f"Note {i}: the lamp in room {i} was switched off at dusk." for i in range(1, 31))
+    b = Document("B", b_text)
+    outs = {}
+    for order in (["A"], ["A", "B"], ["B", "A"]):
+        docs = [a if d == "A" else b for d in order]
+        res = embed(docs, enc, PipelineConfig((SENT0,), normalize=False))
+        run = next(iter(res.runs.values()))
+        assert [x.doc_id for x in res.documents] == order
+        j = order.index("A")
+        cu = run.vectors["late"].cu_chunks
+        outs[tuple(order)] = run.vectors["late"].vectors[cu[j] : cu[j + 1]]
+        tok = res.tokenizations[j]
+        for s, e in run.boundaries[j].token_spans.tolist():
+            assert e <= len(tok)  # spans index the unpadded document only
+    ref = outs[("A",)]
+    assert ref.shape[0] == 2
+    for key, v in outs.items():
+        assert np.abs(v - ref).max() <= 1e-4, key
+        cos = (v * ref).sum(1) / np.linalg.norm(v, axis=1) / np.linalg.norm(ref, axis=1)
+        assert cos.min() >= 0.9999

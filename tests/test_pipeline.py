@@ -1,14 +1,24 @@
-"""Late and naive pipelines: one pass per document for many strategies, exact means, identical records."""
+"""latechunk.pipeline: late and naive vectors of many strategies from one pass (one pass per document for many
+strategies, exact means, identical records), and the pipeline side of the cases BR-004 and BR-011 of
+``../shared/cases/README.md`` (encoder side, BR-012..BR-014: tests/test_encoder.py; export, BR-015:
+tests/test_index.py)."""
 
 from __future__ import annotations
+
+import itertools
 
 import numpy as np
 import pytest
 import torch
 
 from latechunk.config import PipelineConfig
+from latechunk.index import build_index
+from latechunk.output import chunk_rows
 from latechunk.pipeline import embed, late_vectors
+from latechunk.strategies import get_strategy
 from latechunk.types import Document
+from tests.corpus import make_corpus
+from tests.invariants import check_boundaries, check_chunk_rows
 from tests.models import ForwardRecorder, minilm_encoder
 
 TEXT = (
@@ -18,6 +28,8 @@ TEXT = (
     "The evaluator compares both on the same boundaries."
 )
 STRATS = ["fixed:size=16,overlap=4", "sentence_window:window=1", "recursive:max_tokens=24"]
+STRATEGIES = ["fixed", "recursive", "heading", "sentence_window", "semantic"]
+SENT0 = "sentence_window:window=0"
 
 
 @pytest.fixture(scope="module")
@@ -118,20 +130,6 @@ def test_semantic_with_a_named_sentence_model_needs_no_late_pass_in_naive_mode(e
     assert late.stats.forward_calls["late"] == 1  # source=late: one pass for the sentence vectors
 
 
-def test_batch_tokenization_equals_one_by_one(minilm_tokenizer):
-    docs = [Document("a", "Plain text. " * 50), Document("b", ""), Document("c", "[SEP] typed ☃ naïve café"),
-            Document("d", "x" * 3000), Document("e", "  \n\t ")]
-    one = [minilm_tokenizer(d) for d in docs]
-    many = minilm_tokenizer.batch(docs)
-    assert len(many) == len(docs)
-    for x, y in zip(one, many):
-        np.testing.assert_array_equal(x.input_ids, y.input_ids)
-        np.testing.assert_array_equal(x.offsets, y.offsets)
-        np.testing.assert_array_equal(x.special_tokens_mask, y.special_tokens_mask)
-        assert (x.n_lead, x.n_trail) == (y.n_lead, y.n_trail)
-    assert minilm_tokenizer.batch([]) == []
-
-
 def test_a_document_the_tokenizer_rejects_skips_only_itself():
     """The pipeline tokenizes in batches; a batch that fails is redone one by one, so only the bad one is skipped."""
     from latechunk.pipeline import embed
@@ -159,3 +157,122 @@ def test_a_document_the_tokenizer_rejects_skips_only_itself():
     res = embed(docs, enc, PipelineConfig(("fixed:size=16",)))
     assert [s.doc_id for s in res.skipped] == ["d2"] and "cannot tokenize" in res.skipped[0].reason
     assert [d.doc_id for d in res.documents] == ["d0", "d1", "d3", "d4"]
+
+
+def test_chunk_rows_of_every_strategy_are_the_callers_slices(encoder):
+    """The records latechunk hands out (``output.chunk_rows``) hold the caller's own slices, and each row's token
+    span covers its char span exactly, for every strategy, in late and naive mode."""
+    original = "# Notes\n\n" + TEXT + "\n\n## More\n\nDr. Ames left at 3.14 p.m. sharp.  \n"
+    docs = [Document("a", original), Document("b", TEXT)]
+    res = embed(docs, encoder, PipelineConfig(tuple(STRATEGIES), modes=("late", "naive")))
+    for spec, run in res.runs.items():
+        rows = [r for d, b in zip(res.documents, run.boundaries) for r in chunk_rows(d, b, spec)]
+        check_chunk_rows({"a": original, "b": TEXT}, rows, encoder.tokenizer)
+        for d, tok, b in zip(res.documents, res.tokenizations, run.boundaries):
+            caller = original if d.doc_id == "a" else TEXT
+            check_boundaries(caller, tok, b, chunk_texts=[r["text"] for r in chunk_rows(d, b, spec)])
+
+
+# --- cases BR-004, BR-011 (../shared/cases/README.md) ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", ["", "  \n\t\n  "])
+def test_br004_empty_input_through_all_strategies_late_and_export(text, encoder):
+    rec = ForwardRecorder(encoder)
+    tok = encoder.tokenizer(text)
+    for name in STRATEGIES:
+        b = get_strategy(name).split(Document("d", text), tok, lambda d, t, s: np.zeros((len(s), 4), np.float32))
+        assert b.char_spans.shape == (0, 2) and b.token_spans.shape == (0, 2)
+        v = late_vectors([torch.zeros((len(tok), encoder.dim))], [tok], [b])
+        assert v.shape == (0, encoder.dim) and v.dtype == np.float32
+    res = embed([Document("d", text)], encoder, PipelineConfig(tuple(STRATEGIES)))
+    assert rec.calls == 0  # a zero-chunk document never reaches the encoder
+    assert [s.doc_id for s in res.skipped] == ["d"]
+    for run in res.runs.values():
+        assert run.vectors["late"].vectors.shape == (0, encoder.dim)
+        assert build_index(run.vectors["late"].vectors, dim=encoder.dim).ntotal == 0
+
+
+def test_br004_trailing_whitespace_gives_one_chunk_through_late_encoding(encoder):
+    text = "alpha beta gamma   \n\n   "
+    res = embed([Document("d", text)], encoder, PipelineConfig(tuple(STRATEGIES)))
+    for spec, run in res.runs.items():
+        (b,) = run.boundaries
+        assert len(b) == 1 and b.char_spans[0, 1] <= 16, spec
+        assert all(t.strip() for t in b.texts(text))
+        assert run.vectors["late"].vectors.shape == (1, encoder.dim)
+
+
+def test_br011_special_tokens_never_in_pooled_span(encoder):
+    text = "Dogs bark. Cats sleep."
+    res = embed([Document("d", text)], encoder, PipelineConfig((SENT0,), normalize=False))
+    run = next(iter(res.runs.values()))
+    tok = res.tokenizations[0]
+    b = run.boundaries[0]
+    assert b.char_spans.tolist() == [[0, 10], [11, 22]]
+    assert b.token_spans.tolist() == [[1, 4], [4, 7]]
+    for a, e in b.token_spans.tolist():
+        assert not tok.special_tokens_mask[a:e].any() and a > 0 and e <= 7
+    with torch.inference_mode():
+        states = encoder.model(input_ids=torch.tensor(tok.input_ids)[None]).last_hidden_state[0]
+    ref = np.stack([states[a:e].mean(0).numpy() for a, e in b.token_spans.tolist()])
+    np.testing.assert_allclose(run.vectors["late"].vectors, ref, atol=1e-6)
+
+
+# --- groups over the small corpus of tests/corpus.py (what ranks build on: tests/test_ranks.py) ------------------
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    return make_corpus(tmp_path_factory, "_pipeline")
+
+
+@pytest.mark.usefixtures("one_thread")
+def test_select_group_skips_work_but_keeps_the_groups(corpus):
+    """Unselected groups come as light records; the groups, their input positions and the selected vectors are
+    unchanged."""
+    from latechunk.config import PipelineConfig
+    from latechunk.encoder import Encoder
+    from latechunk.io import iter_inputs
+    from latechunk.pipeline import iter_embed
+
+    corpus_dir, model = corpus
+    enc = Encoder(str(model), device="cpu")
+    items = list(iter_inputs([corpus_dir]))
+    config = PipelineConfig(strategies=("fixed:size=128",), group_tokens=1500)
+    full = list(iter_embed(items, enc, config))
+    part = list(iter_embed(items, enc, config, select_group=lambda i: i % 2 == 1))
+    assert len(full) >= 4 and len(part) == len(full)
+    assert full[0].start == 0 and all(b.start == a.end for a, b in itertools.pairwise(full)) and full[-1].end == len(items)
+    for i, (a, b) in enumerate(zip(full, part)):
+        assert b.index == i and b.selected == (i % 2 == 1)
+        assert (b.start, b.items) == (a.start, a.items)
+        assert [d.doc_id for d in b.documents] == [d.doc_id for d in a.documents]
+        if b.selected:
+            np.testing.assert_array_equal(b.vectors["fixed:size=128,overlap=0"]["late"],
+                                          a.vectors["fixed:size=128,overlap=0"]["late"])
+        else:
+            assert b.vectors == {} and b.tokenizations == []
+    late = sum(g.stats.tokens["late"] for g in part)
+    assert 0 < late < sum(g.stats.tokens["late"] for g in full)  # only the selected groups were encoded
+    assert sum(g.stats.forward_calls["late"] for g in part) < sum(g.stats.forward_calls["late"] for g in full)
+
+
+@pytest.mark.usefixtures("one_thread")
+def test_stopping_early_leaves_no_tokenizer_thread(corpus):
+    """A consumer that raises mid-stream (a rank sees another fail) must not leave the prefetch thread running:
+    a thread inside native code at interpreter exit aborts the process (SIGABRT instead of a clean error)."""
+    import contextlib
+    import threading
+
+    from latechunk.config import PipelineConfig
+    from latechunk.encoder import Encoder
+    from latechunk.io import iter_inputs
+    from latechunk.pipeline import iter_embed
+
+    corpus_dir, model = corpus
+    enc = Encoder(str(model), device="cpu")
+    groups = iter_embed(iter_inputs([corpus_dir]), enc, PipelineConfig(strategies=("fixed:size=128",), group_tokens=1500))
+    with contextlib.closing(groups):
+        next(groups)
+    assert not [t for t in threading.enumerate() if t.name == "latechunk-tokenize"]

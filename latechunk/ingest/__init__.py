@@ -61,7 +61,12 @@ def run_settings(config: EmbedConfig, encoder) -> dict:
     Returns:
         ``config.to_dict()`` with ``model`` extended by the encoder's facts (those of its description among
         ``name``, ``sha256``, ``dim``, ``dtype``, ``max_length``, ``window``, ``window_overlap``, ``pooling``,
-        ``document_prompt``).
+        ``document_prompt``). ``window`` and ``window_overlap`` are the macro window's size and overlap in
+        tokens (keys kept from earlier run.json files, so that ``--resume`` still matches them).
+
+    Raises:
+        ValueError: if the config's macro window does not fit the model (:meth:`Encoder.macro_window
+            <latechunk.encoder.Encoder.macro_window>`).
     """
     settings = config.to_dict()
     plan = encoder.macro_window(config.pipeline.macro_window, config.pipeline.macro_window_overlap)
@@ -89,6 +94,7 @@ def ingest(
         encoder: The :class:`~latechunk.encoder.Encoder`.
         progress: Show a progress bar (input items).
         header: Extra manifest fields (model, strategy, inputs, versions), written as given.
+            ``None``: none.
         on_shard: Called with each new shard record after it is committed (by the process that wrote it).
         rank: This process's place among ``world_size`` processes sharing the run (default ``$RANK``, see
             :func:`dist_env`). With ``world_size > 1`` this process writes the shards ``k`` with
@@ -101,9 +107,13 @@ def ingest(
         The manifest (also written to ``out/manifest.json``); ``None`` on ranks other than 0.
 
     Raises:
-        ValueError: on a folder that may not be written (see :func:`prepare_output`), settings that differ from
-            the interrupted run's, inputs that changed under a resumed run, or an index that cannot be built.
+        ValueError: on ``rank``/``world_size`` out of range, a macro window that does not fit the model, a
+            folder that may not be written (see :func:`prepare_output`), settings that differ from the
+            interrupted run's, inputs that changed under a resumed run (:func:`~latechunk.ingest.stream.
+            skip_consumed`), or an index that cannot be built (:func:`latechunk.index.add_batches`).
         RankError: several processes: another one failed, died or stalled, or they disagree on the groups.
+        RuntimeError: if the pipeline's groups, vectors and chunk rows do not add up (a bug).
+        OSError: if a file of the output folder cannot be written.
     """
     t_start = time.time()
     if rank is None or world_size is None:

@@ -31,7 +31,7 @@ def assemble(out: Path, records: list[dict], settings: dict, index_config: Index
         index_config: The FAISS index.
         dim: Vector dimension.
         header: Extra manifest fields (model, strategy, inputs, versions), written as given.
-        t_start: ``time.time()`` at the start of the run (for ``seconds.total``).
+        t_start: ``time.time()`` at the start of the run, in seconds (for ``seconds.total``).
         world_size: Processes that wrote the shards.
 
     Returns:
@@ -39,7 +39,9 @@ def assemble(out: Path, records: list[dict], settings: dict, index_config: Index
 
     Raises:
         RuntimeError: if the records do not account for every input item or every vector (a bug).
-        ValueError: if an index type that needs training cannot be trained on these vectors.
+        ValueError: if an index type that needs training cannot be trained on these vectors, or a shard's
+            files do not read back (:class:`~latechunk.output.OutputFolder`).
+        OSError: if an output file cannot be written.
     """
     folder = OutputFolder(out)
     t0 = time.perf_counter()

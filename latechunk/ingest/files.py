@@ -23,12 +23,25 @@ FAULT_ENV = "LATECHUNK_FAULT_KILL_AT"
 
 
 def sha256_text(text: str) -> str:
-    """sha256 hex digest of ``text`` encoded as UTF-8 (the manifest's per-document hash)."""
+    """sha256 hex digest of ``text`` encoded as UTF-8 (the manifest's per-document hash).
+
+    Args:
+        text: The text.
+
+    Returns:
+        64 lowercase hex characters.
+    """
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def sha256_file(path: str | os.PathLike) -> str:
     """sha256 hex digest of a file's bytes, read in 4 MiB blocks.
+
+    Args:
+        path: The file.
+
+    Returns:
+        64 lowercase hex characters.
 
     Raises:
         OSError: if the file cannot be read.
@@ -46,13 +59,20 @@ def fault(event: str) -> None:
     Events: ``shard-NNNNN-parquet`` (after the shard's parquet is in place), ``shard-NNNNN-npy.tmp`` (vectors
     written to the temp name, not yet renamed), ``shard-NNNNN-json`` (shard committed), ``assemble-index``
     (index.faiss in place), ``assemble-chunks.tmp`` (chunks.parquet half written).
+
+    Args:
+        event: The event reached (one of the names above).
     """
     if os.environ.get(FAULT_ENV) == event:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
 def fsync_dir(path: Path) -> None:
-    """Flush a folder's entries to disk (best effort: some file systems refuse)."""
+    """Flush a folder's entries to disk (best effort: some file systems refuse; errors are ignored).
+
+    Args:
+        path: The folder.
+    """
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:
@@ -66,7 +86,15 @@ def fsync_dir(path: Path) -> None:
 
 
 def commit(tmp: Path, final: Path) -> None:
-    """Flush ``tmp`` to disk and rename it to ``final`` (atomic on POSIX), then flush the folder."""
+    """Flush ``tmp`` to disk and rename it to ``final`` (atomic on POSIX), then flush the folder.
+
+    Args:
+        tmp: The file as written (its temp name, :func:`tmp_path`).
+        final: Its name once committed (replaced if it exists).
+
+    Raises:
+        OSError: if ``tmp`` cannot be opened, flushed or renamed.
+    """
     with open(tmp, "rb+") as fh:
         os.fsync(fh.fileno())
     os.replace(tmp, final)
@@ -74,7 +102,14 @@ def commit(tmp: Path, final: Path) -> None:
 
 
 def tmp_path(final: Path) -> Path:
-    """The temp name a file is written under before :func:`commit`: ``NAME.tmp``."""
+    """The temp name a file is written under before :func:`commit`.
+
+    Args:
+        final: The file's name.
+
+    Returns:
+        ``NAME.tmp`` beside ``final``.
+    """
     return final.with_name(final.name + ".tmp")
 
 
@@ -85,6 +120,9 @@ def write_atomic(final: Path, write: Callable[[Path], None], after_write: Callab
         final: The file's name.
         write: Writes the whole file at the path it is given (the temp name).
         after_write: Called between the write and the commit (a fault-injection point).
+
+    Raises:
+        OSError: if the file cannot be written or committed (whatever ``write`` raises propagates too).
     """
     tmp = tmp_path(final)
     write(tmp)
@@ -94,13 +132,29 @@ def write_atomic(final: Path, write: Callable[[Path], None], after_write: Callab
 
 
 def write_json(path: Path, obj: dict, indent: int | None = 1) -> None:
-    """Write ``obj`` as JSON (:meth:`OutputFolder.json_bytes`) to ``path`` atomically."""
+    """Write ``obj`` as JSON (:meth:`OutputFolder.json_bytes`) to ``path`` atomically.
+
+    Args:
+        path: The file.
+        obj: A JSON-ready dict.
+        indent: Spaces per level; None: one line.
+
+    Raises:
+        OSError: if the file cannot be written or committed.
+    """
     write_atomic(path, lambda tmp: tmp.write_bytes(OutputFolder.json_bytes(obj, indent)))
 
 
 def read_json(path: Path) -> dict | None:
     """A JSON object file, or ``None`` when it is missing, unreadable or not an object (a file being written
-    by another process reads as ``None`` until it is committed)."""
+    by another process reads as ``None`` until it is committed).
+
+    Args:
+        path: The file.
+
+    Returns:
+        The parsed object, or None.
+    """
     try:
         return OutputFolder.read_json(path)
     except ValueError:

@@ -38,6 +38,11 @@ def check_not_empty(out: Path, entries: Iterable[str] | None = None) -> None:
 def diff_settings(old: dict, new: dict, prefix: str = "") -> list[str]:
     """The differences between two settings dicts (nested dicts compared key by key).
 
+    Args:
+        old: The recorded settings.
+        new: This run's settings.
+        prefix: Prepended to every key path (used by the recursion; ``"model."`` for a nested block).
+
     Returns:
         One line per differing key, ``"a.b was X, now Y"``, keys sorted.
     """
@@ -83,7 +88,15 @@ def _is_latechunk_output(out: Path) -> bool:
 
 def foreign_files(out: Path) -> list[str]:
     """Files that ``--force`` would delete but latechunk may not have written: in a folder that is not a
-    latechunk output, top-level files named like ours, and anything in ``shards/`` not named like a shard."""
+    latechunk output, top-level files named like ours, and anything in ``shards/`` not named like a shard.
+
+    Args:
+        out: The output folder.
+
+    Returns:
+        Names relative to ``out`` (``shards/NAME`` inside ``shards/``); ``[]`` for a folder whose run.json or
+        manifest.json says latechunk wrote it.
+    """
     if _is_latechunk_output(out):
         return []
     bad = [n for n in OUTPUT_FILES if n != SHARDS_DIR and (out / n).exists()]

@@ -96,7 +96,17 @@ def dist_env(environ: dict | None = None) -> tuple[int, int, int]:
 
 def rank_timeout(value: float | None = None) -> float:
     """Seconds a rank waits without progress from the others: ``value``, else ``$LATECHUNK_RANK_TIMEOUT``, else
-    1800."""
+    1800.
+
+    Args:
+        value: The caller's timeout in seconds; None: from the environment.
+
+    Returns:
+        The timeout in seconds.
+
+    Raises:
+        ValueError: if ``$LATECHUNK_RANK_TIMEOUT`` is not a number.
+    """
     return float(os.environ.get(RANK_TIMEOUT_ENV, DEFAULT_RANK_TIMEOUT)) if value is None else float(value)
 
 

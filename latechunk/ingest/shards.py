@@ -91,6 +91,11 @@ def check_shard_files(shard_dir: Path, rec: dict, verify_hashes: bool) -> list[s
     """Check a shard's data files against its record: each listed file exists with the recorded size in bytes
     (and sha256 with ``verify_hashes``), and the record lists exactly its ``.parquet`` and ``.npy``.
 
+    Args:
+        shard_dir: The ``shards/`` folder.
+        rec: The shard's record (its ``.json``).
+        verify_hashes: Also compare each file's sha256 (reads the files); else sizes only.
+
     Returns:
         One line per problem (``[]`` when the shard is whole).
 
@@ -118,6 +123,10 @@ def scan_shards(out: str | Path, verify_hashes: bool = True) -> tuple[list[dict]
 
     A shard is complete when its ``.json`` parses, names itself, continues the previous shard's input range,
     and its ``.parquet`` and ``.npy`` have the recorded sizes (and sha256 with ``verify_hashes``).
+
+    Args:
+        out: The output folder.
+        verify_hashes: Also compare each data file's sha256; else sizes only.
 
     Returns:
         ``(records, notes)``: shard records ``0..k-1``; notes say why shard ``k`` did not count (empty when the
@@ -152,7 +161,15 @@ def scan_shards(out: str | Path, verify_hashes: bool = True) -> tuple[list[dict]
 
 def complete_shards(out: Path) -> dict[int, dict]:
     """Every complete shard of ``out`` by number, gaps allowed (records parse and name themselves; data files
-    have the recorded sizes and sha256). Whether each continues the input stream is checked by the run."""
+    have the recorded sizes and sha256). Whether each continues the input stream is checked by the run.
+
+    Args:
+        out: The output folder.
+
+    Returns:
+        ``{shard number: record}``; ``{}`` when there is no ``shards/`` folder. Unreadable or incomplete
+        shards are left out.
+    """
     folder = OutputFolder(out)
     found: dict[int, dict] = {}
     if not folder.shards_dir.is_dir():
@@ -175,7 +192,12 @@ def complete_shards(out: Path) -> dict[int, dict]:
 
 def clean_shards(out: Path, keep: Callable[[int], bool]) -> None:
     """Delete temp files, the shard files whose number ``keep`` rejects, the assembled files and progress.json
-    (they are rebuilt) and the rank markers of an earlier run."""
+    (they are rebuilt) and the rank markers of an earlier run.
+
+    Args:
+        out: The output folder.
+        keep: ``keep(k)``: whether shard ``k``'s files stay.
+    """
     folder = OutputFolder(out)
     folder.shards_dir.mkdir(exist_ok=True)
     for f in folder.shards_dir.iterdir():

@@ -28,7 +28,8 @@ __all__ = ["ShardInput", "chain", "shard_stats", "skip_consumed", "stream", "wri
 
 
 def chain(digest: str, item: Document | Skipped) -> str:
-    """Running digest of the consumed input items: ``sha256(prev | kind | doc_id | text sha256 or reason)``.
+    """Running digest of the consumed input items: ``sha256(prev | type | doc_id | text sha256 or reason)``
+    (``type`` is ``D`` for a document, ``S`` for a skipped item, whose source is hashed too).
 
     Args:
         digest: The digest before ``item`` (``""`` before the first item).
@@ -118,7 +119,15 @@ def _skipped_records(g: GroupResult) -> list[dict]:
 
 def shard_stats(g: GroupResult | None, mode: str) -> dict:
     """A shard record's ``stats``: ``{"content_tokens", "tokens_encoded", "forward_calls", "seconds"}`` of the
-    run's ``mode`` (tokens through the encoder, forward calls, wall seconds per pipeline stage)."""
+    run's ``mode`` (tokens through the encoder, forward calls, wall seconds per pipeline stage).
+
+    Args:
+        g: The shard's group; None for the one empty shard of a run without input items (all zero).
+        mode: ``"late"`` or ``"naive"``.
+
+    Returns:
+        The stats dict (counts in tokens and calls, ``seconds`` per stage).
+    """
     if g is None:
         return {"content_tokens": 0, "tokens_encoded": 0, "forward_calls": 0, "seconds": {}}
     s = g.stats
@@ -127,7 +136,21 @@ def shard_stats(g: GroupResult | None, mode: str) -> dict:
 
 
 def write_group(folder: OutputFolder, config: EmbedConfig, dim: int, shard: ShardInput) -> dict:
-    """Write ``shard`` (a selected group, or the empty shard) as shard ``shard.k``; return its record."""
+    """Write ``shard`` (a selected group, or the empty shard) as shard ``shard.k``.
+
+    Args:
+        folder: The output folder.
+        config: The run (its one strategy and mode pick the group's boundaries and vectors).
+        dim: Vector dimension (for the (0, dim) vectors of an empty shard).
+        shard: The shard's group, positions and digest.
+
+    Returns:
+        The shard record (:func:`~latechunk.ingest.shards.write_shard`).
+
+    Raises:
+        RuntimeError: if the group's vectors and chunk rows differ in number (a bug).
+        OSError: if a shard file cannot be written.
+    """
     spec, g = config.strategy.spec, shard.group
     docs, bounds, vecs = (g.documents, g.boundaries.get(spec, []), g.vectors.get(spec, {}).get(config.mode)) \
         if g is not None else ([], [], None)
@@ -158,6 +181,11 @@ def stream(config: EmbedConfig, encoder, items: Iterator, start: int, digest: st
     Returns:
         ``(shards, items consumed, digest after them)``; ``shards`` counts from 0 (i.e. ``k0`` + new ones).
         A run without any input item gets one empty shard.
+
+    Raises:
+        ValueError: as :func:`~latechunk.pipeline.iter_embed` (a macro window that does not fit the model).
+        RuntimeError: if a pipeline group arrives out of order or its skipped items do not follow the input
+            order (a bug).
     """
     k, pos = k0, start
     bar = None

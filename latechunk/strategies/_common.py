@@ -31,14 +31,25 @@ __all__ = [
     "or_fresh_segmenter",
     "snap_down",
     "snap_table",
-    "windows",
+    "strided_spans",
 ]
 
 _EMPTY = np.zeros((0, 2), dtype=np.int64)
 
 
 def check_int(strategy: str, name: str, value, minimum: int | None = None) -> None:
-    """Raise TypeError unless ``value`` is an int (not a bool), ValueError if it is below ``minimum``."""
+    """Check that a strategy parameter is an int (not a bool), at least ``minimum``.
+
+    Args:
+        strategy: The strategy's name, for the message.
+        name: The parameter's name, for the message.
+        value: The value to check.
+        minimum: The smallest allowed value; None: no lower bound.
+
+    Raises:
+        TypeError: if ``value`` is not an int, or is a bool.
+        ValueError: if ``value < minimum``.
+    """
     if isinstance(value, bool) or not isinstance(value, Integral):
         raise TypeError(f"{strategy}: {name} must be an int, got {value!r} ({type(value).__name__})")
     if minimum is not None and value < minimum:
@@ -47,6 +58,12 @@ def check_int(strategy: str, name: str, value, minimum: int | None = None) -> No
 
 def check_size_overlap(strategy: str, size_name: str, size, overlap) -> None:
     """Validate a (size, overlap) pair: ``size > 0`` and ``0 <= overlap < size`` (BR-003).
+
+    Args:
+        strategy: The strategy's name, for the message.
+        size_name: The size parameter's name (``size``, ``max_tokens``), for the message.
+        size: Tokens per chunk.
+        overlap: Tokens shared by consecutive chunks.
 
     Raises:
         TypeError: if either is not an int.
@@ -74,12 +91,28 @@ def or_fresh_segmenter(sentences: SentenceSegmenter | None) -> SentenceSegmenter
 
 
 def content_offsets(tok: Tokenization) -> np.ndarray:
-    """(n_content, 2), int64. Char offsets of the content tokens."""
+    """The character offsets of the content tokens (the frame left out).
+
+    Args:
+        tok: The document's tokenization.
+
+    Returns:
+        (n_content, 2), int64. Half-open ``[start, end)`` character offsets into the document text; row p is
+        content token p (document token ``tok.content_start + p``).
+    """
     return tok.offsets[tok.content_start : tok.content_end].astype(np.int64)
 
 
 def allowed_cuts(offs: np.ndarray) -> np.ndarray:
-    """(n + 1,), bool. ``allowed[p]``: a chunk may end before content token ``p`` (see module docstring)."""
+    """Where a chunk may end: between two tokens that share no character (see the module docstring).
+
+    Args:
+        offs: (n, 2), int. Character offsets of the content tokens (:func:`content_offsets`).
+
+    Returns:
+        (n + 1,), bool. ``allowed[p]``: a chunk may end before content token ``p``; ``allowed[0]`` and
+        ``allowed[n]`` are always True.
+    """
     n = offs.shape[0]
     ok = np.ones(n + 1, dtype=bool)
     if n > 1:
@@ -88,21 +121,47 @@ def allowed_cuts(offs: np.ndarray) -> np.ndarray:
 
 
 def snap_table(allowed: np.ndarray) -> np.ndarray:
-    """(n + 1,), int64. ``table[p]``: the largest allowed cut ``<= p`` (0 is always allowed); build it once and
-    index it for many lookups."""
+    """The largest allowed cut at or before each position; build it once and index it for many lookups.
+
+    Args:
+        allowed: (n + 1,), bool. :func:`allowed_cuts`.
+
+    Returns:
+        (n + 1,), int64. ``table[p]``: the largest allowed cut ``<= p`` (content-relative token position; 0 is
+        always allowed).
+    """
     return np.maximum.accumulate(np.where(allowed, np.arange(allowed.shape[0]), 0))
 
 
 def snap_down(pos: np.ndarray, allowed: np.ndarray) -> np.ndarray:
-    """The largest allowed cut ``<= pos``, elementwise (0 is always allowed)."""
+    """The largest allowed cut ``<= pos``, elementwise (0 is always allowed).
+
+    Args:
+        pos: Content-relative token positions in ``[0, n]`` (int array or scalar).
+        allowed: (n + 1,), bool. :func:`allowed_cuts`.
+
+    Returns:
+        int64 array of the shape of ``pos``: the snapped positions.
+    """
     return snap_table(allowed)[np.asarray(pos, dtype=np.int64)]
 
 
-def windows(a: int, b: int, size: int, overlap: int) -> np.ndarray:
-    """Fixed token windows over ``[a, b)``: stride ``size - overlap``, the last window not inside the previous one.
+def strided_spans(a: int, b: int, size: int, overlap: int) -> np.ndarray:
+    """Spans of ``size`` positions over ``[a, b)`` with stride ``size - overlap``, the last one not inside the
+    previous one.
+
+    Span i is ``[a + i * stride, min(a + i * stride + size, b))``. ``fixed`` applies it to content tokens,
+    ``sentence_window`` to sentence indices.
+
+    Args:
+        a: First position (token or sentence index, the caller's unit).
+        b: One past the last position.
+        size: Positions per span (> 0).
+        overlap: Positions shared by consecutive spans (``0 <= overlap < size``; not checked here).
 
     Returns:
-        (k, 2), int64 with ``k = 1 + ceil(max(0, b - a - size) / stride)``; (0, 2) when ``b <= a``.
+        (k, 2), int64. Half-open spans with ``k = 1 + ceil(max(0, b - a - size) / stride)``; (0, 2) when
+        ``b <= a``.
     """
     n = b - a
     if n <= 0:
@@ -185,7 +244,16 @@ class PieceSplitter:
         self._global: dict[str, np.ndarray] = {}
 
     def tokens_at_chars(self, chars) -> np.ndarray:
-        """Allowed cuts before the first token starting at or after each char position, inside ``(0, n)``."""
+        """Token cuts at character positions: the allowed cut before the first token that starts at or after
+        each position.
+
+        Args:
+            chars: Character positions into the document text (int array-like).
+
+        Returns:
+            (m,), int64. Sorted unique content-relative token positions strictly inside ``(0, n)`` that are
+            allowed cuts (positions at the ends or not allowed are dropped).
+        """
         pos = np.searchsorted(self.offs[:, 0], np.asarray(chars, dtype=np.int64), side="left")
         pos = np.unique(pos)
         pos = pos[(pos > 0) & (pos < self.n)]
@@ -198,7 +266,15 @@ class PieceSplitter:
         return self._global[level]
 
     def cuts(self, level: str, a: int, b: int) -> np.ndarray:
-        """Sorted cuts of ``level`` strictly inside ``(a, b)`` (content-relative token positions, int64).
+        """Sorted cuts of ``level`` strictly inside ``(a, b)``.
+
+        Args:
+            level: One of :attr:`LEVELS`.
+            a: Start of the content-relative token range.
+            b: Its end (exclusive).
+
+        Returns:
+            (m,), int64. Content-relative token positions, sorted, each an allowed cut.
 
         Raises:
             ValueError: on a level not in :attr:`LEVELS`.
@@ -228,6 +304,9 @@ class PieceSplitter:
             b: Its end (exclusive).
             levels: The separator levels to use, coarse first.
             max_tokens: Budget per piece; ``self.max_tokens`` if None.
+
+        Returns:
+            (k, 2), int64. Half-open content-relative token ranges, contiguous, in order.
         """
         budget = self.max_tokens if max_tokens is None else max_tokens
         if b <= a:
@@ -262,6 +341,23 @@ def finish(
     heading_paths: tuple[tuple[str, ...], ...] | None = None,
     contexts: tuple[str, ...] | None = None,
 ) -> Boundaries:
-    """Shift content-relative spans to document positions and build the Boundaries."""
+    """Shift content-relative spans to document positions and build the Boundaries.
+
+    Args:
+        doc: The document.
+        tok: Its tokenization.
+        spans: (n_chunks, 2), int. Half-open content-relative token spans.
+        spec: The strategy's canonical SPEC, stored in the Boundaries.
+        heading_paths: Per chunk, heading titles outermost first; None: none.
+        contexts: Per chunk, extra embedding context (never part of the chunk text); None: none.
+
+    Returns:
+        The :class:`~latechunk.types.Boundaries` (token spans shifted by ``tok.content_start``; char spans
+        from the token offsets).
+
+    Raises:
+        ValueError: as :func:`~latechunk.strategies.base.make_boundaries` (an empty span, a span outside the
+            content tokens, per-chunk tuples of the wrong length).
+    """
     spans = np.asarray(spans, dtype=np.int64).reshape(-1, 2) + tok.content_start
     return make_boundaries(doc, tok, spans, spec, heading_paths, contexts)

@@ -86,7 +86,11 @@ class Strategy(ABC):
         return f"{self.name}:{params}" if params else self.name
 
     def to_dict(self) -> dict[str, Any]:
-        """``{"name": ..., **parameters}``."""
+        """The strategy as a JSON-ready dict.
+
+        Returns:
+            ``{"name": name, **parameters}``, parameters by field name with their typed values.
+        """
         return {"name": self.name, **dataclasses.asdict(self)}  # type: ignore[call-overload]
 
 
@@ -101,8 +105,17 @@ def _fmt(v: Any) -> str:
 def register(name: str) -> Callable[[type[Strategy]], type[Strategy]]:
     """Class decorator: register a strategy under ``name`` (the CLI lists and parses it by that name).
 
+    The habit of chonkie's ``@chunker("late")``: a name-to-class registry filled by decorating each class.
+
+    Args:
+        name: The strategy's name, the first part of its SPEC (``name:key=value,...``); it is set as the
+            class attribute ``name``.
+
+    Returns:
+        The decorator, which registers the class and returns it unchanged (apart from ``name``).
+
     Raises:
-        ValueError: if ``name`` is already registered.
+        ValueError: when the decorator is applied, if ``name`` is already registered.
     """
 
     def deco(cls: type[Strategy]) -> type[Strategy]:
@@ -116,7 +129,11 @@ def register(name: str) -> Callable[[type[Strategy]], type[Strategy]]:
 
 
 def registry() -> dict[str, type[Strategy]]:
-    """All registered strategies by name (imports the built-in ones)."""
+    """All registered strategies by name (imports the built-in ones first).
+
+    Returns:
+        A new dict ``{name: strategy class}`` (changing it does not change the registry).
+    """
     import latechunk.strategies  # noqa: F401  (registers the built-ins)
 
     return dict(_REGISTRY)
@@ -150,8 +167,17 @@ def _convert(cls_name: str, fname: str, ftype: Any, raw: str) -> Any:
 def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
     """Split ``name:key=value,key=value`` into the name and raw string parameters.
 
+    Values are not converted or checked against the strategy's fields (that is :func:`get_strategy`); a value
+    may be a ``|`` sweep (:func:`expand_spec`).
+
+    Args:
+        spec: A SPEC string, e.g. ``"fixed:size=256,overlap=32"``; surrounding whitespace is ignored.
+
+    Returns:
+        ``(name, params)``: the registered strategy name and ``{key: raw value string}`` in SPEC order.
+
     Raises:
-        ValueError: on an unknown strategy name or a malformed ``key=value`` pair.
+        ValueError: on an unknown strategy name, a part that is not ``key=value``, or a key given twice.
     """
     spec = spec.strip()
     name, _, rest = spec.partition(":")
@@ -173,8 +199,18 @@ def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
 def get_strategy(spec: str | Strategy) -> Strategy:
     """Build a strategy from a SPEC string (``fixed:size=256,overlap=32``).
 
+    Args:
+        spec: A SPEC string (parameters not given take the strategy's defaults; a strategy's ``aliases``,
+            e.g. ``chunk_size`` for ``size``, are accepted), or a :class:`Strategy`, returned as it is.
+
+    Returns:
+        The strategy instance; its :attr:`Strategy.spec` is the canonical SPEC with every parameter.
+
     Raises:
-        ValueError: on an unknown name, an unknown parameter, or a value the strategy rejects.
+        ValueError: on an unknown name, an unknown parameter, a parameter given twice (by name or alias), a
+            ``|`` sweep value, a value that does not convert to the field's type, or a value the strategy's
+            ``__post_init__`` rejects.
+        TypeError: if a strategy's ``__post_init__`` rejects a value's type (e.g. a bool for an integer).
     """
     if isinstance(spec, Strategy):
         return spec
@@ -203,7 +239,19 @@ def get_strategy(spec: str | Strategy) -> Strategy:
 
 
 def expand_spec(spec: str) -> list[str]:
-    """Expand a sweep SPEC (``fixed:size=128|256,overlap=0``) into one SPEC per combination, in order."""
+    """Expand a sweep SPEC (``fixed:size=128|256,overlap=0``) into one SPEC per combination, in order.
+
+    Args:
+        spec: A SPEC whose values may hold ``|``-separated alternatives.
+
+    Returns:
+        One SPEC string per combination (the cartesian product, the last key varying fastest), e.g.
+        ``["fixed:size=128,overlap=0", "fixed:size=256,overlap=0"]``; ``[name]`` for a SPEC without
+        parameters. Values are not checked here (:func:`get_strategy` checks each SPEC).
+
+    Raises:
+        ValueError: as :func:`parse_spec` (unknown name, malformed or repeated ``key=value``).
+    """
     name, raw = parse_spec(spec)
     if not raw:
         return [name]

@@ -1,4 +1,4 @@
-"""``fixed``: windows of ``size`` content tokens with stride ``size - overlap``."""
+"""``fixed``: chunks of ``size`` content tokens with stride ``size - overlap`` (fixed-size chunking)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,13 @@ from typing import ClassVar
 import numpy as np
 
 from latechunk.sentences import SentenceSegmenter
-from latechunk.strategies._common import allowed_cuts, check_size_overlap, content_offsets, finish, windows
+from latechunk.strategies._common import (
+    allowed_cuts,
+    check_size_overlap,
+    content_offsets,
+    finish,
+    strided_spans,
+)
 from latechunk.strategies.base import SentenceEmbedder, Strategy, register
 from latechunk.types import Boundaries, Document, Tokenization
 
@@ -18,13 +24,19 @@ __all__ = ["Fixed"]
 @register("fixed")
 @dataclass(frozen=True)
 class Fixed(Strategy):
-    """Token windows: window k is content tokens ``[k * stride, k * stride + size)``, ``stride = size - overlap``.
+    """Fixed-size chunks: chunk k is content tokens ``[k * stride, k * stride + size)``, stride ``size - overlap``.
 
-    Windows stop at the last content token, and a last window that would lie inside the previous one is not
-    emitted (BR-002: 12 tokens, size 4, overlap 1 give 4 windows, the last one 3 tokens long). A window edge that
-    would split one character's wordpieces is moved back to the character's first wordpiece.
+    Chunks stop at the last content token, and a last chunk that would lie inside the previous one is not
+    emitted (BR-002: 12 tokens, size 4, overlap 1 give 4 chunks, the last one 3 tokens long). A chunk edge
+    that would split one character's wordpieces is moved back to the character's first wordpiece.
+
+    Args:
+        size: Content tokens per chunk (> 0); alias ``chunk_size``.
+        overlap: Content tokens shared by consecutive chunks (``0 <= overlap < size``); alias
+            ``chunk_overlap``.
 
     Raises:
+        TypeError: if ``size`` or ``overlap`` is not an int.
         ValueError: unless ``size > 0`` and ``0 <= overlap < size`` (the message names both values, BR-003).
     """
 
@@ -46,22 +58,32 @@ class Fixed(Strategy):
         embed_sentences: SentenceEmbedder | None = None,
         sentences: SentenceSegmenter | None = None,
     ) -> Boundaries:
-        """Cut ``doc`` into token windows (see the class docstring)."""
+        """Cut ``doc`` into fixed-size chunks (see the class docstring).
+
+        Args:
+            doc: The document.
+            tok: Its whole-document tokenization.
+            embed_sentences: Unused (``fixed`` reads no sentence vectors).
+            sentences: Unused (``fixed`` reads no sentences).
+
+        Returns:
+            Boundaries: int32 (n_chunks, 2) token spans over content tokens and their exact char spans.
+        """
         offs = content_offsets(tok)
         n = offs.shape[0]
         allowed = allowed_cuts(offs)
         if allowed.all():
-            return finish(doc, tok, windows(0, n, self.size, self.overlap), self.spec)
-        return finish(doc, tok, self._windows_whole_chars(allowed), self.spec)
+            return finish(doc, tok, strided_spans(0, n, self.size, self.overlap), self.spec)
+        return finish(doc, tok, self._spans_whole_chars(allowed), self.spec)
 
-    def _windows_whole_chars(self, allowed: np.ndarray) -> np.ndarray:
-        """Windows whose edges are allowed cuts (never inside one character's wordpieces).
+    def _spans_whole_chars(self, allowed: np.ndarray) -> np.ndarray:
+        """Chunks whose edges are allowed cuts (never inside one character's wordpieces).
 
-        Window ``[s, e)``: ``e`` is the last allowed cut ``<= s + size`` (or the end of the character at ``s``
+        Chunk ``[s, e)``: ``e`` is the last allowed cut ``<= s + size`` (or the end of the character at ``s``
         when that character alone is longer than ``size``). The next start is the first allowed cut
         ``>= max(e - overlap, u - size, s + 1)``, where ``u`` is the first allowed cut after ``e``: so overlap stays
-        ``<= overlap``, the next window reaches past ``e``, and starts strictly increase. With every cut allowed
-        this is exactly :func:`~latechunk.strategies._common.windows`.
+        ``<= overlap``, the next chunk reaches past ``e``, and starts strictly increase. With every cut
+        allowed this is exactly :func:`~latechunk.strategies._common.strided_spans`.
         """
         n = allowed.shape[0] - 1
         idx = np.arange(n + 1)

@@ -60,7 +60,14 @@ class Heading(Strategy):
     Markdown line numbers are mapped to characters with the same line breaks markdown-it uses (``\r\n``,
     ``\r``, ``\n``), so CRLF documents are cut at the same places as LF ones.
 
+    Args:
+        max_tokens: Most content tokens per chunk (> 0); aliases ``chunk_size``, ``size``.
+        overlap: Most tokens shared by consecutive chunks of one long section (``0 <= overlap < max_tokens``);
+            alias ``chunk_overlap``.
+        levels: Heading levels (1..6) that start a section, e.g. ``(1, 2)``; stored sorted and deduplicated.
+
     Raises:
+        TypeError: if ``max_tokens``, ``overlap`` or a level is not an int.
         ValueError: unless ``max_tokens > 0``, ``0 <= overlap < max_tokens`` and ``levels`` is a non-empty subset
             of 1..6.
     """
@@ -94,7 +101,11 @@ class Heading(Strategy):
         object.__setattr__(self, "levels", tuple(sorted({int(lv) for lv in levels})))
 
     def sentence_paragraphs(self) -> int | None:
-        """Paragraphs with a line of more than ``max_tokens`` tokens: only such a line is cut at sentences."""
+        """Paragraphs with a line of more than ``max_tokens`` tokens: only such a line is cut at sentences.
+
+        Returns:
+            ``max_tokens``.
+        """
         return self.max_tokens
 
     def split(
@@ -104,7 +115,19 @@ class Heading(Strategy):
         embed_sentences: SentenceEmbedder | None = None,
         sentences: SentenceSegmenter | None = None,
     ) -> Boundaries:
-        """Cut ``doc`` into sections, and long sections into pieces (see the class docstring)."""
+        """Cut ``doc`` into sections, and long sections into pieces (see the class docstring).
+
+        Args:
+            doc: The document (Markdown, or plain text: then one section with the empty heading path).
+            tok: Its whole-document tokenization.
+            embed_sentences: Unused (no sentence vectors needed).
+            sentences: The run's sentence segmenter (for over-long lines); None: a fresh in-process one.
+
+        Returns:
+            Boundaries: int32 (n_chunks, 2) half-open token spans over content tokens (positions in ``tok``)
+            and their exact int32 (n_chunks, 2) char spans, with each chunk's ``heading_paths`` entry and,
+            for a chunk of table body rows, the table header as its ``contexts`` entry.
+        """
         text = doc.text
         offs = content_offsets(tok)
         n = int(offs.shape[0])

@@ -36,7 +36,13 @@ class Recursive(Strategy):
     the exact slice of its tokens. The one way a chunk can exceed ``max_tokens``: the wordpieces of one
     character, when there are more of them than ``max_tokens``.
 
+    Args:
+        max_tokens: Most content tokens per chunk (> 0); aliases ``chunk_size``, ``size``.
+        overlap: Most tokens (whole pieces) shared by consecutive chunks (``0 <= overlap < max_tokens``);
+            alias ``chunk_overlap``.
+
     Raises:
+        TypeError: if ``max_tokens`` or ``overlap`` is not an int.
         ValueError: unless ``max_tokens > 0`` and ``0 <= overlap < max_tokens`` (BR-003).
     """
 
@@ -59,7 +65,11 @@ class Recursive(Strategy):
         check_size_overlap("recursive", "max_tokens", self.max_tokens, self.overlap)
 
     def sentence_paragraphs(self) -> int | None:
-        """Paragraphs with a line of more than ``max_tokens`` tokens: only such a line is cut at sentences."""
+        """Paragraphs with a line of more than ``max_tokens`` tokens: only such a line is cut at sentences.
+
+        Returns:
+            ``max_tokens``.
+        """
         return self.max_tokens
 
     def split(
@@ -69,7 +79,18 @@ class Recursive(Strategy):
         embed_sentences: SentenceEmbedder | None = None,
         sentences: SentenceSegmenter | None = None,
     ) -> Boundaries:
-        """Cut ``doc`` into chunks (see the class docstring)."""
+        """Cut ``doc`` into chunks (see the class docstring).
+
+        Args:
+            doc: The document.
+            tok: Its whole-document tokenization.
+            embed_sentences: Unused (no sentence vectors needed).
+            sentences: The run's sentence segmenter (for over-long lines); None: a fresh in-process one.
+
+        Returns:
+            Boundaries: int32 (n_chunks, 2) half-open token spans over content tokens (positions in ``tok``)
+            and their exact int32 (n_chunks, 2) char spans.
+        """
         splitter = PieceSplitter(doc.text, tok, self.max_tokens, or_fresh_segmenter(sentences))
         pieces = splitter.pieces(0, splitter.n)
         return finish(doc, tok, merge_pieces(pieces, self.max_tokens, self.overlap), self.spec)

@@ -46,9 +46,18 @@ class Semantic(Strategy):
     0 sentences give 0 chunks and 1 sentence gives 1 chunk, without calling the embedder (BR-010): the threshold
     is never a percentile of an empty list.
 
+    Args:
+        percentile: Cut where the similarity of consecutive sentences is below this percentile of the
+            document's similarities (0..100); alias ``breakpoint_percentile=p`` for ``100 - p``.
+        min_tokens: Join chunks shorter than this many tokens to a neighbour (>= 0); alias ``min_chunk_size``.
+        max_tokens: Most tokens per chunk (> 0); alias ``chunk_size``.
+        source: Where sentence vectors come from: ``"late"`` (pooled from the same late pass) or a model name
+            (the pipeline encodes each sentence's text with it).
+
     Raises:
-        ValueError: on parameters out of range; in :meth:`split`, if ``embed_sentences`` is missing or returns an
-            array that is not ``(m, dim)``.
+        TypeError: if ``percentile`` is not a number, or ``min_tokens``/``max_tokens`` not an int.
+        ValueError: on parameters out of range (``percentile`` outside [0, 100], ``max_tokens < 1``,
+            ``min_tokens < 0`` or ``> max_tokens``, ``source`` empty or holding ``,``, ``=`` or ``|``).
     """
 
     bet: ClassVar[str] = "a fact ends where the text changes subject"
@@ -90,7 +99,11 @@ class Semantic(Strategy):
             )
 
     def sentence_paragraphs(self) -> int | None:
-        """Every paragraph: each sentence is a unit here."""
+        """Every paragraph: each sentence is a unit here.
+
+        Returns:
+            0 (the sentences of every paragraph).
+        """
         return 0
 
     def split(
@@ -100,7 +113,23 @@ class Semantic(Strategy):
         embed_sentences: SentenceEmbedder | None = None,
         sentences: SentenceSegmenter | None = None,
     ) -> Boundaries:
-        """Cut ``doc`` at low-similarity sentence boundaries (see the class docstring)."""
+        """Cut ``doc`` at low-similarity sentence boundaries (see the class docstring).
+
+        Args:
+            doc: The document.
+            tok: Its whole-document tokenization.
+            embed_sentences: ``(doc, tok, sentence_token_spans)`` -> sentence vectors: spans (m, 2) int32 in
+                ``tok``'s positions, vectors (m, dim) float; called once per document of 2 or more sentences.
+            sentences: The run's sentence segmenter; None: a fresh in-process one.
+
+        Returns:
+            Boundaries: int32 (n_chunks, 2) half-open token spans over content tokens (positions in ``tok``)
+            and their exact int32 (n_chunks, 2) char spans.
+
+        Raises:
+            ValueError: if ``embed_sentences`` is None, or returns an array that is not (m, dim) or holds NaN
+                or inf.
+        """
         if embed_sentences is None:
             raise ValueError(
                 "semantic: split() needs embed_sentences, a callable (doc, tok, sentence_token_spans (m, 2) int32) "

@@ -8,7 +8,7 @@ from typing import ClassVar
 import numpy as np
 
 from latechunk.sentences import SentenceSegmenter
-from latechunk.strategies._common import check_int, finish, or_fresh_segmenter, windows
+from latechunk.strategies._common import check_int, finish, or_fresh_segmenter, strided_spans
 from latechunk.strategies.base import SentenceEmbedder, Strategy, register
 from latechunk.types import Boundaries, Document, Tokenization
 
@@ -25,9 +25,15 @@ class SentenceWindow(Strategy):
     chunk starts strictly increase). As in ``fixed``, the last window is not emitted if it would lie inside the
     previous one. ``window=0`` gives one chunk per sentence (BR-009, BR-011). Sentences come from
     :meth:`latechunk.sentences.SentenceSegmenter.token_spans`; a window's token span runs from its first
-    sentence's first token to its last sentence's last token.
+    sentence's first token to its last sentence's last token. (Sentence-window retrieval as in LlamaIndex's
+    ``SentenceWindowNodeParser``, here as the chunk itself.)
+
+    Args:
+        window: Sentences on each side of the middle one (>= 0); alias ``window_size``.
+        stride: Sentences between window starts (``1 <= stride <= 2 * window + 1``).
 
     Raises:
+        TypeError: if ``window`` or ``stride`` is not an int.
         ValueError: unless ``window >= 0`` and ``1 <= stride <= 2 * window + 1`` (a longer stride would skip
             sentences).
     """
@@ -50,7 +56,11 @@ class SentenceWindow(Strategy):
             )
 
     def sentence_paragraphs(self) -> int | None:
-        """Every paragraph: each sentence is a unit here."""
+        """Every paragraph: each sentence is a unit here.
+
+        Returns:
+            0 (the sentences of every paragraph).
+        """
         return 0
 
     def split(
@@ -60,9 +70,20 @@ class SentenceWindow(Strategy):
         embed_sentences: SentenceEmbedder | None = None,
         sentences: SentenceSegmenter | None = None,
     ) -> Boundaries:
-        """Cut ``doc`` into sentence windows (see the class docstring)."""
+        """Cut ``doc`` into sentence windows (see the class docstring).
+
+        Args:
+            doc: The document.
+            tok: Its whole-document tokenization.
+            embed_sentences: Unused (no sentence vectors needed).
+            sentences: The run's sentence segmenter; None: a fresh in-process one.
+
+        Returns:
+            Boundaries: int32 (n_chunks, 2) token spans (from a window's first sentence's first token to its
+            last sentence's last token) and their exact char spans; none for a document without sentences.
+        """
         sent = or_fresh_segmenter(sentences).token_spans(doc, tok).astype(np.int64) - tok.content_start
         m = sent.shape[0]
-        w = windows(0, m, 2 * self.window + 1, 2 * self.window + 1 - self.stride)
+        w = strided_spans(0, m, 2 * self.window + 1, 2 * self.window + 1 - self.stride)
         spans = np.stack([sent[w[:, 0], 0], sent[w[:, 1] - 1, 1]], axis=1) if m else w
         return finish(doc, tok, spans, self.spec)

@@ -1,7 +1,7 @@
-"""Several processes on one machine (``torchrun`` / ``accelerate launch``): latechunk/ingest/ranks.py (WORLD_SIZE > 1).
+"""latechunk/ingest/ranks.py: several processes on one machine (``torchrun`` / ``accelerate launch``, WORLD_SIZE > 1).
 
 Two ``python -m latechunk embed`` processes run on the CPU with ``RANK=0/1 WORLD_SIZE=2 LOCAL_RANK=0/1`` (what the
-launchers set) over the small corpus of tests/test_ingest.py (tiny random BERT, small group budget: about ten shards),
+launchers set) over the small corpus of tests/corpus.py (tiny random BERT, small group budget: about ten shards),
 and the result is compared with a single-process run: same ids and rows, vectors within 1e-6, `latechunk verify`
 passes. A rank killed mid-run makes rank 0 fail with a message naming it, and both ranks with ``--resume`` then
 finish the run, equal to the single-process one.
@@ -9,7 +9,6 @@ finish the run, equal to the single-process one.
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import signal
@@ -17,14 +16,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
 from latechunk.cli import app
 from latechunk.ingest import dist_env
-from tests.test_ingest import ARGS, _assert_same_output, make_corpus
+from tests.corpus import ARGS, assert_same_output, make_corpus
 
 REPO = Path(__file__).resolve().parents[1]
 runner = CliRunner()
@@ -74,55 +72,6 @@ def test_dist_env():
             dist_env(bad)
 
 
-def test_select_group_skips_work_but_keeps_the_groups(corpus):
-    """Unselected groups come as light records; the groups, their input positions and the selected vectors are
-    unchanged."""
-    from latechunk.config import PipelineConfig
-    from latechunk.encoder import Encoder
-    from latechunk.io import iter_inputs
-    from latechunk.pipeline import iter_embed
-
-    corpus_dir, model = corpus
-    enc = Encoder(str(model), device="cpu")
-    items = list(iter_inputs([corpus_dir]))
-    config = PipelineConfig(strategies=("fixed:size=128",), group_tokens=1500)
-    full = list(iter_embed(items, enc, config))
-    part = list(iter_embed(items, enc, config, select_group=lambda i: i % 2 == 1))
-    assert len(full) >= 4 and len(part) == len(full)
-    assert full[0].start == 0 and all(b.start == a.end for a, b in itertools.pairwise(full)) and full[-1].end == len(items)
-    for i, (a, b) in enumerate(zip(full, part)):
-        assert b.index == i and b.selected == (i % 2 == 1)
-        assert (b.start, b.items) == (a.start, a.items)
-        assert [d.doc_id for d in b.documents] == [d.doc_id for d in a.documents]
-        if b.selected:
-            np.testing.assert_array_equal(b.vectors["fixed:size=128,overlap=0"]["late"],
-                                          a.vectors["fixed:size=128,overlap=0"]["late"])
-        else:
-            assert b.vectors == {} and b.tokenizations == []
-    late = sum(g.stats.tokens["late"] for g in part)
-    assert 0 < late < sum(g.stats.tokens["late"] for g in full)  # only the selected groups were encoded
-    assert sum(g.stats.forward_calls["late"] for g in part) < sum(g.stats.forward_calls["late"] for g in full)
-
-
-def test_stopping_early_leaves_no_tokenizer_thread(corpus):
-    """A consumer that raises mid-stream (a rank sees another fail) must not leave the prefetch thread running:
-    a thread inside native code at interpreter exit aborts the process (SIGABRT instead of a clean error)."""
-    import contextlib
-    import threading
-
-    from latechunk.config import PipelineConfig
-    from latechunk.encoder import Encoder
-    from latechunk.io import iter_inputs
-    from latechunk.pipeline import iter_embed
-
-    corpus_dir, model = corpus
-    enc = Encoder(str(model), device="cpu")
-    groups = iter_embed(iter_inputs([corpus_dir]), enc, PipelineConfig(strategies=("fixed:size=128",), group_tokens=1500))
-    with contextlib.closing(groups):
-        next(groups)
-    assert not [t for t in threading.enumerate() if t.name == "latechunk-tokenize"]
-
-
 def test_two_ranks_equal_a_single_process_run(corpus, reference, tmp_path):
     corpus_dir, model = corpus
     out = tmp_path / "out"
@@ -130,7 +79,7 @@ def test_two_ranks_equal_a_single_process_run(corpus, reference, tmp_path):
     for rc, log in results:
         assert rc == 0, log[-3000:]
     assert "rank 1 of 2" in results[1][1] and "embedded" in results[0][1]
-    _assert_same_output(reference, out)
+    assert_same_output(reference, out)
     m = json.loads((out / "manifest.json").read_text())
     assert m["world_size"] == 2 and len(m["shards"]) >= 4
     # each shard was written by its rank: the shard files are those of the single-process run, byte for byte
@@ -159,7 +108,7 @@ def test_a_killed_rank_fails_rank_0_and_resume_finishes(corpus, reference, tmp_p
     for rc, log in _spawn_ranks(corpus_dir, model, out, "--resume"):
         assert rc == 0, log[-3000:]
     assert all((out / "shards" / name).stat().st_mtime_ns == t for name, t in kept.items())
-    _assert_same_output(reference, out)
+    assert_same_output(reference, out)
     assert runner.invoke(app, ["verify", str(out)]).exit_code == 0
 
 
