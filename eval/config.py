@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
 
+from latechunk.config import LATE_POOLINGS
+
 __all__ = ["DEFAULT_STRATEGIES", "CompareConfig"]
 
 DEFAULT_STRATEGIES = ("fixed", "recursive", "heading", "sentence_window", "semantic")
@@ -52,6 +54,9 @@ class CompareConfig:
         use_cache / cache_dir: The parse cache.
         sentence_workers: Processes that segment sentences ahead of the split (0: in this process); never
             changes a chunk.
+        late_pooling: ``"mean"``: late mode with a model whose own pooling is not mean (CLS, last token, max),
+            mean-pooling its token states anyway; ``None``: such a model is refused in late mode
+            (:meth:`latechunk.config.PipelineConfig.check_model`, before the model loads).
 
     Raises:
         ValueError: on an unknown mode, a bad k, window, SPEC or index setting.
@@ -83,6 +88,7 @@ class CompareConfig:
     use_cache: bool = True
     cache_dir: str | None = None
     sentence_workers: int = 0
+    late_pooling: str | None = None
 
     def __post_init__(self) -> None:
         _check_config(self)
@@ -217,7 +223,11 @@ def _check_config(c: CompareConfig) -> None:
     if c.window_overlap is not None and c.window_overlap < 0:
         raise ValueError(f"window_overlap must be >= 0, got {c.window_overlap}")
     if c.sentence_workers < 0:
-        raise ValueError(f"sentence_workers must be >= 0, got {c.sentence_workers}")
+        raise ValueError(f"--sentence-workers (sentence_workers) must be >= 0 (0: segment in the main process), "
+                         f"got {c.sentence_workers}")
+    if c.late_pooling is not None and c.late_pooling not in LATE_POOLINGS:
+        raise ValueError(f"late_pooling (--late-pooling) must be one of {list(LATE_POOLINGS)} or unset, "
+                         f"got {c.late_pooling!r}")
     for name in ("dedup_factor", "doc_depth", "batch_tokens", "n_resamples"):
         if getattr(c, name) < 1:
             raise ValueError(f"{name} must be >= 1, got {getattr(c, name)}")

@@ -232,26 +232,30 @@ def _check_slice(
         )
 
 
-def load_chroma(root: str | os.PathLike) -> EvalDataset:
-    """Load Chroma's general chunking-evaluation set.
+def load_chroma(root: str | os.PathLike, *, name: str | None = None) -> EvalDataset:
+    """Load Chroma's general chunking-evaluation set, or any folder in its format.
 
     ``root/corpora/<corpus_id>.md`` is one document each (``doc_id`` = file stem), read as UTF-8 with
     ``newline=""`` so no newline translation moves an offset. ``root/questions_df.csv`` has columns
     ``question``, ``references`` (a JSON list of ``{content, start_index, end_index}``, end exclusive) and
     ``corpus_id``. ``query_id`` is the 0-based data row number as a string (``"0"`` ... ``"471"``), the same
-    ids Chroma's code gives its question collection.
+    ids Chroma's code gives its question collection, for the dataset named ``"chroma"``; any other dataset's
+    ids are namespaced by its name (``"mydocs:0"``), so they never collide with the real set's.
 
     Args:
-        root: The dataset folder (``chroma_chunking_eval/``).
+        root: The dataset folder (``chroma_chunking_eval/``, or any folder in the format).
+        name: Dataset name; defaults to the folder's name.
 
     Returns:
-        The :class:`EvalDataset` named ``"chroma"``, without document qrels (derived from the spans).
+        The :class:`EvalDataset` named ``name``, without document qrels (derived from the spans).
 
     Raises:
         FileNotFoundError: if ``corpora/`` or ``questions_df.csv`` is missing.
         ValueError: if a row names an unknown corpus or ``text[start_index:end_index] != content``.
     """
     root = Path(root)
+    name = name or root.resolve().name
+    prefix = "" if name == "chroma" else f"{name}:"
     corpora_dir = root / "corpora"
     questions_csv = root / "questions_df.csv"
     if not corpora_dir.is_dir() or not questions_csv.is_file():
@@ -268,7 +272,7 @@ def load_chroma(root: str | os.PathLike) -> EvalDataset:
         if missing:
             raise ValueError(f"load_chroma: {questions_csv} lacks columns {sorted(missing)}")
         for row_number, row in enumerate(reader):
-            query_id = str(row_number)
+            query_id = f"{prefix}{row_number}"
             corpus_id = row["corpus_id"]
             if corpus_id not in texts:
                 raise ValueError(
@@ -294,7 +298,7 @@ def load_chroma(root: str | os.PathLike) -> EvalDataset:
                 )
                 spans.append((corpus_id, start, end))
             queries.append(Query(query_id, row["question"], tuple(spans)))
-    return EvalDataset("chroma", tuple(documents), tuple(queries), None)
+    return EvalDataset(name, tuple(documents), tuple(queries), None)
 
 
 def load_squad(
@@ -500,7 +504,9 @@ def load_dataset(spec: str | os.PathLike) -> EvalDataset:
     """Load a dataset by name (``"chroma"``, ``"xquad"``) or by path.
 
     Names resolve under :func:`data_root`. A path dispatches on what it holds: a folder with
-    ``questions_df.csv`` is Chroma, a folder with ``corpus.jsonl`` is BEIR, a ``.json`` file is SQuAD/XQuAD.
+    ``questions_df.csv`` is Chroma's format (named after the folder), a folder with ``corpus.jsonl`` is BEIR, a
+    ``.json`` file is SQuAD/XQuAD (named after the file), and so is a folder holding exactly one ``.json`` file
+    (named after the folder).
 
     Args:
         spec: ``"chroma"``, ``"xquad"`` or a path.
@@ -521,15 +527,24 @@ def load_dataset(spec: str | os.PathLike) -> EvalDataset:
                 f"load_dataset: {text!r} resolves to {path}, which does not exist; set {DATA_ENV_VAR} to the "
                 "folder holding chroma_chunking_eval/ and xquad_en/"
             )
-        return load_chroma(path) if kind == "chroma" else load_squad(path, name=text)
+        return load_chroma(path, name=text) if kind == "chroma" else load_squad(path, name=text)
     path = Path(text)
     if path.is_dir() and (path / "questions_df.csv").is_file():
         return load_chroma(path)
     if path.is_dir() and (path / "corpus.jsonl").is_file():
         return load_beir(path)
-    if path.is_file() and path.suffix == ".json":
+    if path.is_file() and path.suffix.lower() == ".json":
         return load_squad(path)
+    if path.is_dir():
+        jsons = sorted(p for p in path.iterdir() if p.is_file() and p.suffix.lower() == ".json")
+        if len(jsons) == 1:  # a folder holding one SQuAD file: named after the folder
+            return load_squad(jsons[0], name=path.resolve().name)
+        if len(jsons) > 1:
+            raise ValueError(
+                f"load_dataset: {text!r} holds {len(jsons)} .json files ({', '.join(p.name for p in jsons[:5])}"
+                f"{', ...' if len(jsons) > 5 else ''}); name the SQuAD file itself"
+            )
     raise ValueError(
         f"load_dataset: {text!r} is not a known name ({sorted(_NAMED)}) nor a Chroma folder "
-        "(questions_df.csv), a BEIR folder (corpus.jsonl) or a SQuAD .json file"
+        "(questions_df.csv), a BEIR folder (corpus.jsonl), a SQuAD .json file or a folder holding one"
     )

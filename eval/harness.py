@@ -112,7 +112,7 @@ def _state_dependent(spec: str) -> bool:
     from latechunk.strategies.base import get_strategy
 
     s = get_strategy(spec)
-    return bool(s.needs_embedder) and getattr(s, "source", "late") == "late"
+    return bool(s.needs_sentence_vectors) and getattr(s, "source", "late") == "late"
 
 
 def _same_boundaries(a: Sequence, b: Sequence) -> bool:
@@ -194,10 +194,10 @@ def run_compare(
         A :class:`CompareResult`.
 
     Raises:
-        ValueError: on a dataset that does not load or has neither answer spans nor document qrels for its
-            queries, a model that does not load, macro-window sizes that repeat once the default is resolved
-            or that the model cannot take (over its limit, or under its frame + 16 content tokens), or an index
-            that cannot be built.
+        ValueError: on a dataset that does not load, has neither answer spans nor document qrels for its
+            queries, or has no document that embeds (none, or all skipped), a model that does not load,
+            macro-window sizes that repeat once the default is resolved or that the model cannot take (over
+            its limit, or under its frame + 16 content tokens), or an index that cannot be built.
         FileNotFoundError: if the dataset path does not exist.
         RuntimeError: if two macro-window passes embedded other documents or (for strategies whose chunks do
             not depend on the late states) gave other boundaries, or late and naive of one strategy ended up
@@ -208,6 +208,7 @@ def run_compare(
     from latechunk.config import PipelineConfig
     from latechunk.encoder import Encoder
     from latechunk.index import build_index, search_index
+    from latechunk.models import ModelFacts
     from latechunk.pipeline import embed, naive_vectors
     from latechunk.sentences import SentenceSegmenter
     from latechunk.types import ChunkVectors
@@ -215,6 +216,18 @@ def run_compare(
     t_start = time.perf_counter()
     seconds: dict[str, float] = {}
     specs = config.specs()
+
+    def run_config(i: int, w: int | None) -> PipelineConfig:  # macro window i's pipeline (naive in the first)
+        return PipelineConfig(tuple(specs), modes=tuple(config.modes) if i == 0 else ("late",),
+                              include_special=config.include_special, macro_window=w,
+                              macro_window_overlap=config.window_overlap, sentence_workers=config.sentence_workers,
+                              late_pooling=config.late_pooling)
+
+    # the settings that need the model (late pooling, each macro window) against its files, before the dataset is
+    # parsed or a weight loads; embed() checks them again with the loaded encoder
+    facts = encoder.facts if encoder is not None else ModelFacts.read(config.model)
+    for i, w in enumerate(config.windows):
+        run_config(i, w).check_model(facts)
 
     # 1. the dataset, parsed once
     t0 = time.perf_counter()
@@ -262,12 +275,14 @@ def run_compare(
     segmenter = SentenceSegmenter(workers=config.sentence_workers)  # its workers also end at exit on an error
     for i, w in enumerate(macro_windows):
         modes = tuple(config.modes) if i == 0 else ("late",)
-        run_config = PipelineConfig(tuple(specs), modes=modes, include_special=config.include_special,
-                                    macro_window=w, macro_window_overlap=config.window_overlap,
-                                    sentence_workers=config.sentence_workers)
         t0 = time.perf_counter()
-        res = embed(list(ds.documents), base, run_config, progress=progress, segmenter=segmenter)
+        res = embed(list(ds.documents), base, run_config(i, w), progress=progress, segmenter=segmenter)
         wall = time.perf_counter() - t0
+        if not res.documents:  # nothing to index or score: say so instead of failing deep in a metric
+            segmenter.close()
+            why = "; ".join(f"{s.doc_id}: {s.reason}" for s in res.skipped[:3]) + ("; ..." if len(res.skipped) > 3 else "")
+            raise ValueError(f"dataset {ds.name!r}: no document to embed ({len(ds.documents)} documents"
+                             + (f", all skipped: {why})" if res.skipped else ")"))
         embeds[w] = res
         extra_s = 0.0
         if i > 0 and "naive" in config.modes:

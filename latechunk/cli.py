@@ -72,6 +72,13 @@ MacroWindowOpt = Annotated[
                  "frame + 16). Documents longer than this are encoded in overlapping macro windows. Default: the "
                  "model's input limit."),
 ]
+LatePoolingOpt = Annotated[
+    Optional[str],
+    typer.Option("--late-pooling", help="mean: late mode with a model whose own pooling is not mean (CLS, last "
+                 "token, max): mean-pool its token states anyway. Late chunking is defined for mean-pooled models, "
+                 "so without this flag such a model is refused in late mode (its pooling is read from its "
+                 "sentence-transformers files)."),
+]
 MacroWindowOverlapOpt = Annotated[
     Optional[int],
     typer.Option("--macro-window-overlap", "--window-overlap", help="Content tokens shared by consecutive macro "
@@ -117,6 +124,7 @@ def embed(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
     group_tokens: Annotated[int, typer.Option("--group-tokens", hidden=True, help="Tokens per pipeline group = per shard (bounds memory).")] = DEFAULT_GROUP_TOKENS,
     sentence_workers: SentenceWorkersOpt = None,
+    late_pooling: LatePoolingOpt = None,
 ) -> None:
     """Chunk and embed documents; write a FAISS index, the chunk table and a manifest.
 
@@ -129,10 +137,11 @@ def embed(
 
     Example: latechunk embed ../shared/data/chroma_chunking_eval/corpora --out out/chroma --strategy fixed:size=256
     """
-    from latechunk.config import EmbedConfig, IndexConfig, ModelConfig, PipelineConfig
-    from latechunk.ingest import RankError, dist_env, ingest
+    from latechunk.config import EmbedConfig, IndexConfig, ModelConfig, PipelineConfig, dist_env
+    from latechunk.models import ModelFacts, resolve_model_path
 
-    # validate everything before any work: each check lives in the config that holds the setting
+    # validate everything before any work, and all that the options and the model's files can tell before torch
+    # is imported or a weight is loaded: each check lives in the config that holds the setting
     try:
         rank, world_size, local_rank = dist_env()
         config = EmbedConfig(
@@ -144,7 +153,7 @@ def embed(
                 strategies=(strategy,), modes=(mode,), normalize=normalize, include_special=include_special,
                 macro_window=macro_window, macro_window_overlap=macro_window_overlap,
                 long_documents=long_documents, group_tokens=group_tokens,
-                sentence_workers=_sentence_workers(sentence_workers, world_size)),
+                sentence_workers=_sentence_workers(sentence_workers, world_size), late_pooling=late_pooling),
             index=IndexConfig.from_option(index, hnsw_m=hnsw_m, ef_construction=ef_construction, ef_search=ef_search),
             force=force,
             resume=resume,
@@ -154,10 +163,10 @@ def embed(
     strat = config.strategy
     source = getattr(strat, "source", "late")
     try:
-        if strat.needs_embedder and source != "late":
-            from latechunk.models import resolve_model_path
-
+        if strat.needs_sentence_vectors and source != "late":
             resolve_model_path(source)  # a missing sentence-model path fails here, before any work
+        # the settings that need the model (late pooling, the macro window) against its files: no torch, no weights
+        config.pipeline.check_model(ModelFacts.read(config.model.name))
     except ValueError as err:
         _fail(str(err))
     # before the model loads; with several processes rank 0 checks the folder (the others find it being filled)
@@ -168,6 +177,12 @@ def embed(
             check_not_empty(out)
         except ValueError as err:
             _fail(str(err))
+    try:  # an input with nothing to embed (an empty folder, only .docx/.pdf files, ...) fails before any work
+        from latechunk.io import require_documents
+
+        require_documents(inputs)
+    except ValueError as err:
+        _fail(str(err))
     device = config.model.device
     if world_size > 1 and device in ("auto", "cuda"):
         import torch
@@ -178,11 +193,12 @@ def embed(
             device = f"cuda:{local_rank}"
             torch.cuda.set_device(local_rank)
     from latechunk.encoder import Encoder
+    from latechunk.ingest import RankError, ingest
     from latechunk.provenance import versions
 
     try:
         encoder = Encoder.from_config(config.model, device=device)
-        plan = encoder.macro_window(config.pipeline.macro_window, config.pipeline.macro_window_overlap)
+        plan = config.pipeline.check_model(encoder.facts)  # the same check, now with the tokenizer as loaded
     except ValueError as err:  # a model that does not load, or a macro window that does not fit it
         _fail(str(err))
 
@@ -207,12 +223,23 @@ def embed(
         f"embedded {c['documents_embedded']}/{c['documents_in']} documents -> {c['chunks']} chunks "
         f"({config.mode}, {strat.spec}, {c['tokens_encoded']} tokens encoded, {manifest['seconds']['total']:.1f} s) into {out}"
     )
-    for s in manifest["skipped"]:
+    _print_skipped(manifest["skipped"], out / "manifest.json")
+    if c["documents_embedded"] == 0:  # every input had a document, but none was embedded (duplicates, too long)
+        _fail(f"no document was embedded from {', '.join(str(p) for p in inputs)} (the reasons are above and in "
+              f"{out / 'manifest.json'}'s skipped list)", code=1)
+
+
+#: skipped items printed one per line; the rest are counted (all of them are in the manifest)
+_MAX_SKIPPED_SHOWN = 50
+
+
+def _print_skipped(skipped: list[dict], where: Path | str) -> None:
+    """Print each skipped item (doc id: reason) on stderr, at most :data:`_MAX_SKIPPED_SHOWN`, then a count."""
+    for s in skipped[:_MAX_SKIPPED_SHOWN]:
         typer.secho(f"skipped {s['doc_id']}: {s['reason']}", fg=typer.colors.YELLOW, err=True)
-    if c["documents_embedded"] == 0:
-        typer.secho(
-            "warning: no document was embedded (inputs read: .md, .markdown, .txt, .jsonl, .parquet; "
-            "see the reasons above)", fg=typer.colors.YELLOW, err=True)
+    if len(skipped) > _MAX_SKIPPED_SHOWN:
+        typer.secho(f"... and {len(skipped) - _MAX_SKIPPED_SHOWN} more skipped items (all listed in {where})",
+                    fg=typer.colors.YELLOW, err=True)
 
 
 @app.command()
@@ -263,6 +290,14 @@ def search(
         index, table, manifest = read_output(out)
     except ValueError as err:
         _fail(str(err))
+    if index.ntotal == 0:  # nothing to search: say why, give the empty result, load no model
+        c = manifest.get("counts", {})
+        typer.secho(f"{out} holds 0 vectors ({c.get('documents_embedded', 0)} documents embedded, "
+                    f"{c.get('documents_skipped', 0)} skipped: see {out / 'manifest.json'}): no results",
+                    fg=typer.colors.YELLOW, err=True)
+        if as_json:
+            typer.echo("[]")
+        return
     m = manifest["model"]
     name = model or (m["path"] if Path(m["path"]).is_dir() else m["name"])
     try:
@@ -334,6 +369,7 @@ def chunk(
     model: ModelOpt = None,
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write JSONL here (default: stdout).")] = None,
     device: DeviceOpt = "auto",
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing --out file.")] = False,
 ) -> None:
     """Write chunk records as JSONL (one line per chunk). Needs the model's tokenizer only, except `semantic`.
 
@@ -341,7 +377,7 @@ def chunk(
     token spans of a chunk are the same in both commands.
     """
     from latechunk.config import PipelineConfig
-    from latechunk.io import iter_inputs
+    from latechunk.io import iter_inputs, require_documents
     from latechunk.models import ModelSettings, resolve_model_path
     from latechunk.output import chunk_rows
     from latechunk.pipeline import Skipped, chunk_documents
@@ -356,7 +392,10 @@ def chunk(
             raise ValueError(f"input path(s) not found: {', '.join(missing)}")
         if out is not None and (out.is_dir() or not out.parent.is_dir()):
             raise ValueError(f"--out {out} must be a file path in an existing folder")
-        if strat.needs_embedder:
+        if out is not None and out.exists() and not force:
+            raise ValueError(f"--out {out} exists; pass --force to overwrite it")
+        require_documents(inputs)  # an input with nothing to chunk fails here, naming it
+        if strat.needs_sentence_vectors:
             from latechunk.encoder import Encoder
 
             items = list(iter_inputs(inputs))
@@ -367,7 +406,7 @@ def chunk(
     except (ValueError, OSError) as err:
         _fail(str(err))
 
-    def skip(doc_id: str, reason: str) -> None:
+    def skip(doc_id: str, reason: str) -> None:  # every item not chunked, with its reason (as embed's manifest)
         typer.secho(f"skipped {doc_id}: {reason}", fg="yellow", err=True)
 
     def documents():
@@ -390,7 +429,7 @@ def chunk(
             n_docs += 1
             n_chunks += len(b)
 
-        if strat.needs_embedder:
+        if strat.needs_sentence_vectors:
             res = run_embed(items, encoder, PipelineConfig(strategies=(strat,), modes=("late",)))
             for d, b in zip(res.documents, res.runs[strat.spec].boundaries):
                 emit(d, b)
@@ -402,6 +441,10 @@ def chunk(
                     skip(doc.doc_id, reason)
                 else:
                     emit(doc, b)
+    if n_docs == 0:  # every input had a document, but none was chunked (see the reasons above)
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
+        _fail(f"no document was chunked from {', '.join(str(p) for p in inputs)} (the reasons are above)", code=1)
     if out:
         os.replace(tmp, out)
         typer.echo(f"{n_chunks} chunks from {n_docs} documents -> {out}", err=True)
@@ -430,7 +473,7 @@ def compare(
     dataset: Annotated[str, typer.Option("--dataset", "-d", help="chroma, xquad, or a path: Chroma folder, BEIR folder, SQuAD .json.")],
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Report folder (report.md, results.json, per_query.csv, plot.png). Default: compare-<dataset>.")] = None,
     model: ModelOpt = None,
-    strategies: Annotated[Optional[list[str]], typer.Option("--strategies", "-s", help="SPEC (repeatable; several SPECs in one value split on spaces). Sweeps: fixed:size=128|256. Default: all five strategies.")] = None,
+    strategies: Annotated[Optional[list[str]], typer.Option("--strategies", "-s", help="SPEC (repeatable; several SPECs in one value split on spaces, or several words after it). Sweeps: fixed:size=128|256. Default: all five strategies.")] = None,
     modes: Annotated[str, typer.Option("--modes", help="Comma list of late, naive.")] = "late,naive",
     k: Annotated[str, typer.Option("--k", "-k", help="Comma list of cut-offs, e.g. 1,5,10.")] = "1,5,10",
     macro_window: Annotated[Optional[str], typer.Option("--window", help="Late macro-window size in tokens; sweep with 128|256|512 (one late pass each). Default: the model's limit.")] = None,
@@ -446,6 +489,10 @@ def compare(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing report folder.")] = False,
     sentence_workers: SentenceWorkersOpt = None,
+    late_pooling: LatePoolingOpt = None,
+    more_strategies: Annotated[Optional[list[str]], typer.Argument(
+        metavar="SPEC", show_default=False, help="More SPECs, as typed after --strategies "
+        "(`--strategies fixed recursive`).")] = None,
 ) -> None:
     """Compare strategies late vs naive on one dataset with one harness; write a report folder.
 
@@ -454,14 +501,17 @@ def compare(
     from latechunk.eval.harness import CompareConfig, run_compare
     from latechunk.eval.report import print_table
 
-    try:
-        specs = [s for v in (strategies or []) for s in v.split()]
+    if more_strategies and not strategies:
+        _fail(f"unexpected extra argument(s) {' '.join(more_strategies)!r}: SPECs go after --strategies")
+    try:  # --strategies "a b", --strategies a --strategies b and --strategies a b all give [a, b]
+        specs = [s for v in (*(strategies or []), *(more_strategies or [])) for s in v.split()]
         config = CompareConfig.from_options(dataset=dataset, model=model, strategies=specs or None, modes=modes, k=k,
                                             window=macro_window, window_overlap=macro_window_overlap, dedup=dedup,
                                             index=index,
                                             doc_depth=doc_depth, device=device, n_resamples=resamples, seed=seed,
                                             max_queries=max_queries, use_cache=not no_cache,
-                                            sentence_workers=_sentence_workers(sentence_workers))
+                                            sentence_workers=_sentence_workers(sentence_workers),
+                                            late_pooling=late_pooling)
     except (ValueError, TypeError) as err:
         _fail(str(err))
     out = out or Path(f"compare-{Path(dataset).name}")

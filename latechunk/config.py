@@ -9,8 +9,12 @@
 
 Every check of a setting lives in the ``__post_init__`` of the config that holds it, so an object that exists is
 valid; layers below take the config (or the part they need), never loose options. Settings that need the model
-(the default macro window, its minimum beside the model's frame) are checked where the model is known, in
-:meth:`latechunk.encoder.Encoder.macro_window`.
+(the macro window beside the model's input limit and frame, late pooling beside the model's own pooling) are
+checked in one place, :meth:`PipelineConfig.check_model`, against :class:`~latechunk.models.ModelFacts`: the
+command line calls it with the facts read from the model's files before torch is imported or a weight is
+loaded (:meth:`ModelFacts.read <latechunk.models.ModelFacts.read>`), and :func:`latechunk.pipeline.iter_embed`
+calls it with the loaded encoder's facts, so the Python API gets the same checks. Nothing in this module imports
+torch.
 """
 
 from __future__ import annotations
@@ -18,21 +22,27 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
+from latechunk.macro_window import MacroWindow
 from latechunk.strategies.base import Strategy, get_strategy
+
+if TYPE_CHECKING:
+    from latechunk.models import ModelFacts
 
 __all__ = [
     "DEFAULT_GROUP_TOKENS",
     "DEFAULT_STRATEGY",
+    "LATE_POOLINGS",
     "MODES",
     "EmbedConfig",
     "IndexConfig",
     "ModelConfig",
     "PipelineConfig",
+    "dist_env",
     "split_specs",
 ]
 
@@ -42,6 +52,9 @@ DEFAULT_STRATEGY = "recursive:max_tokens=256"
 """``latechunk embed``'s default strategy SPEC."""
 DEFAULT_GROUP_TOKENS = 1 << 18
 """Tokens per pipeline group (= per shard of ``embed``): bounds memory, never changes a vector."""
+LATE_POOLINGS: tuple[str, ...] = ("mean",)
+"""Values of ``late_pooling`` / ``--late-pooling``: ``mean`` mean-pools token states even for a model whose own
+pooling is not mean (CLS, last token, max); unset, such a model is refused in late mode."""
 DEVICES = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
 DTYPES = ("float32", "bfloat16", "float16")
 
@@ -103,6 +116,9 @@ class PipelineConfig:
             one shard of ``embed``).
         sentence_workers: Processes that segment sentences ahead of the split (0: in this process). The chunks
             are identical for any value.
+        late_pooling: ``None``: late pooling (the mean of a chunk's token states) is only done for a model whose
+            own pooling is mean; ``"mean"``: the user's explicit choice to mean-pool the token states of a model
+            that pools otherwise (CLS, last token, max). Checked against the model by :meth:`check_model`.
 
     Raises:
         ValueError: on an unknown mode or strategy, a strategy given twice, or a setting out of range.
@@ -117,6 +133,7 @@ class PipelineConfig:
     long_documents: str = "windows"
     group_tokens: int = DEFAULT_GROUP_TOKENS
     sentence_workers: int = 0
+    late_pooling: str | None = None
 
     def __post_init__(self) -> None:
         raw = (self.strategies,) if isinstance(self.strategies, (str, Strategy)) else tuple(self.strategies)
@@ -139,6 +156,9 @@ class PipelineConfig:
                  f"long_documents must be 'windows' or 'skip', got {self.long_documents!r}")
         _positive_int("group_tokens", self.group_tokens)
         _positive_int("sentence_workers", self.sentence_workers, minimum=0)
+        _require(self.late_pooling is None or self.late_pooling in LATE_POOLINGS,
+                 f"late_pooling (--late-pooling) must be one of {list(LATE_POOLINGS)} or unset, "
+                 f"got {self.late_pooling!r}")
 
     @property
     def specs(self) -> list[str]:
@@ -148,8 +168,50 @@ class PipelineConfig:
     @property
     def needs_token_states(self) -> bool:
         """True when a late pass is needed: late mode, or a strategy that reads the late sentence vectors."""
-        return "late" in self.modes or any(s.needs_embedder and getattr(s, "source", "late") == "late"
+        return "late" in self.modes or any(s.needs_sentence_vectors and getattr(s, "source", "late") == "late"
                                            for s in self.strategies)
+
+    def check_model(self, model: ModelFacts) -> MacroWindow | None:
+        """The settings that need the model, checked against its facts: the one place for late pooling and the
+        macro window (the window itself is validated by :meth:`MacroWindow.check
+        <latechunk.macro_window.MacroWindow.check>`, as the encoder does).
+
+        Late chunking is defined for mean-pooled models: a chunk vector is the mean of its token states, which
+        is what a mean-pooling model was trained to embed. A model whose sentence-transformers Pooling is CLS,
+        last token or max never produced such means, so wherever this run mean-pools token states (late mode,
+        and ``semantic``'s sentence vectors from the late pass) it is refused unless ``late_pooling="mean"``.
+
+        Args:
+            model: The model's facts: :meth:`ModelFacts.read <latechunk.models.ModelFacts.read>` (its files,
+                before loading) or :attr:`Encoder.facts <latechunk.encoder.Encoder.facts>` (loaded).
+
+        Returns:
+            The run's :class:`~latechunk.macro_window.MacroWindow` (defaults resolved), or ``None`` where the
+            model's input limit or document frame is not known yet (then the encoder checks it once loaded).
+
+        Raises:
+            ValueError: on late pooling of a model that does not mean-pool without ``late_pooling="mean"`` (the
+                message names the model, its pooling and the flag), or a macro window that does not fit the
+                model (size above its input limit, under its frame + 16 content tokens, overlap out of range).
+        """
+        pooling = model.settings.pooling
+        if pooling != "mean" and self.late_pooling != "mean" and self.needs_token_states:
+            if "late" in self.modes:
+                what = "late mode"
+            else:
+                specs = [s.spec for s in self.strategies if s.needs_sentence_vectors]
+                what = f"{', '.join(specs)} (sentence vectors mean-pooled from the late pass)"
+            raise ValueError(
+                f"model {model.name!r} pools by {pooling!r}, not by mean (its sentence-transformers Pooling "
+                f"config), so {what} would mean-pool token states this model was never trained to average: the "
+                "chunk vectors would mean little. Late chunking is defined for mean-pooled models. Use --mode naive "
+                "or a mean-pooled model, or pass --late-pooling mean (Python: PipelineConfig(late_pooling='mean')) "
+                "to mean-pool anyway"
+            )
+        if model.input_limit is None or model.document_frame is None:
+            return None
+        return MacroWindow.default(model.input_limit, model.document_frame, self.macro_window,
+                                   self.macro_window_overlap)
 
     def to_dict(self) -> dict:
         """JSON-ready settings (strategies as SPEC strings).
@@ -295,10 +357,12 @@ class EmbedConfig:
             ``inputs_from_out``, ``strategy`` (canonical SPEC), ``mode``, ``normalize``, ``include_special``,
             ``macro_window`` and ``macro_window_overlap`` (tokens, or None), ``long_documents``,
             ``group_tokens`` (tokens), ``index`` (:meth:`IndexConfig.to_dict`), ``model`` (name, dtype, batch_tokens,
-            trust_remote_code).
+            trust_remote_code), and ``late_pooling`` only where it is set (so that folders written before the
+            setting existed still resume).
         """
         out_abs = self.out.resolve()
         p = self.pipeline
+        late = {"late_pooling": p.late_pooling} if p.late_pooling is not None else {}
         return {
             "inputs_from_out": [os.path.relpath(Path(i).resolve(), out_abs) for i in self.inputs],
             "strategy": self.strategy.spec,
@@ -309,6 +373,7 @@ class EmbedConfig:
             "macro_window_overlap": p.macro_window_overlap,
             "long_documents": p.long_documents,
             "group_tokens": p.group_tokens,
+            **late,
             "index": self.index.to_dict(),
             "model": {"name": self.model.name, "dtype": self.model.dtype, "batch_tokens": self.model.batch_tokens,
                       "trust_remote_code": self.model.trust_remote_code},
@@ -325,3 +390,41 @@ def split_specs(values: Sequence[str] | None) -> list[str]:
         The SPEC strings, in order (not parsed or checked).
     """
     return [s for v in (values or []) for s in v.split()]
+
+
+def dist_env(environ: Mapping[str, str] | None = None) -> tuple[int, int, int]:
+    """``(rank, world_size, local_rank)`` from ``$RANK``, ``$WORLD_SIZE`` and ``$LOCAL_RANK`` (set for each
+    process by ``torchrun`` and ``accelerate launch``); ``(0, 1, 0)`` when unset. ``LOCAL_RANK`` defaults to
+    ``RANK``. A setting of the run read from the environment (here, not in :mod:`latechunk.ingest.ranks`, so
+    the command line reads it before torch is imported).
+
+    Args:
+        environ: The environment to read (default ``os.environ``).
+
+    Returns:
+        ``(rank, world_size, local_rank)``.
+
+    Raises:
+        ValueError: on a value that is not an integer or out of range.
+    """
+    env = os.environ if environ is None else environ
+
+    def get(name: str, default: int) -> int:
+        v = str(env.get(name, "")).strip()
+        if not v:
+            return default
+        try:
+            return int(v)
+        except ValueError:
+            raise ValueError(f"${name} must be an integer, got {v!r}") from None
+
+    world = get("WORLD_SIZE", 1)
+    rank = get("RANK", 0)
+    local = get("LOCAL_RANK", rank)
+    if world < 1:
+        raise ValueError(f"$WORLD_SIZE must be >= 1, got {world}")
+    if not 0 <= rank < world:
+        raise ValueError(f"$RANK={rank} is outside 0..{world - 1} ($WORLD_SIZE={world})")
+    if local < 0:
+        raise ValueError(f"$LOCAL_RANK must be >= 0, got {local}")
+    return rank, world, local

@@ -5,7 +5,9 @@ this module runs what it loads: device and dtype, length-sorted token-budget bat
 a macro window through overlapping macro windows (:class:`~latechunk.macro_window.MacroWindow`): each one is
 a proper model input (its own special tokens and instruction prefix), and each token's state is taken from the
 macro window where it has the most context on both sides. The plan is a value passed to
-:meth:`Encoder.token_states`; the encoder gives the default (:meth:`Encoder.macro_window`) and stores none.
+:meth:`Encoder.iter_token_states` (one forward batch at a time, so that a caller can pool as it goes and never
+hold a long document's states) and :meth:`Encoder.token_states` (whole documents); the encoder gives the default
+(:meth:`Encoder.macro_window`) and stores none.
 
 Sentence-transformers names: :meth:`Encoder.encode` (no prompt unless ``prompt_name``),
 :meth:`Encoder.encode_query`, :meth:`Encoder.encode_document`, :attr:`Encoder.max_seq_length`.
@@ -16,26 +18,57 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 import torch
 
 from latechunk.macro_window import MIN_WINDOW_CONTENT_TOKENS, MacroWindow, PlannedWindow
-from latechunk.models import HubProbe, LoadedModel
+from latechunk.models import HubProbe, LoadedModel, ModelFacts
 from latechunk.tokenize import DocumentTokenizer
 from latechunk.types import Tokenization
 
 if TYPE_CHECKING:
     from latechunk.config import ModelConfig
 
-__all__ = ["PROMPT_NAMES", "Encoder"]
+__all__ = ["PROMPT_NAMES", "Encoder", "StateBatch", "StateBlock"]
 
 PROMPT_NAMES = ("query", "document")
 """The prompt names :meth:`Encoder.encode` takes (sentence-transformers' ``prompt_name``); ``None`` = no prompt."""
 
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+class StateBlock(NamedTuple):
+    """The rows of one document's token states that one model input gives (see :meth:`Encoder.iter_token_states`).
+
+    Attributes:
+        doc: Index of the document in the tokenizations given.
+        start: Its first token position in the document's tokenization; the block holds positions
+            ``[start, start + n)``.
+        row: Its first row in :attr:`StateBatch.states`.
+        n: Rows (tokens).
+    """
+
+    doc: int
+    start: int
+    row: int
+    n: int
+
+
+class StateBatch(NamedTuple):
+    """The token states of one forward batch (see :meth:`Encoder.iter_token_states`).
+
+    Attributes:
+        states: (rows, dim) float32 on the encoder's device: the batch's padded outputs, one model input after
+            another (padding rows included; only the blocks' rows are token states a document keeps).
+        blocks: One :class:`StateBlock` per model input of the batch; ``states[b.row : b.row + b.n]`` are the
+            states of document ``b.doc``'s positions ``[b.start, b.start + b.n)``.
+    """
+
+    states: torch.Tensor
+    blocks: list[StateBlock]
 
 
 def _pick_device(device: str) -> torch.device:
@@ -167,6 +200,13 @@ class Encoder:
         return self.loaded.settings
 
     @property
+    def facts(self) -> ModelFacts:
+        """The facts a run's checks need (:class:`~latechunk.models.ModelFacts`), of the model as loaded and run
+        here: its settings, :attr:`max_length` as the input limit and the document tokenizer's frame."""
+        return ModelFacts(name=self.name, path=self.path, settings=self.settings, input_limit=self.max_length,
+                          document_frame=self.tokenizer.n_frame)
+
+    @property
     def hf_tokenizer(self):
         """The underlying Hugging Face fast tokenizer."""
         return self.loaded.tokenizer
@@ -238,8 +278,9 @@ class Encoder:
         }
 
     # ------------------------------------------------------------------ forward
-    def _forward(self, rows: list[np.ndarray]) -> list[torch.Tensor]:
-        """Run one padded batch; return each row's unpadded states (len_i, dim) on the device, float32."""
+    def _forward_packed(self, rows: list[np.ndarray]) -> tuple[torch.Tensor, int]:
+        """Run one padded batch; return its states as (n * longest, dim) float32 on the device (row i's token p
+        at ``i * longest + p``; padding rows included) and ``longest``."""
         n = len(rows)
         longest = max(len(r) for r in rows)
         ids = np.zeros((n, longest), dtype=np.int64)
@@ -258,13 +299,14 @@ class Encoder:
         with torch.inference_mode():
             out = self.model(input_ids=ids_t, attention_mask=mask_t)
         hidden = out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]
+        del out
         self.stats["forward_calls"] += 1
         self.stats["rows"] += n
         self.stats["tokens"] += int(mask.sum())
         self.stats["padded_tokens"] += n * longest
-        res = [hidden[i, : len(r)].float() for i, r in enumerate(rows)]
+        states = hidden.float().reshape(n * longest, hidden.shape[-1])
         self.stats["seconds"] += time.perf_counter() - t0
-        return res
+        return states, longest
 
     def _batches(self, lengths: Sequence[int]) -> list[list[int]]:
         """Greedy token-budget batches of row indices, longest first (so padding stays small)."""
@@ -310,6 +352,85 @@ class Encoder:
         content = tok.input_ids[tok.content_start : tok.content_end]
         return [np.concatenate([lead, content[w.start : w.end], trail]) for w in plan], plan
 
+    def iter_token_states(
+        self,
+        toks: Sequence[Tokenization],
+        macro_window: MacroWindow | None = None,
+        allow_windows: bool = True,
+        progress: bool = False,
+    ) -> Iterator[StateBatch]:
+        """Token states of many documents, one forward batch at a time (memory bounded by one batch).
+
+        Every model input (a whole document, or one macro window of a longer one) gives one
+        :class:`StateBlock`: the rows of the document's token states that this input keeps (a macro window keeps
+        ``[keep_start, keep_end)`` of its content, the first one also the lead frame, the last one the trail
+        frame). Over the whole iteration the blocks of document ``d`` tile ``[0, len(toks[d]))`` exactly once,
+        so a caller that pools as it goes never holds a whole long document's states.
+
+        Args:
+            toks: Tokenizations (from ``self.tokenizer`` or another of this encoder's tokenizers).
+            macro_window: The macro-window plan; default :meth:`macro_window`.
+            allow_windows: If False, a document longer than the macro window raises instead of being
+                encoded in several macro windows.
+            progress: Show a progress bar (tokens).
+
+        Yields:
+            One :class:`StateBatch` per forward batch (length-sorted token-budget batches, longest first, so
+            not in document order): ``states`` (rows, dim) float32 on ``self.device``, valid until the next
+            batch is asked for, and its blocks.
+
+        Raises:
+            ValueError: with ``allow_windows=False``, for a document longer than the macro window (names
+                token count and limit; never truncates silently); for a plan that does not fit a tokenization or
+                the model (before any forward pass).
+        """
+        mw = macro_window or self.macro_window()
+        all_rows: list[np.ndarray] = []
+        # per model input: (doc, first kept document position, rows kept, document position - row position)
+        keeps: list[tuple[int, int, int, int]] = []
+        for d, tok in enumerate(toks):
+            if not allow_windows and len(tok) > mw.size:
+                raise ValueError(
+                    f"document {d} has {len(tok)} tokens, more than max_length={mw.size}; "
+                    "turn macro windows on or shorten it (latechunk never truncates silently)"
+                )
+            rows, plan = self.model_inputs(tok, mw)
+            if len(plan) == 1:
+                all_rows.append(rows[0])
+                keeps.append((d, 0, len(tok), 0))
+                continue
+            nl, covered = tok.n_lead, 0
+            for w, (a, _b, ks, ke) in enumerate(plan):
+                # row = lead + content[a:b] + trail: content token p sits at row nl + p - a, document nl + p;
+                # the first window also keeps the lead frame (rows 0..nl), the last one the trail frame
+                lo = 0 if w == 0 else nl + ks
+                hi = len(tok) if w == len(plan) - 1 else nl + ke
+                all_rows.append(rows[w])
+                keeps.append((d, lo, hi - lo, a))
+                covered += hi - lo
+            if covered != len(tok):
+                raise RuntimeError(f"macro-window stitching gave {covered} rows for {len(tok)} tokens")
+        lengths = [len(r) for r in all_rows]
+        bar = None
+        if progress:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=sum(lengths), unit="tok", desc="encode", leave=False)
+        try:
+            for batch in self._batches(lengths):
+                states, longest = self._forward_packed([all_rows[i] for i in batch])
+                blocks = []
+                for j, i in enumerate(batch):
+                    d, lo, n, shift = keeps[i]
+                    blocks.append(StateBlock(d, lo, j * longest + lo - shift, n))
+                yield StateBatch(states, blocks)
+                del states
+                if bar is not None:
+                    bar.update(sum(lengths[i] for i in batch))
+        finally:
+            if bar is not None:
+                bar.close()
+
     def token_states(
         self,
         toks: Sequence[Tokenization],
@@ -318,6 +439,9 @@ class Encoder:
         progress: bool = False,
     ) -> list[torch.Tensor]:
         """Token states of many documents, one unpadded tensor per document, in input order.
+
+        Holds every document's states at once (one tensor of ``len(tok)`` rows each); the pipeline pools with
+        :meth:`iter_token_states` instead, so a long document's states are never held whole.
 
         Args:
             toks: Tokenizations (from ``self.tokenizer`` or another of this encoder's tokenizers).
@@ -335,62 +459,17 @@ class Encoder:
             ValueError: with ``allow_windows=False``, for a document longer than the macro window (names
                 token count and limit; never truncates silently); for a plan that does not fit a tokenization or the model.
         """
-        mw = macro_window or self.macro_window()
-        all_rows: list[np.ndarray] = []
-        owners: list[tuple[int, int]] = []  # (doc index, macro-window index)
-        plans = []
-        for d, tok in enumerate(toks):
-            if not allow_windows and len(tok) > mw.size:
-                raise ValueError(
-                    f"document {d} has {len(tok)} tokens, more than max_length={mw.size}; "
-                    "turn macro windows on or shorten it (latechunk never truncates silently)"
-                )
-            rows, plan = self.model_inputs(tok, mw)
-            plans.append(plan)
-            for w, r in enumerate(rows):
-                all_rows.append(r)
-                owners.append((d, w))
-        lengths = [len(r) for r in all_rows]
-        # A document in one macro window: its states are its row's output. A document in several gets one
-        # tensor up front and each macro window's rows are copied in as its batch finishes: the overlap rows (and
-        # the batch outputs) are freed at once instead of being held until every macro window is done.
         result: list[torch.Tensor | None] = [None] * len(toks)
-        copies: dict[int, list[tuple[int, int, int, int]]] = {}  # row -> [(doc, dst row, src row, n rows)]
-        first_row = 0
-        for d, (tok, plan) in enumerate(zip(toks, plans)):
-            if len(plan) > 1:
-                nl, nt = tok.n_lead, tok.n_trail
-                result[d] = torch.empty((len(tok), self.dim), dtype=torch.float32, device=self.device)
-                covered = 0
-                for w, (a, _b, ks, ke) in enumerate(plan):
-                    row_copies = [(d, nl + ks, nl + (ks - a), ke - ks)]
-                    if w == 0:
-                        row_copies.append((d, 0, 0, nl))
-                    if w == len(plan) - 1:
-                        row_copies.append((d, len(tok) - nt, lengths[first_row + w] - nt, nt))
-                    copies[first_row + w] = row_copies
-                    covered += sum(n for *_, n in row_copies)
-                if covered != len(tok):
-                    raise RuntimeError(f"macro-window stitching gave {covered} rows for {len(tok)} tokens")
-            first_row += len(plan)
-        bar = None
-        if progress:
-            from tqdm.auto import tqdm
-
-            bar = tqdm(total=sum(lengths), unit="tok", desc="encode", leave=False)
-        for batch in self._batches(lengths):
-            res = self._forward([all_rows[i] for i in batch])
-            for i, r in zip(batch, res):
-                if i in copies:
-                    for d, dst, src, n in copies[i]:
-                        result[d][dst : dst + n] = r[src : src + n]  # type: ignore[index]
-                else:
-                    result[owners[i][0]] = r
-            del res
-            if bar is not None:
-                bar.update(sum(lengths[i] for i in batch))
-        if bar is not None:
-            bar.close()
+        for batch in self.iter_token_states(toks, macro_window, allow_windows, progress):
+            for blk in batch.blocks:
+                rows = batch.states[blk.row : blk.row + blk.n]
+                n_tok = len(toks[blk.doc])
+                if blk.n == n_tok:  # the whole document in one input: a view of the batch output, as before
+                    result[blk.doc] = rows
+                    continue
+                if result[blk.doc] is None:
+                    result[blk.doc] = torch.empty((n_tok, self.dim), dtype=torch.float32, device=self.device)
+                result[blk.doc][blk.start : blk.start + blk.n] = rows  # type: ignore[index]
         return result  # type: ignore[return-value]
 
     # ------------------------------------------------------------------ naive / query encoding
@@ -404,7 +483,9 @@ class Encoder:
         Returns:
             (dim,), dtype of ``states``: the mean over all tokens, special tokens included (prompt tokens
             dropped when ``settings.include_prompt`` is False), the first token (``cls``) or the last token
-            (``lasttoken``), as sentence-transformers' ``Pooling`` does. Not normalised (see :meth:`encode`).
+            (``lasttoken``), or the elementwise maximum over the tokens the mean would take (``max``), as
+            sentence-transformers' ``Pooling`` does. Other modes (``weightedmean``, several concatenated) are
+            taken as the mean. Not normalised (see :meth:`encode`).
         """
         mode = self.settings.pooling
         if mode == "cls":
@@ -412,6 +493,8 @@ class Encoder:
         if mode == "lasttoken":
             return states[-1]
         start = 0 if self.settings.include_prompt else tok.n_lead
+        if mode == "max":
+            return states[start:].amax(dim=0)
         return states[start:].mean(dim=0)
 
     def encode(

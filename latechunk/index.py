@@ -184,7 +184,8 @@ def add_batches(config: IndexConfig, dim: int, batches: Callable[[], Iterable[np
         train_max_rows: Training sample cap (rows).
 
     Returns:
-        The CPU ``faiss.Index``.
+        The CPU ``faiss.Index``; with no vectors at all, an empty one (untrained for a type that needs training,
+        as :func:`build_index` gives it).
 
     Raises:
         ValueError: as :func:`new_index`, or when training fails.
@@ -198,7 +199,9 @@ def add_batches(config: IndexConfig, dim: int, batches: Callable[[], Iterable[np
             take = as_float32_rows(np.asarray(v[: train_max_rows - n]))
             parts.append(take)
             n += take.shape[0]
-        _train(index, np.concatenate(parts) if parts else np.zeros((0, dim), np.float32), config.factory)
+        if n == 0:  # no vectors at all (0 documents embedded): an empty, untrained index, as build_index gives
+            return index
+        _train(index, np.concatenate(parts), config.factory)
     for v in batches():
         if len(v):
             index.add(as_float32_rows(v))

@@ -3,7 +3,11 @@
 ``title``; read in row batches). Streams documents one at a time: memory does not grow with the corpus.
 
 Nothing is lost: every input either becomes a :class:`Document` or a :class:`Skipped` record with its reason
-(empty, invalid UTF-8, binary, unreadable, bad JSON line, bad parquet row, duplicate id).
+(empty, invalid UTF-8, binary, unreadable, bad JSON line, bad parquet row, duplicate id), and so does every file
+found under an input folder that is not read: an unsupported type (one suffix policy, :func:`unsupported_reason`,
+for files named as inputs and files found in folders), a symlink loop or broken symlink, a special file; a
+symlinked folder (never followed, so no loop is walked), a version-control folder, a latechunk output folder or an
+unreadable folder is one Skipped entry (its doc id ends in ``/``).
 
 Encodings: text and JSONL files are UTF-8 unless they start with a byte-order mark: a UTF-8, UTF-16 (LE/BE) or
 UTF-32 (LE/BE) BOM selects that encoding, and the BOM itself is not part of the text. Duplicate ids policy: the
@@ -18,8 +22,10 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import errno
 import json
 import os
+import stat
 import unicodedata
 from collections.abc import Iterator, Sequence
 from io import TextIOWrapper
@@ -27,10 +33,18 @@ from pathlib import Path
 
 from latechunk.types import Document, Skipped
 
-__all__ = ["TABLE_SUFFIXES", "TEXT_SUFFIXES", "iter_inputs", "read_text_file"]
+__all__ = ["NOT_READ_REASONS", "SUPPORTED_SUFFIXES", "TABLE_SUFFIXES", "TEXT_SUFFIXES", "count_input_bytes",
+           "count_inputs", "is_not_read", "iter_inputs", "read_text_file", "require_documents", "unsupported_reason"]
 
 TEXT_SUFFIXES = (".md", ".markdown", ".txt")
 TABLE_SUFFIXES = (".jsonl", ".parquet")
+#: every suffix read as documents (any case); every other file found or named is listed as skipped
+SUPPORTED_SUFFIXES = TEXT_SUFFIXES + TABLE_SUFFIXES
+#: folders of version-control systems, listed as one skipped entry each and never walked
+VCS_FOLDERS = frozenset({".git", ".hg", ".svn", ".bzr"})
+#: how the reason of an entry that is not read at all (by its type or kind, never opened) starts
+NOT_READ_REASONS = ("unsupported type", "symlinked folder not followed", "symlink loop", "broken symlink",
+                    "not a regular file", "version-control folder", "latechunk output folder")
 PARQUET_BATCH_ROWS = 256
 
 
@@ -145,8 +159,8 @@ def _iter_jsonl(path: Path, root_name: str) -> Iterator[Document | Skipped]:
                 continue
             try:
                 obj = json.loads(line)
-            except json.JSONDecodeError as err:
-                yield Skipped(where, f"bad JSON line: {err}", where)
+            except json.JSONDecodeError as err:  # its lineno/colno count inside this one line: give the column
+                yield Skipped(where, f"bad JSON line: {err.msg} at column {err.pos + 1} of line {lineno}", where)
                 continue
             if not isinstance(obj, dict):
                 yield Skipped(where, "JSON line is not an object", where)
@@ -247,29 +261,107 @@ def is_output_folder(d: Path) -> bool:
     return (d / "run.json").is_file() or ((d / "index.faiss").is_file() and (d / "manifest.json").is_file())
 
 
-def _walk(root: Path) -> Iterator[Path]:
-    """Files below ``root``, skipping latechunk output folders (their chunk tables are not documents)."""
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+def is_not_read(reason: str) -> bool:
+    """Whether a Skipped reason is one of an entry that was never opened (:data:`NOT_READ_REASONS`): its
+    appearing in a corpus after a run changes nothing that run embedded.
+
+    Args:
+        reason: A :class:`Skipped` reason.
+
+    Returns:
+        True for an unsupported type, a symlinked folder, a symlink loop or broken symlink, a special file, a
+        version-control or latechunk output folder.
+    """
+    return reason.startswith(NOT_READ_REASONS)
+
+
+def unsupported_reason(path: Path) -> str:
+    """Why a file is not read as documents, judged by its suffix alone (the one suffix policy for files named
+    as inputs and files found in folders).
+
+    Args:
+        path: A file path.
+
+    Returns:
+        ``""`` for a suffix in :data:`TEXT_SUFFIXES` or :data:`TABLE_SUFFIXES` (any case), else the reason, e.g.
+        ``"unsupported type .docx (read: .md, .markdown, .txt, .jsonl, .parquet)"``.
+    """
+    suffix = path.suffix.lower()
+    if suffix in SUPPORTED_SUFFIXES:
+        return ""
+    kind = f"unsupported type {suffix}" if suffix else "unsupported type (no suffix)"
+    return f"{kind} (read: {', '.join(SUPPORTED_SUFFIXES)})"
+
+
+def _not_a_file_reason(path: Path) -> str:
+    """Why ``path`` (not a folder) cannot be read as a file: a broken symlink, a symlink loop or a special file;
+    ``""`` for a regular file (or a symlink to one)."""
+    try:
+        st = os.stat(path)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            return "symlink loop (never followed)"
+        if path.is_symlink():
+            return f"broken symlink (its target {os.readlink(path)!r} does not exist)"
+        return f"unreadable: {err.strerror or err}"
+    if not stat.S_ISREG(st.st_mode):
+        return "not a regular file (a FIFO, socket or device)"
+    return ""
+
+
+def _folder_reason(d: Path, name: str) -> str:
+    """Why the folder ``d`` (named ``name``) found inside an input folder is not walked; ``""`` when it is."""
+    if d.is_symlink():
+        return "symlinked folder not followed (name it as an input to read it)"
+    if name in VCS_FOLDERS:
+        return "version-control folder (not read)"
+    if is_output_folder(d):
+        return "latechunk output folder (not read as documents)"
+    return ""
+
+
+def _walk(root: Path) -> Iterator[tuple[Path, str]]:
+    """Everything below ``root`` as ``(path, reason)``: a file to read has reason ``""``; a file or folder that is
+    not read (unsupported type, symlinked or version-control folder, latechunk output folder, symlink loop,
+    broken symlink, special file, unreadable folder) comes with its reason, a folder as one entry."""
+    unreadable: list[tuple[Path, str]] = []
+
+    def onerror(err: OSError) -> None:
+        unreadable.append((Path(err.filename), f"unreadable folder: {err.strerror or err}"))
+
+    if is_output_folder(root):
+        yield root, "latechunk output folder (not read as documents)"
+        return
+    for dirpath, dirnames, filenames in os.walk(root, onerror=onerror, followlinks=False):
         d = Path(dirpath)
-        if is_output_folder(d):
-            dirnames[:] = []
-            continue
+        keep = []
+        for name in dirnames:
+            reason = _folder_reason(d / name, name)
+            if reason:
+                yield d / name, reason
+            else:
+                keep.append(name)
+        dirnames[:] = keep
         for name in filenames:
             f = d / name
-            if f.is_file():
-                yield f
+            yield f, (_not_a_file_reason(f) or unsupported_reason(f))
+    yield from unreadable  # the root itself too (listed under its own name)
 
 
-def _input_files(paths: Sequence[Path]) -> Iterator[tuple[Path, list[tuple[Path, str]]]]:
-    """Per input path: ``(path, [(file, doc id root), ...])`` in reading order. A folder gives its readable
-    files (``TEXT_SUFFIXES`` and ``TABLE_SUFFIXES``, sorted, output folders skipped) with their relative paths;
-    a file gives itself with its name."""
+def _input_files(paths: Sequence[Path]) -> Iterator[tuple[Path, list[tuple[Path, str, str]]]]:
+    """Per input path: ``(path, [(file, doc id root, reason), ...])`` in reading order (sorted by path).
+
+    A folder gives every entry :func:`_walk` finds, with its path relative to the folder (a folder entry ends in
+    ``/``); a file gives itself with its name. ``reason`` is ``""`` for a file to read, else why it is not read:
+    the same suffix policy (:func:`unsupported_reason`) for both.
+    """
     for p in paths:
         if p.is_dir():
-            files = sorted(f for f in _walk(p) if f.suffix.lower() in TEXT_SUFFIXES + TABLE_SUFFIXES)
-            yield p, [(f, f.relative_to(p).as_posix()) for f in files]
+            entries = sorted(_walk(p), key=lambda e: e[0])
+            yield p, [(f, (f.relative_to(p).as_posix() if f != p else p.name) + ("/" if f.is_dir() else ""),
+                       reason) for f, reason in entries]
         else:
-            yield p, [(p, p.name)]
+            yield p, [(p, p.name, _not_a_file_reason(p) or unsupported_reason(p))]
 
 
 def count_inputs(inputs: Sequence[str | os.PathLike]) -> int:
@@ -287,8 +379,11 @@ def count_inputs(inputs: Sequence[str | os.PathLike]) -> int:
     """
     n = 0
     for _root, items in _input_files([Path(x) for x in inputs if Path(x).exists()]):
-        for f, _rel in items:
+        for f, _rel, reason in items:
             suffix = f.suffix.lower()
+            if reason:
+                n += 1
+                continue
             try:
                 if suffix == ".jsonl":
                     with open(f, "rb") as fh:
@@ -304,21 +399,60 @@ def count_inputs(inputs: Sequence[str | os.PathLike]) -> int:
     return n
 
 
+def count_input_bytes(inputs: Sequence[str | os.PathLike]) -> int:
+    """About how many bytes of document text (UTF-8) :func:`iter_inputs` yields, for a progress bar's total,
+    without reading any text.
+
+    Files and folders are listed as :func:`iter_inputs` lists them. A text file counts its size (exact for
+    UTF-8; its BOM and UTF-16/32 make it an estimate), a JSONL file its size (its ids and JSON syntax included:
+    an overestimate), a parquet file the uncompressed size of its ``text`` column from the footer; files that
+    are not read count 0.
+
+    Args:
+        inputs: Input paths as given to :func:`iter_inputs` (missing ones count 0).
+
+    Returns:
+        The estimated bytes of document text.
+    """
+    n = 0
+    for _root, items in _input_files([Path(x) for x in inputs if Path(x).exists()]):
+        for f, _rel, reason in items:
+            if reason:
+                continue
+            try:
+                if f.suffix.lower() == ".parquet":
+                    import pyarrow.parquet as pq
+
+                    meta = pq.ParquetFile(f).metadata
+                    for g in range(meta.num_row_groups):
+                        rg = meta.row_group(g)
+                        n += sum(rg.column(c).total_uncompressed_size for c in range(rg.num_columns)
+                                 if rg.column(c).path_in_schema == "text")
+                else:
+                    n += f.stat().st_size
+            except Exception:  # noqa: BLE001, S112  (iter_inputs reports it as a skipped item)
+                continue
+    return n
+
+
 def iter_inputs(inputs: Sequence[str | os.PathLike]) -> Iterator[Document | Skipped]:
     """Stream documents from files, folders, JSONL and parquet files, in a stable order.
 
     ``doc_id`` of a file is its path relative to the input folder (a single file: its name); of a JSONL line or
-    parquet row, its ``id``/``_id``. Folders are walked recursively in sorted order, reading ``.md``,
-    ``.markdown``, ``.txt``, ``.jsonl`` and ``.parquet``, and skipping latechunk output folders (an index
-    written inside the corpus folder is never read back as documents). The order depends only on the inputs, so a run can be
-    resumed by skipping the items already consumed.
+    parquet row, its ``id``/``_id`` (an integer id ``1`` and a string id ``"1"`` are the same id, ``"1"``).
+    Folders are walked recursively in sorted order, reading ``.md``, ``.markdown``, ``.txt``, ``.jsonl`` and
+    ``.parquet`` (any case); every other entry is listed as a Skipped with its reason (see the module doc), so an
+    index written inside the corpus folder is never read back as documents, and symlinked folders are not
+    followed. A file named in ``inputs`` follows the same suffix policy. The order depends only on the inputs, so
+    a run can be resumed by skipping the items already consumed.
 
     Args:
         inputs: Files and folders, read in the order given.
 
     Yields:
         :class:`Document` (``metadata["source"]``: its file, line or row) or :class:`Skipped` (an unreadable,
-        binary or empty file, a bad JSONL line or parquet row, a repeated ``doc_id``), in input order.
+        binary or empty file, a bad JSONL line or parquet row, a repeated ``doc_id``, a file or folder that is
+        not read), in input order.
 
     Raises:
         ValueError: if an input path does not exist (at the first ``next()``, before any document is read).
@@ -329,10 +463,12 @@ def iter_inputs(inputs: Sequence[str | os.PathLike]) -> Iterator[Document | Skip
         raise ValueError(f"input path(s) not found: {', '.join(missing)}")
     seen: dict[str, str] = {}
     for p, items in _input_files(paths):
-        for f, rel in items:
+        for f, rel, reason in items:
             suffix = f.suffix.lower()
-            if suffix == ".jsonl":
-                stream: Iterator[Document | Skipped] = _iter_jsonl(f, rel)
+            if reason:
+                stream: Iterator[Document | Skipped] = iter([Skipped(rel, reason, rel)])
+            elif suffix == ".jsonl":
+                stream = _iter_jsonl(f, rel)
             elif suffix == ".parquet":
                 stream = _iter_parquet(f, rel)
             else:
@@ -347,3 +483,39 @@ def iter_inputs(inputs: Sequence[str | os.PathLike]) -> Iterator[Document | Skip
                         continue
                     seen[item.doc_id] = where
                 yield item
+
+
+def require_documents(inputs: Sequence[str | os.PathLike], show: int = 3) -> None:
+    """Check that every input yields at least one document, reading each only up to its first document.
+
+    A folder of supported files costs its listing and one file; an input that yields nothing is read whole (its
+    items are all skipped, so it was cheap to read). Duplicates across inputs are not considered (each input is
+    read alone).
+
+    Args:
+        inputs: Input paths as given to :func:`iter_inputs`.
+        show: Skipped items quoted per input in the message.
+
+    Raises:
+        ValueError: naming every input that yields no document, with why (an empty folder, or its first
+            ``show`` skipped items with their reasons and how many there are), or a missing input path.
+    """
+    problems = []
+    for p in inputs:
+        skipped: list[Skipped] = []
+        n = 0
+        for n, item in enumerate(iter_inputs([p]), 1):  # n: items read, used after the loop
+            if isinstance(item, Document):
+                break
+            if len(skipped) < show:
+                skipped.append(item)
+        else:
+            if n == 0:
+                why = "an empty folder" if Path(p).is_dir() else "nothing in it"
+            else:
+                why = f"{n} item(s), all skipped: " + "; ".join(f"{s.doc_id}: {s.reason}" for s in skipped)
+                why += "; ..." if n > len(skipped) else ""
+            problems.append(f"{os.fspath(p)} ({why})")
+    if problems:
+        raise ValueError(f"input{'s' if len(problems) > 1 else ''} yielding no document: "
+                         + "; ".join(problems))

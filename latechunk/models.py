@@ -9,6 +9,8 @@ weight hash, and the loaded model as one value.
   Its answers are remembered by the probe object itself (a run owns one), never in a module global.
 - :class:`ModelSettings` is the model's own embedding settings from its sentence-transformers files.
 - :func:`weight_hash` is the sha256 of the weight files, recorded in the manifest.
+- :class:`ModelFacts` is what a run's checks need to know about a model (its pooling, input limit and document
+  frame), read from its files alone: no torch, no weights, so a bad option fails in about a second.
 - :class:`LoadedModel` is a model, its tokenizer and its settings, loaded once (safetensors where the model has
   them; the repository's own code only when asked); :class:`latechunk.encoder.Encoder` runs it.
 
@@ -23,12 +25,14 @@ import logging
 import os
 import time
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
+if TYPE_CHECKING:  # torch is imported where a model is loaded, never at import time (fast command-line checks)
+    import torch
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -37,7 +41,9 @@ __all__ = [
     "HUB_PROBE_TTL_S",
     "HubProbe",
     "LoadedModel",
+    "ModelFacts",
     "ModelSettings",
+    "config_input_limit",
     "hub_reachable",
     "input_limit",
     "resolve_model_path",
@@ -262,12 +268,38 @@ def _read_json(name_or_path: str, filename: str) -> dict | list | None:
     return json.loads(Path(f).read_text(encoding="utf-8")) if f else None
 
 
+_POOLING_FLAGS = (  # sentence-transformers < 6: one boolean per mode, in the order their outputs concatenate
+    ("pooling_mode_cls_token", "cls"),
+    ("pooling_mode_mean_tokens", "mean"),
+    ("pooling_mode_max_tokens", "max"),
+    ("pooling_mode_mean_sqrt_len_tokens", "mean"),
+    ("pooling_mode_weightedmean_tokens", "weightedmean"),
+    ("pooling_mode_lasttoken", "lasttoken"),
+)
+
+
+def _pooling_mode(cfg: dict) -> str:
+    """The pooling of a sentence-transformers Pooling config (both formats), as :attr:`ModelSettings.pooling`."""
+    mode = cfg.get("pooling_mode")
+    if isinstance(mode, str):
+        modes = [mode]
+    elif isinstance(mode, (list, tuple)) and mode:
+        modes = [str(m) for m in mode]
+    else:
+        modes = [name for key, name in _POOLING_FLAGS if cfg.get(key)] or ["mean"]
+    modes = ["mean" if m in ("mean_tokens", "mean_sqrt_len_tokens", "mean_sqrt_len") else m for m in modes]
+    return "+".join(dict.fromkeys(modes))
+
+
 @dataclass(frozen=True)
 class ModelSettings:
     """The model's own embedding settings (from its sentence-transformers files where present).
 
     Attributes:
-        pooling: ``"mean"``, ``"cls"`` or ``"lasttoken"``: naive-mode and query pooling.
+        pooling: The model's own pooling, from its sentence-transformers Pooling config: ``"mean"`` (also for
+            ``mean_sqrt_len_tokens``, the mean scaled), ``"cls"``, ``"lasttoken"``, ``"max"``, ``"weightedmean"``,
+            or several joined by ``+`` (concatenated). Naive-mode and query pooling; late mode needs ``"mean"``
+            (:meth:`latechunk.config.PipelineConfig.check_model`).
         normalize: Whether the model L2-normalises its sentence embeddings (a ``Normalize`` module).
         query_prompt / document_prompt: Instruction prefixes (``""`` where none).
         max_seq_length: The sentence-transformers max sequence length (tokens), or None where the model has
@@ -287,7 +319,8 @@ class ModelSettings:
     def read(cls, name_or_path: str) -> ModelSettings:
         """Read the settings from a sentence-transformers model folder or hub id (defaults where a file is absent).
 
-        Sources: ``modules.json`` and the Pooling module's ``config.json`` (pooling mode, ``include_prompt``), a
+        Sources: ``modules.json`` and the Pooling module's ``config.json`` (pooling mode: ``pooling_mode``, as
+        sentence-transformers >= 6 writes it, or the older ``pooling_mode_*_tokens`` flags; ``include_prompt``), a
         ``Normalize`` module (``normalize``), ``config_sentence_transformers.json`` (``prompts``: ``query``;
         ``document``, else ``passage``, else ``doc``) and ``sentence_bert_config.json`` (``max_seq_length``). A
         hub id's files come through ``transformers``' ``cached_file``; any hub or offline failure counts as "no
@@ -306,12 +339,7 @@ class ModelSettings:
             typ = str(m.get("type", ""))
             if typ.endswith("Pooling"):
                 cfg = _read_json(name_or_path, f"{m.get('path', '')}/config.json".lstrip("/")) or {}
-                if cfg.get("pooling_mode_cls_token"):
-                    pooling = "cls"
-                elif cfg.get("pooling_mode_lasttoken"):
-                    pooling = "lasttoken"
-                elif cfg.get("pooling_mode_mean_tokens") or cfg.get("pooling_mode_mean_sqrt_len_tokens"):
-                    pooling = "mean"
+                pooling = _pooling_mode(cfg)
                 include_prompt = bool(cfg.get("include_prompt", True))
             if typ.endswith("Normalize"):
                 normalize = True
@@ -359,12 +387,40 @@ def weight_hash(path: str | os.PathLike) -> str:
     return h.hexdigest() if files else ""
 
 
-def input_limit(model: torch.nn.Module, tokenizer: Any) -> int:
-    """The model's input limit in tokens (frame included).
+def config_input_limit(config: Mapping[str, Any] | Any, model_max_length: int | None) -> int:
+    """A model's input limit in tokens (frame included), from its config and its tokenizer's ``model_max_length``.
 
-    The smaller of the tokenizer's ``model_max_length`` (where set to a real value) and the model's
-    ``max_position_embeddings`` (less ``pad_token_id + 1`` for RoBERTa-style models, which reserve those
-    positions); 512 where neither is known.
+    The smaller of ``model_max_length`` (where set to a real value) and the config's ``max_position_embeddings``
+    (``n_positions`` where only that is given; less ``pad_token_id + 1`` for RoBERTa-style models, which reserve
+    those positions); 512 where neither is known. The one rule of :func:`input_limit` (a loaded model) and
+    :meth:`ModelFacts.read` (the model's files, before loading).
+
+    Args:
+        config: The model config: a ``transformers`` config object or the parsed ``config.json`` (a mapping).
+        model_max_length: The tokenizer's ``model_max_length`` (``None`` or a huge value: unset).
+
+    Returns:
+        The limit in tokens.
+    """
+    def get(key: str):
+        return config.get(key) if isinstance(config, Mapping) else getattr(config, key, None)
+
+    limits = []
+    if isinstance(model_max_length, int) and 0 < model_max_length < 1_000_000:
+        limits.append(model_max_length)
+    mpe = get("max_position_embeddings")
+    if mpe is None:
+        mpe = get("n_positions")
+    if isinstance(mpe, int) and mpe > 0:
+        pad = get("pad_token_id")
+        roberta = (get("model_type") or "") in ("roberta", "xlm-roberta", "camembert")
+        limits.append(mpe - ((pad + 1) if roberta and isinstance(pad, int) else 0))
+    return min(limits) if limits else 512
+
+
+def input_limit(model: torch.nn.Module, tokenizer: Any) -> int:
+    """The input limit of a loaded model in tokens (frame included): :func:`config_input_limit` of its config
+    and its tokenizer's ``model_max_length``.
 
     Args:
         model: A Hugging Face model (its ``config`` is read).
@@ -373,17 +429,111 @@ def input_limit(model: torch.nn.Module, tokenizer: Any) -> int:
     Returns:
         The limit in tokens.
     """
-    limits = []
-    mml = getattr(tokenizer, "model_max_length", None)
-    if isinstance(mml, int) and 0 < mml < 1_000_000:
-        limits.append(mml)
-    config = model.config
-    mpe = getattr(config, "max_position_embeddings", None)
-    if isinstance(mpe, int) and mpe > 0:
-        pad = getattr(config, "pad_token_id", None)
-        roberta = getattr(config, "model_type", "") in ("roberta", "xlm-roberta", "camembert")
-        limits.append(mpe - ((pad + 1) if roberta and isinstance(pad, int) else 0))
-    return min(limits) if limits else 512
+    return config_input_limit(model.config, getattr(tokenizer, "model_max_length", None))
+
+
+# ------------------------------------------------------------------------------------------------ facts
+class _FileTokenizer:
+    """A model's ``tokenizer.json`` through the ``tokenizers`` library (no transformers, no torch), callable as
+    :class:`~latechunk.tokenize.DocumentTokenizer` calls a Hugging Face fast tokenizer to find the frame (ids
+    only; the file's own padding and truncation are turned off)."""
+
+    is_fast = True
+
+    def __init__(self, path: Path) -> None:
+        from tokenizers import Tokenizer
+
+        self._tok = Tokenizer.from_file(str(path))
+        self._tok.no_padding()
+        self._tok.no_truncation()
+
+    def __call__(self, text: str, add_special_tokens: bool = True, **_: Any) -> dict:
+        return {"input_ids": self._tok.encode(text, add_special_tokens=add_special_tokens).ids}
+
+
+def _local_file(path: str, filename: str) -> Path | None:
+    """``filename`` of a resolved model (folder, or hub id through the local cache only); None where absent."""
+    p = Path(path)
+    if p.is_dir():
+        return p / filename if (p / filename).is_file() else None
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        f = try_to_load_from_cache(path, filename)
+    except Exception:  # noqa: BLE001  (an invalid repo id: no file)
+        return None
+    return Path(f) if isinstance(f, str) and Path(f).is_file() else None
+
+
+@dataclass(frozen=True)
+class ModelFacts:
+    """What a run's checks need to know about a model: its pooling, input limit and document frame.
+
+    :meth:`read` takes them from the model's files before any weight is loaded, without importing torch
+    (``config.json``, ``tokenizer_config.json``, ``tokenizer.json`` through the ``tokenizers`` library, the
+    sentence-transformers files), so :meth:`latechunk.config.PipelineConfig.check_model` rejects a setting that
+    does not fit the model in about a second; :attr:`latechunk.encoder.Encoder.facts` gives the same facts of a
+    loaded model (then nothing is unknown), and the pipeline checks them again there.
+
+    Attributes:
+        name: The model as asked (``"all-MiniLM-L6-v2"`` for the default).
+        path: Where it resolves to (:func:`resolve_model_path`).
+        settings: Its sentence-transformers settings (:class:`ModelSettings`; ``pooling`` decides late mode).
+        input_limit: Its input limit in tokens, frame included (:func:`config_input_limit`); ``None`` where no
+            ``config.json`` is at hand (a hub id not in the local cache), or where neither it nor
+            ``tokenizer_config.json`` states a limit (then the config class's default decides, once loaded).
+        document_frame: Frame tokens of a document input (special tokens and the document prompt), from
+            ``tokenizer.json``; ``None`` where the model has none (e.g. only ``vocab.txt`` or a sentencepiece
+            file): then the macro window is checked once the tokenizer is loaded.
+    """
+
+    name: str
+    path: str
+    settings: ModelSettings = field(default_factory=ModelSettings)
+    input_limit: int | None = None
+    document_frame: int | None = None
+
+    @classmethod
+    def read(cls, name_or_path: str | os.PathLike | None = None, probe: HubProbe | None = None) -> ModelFacts:
+        """The facts of a model from its files (no torch, no weights).
+
+        Args:
+            name_or_path: Alias, hub id or folder (:func:`resolve_model_path`); ``None`` = :data:`DEFAULT_MODEL`.
+            probe: Hub probe for a hub id (default a new one).
+
+        Returns:
+            The :class:`ModelFacts`; a fact that the files do not give is ``None``.
+
+        Raises:
+            ValueError: as :func:`resolve_model_path`, or on a ``config.json`` or ``tokenizer.json`` that does
+                not parse (the message names the file).
+        """
+        from latechunk.tokenize import DocumentTokenizer
+
+        name = DEFAULT_MODEL if name_or_path is None else str(name_or_path)
+        path = resolve_model_path(name_or_path, probe)
+        settings = ModelSettings.read(path)
+        limit = frame = None
+        config_file = _local_file(path, "config.json")
+        if config_file is not None:
+            try:
+                config = json.loads(config_file.read_text(encoding="utf-8"))
+                tok_config_file = _local_file(path, "tokenizer_config.json")
+                tok_config = json.loads(tok_config_file.read_text(encoding="utf-8")) if tok_config_file else {}
+            except (OSError, ValueError) as err:
+                raise ValueError(f"model {name!r}: cannot read {config_file.parent}'s config files: {err}") from err
+            mml = tok_config.get("model_max_length")
+            known = any(k in config for k in ("max_position_embeddings", "n_positions")) or (
+                isinstance(mml, int) and 0 < mml < 1_000_000)
+            # without either, the loaded config's class default decides: unknown here (never a false refusal)
+            limit = config_input_limit(config, mml) if known else None
+        tok_file = _local_file(path, "tokenizer.json")
+        if tok_file is not None:
+            try:
+                frame = DocumentTokenizer(_FileTokenizer(tok_file), prefix=settings.document_prompt).n_frame
+            except Exception as err:  # the tokenizers library raises its own exception type
+                raise ValueError(f"model {name!r}: cannot read its tokenizer {tok_file}: {err}") from err
+        return cls(name=name, path=path, settings=settings, input_limit=limit, document_frame=frame)
 
 
 # ------------------------------------------------------------------------------------------------ loading
@@ -431,7 +581,7 @@ class LoadedModel:
     def load(
         cls,
         name_or_path: str | os.PathLike | None = None,
-        dtype: torch.dtype = torch.float32,
+        dtype: torch.dtype | None = None,
         trust_remote_code: bool = False,
         settings: ModelSettings | None = None,
         probe: HubProbe | None = None,
@@ -444,7 +594,7 @@ class LoadedModel:
 
         Args:
             name_or_path: Alias, hub id or folder (:func:`resolve_model_path`); ``None`` = :data:`DEFAULT_MODEL`.
-            dtype: Weight dtype to load in.
+            dtype: Weight dtype to load in; ``None`` = ``torch.float32``.
             trust_remote_code: Allow the model repository's own Python code (off unless asked; warns).
             settings: Embedding settings; default :meth:`ModelSettings.read` of the model's files.
             probe: Hub probe for a hub id (default a new one).
@@ -458,11 +608,13 @@ class LoadedModel:
         """
         if trust_remote_code:
             warnings.warn("trust_remote_code=True: the model repository's own Python code will run", stacklevel=2)
+        import torch
+
         name = DEFAULT_MODEL if name_or_path is None else str(name_or_path)
         path = resolve_model_path(name_or_path, probe)
         settings = settings or ModelSettings.read(path)
         tokenizer = _load_tokenizer(path, trust_remote_code)
-        model = _load_model(path, dtype, trust_remote_code)
+        model = _load_model(path, torch.float32 if dtype is None else dtype, trust_remote_code)
         model.eval()
         return cls(name=name, model=model, tokenizer=tokenizer, settings=settings, path=path)
 

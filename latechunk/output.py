@@ -6,7 +6,8 @@ Layout of an output folder ``DIR`` (DESIGN.md)::
     chunks.parquet          one row per chunk, columns :data:`CHUNK_COLUMNS` (schema :data:`CHUNK_SCHEMA`)
     manifest.json           format :data:`MANIFEST_FORMAT`: settings, model, counts, documents, skipped, shards
     run.json                format :data:`RUN_FORMAT`: the run's settings, written first (``--resume`` compares them)
-    progress.json           shards complete and input items consumed (for people; the shard records are the truth)
+    progress.json           shards complete, input items consumed, wall seconds so far (over resumed runs; the
+                            shard records are the truth, ``seconds`` feeds a resumed run's ``seconds.total``)
     shards/NNNNN.parquet    chunk rows of one pipeline group (same schema as chunks.parquet)
     shards/NNNNN.npy        (rows, dim) float32 chunk vectors, ``np.save(..., allow_pickle=False)``
     shards/NNNNN.json       shard record, format :data:`SHARD_FORMAT`, keys :data:`SHARD_KEYS`
@@ -185,10 +186,14 @@ def search_records(table, D: np.ndarray, I: np.ndarray) -> list[dict]:
         I: (k,) int64 vector ids = table rows; ``-1`` (no result) is dropped.
 
     Returns:
-        One dict per hit: ``rank`` (1-based), ``score`` (float), then :data:`RECORD_COLUMNS`.
+        One dict per hit: ``rank`` (1-based), ``score`` (float), then :data:`RECORD_COLUMNS`; an empty list when
+        there is no hit (an index with 0 vectors).
     """
+    import pyarrow as pa
+
     hits = [(score, int(i)) for score, i in zip(np.asarray(D).tolist(), np.asarray(I).tolist()) if i >= 0]
-    rows = table.take([i for _, i in hits]).to_pylist()
+    # typed: an untyped empty list is a null array, which take() has no kernel for (an index with 0 vectors)
+    rows = table.take(pa.array([i for _, i in hits], type=pa.int64())).to_pylist()
     return [{"rank": rank, "score": float(score), **{c: row[c] for c in RECORD_COLUMNS}}
             for rank, ((score, _), row) in enumerate(zip(hits, rows), 1)]
 
@@ -573,7 +578,8 @@ def build_manifest(*, created: str, finished: str, header: Mapping, settings: Ma
     ``documents_embedded``, ``documents_skipped``, ``chunks``, ``content_tokens``, ``tokens_encoded``,
     ``forward_calls``); ``documents`` (``doc_id``, ``chunks``, ``sha256``, ``source`` per embedded document,
     in row order); ``skipped`` (``doc_id``, ``reason``, ``source``); ``shards`` (``name``, ``inputs``, ``rows``,
-    ``sha256`` of its record); ``seconds`` per stage and ``total``.
+    ``sha256`` of its record); ``seconds`` per stage (summed over the shards, whichever run wrote them) and
+    ``total`` (wall seconds of the whole run: an interrupted run's up to its last shard plus its ``--resume``).
 
     Args:
         created: When the run started (``run.json``'s ``created``, ``%Y-%m-%dT%H:%M:%S%z``).

@@ -7,7 +7,14 @@ substring is encoded on its own with the model's own pooling. Both modes use the
 
 In late mode the token states of one document serve every strategy of the run: N strategies cost one forward
 pass per document (or per macro window), not N. Input items are processed in groups (a token budget), so memory
-stays bounded by the group, not the corpus.
+stays bounded by the group, not the corpus; and the late pass pools each forward batch as it is done, so memory
+stays bounded by one batch and the chunk vectors, not by the longest document's token states. Each token's
+state comes from exactly one macro window (their keep ranges tile the document), so a chunk's mean is the sum,
+over the windows, of its kept states in each window, divided by its length: the pass adds each batch into
+float32 sums between the *cut points* of every document (the ends of every span the group pools: the chunks of
+every strategy split before the pass, and for ``semantic:source=late`` its :meth:`Strategy.cut_points`: sentence
+spans and every possible chunk end), one segment-mean launch per batch (the Triton kernel on CUDA); a span's mean
+is then the sum of its segments' sums over its length.
 
 Data flow of :func:`iter_embed` (two threads, one hand-off per group):
 
@@ -15,9 +22,11 @@ Data flow of :func:`iter_embed` (two threads, one hand-off per group):
   (no content tokens, too long with ``long_documents="skip"``), form groups by token budget, segment the group's
   sentences ahead (:meth:`SentenceSegmenter.presegment`) and split every strategy that needs no sentence
   vectors. It fills the group's tokenize/split timings, then hands the group over.
-- calling thread (`_Run.embed_group`): the late pass (:meth:`Encoder.token_states`), the split of
-  strategies that read sentence vectors (``semantic``), late pooling (:func:`late_vectors`) and naive encoding
-  (:func:`naive_vectors`).
+- calling thread (`_Run.embed_group`): the split of strategies whose sentence vectors come from a named model,
+  the streamed late pass (:meth:`Encoder.iter_token_states` into the segment sums), the split of strategies that
+  read the late pass's sentence vectors (``semantic``), late vectors from the sums, and naive encoding
+  (:func:`naive_vectors`). Progress is reported in bytes of document text as forward batches finish
+  (``on_text_bytes``).
 
 Each :class:`GroupResult` carries its input positions (``start``, ``items``) and its own :class:`PipelineStats`,
 written by one thread at a time.
@@ -25,10 +34,12 @@ written by one thread at a time.
 
 from __future__ import annotations
 
+import functools
 import logging
 import queue
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -36,10 +47,10 @@ import numpy as np
 import torch
 
 from latechunk.config import PipelineConfig
-from latechunk.encoder import Encoder
+from latechunk.encoder import Encoder, StateBatch
 from latechunk.pooling import segment_mean
 from latechunk.sentences import SentenceSegmenter
-from latechunk.strategies.base import SentenceEmbedder, Strategy, get_strategy
+from latechunk.strategies.base import SentenceVectors, Strategy, get_strategy
 from latechunk.types import Boundaries, ChunkVectors, Document, Skipped, Tokenization
 
 __all__ = [
@@ -74,7 +85,8 @@ class PipelineStats:
             overlaps included; ``naive``: every chunk's input).
         forward_calls: Encoder forward calls per mode.
         naive_tokens_by_strategy: Naive tokens per strategy SPEC.
-        seconds: Wall seconds per stage (:data:`STAGES`).
+        seconds: Wall seconds per stage (:data:`STAGES`); ``late_encode`` includes adding each forward batch
+            into the segment sums of the streamed late pass, ``pool`` the chunk means taken from them.
         seconds_by_strategy: Per strategy SPEC: ``{"pool": s, "naive": s}``.
     """
 
@@ -218,20 +230,20 @@ class GroupResult:
 
 
 # ------------------------------------------------------------------------------------------------ pooling
-def _late_embedder(states: torch.Tensor) -> SentenceEmbedder:
-    def embed_sentences(doc: Document, tok: Tokenization, spans: np.ndarray) -> np.ndarray:
+def _late_sentence_vectors(states: torch.Tensor) -> SentenceVectors:
+    def sentence_vectors(doc: Document, tok: Tokenization, spans: np.ndarray) -> np.ndarray:
         return segment_mean(states, spans, normalize=True).cpu().numpy()
 
-    return embed_sentences
+    return sentence_vectors
 
 
-def _model_embedder(encoder: Encoder) -> SentenceEmbedder:
-    def embed_sentences(doc: Document, tok: Tokenization, spans: np.ndarray) -> np.ndarray:
+def _model_sentence_vectors(encoder: Encoder) -> SentenceVectors:
+    def sentence_vectors(doc: Document, tok: Tokenization, spans: np.ndarray) -> np.ndarray:
         offs = tok.offsets
         texts = [doc.text[int(offs[a, 0]) : int(offs[b - 1, 1])] for a, b in spans.tolist()]
         return encoder.encode(texts, normalize=True)
 
-    return embed_sentences
+    return sentence_vectors
 
 
 def _pool_spans(b: Boundaries, tok: Tokenization, include_special: bool) -> np.ndarray:
@@ -357,6 +369,150 @@ def presegment_for(strats: Sequence[Strategy], pairs: Sequence[tuple[Document, T
                                 [t.offsets[t.content_start : t.content_end, 0] for _, t in pairs])
 
 
+# ------------------------------------------------------------------------------------------------ streamed late pass
+class _SegmentSums:
+    """Sums of token states between consecutive cut points of each document, filled one forward batch at a time.
+
+    A document's cut points (sorted, unique, ``0`` and ``len(tok)`` included) cut it into segments
+    ``[points[k], points[k + 1])``; :meth:`add` adds a forward batch's states to the sums of the segments its
+    blocks overlap (one segment-mean launch per batch: the Triton kernel on CUDA), so the sums are complete once
+    every block of the document has been added (its blocks tile it). A span whose ends are cut points is a run
+    of segments: its mean is the sum of their sums divided by its length (:meth:`means`). Memory: (segments,
+    dim) float32, whatever the documents' lengths.
+    """
+
+    def __init__(self, points: Sequence[np.ndarray], dim: int, device: torch.device | str) -> None:
+        self.points = [np.asarray(p, dtype=np.int64) for p in points]
+        counts = [max(len(p) - 1, 0) for p in self.points]
+        self.first = np.concatenate([[0], np.cumsum(counts, dtype=np.int64)]).astype(np.int64)
+        self.sums = torch.zeros((int(self.first[-1]), dim), dtype=torch.float32, device=device)
+
+    @classmethod
+    def concat(cls, a: _SegmentSums, b: _SegmentSums) -> _SegmentSums:
+        """``a``'s documents, then ``b``'s."""
+        out = cls.__new__(cls)
+        out.points = a.points + b.points
+        out.first = np.concatenate([a.first, b.first[1:] + a.first[-1]])
+        out.sums = torch.cat([a.sums, b.sums.to(a.sums.device)])
+        return out
+
+    def add(self, batch: StateBatch) -> None:
+        """Add one forward batch (:meth:`Encoder.iter_token_states`) to the segment sums."""
+        spans, index = [], []
+        for blk in batch.blocks:
+            p = self.points[blk.doc]
+            lo, hi = blk.start, blk.start + blk.n
+            k0 = max(int(np.searchsorted(p, lo, side="right")) - 1, 0)  # the segment holding lo
+            k1 = min(int(np.searchsorted(p, hi, side="left")), len(p) - 1)  # one past the last starting below hi
+            if k1 <= k0:
+                continue
+            # segments clipped to the block (positions of the document), then rows of the batch
+            clipped = np.stack([np.maximum(p[k0:k1], lo), np.minimum(p[k0 + 1 : k1 + 1], hi)], axis=1)
+            spans.append(clipped + (blk.row - lo))
+            index.append(np.arange(k0, k1, dtype=np.int64) + self.first[blk.doc])
+        if not spans:
+            return
+        rows = np.concatenate(spans)
+        means = segment_mean(batch.states, rows)
+        lens = torch.from_numpy(rows[:, 1] - rows[:, 0]).to(device=means.device, dtype=torch.float32)
+        idx = torch.from_numpy(np.concatenate(index)).to(self.sums.device)
+        self.sums.index_add_(0, idx, (means * lens[:, None]).to(self.sums.device))
+
+    def locate(self, doc: int, spans: np.ndarray) -> np.ndarray | None:
+        """The segment ranges of ``spans`` of document ``doc``: (n, 2) int64 ``[first, last + 1)`` rows of
+        :attr:`sums`; None when an end of a span is not a cut point."""
+        p = self.points[doc]
+        s = np.asarray(spans, dtype=np.int64).reshape(-1, 2)
+        k = np.searchsorted(p, s)
+        if s.size and (int(k.max()) >= len(p) or (p[k] != s).any()):
+            return None
+        return k + self.first[doc]
+
+    def means(self, ranges: np.ndarray, spans: np.ndarray, normalize: bool) -> torch.Tensor:
+        """(n, dim) float32 mean token state of each span, from its segment range (:meth:`locate`) and its
+        token span (for its length); L2-normalised when ``normalize``."""
+        n, dim = ranges.shape[0], self.sums.shape[1]
+        if n == 0:
+            return torch.zeros((0, dim), dtype=torch.float32, device=self.sums.device)
+        counts = ranges[:, 1] - ranges[:, 0]
+        crow = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        cols = np.repeat(ranges[:, 0] - crow[:-1], counts) + np.arange(crow[-1], dtype=np.int64)
+        lengths = (spans[:, 1] - spans[:, 0]).astype(np.float32)
+        vals = np.repeat(np.float32(1.0) / lengths, counts)
+        dev = self.sums.device
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+            avg = torch.sparse_csr_tensor(torch.from_numpy(crow).to(dev), torch.from_numpy(cols).to(dev),
+                                          torch.from_numpy(vals).to(dev), size=(n, self.sums.shape[0]),
+                                          check_invariants=False)
+            out = avg @ self.sums
+        if normalize:
+            out = torch.nn.functional.normalize(out, p=2.0, dim=1)
+        return out
+
+
+def _summed_sentence_vectors(sums: _SegmentSums | None, doc: int) -> SentenceVectors:
+    """Sentence vectors of the late pass for document ``doc`` of ``sums`` (normalised means of the spans)."""
+
+    def sentence_vectors(d: Document, tok: Tokenization, spans: np.ndarray) -> np.ndarray:
+        where = None if sums is None else sums.locate(doc, spans)
+        if where is None:
+            raise RuntimeError(f"document {d.doc_id!r}: sentence spans end outside the late pass's cut points "
+                               "(the strategy's cut_points() must hold every sentence start and end)")
+        return sums.means(where, np.asarray(spans, dtype=np.int64), normalize=True).cpu().numpy()
+
+    return sentence_vectors
+
+
+def _reads_late_sentences(s: Strategy) -> bool:
+    """True for a strategy that splits on sentence vectors of the late pass (``semantic:source=late``)."""
+    return s.needs_sentence_vectors and getattr(s, "source", "late") == "late"
+
+
+def text_bytes(text: str) -> int:
+    """UTF-8 bytes of ``text`` (its length when ASCII, without encoding it): the unit of progress.
+
+    Args:
+        text: A document text.
+
+    Returns:
+        Its UTF-8 length in bytes (lone surrogates count 3 bytes each).
+    """
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
+class _TextMeter:
+    """A group's progress in bytes of document text, reported to ``callback`` as forward batches finish (a
+    document in several macro windows advances window by window); a group's reports add up to the text bytes
+    of its documents, embedded or not (:meth:`finish`)."""
+
+    def __init__(self, callback: Callable[[int], None] | None, items: Sequence[Document | Skipped]) -> None:
+        self.callback = callback
+        self.total = sum(text_bytes(x.text) for x in items if isinstance(x, Document)) if callback else 0
+        self.done = 0.0
+        self.reported = 0
+        self.per_token: list[float] = []
+
+    def start_pass(self, docs: Sequence[Document], toks: Sequence[Tokenization]) -> None:
+        if self.callback is not None:
+            self.per_token = [text_bytes(d.text) / max(len(t), 1) for d, t in zip(docs, toks)]
+
+    def encoded(self, blocks) -> None:
+        if self.callback is None:
+            return
+        self.done += sum(self.per_token[b.doc] * b.n for b in blocks)
+        self._report(min(int(self.done), self.total))
+
+    def finish(self) -> None:
+        if self.callback is not None:
+            self._report(self.total)
+
+    def _report(self, upto: int) -> None:
+        if upto > self.reported:
+            self.callback(upto - self.reported)  # type: ignore[misc]
+            self.reported = upto
+
+
 # ------------------------------------------------------------------------------------------------ the stream
 @dataclass
 class _Entry:
@@ -385,6 +541,31 @@ def _item_batches(items: Iterable[Document | Skipped], max_chars: int = 1 << 18,
                 batch, chars, docs = [], 0, 0
     if batch:
         yield batch
+
+
+_TRIM_CHARS = 1 << 20
+"""A tokenizer call on this many characters or more is followed by :func:`_release_free_heap`."""
+
+
+def _release_free_heap() -> None:
+    """Give the heap memory that is free back to the OS (glibc's ``malloc_trim``; a no-op elsewhere).
+
+    Tokenizing a long document makes a transient of several hundred bytes a token (the tokenizer's Python lists
+    of ids and offset tuples); once freed, glibc keeps most of it in the heap, so without this the late pass
+    would start from a resident size that grows with the longest document tokenized so far."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+@functools.cache
+def _malloc_trim():
+    try:
+        import ctypes
+
+        return ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return None
 
 
 def _tokenize_batch(encoder: Encoder, batch: list[_Entry], max_tokens: int | None) -> None:
@@ -431,14 +612,17 @@ class _Run:
     segmenter and the sentence encoders of ``semantic:source=MODEL``."""
 
     def __init__(self, encoder: Encoder, config: PipelineConfig, segmenter: SentenceSegmenter,
-                 sentence_encoders: dict[str, Encoder]) -> None:
+                 sentence_encoders: dict[str, Encoder], on_text_bytes: Callable[[int], None] | None = None) -> None:
         self.encoder = encoder
+        self.on_text_bytes = on_text_bytes
         self.config = config
         self.strats = config.strategies
         self.segmenter = segmenter
         self.sentence_encoders = sentence_encoders
-        # the one validation of the macro window against this model (before any document is read)
-        self.macro_window = encoder.macro_window(config.macro_window, config.macro_window_overlap)
+        # the one check of the settings that need the model (late pooling, the macro window), before any
+        # document is read: the Python API gets what the command line checks before loading
+        self.macro_window = config.check_model(encoder.facts)
+        assert self.macro_window is not None  # a loaded encoder knows its input limit and frame
         self.max_tokens = self.macro_window.size if config.long_documents == "skip" else None
 
     # -------------------------------------------------------------------- prefetch thread
@@ -451,6 +635,8 @@ class _Run:
         for batch in _item_batches(items):
             t0 = time.perf_counter()
             _tokenize_batch(self.encoder, batch, self.max_tokens)
+            if sum(len(e.item.text) for e in batch if isinstance(e.item, Document)) >= _TRIM_CHARS:
+                _release_free_heap()
             tokenize_s += time.perf_counter() - t0
             for e in batch:
                 group.append(e)
@@ -483,7 +669,7 @@ class _Run:
             if e.tok is None:
                 continue
             try:
-                e.pre = [None if s.needs_embedder else s.split(e.item, e.tok, sentences=self.segmenter)
+                e.pre = [None if s.needs_sentence_vectors else s.split(e.item, e.tok, sentences=self.segmenter)
                          for s in self.strats]
             except Exception as err:  # noqa: BLE001  (a bad document is listed, never fatal)
                 e.skip, e.tok = _split_failed(e.item, err), None
@@ -492,55 +678,76 @@ class _Run:
 
     # -------------------------------------------------------------------- calling thread
     def embed_group(self, g: GroupResult, entries: list[_Entry], progress: bool) -> GroupResult:
-        """Encode, split (sentence-vector strategies), pool and naive-encode one group, in place."""
+        """Encode, split (sentence-vector strategies), pool and naive-encode one group, in place.
+
+        The late pass is streamed (:meth:`_late_pass`): each forward batch is pooled into the sums of the
+        segments the group's spans need and dropped, so memory holds one batch and those sums, never a whole
+        long document's token states.
+        """
+        meter = _TextMeter(self.on_text_bytes, g.items)
         if not g.selected:  # someone else's group: which documents it holds, nothing chunked or encoded
             g.documents = [e.item for e in entries if e.tok is not None]
             g.skipped = [e.skip for e in entries if e.tok is None]
+            meter.finish()
             return g
         stats, enc, cfg = g.stats, self.encoder, self.config
-        live = [e for e in entries if e.tok is not None]
-        states: list[torch.Tensor] = []
-        if cfg.needs_token_states and live:
-            before = dict(enc.stats)
-            t0 = time.perf_counter()
-            states = enc.token_states([e.tok for e in live], self.macro_window, progress=progress)
-            stats.seconds["late_encode"] += time.perf_counter() - t0
-            stats.tokens["late"] += enc.stats["tokens"] - before["tokens"]
-            stats.forward_calls["late"] += enc.stats["forward_calls"] - before["forward_calls"]
+        late = "late" in cfg.modes
         t0 = time.perf_counter()
-        kept: list[tuple[_Entry, list[Boundaries]]] = []
-        kept_states: list[torch.Tensor] = []
+        live: list[_Entry] = []
+        points: list[np.ndarray] = []
+        for e in entries:
+            if e.tok is None:
+                continue
+            try:
+                p = self._presplit_late(e, late)
+            except Exception as err:  # noqa: BLE001  (a failing document is skipped for every strategy)
+                e.skip, e.tok = _split_failed(e.item, err), None
+                continue
+            live.append(e)
+            points.append(p)
+        stats.seconds["split"] += time.perf_counter() - t0
+        sums = None
+        if cfg.needs_token_states and live:
+            meter.start_pass([e.item for e in live], [e.tok for e in live])
+            sums = self._late_pass([e.tok for e in live], points, stats, progress, meter)
+        t0 = time.perf_counter()
+        kept: list[tuple[int, _Entry, list[Boundaries]]] = []
         for i, e in enumerate(live):
             try:
-                per = [b if b is not None else s.split(e.item, e.tok, self._sentence_embedder(s, states, i),
+                per = [b if b is not None else s.split(e.item, e.tok, _summed_sentence_vectors(sums, i),
                                                         sentences=self.segmenter)
                        for s, b in zip(self.strats, e.pre)]
             except Exception as err:  # noqa: BLE001  (a failing document is skipped for every strategy)
                 e.skip, e.tok = _split_failed(e.item, err), None
                 continue
-            kept.append((e, per))
-            if states:
-                kept_states.append(states[i])
+            kept.append((i, e, per))
         stats.seconds["split"] += time.perf_counter() - t0
-        del states
-        g.documents = [e.item for e, _ in kept]
-        g.tokenizations = [e.tok for e, _ in kept]
+        g.documents = [e.item for _, e, _ in kept]
+        g.tokenizations = [e.tok for _, e, _ in kept]
         g.skipped = [e.skip for e in entries if e.tok is None]
         stats.content_tokens += sum(t.n_content for t in g.tokenizations)
-        packed = None
-        if kept_states and "late" in cfg.modes:
-            # pack the group once; every strategy pools from it (one segment-mean launch per strategy)
-            packed = kept_states[0] if len(kept_states) == 1 else torch.cat(kept_states, dim=0)
-            kept_states = list(torch.split(packed, [st.shape[0] for st in kept_states]))  # views: copies freed
+        spans: dict[tuple[str, int], np.ndarray] = {}  # (spec, kept index) -> pooled token spans
+        ranges: dict[tuple[str, int], np.ndarray] = {}  # (spec, kept index) -> their segment ranges in sums
+        if late and kept:
+            t0 = time.perf_counter()
+            spans = {(s.spec, k): _pool_spans(per[j], e.tok, cfg.include_special)
+                     for k, (_, e, per) in enumerate(kept) for j, s in enumerate(self.strats)}
+            sums, ranges = self._locate(sums, [i for i, _, _ in kept], [e.tok for _, e, _ in kept], spans, stats)
+            stats.seconds["pool"] += time.perf_counter() - t0
         for j, s in enumerate(self.strats):
-            b_list = [per[j] for _, per in kept]
+            b_list = [per[j] for _, _, per in kept]
             g.boundaries[s.spec] = b_list
             g.vectors[s.spec] = {}
             by = stats.seconds_by_strategy.setdefault(s.spec, {"pool": 0.0, "naive": 0.0})
-            if "late" in cfg.modes:
+            if late:
                 t0 = time.perf_counter()
-                g.vectors[s.spec]["late"] = late_vectors(kept_states, g.tokenizations, b_list, cfg.normalize,
-                                                         cfg.include_special, enc.dim, packed)
+                keys = [(s.spec, k) for k in range(len(kept))]
+                if keys:  # the strategy's chunks of the group in one call
+                    vecs = sums.means(np.concatenate([ranges[x] for x in keys]),
+                                      np.concatenate([spans[x] for x in keys]), cfg.normalize)
+                    g.vectors[s.spec]["late"] = vecs.cpu().numpy().astype(np.float32, copy=False)
+                else:
+                    g.vectors[s.spec]["late"] = np.zeros((0, enc.dim), np.float32)
                 dt = time.perf_counter() - t0
                 stats.seconds["pool"] += dt
                 by["pool"] += dt
@@ -553,15 +760,81 @@ class _Run:
                 stats.tokens["naive"] += n_tok
                 stats.naive_tokens_by_strategy[s.spec] = stats.naive_tokens_by_strategy.get(s.spec, 0) + n_tok
                 stats.forward_calls["naive"] += n_calls
+        meter.finish()
         return g
 
-    def _sentence_embedder(self, s: Strategy, states: list[torch.Tensor], i: int) -> SentenceEmbedder | None:
-        if not s.needs_embedder:
-            return None
-        source = getattr(s, "source", "late")
-        if source == "late":
-            return _late_embedder(states[i])
-        return _model_embedder(self.sentence_encoders[source])
+    def _presplit_late(self, e: _Entry, late: bool) -> np.ndarray:
+        """Split what can be split before the late pass and return the cut points its sums need.
+
+        Strategies whose sentence vectors come from a named model split here (their chunks are then known);
+        those that read the late pass's own sentence vectors (``semantic``) split after it, and give their
+        :meth:`Strategy.cut_points` instead (sentence spans and every possible chunk end). Returns the sorted
+        unique token positions of the document (0 and ``len(tok)`` included) where the late pass cuts its
+        sums: the ends of every span the group will pool. A strategy that cannot say where it may cut gets
+        every token position (its document's sums are then as large as its token states).
+        """
+        tok, cfg = e.tok, self.config
+        n = len(tok)
+        ends: list[np.ndarray] = [np.asarray([0, n], dtype=np.int64)]
+        for j, s in enumerate(self.strats):
+            b = e.pre[j]
+            if b is None and not _reads_late_sentences(s):
+                b = e.pre[j] = s.split(e.item, tok, _model_sentence_vectors(self.sentence_encoders[getattr(s, 'source', 'late')]),
+                                       sentences=self.segmenter)
+            if b is not None:
+                if late:
+                    ends.append(_pool_spans(b, tok, cfg.include_special).reshape(-1))
+                continue
+            cuts = s.cut_points(e.item, tok, self.segmenter)
+            if cuts is None:
+                return np.arange(n + 1, dtype=np.int64)
+            ends.append(np.asarray(cuts, dtype=np.int64).reshape(-1))
+        return np.unique(np.concatenate(ends))
+
+    def _late_pass(self, toks: list[Tokenization], points: list[np.ndarray], stats: PipelineStats,
+                   progress: bool, meter: _TextMeter | None) -> _SegmentSums:
+        """One streamed late pass over ``toks``: the sums of token states between consecutive ``points`` of
+        each document, pooled one forward batch at a time."""
+        enc = self.encoder
+        before = dict(enc.stats)
+        t0 = time.perf_counter()
+        sums = _SegmentSums(points, enc.dim, enc.device)
+        for batch in enc.iter_token_states(toks, self.macro_window, progress=progress):
+            sums.add(batch)
+            if meter is not None:
+                meter.encoded(batch.blocks)
+        stats.seconds["late_encode"] += time.perf_counter() - t0
+        stats.tokens["late"] += enc.stats["tokens"] - before["tokens"]
+        stats.forward_calls["late"] += enc.stats["forward_calls"] - before["forward_calls"]
+        return sums
+
+    def _locate(self, sums: _SegmentSums, docs: list[int], toks: list[Tokenization],
+                spans: dict[tuple[str, int], np.ndarray], stats: PipelineStats
+                ) -> tuple[_SegmentSums, dict[tuple[str, int], np.ndarray]]:
+        """Where each span lies in ``sums`` (segment ranges); ``docs[k]`` is kept document k's index in
+        ``sums``. A document whose chunks end where its cut points did not say (a strategy's
+        :meth:`Strategy.cut_points` missed one) is encoded once more, cut at its actual chunk ends, so its
+        vectors are exact all the same."""
+        ranges: dict[tuple[str, int], np.ndarray] = {}
+        again: list[int] = []
+        for k, i in enumerate(docs):
+            located = {s.spec: sums.locate(i, spans[s.spec, k]) for s in self.strats}
+            if any(r is None for r in located.values()):
+                again.append(k)
+            else:
+                ranges.update({(spec, k): r for spec, r in located.items()})
+        if not again:
+            return sums, ranges
+        log.warning("%d document(s) encoded a second time to pool chunks that end outside their cut points: %s",
+                    len(again), ", ".join(str(k) for k in again[:5]))
+        points = [np.unique(np.concatenate([np.asarray([0, len(toks[k])], np.int64)]
+                                           + [spans[s.spec, k].reshape(-1) for s in self.strats])) for k in again]
+        extra = self._late_pass([toks[k] for k in again], points, stats, False, None)
+        merged = _SegmentSums.concat(sums, extra)
+        for m, k in enumerate(again):
+            for s in self.strats:
+                ranges[s.spec, k] = merged.locate(len(sums.points) + m, spans[s.spec, k])
+        return merged, ranges
 
 
 def _prefetch(it: Iterator, depth: int = 1) -> Iterator:
@@ -613,6 +886,7 @@ def iter_embed(
     progress: bool = False,
     sentence_encoders: dict[str, Encoder] | None = None,
     segmenter: SentenceSegmenter | None = None,
+    on_text_bytes: Callable[[int], None] | None = None,
 ) -> Iterator[GroupResult]:
     """Streaming form of :func:`embed`: one :class:`GroupResult` per group of about ``config.group_tokens``
     tokens, so memory stays bounded by a group, not the corpus.
@@ -631,6 +905,11 @@ def iter_embed(
         sentence_encoders: Encoders for ``semantic:source=MODEL`` by model name (loaded here otherwise).
         segmenter: The sentence segmenter (default: one for this run with ``config.sentence_workers`` workers,
             closed when the stream ends).
+        on_text_bytes: Progress in bytes of document text (:func:`text_bytes`), called from the consuming
+            thread with the bytes done since the last call: as each forward batch of the late pass finishes (in
+            proportion to the tokens of each document it encoded, so one long document advances macro window
+            by macro window) and when a group ends. A group's calls add up to the text bytes of its documents,
+            embedded, skipped or in an unselected group (the reader's skipped items have no text: 0).
 
     Returns:
         An iterator of :class:`GroupResult`, in input order; ``groups[i + 1].start == groups[i].end``. The
@@ -639,7 +918,9 @@ def iter_embed(
 
     Raises:
         ValueError: on a macro window that does not fit the model (:meth:`MacroWindow.check
-            <latechunk.macro_window.MacroWindow.check>`), or a ``semantic:source=MODEL`` model that does not
+            <latechunk.macro_window.MacroWindow.check>`), late pooling of a model that does not mean-pool
+            without ``config.late_pooling="mean"`` (:meth:`PipelineConfig.check_model
+            <latechunk.config.PipelineConfig.check_model>`), or a ``semantic:source=MODEL`` model that does not
             load (when called, before any item is read).
         TypeError: if a ``semantic:source=MODEL`` model's tokenizer is not a fast tokenizer.
 
@@ -649,11 +930,11 @@ def iter_embed(
     run_encoders = dict(sentence_encoders or {})
     for s in config.strategies:  # a named sentence model is loaded up front: a bad name fails before any work
         source = getattr(s, "source", "late")
-        if s.needs_embedder and source != "late" and source not in run_encoders:
+        if s.needs_sentence_vectors and source != "late" and source not in run_encoders:
             run_encoders[source] = Encoder(source, device=str(encoder.device))
     own = segmenter is None
     seg = SentenceSegmenter(workers=config.sentence_workers) if own else segmenter
-    run = _Run(encoder, config, seg, run_encoders)
+    run = _Run(encoder, config, seg, run_encoders, on_text_bytes)
     return _stream(run, items, select_group, progress, seg if own else None)
 
 
@@ -740,7 +1021,7 @@ def chunk_documents(
     documents: Iterable[Document],
     strategy: str | Strategy,
     tokenizer,
-    embed_sentences: SentenceEmbedder | None = None,
+    sentence_vectors: SentenceVectors | None = None,
     segmenter: SentenceSegmenter | None = None,
 ) -> Iterator[tuple[Document, Boundaries | None, str]]:
     """Chunk documents without an encoder (all strategies but ``semantic`` need none).
@@ -750,7 +1031,7 @@ def chunk_documents(
         strategy: A SPEC or Strategy.
         tokenizer: A :class:`~latechunk.tokenize.DocumentTokenizer` (or any ``doc -> Tokenization`` callable);
             use the encoder's document tokenizer so that token spans equal ``embed``'s.
-        embed_sentences: Sentence vectors for ``semantic`` (see :data:`~latechunk.strategies.base.SentenceEmbedder`).
+        sentence_vectors: Sentence vectors for ``semantic`` (see :data:`~latechunk.strategies.base.SentenceVectors`).
         segmenter: The sentence segmenter (default: a fresh in-process one).
 
     Yields:
@@ -758,11 +1039,11 @@ def chunk_documents(
         tokens, or the tokenizer or strategy failed on it).
 
     Raises:
-        ValueError: on an unknown strategy spec, or ``semantic`` without ``embed_sentences`` (at the first
+        ValueError: on an unknown strategy spec, or ``semantic`` without ``sentence_vectors`` (at the first
             ``next()``: this is a generator).
     """
     strat = get_strategy(strategy)
-    if strat.needs_embedder and embed_sentences is None:
+    if strat.needs_sentence_vectors and sentence_vectors is None:
         raise ValueError(f"strategy {strat.name!r} needs sentence vectors: run it through embed() or pass a model")
     seg = segmenter if segmenter is not None else SentenceSegmenter()
     for doc in documents:
@@ -771,6 +1052,6 @@ def chunk_documents(
             if tok.n_content == 0:
                 yield doc, None, "empty or whitespace-only (no tokens)"
                 continue
-            yield doc, strat.split(doc, tok, embed_sentences, sentences=seg), ""
+            yield doc, strat.split(doc, tok, sentence_vectors, sentences=seg), ""
         except Exception as err:  # noqa: BLE001
             yield doc, None, f"chunking failed: {type(err).__name__}: {err}"

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
 __all__ = [
     "LINE_BREAK",
     "PARAGRAPH_BREAK",
+    "PYSBD_PLACEHOLDERS",
     "SentenceSegmenter",
     "default_workers",
 ]
@@ -57,7 +58,20 @@ LINE_BREAK = re.compile(r"\r\n|\n|\r(?!\n)")
 PARAGRAPH_BREAK = re.compile(r"(?:\r\n|\n|\r(?!\n))[^\S\r\n]*(?:\r\n|\n|\r(?!\n))")
 _NON_SPACE = re.compile(r"\S+")
 _SPACE = re.compile(r"\s")
-_SEPARATORS_TO_SPACE = {c: " " for c in range(0x1C, 0x20)}
+#: the characters pysbd 0.3.4 substitutes for punctuation while it works and turns back into punctuation (or
+#: deletes) at the end (BR-021): ``∯ ∮`` periods, ``♨ ☝ ✂ ⌬`` list markers and parentheses, ``ȸ`` a temporary
+#: sentence end, ``ȹ`` a line break, ``☉ ☈ ☇ ☄`` ``?!``/``!?``/``??``/``!!``, ``☏ ƪ ♟ ♝`` ellipses, ``♬ ♭``
+#: Arabic comma and colon, ``ᓰ ᓱ ᓳ ᓴ ᓷ ᓸ ⎋`` (inside ``&..&``) quoted or bracketed punctuation and ``'``. Read
+#: from its ``lang/common/*.py``, ``processor.py``, ``lists_item_replacer.py``, ``punctuation_replacer.py`` and
+#: ``abbreviation_replacer.py``; ``tests/test_sentences.py`` scans pysbd's source for any it does not list.
+PYSBD_PLACEHOLDERS = "∯∮♨☝✂⌬ȸȹ☉☈☇☄☏ƪ♟♝♬♭ᓰᓱᓳᓴᓷᓸ⎋"
+#: one character for one character, so every offset stays: the separators \x1c-\x1f become a space, and each
+#: placeholder a stand-in pysbd gives no meaning to, of the same regex class (``\w`` or not), so that word
+#: boundaries around it stay where they were: a letter (U+A000, YI SYLLABLE IT) for the letters, a private-use
+#: character (U+E000) for the symbols
+_STAND_INS = {c: " " for c in range(0x1C, 0x20)} | {
+    ord(c): ("\ua000" if re.match(r"\w", c) else "\ue000") for c in PYSBD_PLACEHOLDERS
+}
 _LINE = re.compile(r"\S(?:[^\r\n]*\S)?")  # a line's text without its outer whitespace
 #: characters per pysbd call (see _segment_paragraph)
 _BLOCK_CHARS = 1000
@@ -199,9 +213,10 @@ def _align_non_space(para: str, sentences: list[str]) -> list[tuple[int, int]] |
 
 def _segment_block(block: str, a: int) -> list[tuple[int, int]]:
     """Sentence spans of one block (a substring of the text starting at char ``a``), in text coordinates."""
-    # the separators \x1c-\x1f are whitespace to Python but make pysbd's list rule call int("\x1f1"); a space in
-    # their place keeps every offset
-    block = block.translate(_SEPARATORS_TO_SPACE)
+    # the separators \x1c-\x1f are whitespace to Python but make pysbd's list rule call int("\x1f1"), and pysbd
+    # turns its own placeholder characters into punctuation or drops them (BR-021); one stand-in character for
+    # each keeps every offset, and the sentences are located in this translated block
+    block = block.translate(_STAND_INS)
     try:
         # pysbd's Processor gives the sentences; Segmenter.segment() would then re-find each one in the block
         # with a fresh regex per sentence (a third of its time); _align does that job with a cursor
@@ -546,28 +561,41 @@ class SentenceSegmenter:
         """
         return self._cache.get(text).spans(c0, c1)
 
-    def token_spans(self, doc: Document | str, tok: Tokenization) -> np.ndarray:
+    def token_spans(self, doc: Document | str, tok: Tokenization, keys: np.ndarray | None = None) -> np.ndarray:
         """Sentence token spans: each content token goes to the sentence its first character lies in.
 
         Args:
             doc: The document (or its text).
             tok: Its whole-document tokenization.
+            keys: (n_content,) int, non-decreasing, or None: where a cut before each content token falls in the
+                text. The strategies pass :attr:`latechunk.tokenize.ContentTokens.keys`, so that whitespace
+                tokens (byte-level BPE, SentencePiece) stay with the sentence before them and a token that
+                starts with a space (``" fox"``) goes with its word (BR-023); None: the tokens' start offsets
+                (the same thing for WordPiece).
 
         Returns:
             (n_sentences, 2), int32. Half-open positions into ``tok`` (frame tokens excluded): non-empty,
-            increasing, tiling the content tokens ``[tok.content_start, tok.content_end)`` exactly. A sentence with
-            no token of its own (e.g. only characters the tokenizer drops) is absorbed by its neighbour. Tokens
-            that share a start offset (one character split into several wordpieces) always stay together.
+            increasing, tiling the content tokens ``[tok.content_start, tok.content_end)`` exactly; none for a
+            text without sentences (only whitespace). A sentence with no token of its own (e.g. only characters
+            the tokenizer drops) is absorbed by its neighbour. Tokens that share a start offset (one character
+            split into several wordpieces) always stay together.
+
+        Raises:
+            ValueError: if ``keys`` is not one value per content token.
         """
         text = doc.text if isinstance(doc, Document) else doc
         cs, ce = tok.content_start, tok.content_end
         if ce <= cs:
             return np.zeros((0, 2), dtype=np.int32)
-        starts = tok.offsets[cs:ce, 0].astype(np.int64)
+        starts = tok.offsets[cs:ce, 0].astype(np.int64) if keys is None else np.asarray(keys, dtype=np.int64)
+        if starts.shape != (ce - cs,):
+            raise ValueError(f"token_spans: {starts.shape} keys for {ce - cs} content tokens")
         sent = self.char_spans(text)
-        if sent.shape[0] <= 1:
+        if sent.shape[0] == 0:  # whitespace only (in tokens of its own): no sentence, no span
+            return np.zeros((0, 2), dtype=np.int32)
+        if sent.shape[0] == 1:
             return np.asarray([[cs, ce]], dtype=np.int32)
-        # a cut before the first token whose start is at or after each sentence start (after the first)
+        # a cut before the first token whose start (key) is at or after each sentence start (after the first)
         cuts = np.searchsorted(starts, sent[1:, 0], side="left")
         cuts = np.unique(cuts[(cuts > 0) & (cuts < starts.shape[0])])
         bounds = np.concatenate([[0], cuts, [starts.shape[0]]]) + cs

@@ -12,7 +12,11 @@ import numpy as np
 
 from latechunk.types import Document, Tokenization
 
-__all__ = ["DocumentTokenizer", "char_spans_from_token_spans"]
+__all__ = ["ContentTokens", "DocumentTokenizer", "char_spans_from_token_spans", "content_tokens"]
+
+#: every code point ``str.isspace`` (and the regex ``\s``) calls whitespace (29 of them, the last U+3000), sorted;
+#: scanning only the BMP up to U+3000 keeps the import cheap (tests/test_tokenize.py checks the whole range)
+_WHITESPACE = np.asarray([c for c in range(0x3001) if chr(c).isspace()], dtype=np.uint32)
 
 
 class DocumentTokenizer:
@@ -141,17 +145,86 @@ def _find_sub(seq: Sequence[int], sub: Sequence[int]) -> int:
     return -1
 
 
-def char_spans_from_token_spans(text: str, tok: Tokenization, token_spans: np.ndarray) -> np.ndarray:
+class ContentTokens:
+    r"""Which content tokens hold text, and where: computed once per document and split.
+
+    A *content token* is one whose offsets cover a non-whitespace character. Byte-level BPE (GPT-2, RoBERTa) and
+    SentencePiece tokenizers also make tokens of whitespace alone (``"\n\n"``, ``"   "``, a lone ``"▁"``), some
+    with zero-width offsets (``trim_offsets``), and tokens whose offsets start with a space (``" fox"``);
+    WordPiece makes none of these. A chunk must hold at least one content token (BR-023), so a cut is made only
+    before a content token that has another before it (:func:`latechunk.strategies._common.allowed_cuts`):
+    whitespace tokens stay with the text before them, leading ones with the first text.
+
+    Attributes:
+        mask: (n_content,) bool. ``mask[p]``: content token p (document token ``tok.content_start + p``) covers
+            a non-whitespace character.
+        first_char: (n_content,) int64. The first non-whitespace character token p covers (its start offset if
+            it covers none).
+        keys: (n_content,) int64, non-decreasing. Where a cut before token p falls in the text: ``first_char``
+            of the last content token at or before p (of the first content token, for leading whitespace
+            tokens). ``searchsorted(keys, c)`` is the cut before the first content token that starts at or after
+            character ``c``, whitespace tokens before it staying on the left.
+        any: True if some token is a content token.
+    """
+
+    __slots__ = ("any", "first_char", "keys", "mask")
+
+    def __init__(self, text: str, offsets: np.ndarray) -> None:
+        offs = np.asarray(offsets, dtype=np.int64).reshape(-1, 2)
+        s, e = offs[:, 0], offs[:, 1]
+        n_chars = len(text)
+        first = s.copy()
+        if s.size and n_chars:
+            cp = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+            # a token needs a closer look only if it is empty or starts on whitespace (never, for WordPiece)
+            odd = np.flatnonzero((e <= s) | (s >= n_chars) | np.isin(cp[np.minimum(s, n_chars - 1)], _WHITESPACE))
+            if odd.size:
+                # non-whitespace characters, then the end
+                text_at = np.append(np.flatnonzero(~np.isin(cp, _WHITESPACE)), n_chars)
+                first[odd] = text_at[np.searchsorted(text_at, s[odd], side="left")]
+        self.first_char = first
+        self.mask = (e > s) & (first < e)
+        self.any = bool(self.mask.any())
+        keys = np.maximum.accumulate(np.where(self.mask, first, -1)) if s.size else first
+        if self.any:
+            lead = int(np.argmax(self.mask))
+            keys[:lead] = keys[lead]
+        else:
+            keys = s.copy()
+        self.keys = keys
+
+
+def content_tokens(text: str, tok: Tokenization) -> ContentTokens:
+    """The :class:`ContentTokens` of ``tok``'s content tokens over ``text``.
+
+    Args:
+        text: The document text that ``tok`` tokenizes.
+        tok: Its Tokenization.
+
+    Returns:
+        A :class:`ContentTokens` (arrays of length ``tok.n_content``; position p is document token
+        ``tok.content_start + p``).
+    """
+    return ContentTokens(text, tok.offsets[tok.content_start : tok.content_end])
+
+
+def char_spans_from_token_spans(
+    text: str, tok: Tokenization, token_spans: np.ndarray, content: ContentTokens | None = None
+) -> np.ndarray:
     """Character spans of token spans, so that spans over all content tokens cover every non-space character.
 
-    A chunk's char span runs from its first token's start to its last token's end, extended over characters the
-    tokenizer dropped (control characters, some symbols) that lie between its last token and the next token,
-    without trailing whitespace. Characters before the first content token go to the chunk holding it.
+    A chunk's char span runs from the first non-whitespace character of its first content token (a token that
+    covers a non-whitespace character, see :class:`ContentTokens`) to the last non-whitespace character before
+    the next token, so it takes in the characters the tokenizer dropped (control characters, some symbols)
+    after its last token, but never whitespace at either end, whether the tokenizer gives whitespace tokens of
+    its own (byte-level BPE, SentencePiece) or none (WordPiece). Characters before the first content token go
+    to the chunk holding it.
 
     Args:
         text: The document text.
         tok: Its :class:`Tokenization`.
         token_spans: (n, 2), int. Half-open token spans, each inside the content tokens.
+        content: ``content_tokens(text, tok)`` if the caller has it; None: computed here.
 
     Returns:
         (n, 2), int32. Half-open character spans into ``text``.
@@ -166,19 +239,24 @@ def char_spans_from_token_spans(text: str, tok: Tokenization, token_spans: np.nd
     cs, ce = tok.content_start, tok.content_end
     if (ts[:, 0] < cs).any() or (ts[:, 1] > ce).any() or (ts[:, 1] <= ts[:, 0]).any():
         raise ValueError(f"token spans must be non-empty and inside content tokens [{cs}, {ce})")
-    offs = tok.offsets
+    ct = content_tokens(text, tok) if content is None else content
+    offs = tok.offsets[cs:ce].astype(np.int64)
     # next_start[p]: where the token after p begins (len(text) after the last content token)
-    starts = offs[cs:ce, 0].astype(np.int64)
-    next_start = np.append(starts[1:], len(text))
+    next_start = np.append(offs[1:, 0], len(text))
+    # position of the first content token at or after each content-relative position (n: none)
+    idx = np.arange(offs.shape[0] + 1, dtype=np.int64)
+    next_content = np.minimum.accumulate(np.where(np.append(ct.mask, True), idx, offs.shape[0])[::-1])[::-1]
     lead_text = len(text) - len(text.lstrip())
-    for i, (a, b) in enumerate(ts.tolist()):
-        s = int(offs[a, 0]) if a > cs else min(lead_text, int(offs[a, 0]))
-        e_tok = int(offs[b - 1, 1])
-        gap_end = int(next_start[b - 1 - cs])
-        e = e_tok
-        if gap_end > e_tok:
-            gap = text[e_tok:gap_end]
-            e = e_tok + len(gap.rstrip())
+    for i, (a, b) in enumerate((ts - cs).tolist()):
+        f = int(next_content[a])
+        if f < b:  # the first non-whitespace character of the span's first content token
+            s = int(ct.first_char[f])
+        else:  # no content token (only a caller's own spans can be so): the first token's start
+            s = int(offs[a, 0])
+        if a == 0:
+            s = min(lead_text, s)
+        hi = max(int(offs[b - 1, 1]), int(next_start[b - 1]))
+        e = s + len(text[s:hi].rstrip()) if hi > s else s
         # tokens can have zero-width offsets (sentencepiece "▁"): widen to the nearest real character
         if e <= s:
             e = s + 1 if s < len(text) else s

@@ -14,7 +14,9 @@ Checked, each disagreement reported as one line:
 - vectors: finite, and unit-norm when the run normalised them;
 - sources (unless skipped): the inputs are read again; each embedded document's text has the recorded sha256 and
   each chunk's text is the exact slice ``text[char_start:char_end]``; every source item is listed in the manifest
-  and every listed document still exists.
+  and every listed document still exists. A file or folder never opened (unsupported type, symlinked or output
+  folder, ...: :func:`latechunk.io.is_not_read`) that the manifest does not list is not counted: another index
+  written into the corpus folder, or a .docx added since, changes nothing that was embedded.
 
 Tests: ``tests/test_verify.py`` (one test per fault).
 """
@@ -315,6 +317,7 @@ def _check_vectors(v: np.ndarray, rows: int, dim, normalize: bool, index, offset
 
 def _check_sources(folder: OutputFolder, manifest: dict, documents: list, skipped: list, inputs, n_rows,
                    P: _Problems) -> None:
+    from latechunk.io import is_not_read
     from latechunk.types import Skipped
 
     roots = _source_roots(folder.path, manifest, inputs)
@@ -331,6 +334,8 @@ def _check_sources(folder: OutputFolder, manifest: dict, documents: list, skippe
     seen: set[str] = set()
     n_items = 0
     for item in _iter_sources(roots, P):
+        if isinstance(item, Skipped) and item.doc_id not in skipped_ids and is_not_read(item.reason):
+            continue  # never opened (an output folder or .docx added since): nothing embedded depends on it
         n_items += 1
         if isinstance(item, Skipped):
             if item.doc_id in by_id and item.doc_id not in seen and not item.reason.startswith("duplicate doc_id"):

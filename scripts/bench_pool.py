@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 
 from latechunk.encoder import Encoder
-from latechunk.pipeline import _late_embedder, late_vectors, presegment_for
+from latechunk.pipeline import _late_sentence_vectors, late_vectors, presegment_for
 from latechunk.sentences import SentenceSegmenter
 from latechunk.strategies import get_strategy
 from latechunk.types import Document
@@ -42,7 +42,7 @@ def split_stage(strats, docs, toks, states, sentences: SentenceSegmenter) -> flo
     presegment_for(strats, list(zip(docs, toks)), sentences)
     for s in strats:
         for d, t, st in zip(docs, toks, states):
-            s.split(d, t, _late_embedder(st) if s.needs_embedder else None, sentences=sentences)
+            s.split(d, t, _late_sentence_vectors(st) if s.needs_sentence_vectors else None, sentences=sentences)
     return time.perf_counter() - t0
 
 
@@ -82,7 +82,7 @@ def main() -> None:
     strats = [get_strategy(s) for s in FIVE]
     pool_s = {}  # pooling alone: the boundaries are made first, outside the timer
     for s in strats:
-        bounds = [s.split(d, t, _late_embedder(st) if s.needs_embedder else None, sentences=in_process)
+        bounds = [s.split(d, t, _late_sentence_vectors(st) if s.needs_sentence_vectors else None, sentences=in_process)
                   for d, t, st in zip(docs, toks, states)]
         t0 = time.perf_counter()
         v = late_vectors(states, toks, bounds, normalize=True, packed=packed)

@@ -6,10 +6,13 @@ Two checks that cannot pass by construction:
   ``text`` column of ``chunks.parquet``, the lines of ``latechunk chunk``) equal ``original[s:e]``, where
   ``original`` is the string the caller passed in (never ``doc.text`` of a Document built inside latechunk);
 - :func:`check_token_cover`: each char span is exactly the span of characters its token span's offsets cover:
-  ``s`` is the first token's start (the first chunk may start earlier only over characters no token covers),
-  ``e`` is the last token's end extended only over characters no content token covers (the characters the
-  tokenizer dropped, see ``latechunk.tokenize.char_spans_from_token_spans``), and every character of ``[s, e)``
-  that none of the span's own tokens covers is whitespace or covered by no token at all.
+  every span holds a *content token* (one covering a non-whitespace character; BR-023: byte-level BPE and
+  SentencePiece also make whitespace-only tokens, WordPiece none), ``s`` is the first non-whitespace character
+  of its first content token (the first chunk may start earlier only over characters no token covers), ``e`` is
+  the end of its content tokens' text extended only over characters no token covers (the characters the
+  tokenizer dropped, see ``latechunk.tokenize.char_spans_from_token_spans``), its tokens cover no
+  non-whitespace character outside ``[s, e)``, and every character of ``[s, e)`` that none of the span's own
+  tokens covers is whitespace or covered by no token at all.
 
 :func:`check_boundaries` runs both with the structural checks (shapes, order, coverage, budget) over one
 document's :class:`~latechunk.types.Boundaries` (chonkie ``verify_chunk_indices``); :func:`check_chunk_rows`
@@ -29,10 +32,10 @@ from latechunk.types import Boundaries, Tokenization
 def _covered_by(text: str, offsets: np.ndarray) -> np.ndarray:
     """(len(text),) bool: characters inside the ``[start, end)`` offsets of at least one of ``offsets``."""
     delta = np.zeros(len(text) + 1, dtype=np.int64)
-    for a, b in np.asarray(offsets, dtype=np.int64).reshape(-1, 2).tolist():
+    for a, b in np.clip(np.asarray(offsets, dtype=np.int64).reshape(-1, 2), 0, len(text)).tolist():
         if b > a:
-            delta[max(a, 0)] += 1
-            delta[min(b, len(text))] -= 1
+            delta[a] += 1
+            delta[b] -= 1
     return np.cumsum(delta)[: len(text)] > 0
 
 
@@ -52,8 +55,29 @@ def check_chunk_texts(original: str, char_spans, chunk_texts: Sequence[str]) -> 
         assert got == original[s:e], f"chunk {i}: text {got!r} is not the caller's slice {original[s:e]!r}"
 
 
+def _content_tokens(text: str, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per token: covers a non-whitespace character (a *content token*), and the first and one past the last
+    non-whitespace character it covers (its offsets when it covers none). Computed here, not by latechunk."""
+    offs = np.asarray(offsets, dtype=np.int64).reshape(-1, 2)
+    mask = np.zeros(offs.shape[0], dtype=bool)
+    first, last = offs[:, 0].copy(), offs[:, 1].copy()
+    for p, (a, b) in enumerate(offs.tolist()):
+        piece = text[max(a, 0) : max(b, 0)]
+        if piece.strip():
+            mask[p] = True
+            first[p] = a + len(piece) - len(piece.lstrip())
+            last[p] = a + len(piece.rstrip())
+    return mask, first, last
+
+
 def check_token_cover(text: str, tok: Tokenization, token_spans, char_spans) -> None:
     """Assert that each char span is exactly covered by the offsets of its token span (see the module docstring).
+
+    A *content token* covers a non-whitespace character; byte-level BPE and SentencePiece tokenizers also make
+    tokens of whitespace alone, some with zero-width offsets (WordPiece makes none, and every check below is then
+    the plain one on token offsets). Every span must hold a content token (BR-023); its char span starts at the
+    first non-whitespace character of its first content token and ends at or after the last non-whitespace
+    character of its content tokens.
 
     Args:
         text: The caller's original string, which ``tok`` tokenizes.
@@ -67,24 +91,39 @@ def check_token_cover(text: str, tok: Tokenization, token_spans, char_spans) -> 
     c0, c1 = tok.content_start, tok.content_end
     offs = tok.offsets.astype(np.int64)
     any_token = _covered_by(text, offs[c0:c1])
+    non_space = np.fromiter((not ch.isspace() for ch in text), dtype=bool, count=len(text))
+    is_content, first_char, last_char = _content_tokens(text, offs)
+    is_content[:c0] = False
+    is_content[c1:] = False
     for i, ((a, b), (s, e)) in enumerate(zip(ts.tolist(), cs.tolist())):
         assert c0 <= a < b <= c1, f"chunk {i}: token span ({a}, {b}) outside content [{c0}, {c1})"
         assert 0 <= s < e <= len(text), f"chunk {i}: char span ({s}, {e}) outside the text"
-        first, last_end = int(offs[a, 0]), int(offs[b - 1, 1])
+        content = np.flatnonzero(is_content[a:b]) + a
+        assert content.size, (
+            f"chunk {i}: token span ({a}, {b}) holds no content token (no token covering a non-whitespace "
+            f"character): {text[s:e]!r}"
+        )
+        first, last_end = int(first_char[content[0]]), int(last_char[content].max())
         if a > c0:
-            assert s == first, f"chunk {i}: char start {s} != start of its first token {a} ({first})"
+            assert s == first, f"chunk {i}: char start {s} != first character of its first content token ({first})"
         else:
-            assert s <= first, f"chunk {i}: char start {s} after its first token's start {first}"
-            lead = np.flatnonzero(any_token[s:first])
+            assert s <= first, f"chunk {i}: char start {s} after its first content token's text {first}"
+            lead = np.flatnonzero(any_token[s:first] & non_space[s:first])
             assert lead.size == 0, f"chunk {i}: starts early over token-covered chars at {(s + lead[:5]).tolist()}"
-        assert e >= last_end, f"chunk {i}: char end {e} before the end of its last token {b - 1} ({last_end})"
-        tail = np.flatnonzero(any_token[last_end:e])
+        assert e >= last_end, f"chunk {i}: char end {e} before the end of its content tokens' text ({last_end})"
+        tail = np.flatnonzero(any_token[last_end:e] & non_space[last_end:e])
         assert tail.size == 0, (
-            f"chunk {i}: end {e} extends past its last token's end {last_end} over token-covered chars "
+            f"chunk {i}: end {e} extends past its content tokens' text ({last_end}) over token-covered chars "
             f"at {(last_end + tail[:5]).tolist()}"
         )
-        own = _covered_by(text, offs[a:b])
-        foreign = [p for p in range(s, e) if not own[p] and any_token[p] and not text[p].isspace()]
+        lo = max(0, min(s, int(offs[a:b, 0].min())))
+        hi = min(len(text), max(e, int(offs[a:b, 1].max())))
+        own = _covered_by(text[lo:hi], offs[a:b] - lo)  # local to [lo, hi), which holds [s, e)
+        outside = np.flatnonzero(own & non_space[lo:hi])
+        outside = outside[(outside < s - lo) | (outside >= e - lo)] + lo
+        assert outside.size == 0, f"chunk {i}: its tokens cover text outside ({s}, {e}) at {outside[:5].tolist()}"
+        own = own[s - lo : e - lo]  # local to [s, e)
+        foreign = [s + q for q in np.flatnonzero(~own & any_token[s:e]) if not text[s + q].isspace()]
         assert not foreign, (
             f"chunk {i}: chars {foreign[:5]} ({[text[p] for p in foreign[:5]]}) belong to tokens outside "
             f"its token span ({a}, {b})"
@@ -109,7 +148,8 @@ def check_boundaries(
       (:func:`check_chunk_texts`);
     - coverage: every non-whitespace character of ``text`` lies in some chunk;
     - with ``max_tokens``: every span has at most ``max_tokens`` tokens, unless it is the wordpieces of one
-      character (no two of its tokens have different start offsets).
+      character (no two of its content tokens have different start offsets; whitespace-only tokens stay with the
+      content token before them, BR-023).
 
     Args:
         text: The string the caller passed in.
@@ -162,9 +202,11 @@ def check_boundaries(
     )
 
     if max_tokens is not None:
+        is_content = _content_tokens(text, offs)[0]
         for a, b in ts.tolist():
             if b - a > max_tokens:
-                starts = offs[a:b, 0]
+                # only the pieces of one character, with the whitespace tokens that must stay with it (BR-023)
+                starts = offs[a:b, 0][is_content[a:b]]
                 assert (starts == starts[0]).all(), f"span ({a}, {b}) has {b - a} > {max_tokens} tokens"
 
 

@@ -102,3 +102,83 @@ def save_tiny_bert(folder, hidden: int = 32, layers: int = 2):
         else:
             shutil.copy2(f, folder / f.name)
     return folder
+
+
+def save_tiny_pooled(folder, pooling: str = "cls"):
+    """:func:`save_tiny_bert` with its sentence-transformers Pooling config set to ``pooling`` (``cls``,
+    ``lasttoken``, ``max``, ``mean``), in the older ``pooling_mode_*`` flag format the bundled model uses: a
+    model whose own pooling is not mean, for the late-pooling checks (issue 10, fault 7)."""
+    import json
+    from pathlib import Path
+
+    folder = save_tiny_bert(folder)
+    flags = {"cls": "pooling_mode_cls_token", "lasttoken": "pooling_mode_lasttoken", "max": "pooling_mode_max_tokens",
+             "mean": "pooling_mode_mean_tokens"}
+    cfg = {"word_embedding_dimension": 32, **{flag: name == pooling for name, flag in flags.items()}}
+    (Path(folder) / "1_Pooling" / "config.json").write_text(json.dumps(cfg), encoding="utf-8")
+    return folder
+
+
+# --- tiny tokenizers of the other two families (BR-023) ------------------------------------------------------
+
+_TOKENIZER_CORPUS = [
+    "The quick brown fox jumps over the lazy dog. It rained all day; we stayed in.\n",
+    "# Setup\n\nInstall the package.\n\n## Usage\n\nRun it   twice.\n\n```python\nx = load(1)\n```\n",
+    "| Part | Unit | Price |\n|---|---|---|\n| bolt | box | 3.50 |\n\n- item one\n- item two\n",
+    "Dr. Smith said so, e.g. at 3.14 p.m. in the U.S.\r\n\r\n\tTabs\tand  spaces.\n",
+]
+
+
+@functools.cache
+def tiny_fast_tokenizer(kind: str):
+    """A tiny fast tokenizer trained here with ``tokenizers`` (vocabulary of a few hundred), wrapped as a
+    transformers ``PreTrainedTokenizerFast``, for checks that must hold with any tokenizer family:
+
+    - ``"bpe"``: byte-level BPE as in RoBERTa (``<s> ... </s>``, ``trim_offsets=True``: whitespace-only tokens
+      get zero-width offsets);
+    - ``"bpe-untrimmed"``: byte-level BPE as in GPT-2 (no trimming: ``" fox"`` covers its space, ``"\\n\\n"`` and
+      ``"   "`` are tokens of their own);
+    - ``"unigram"``: a SentencePiece-style Unigram model (NFKC, ``▁`` metaspace, ``<s> ... </s>``; newlines and
+      tabs are tokens).
+
+    Every character is representable (bytes for BPE, ``<unk>`` for Unigram), so no text loses characters.
+    """
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    special = ["<s>", "</s>", "<pad>", "<unk>"]
+    if kind in ("bpe", "bpe-untrimmed"):
+        tok = Tokenizer(models.BPE())
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        tok.decoder = decoders.ByteLevel()
+        trainer = trainers.BpeTrainer(
+            vocab_size=400, special_tokens=special, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+        )
+        tok.train_from_iterator(_TOKENIZER_CORPUS, trainer)
+        tok.post_processor = processors.RobertaProcessing(("</s>", 1), ("<s>", 0), trim_offsets=kind == "bpe")
+    elif kind == "unigram":
+        tok = Tokenizer(models.Unigram())
+        tok.normalizer = normalizers.NFKC()
+        tok.pre_tokenizer = pre_tokenizers.Metaspace()
+        tok.decoder = decoders.Metaspace()
+        trainer = trainers.UnigramTrainer(vocab_size=200, special_tokens=special, unk_token="<unk>")
+        tok.train_from_iterator(_TOKENIZER_CORPUS, trainer)
+        tok.post_processor = processors.TemplateProcessing(
+            single="<s> $A </s>", special_tokens=[("<s>", 0), ("</s>", 1)]
+        )
+    else:
+        raise ValueError(f"tiny_fast_tokenizer: unknown kind {kind!r}; kinds are bpe, bpe-untrimmed, unigram")
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok, bos_token="<s>", eos_token="</s>", pad_token="<pad>", unk_token="<unk>"
+    )
+
+
+@functools.cache
+def tiny_document_tokenizer(kind: str):
+    """The :class:`~latechunk.tokenize.DocumentTokenizer` of :func:`tiny_fast_tokenizer`; ``"wordpiece"``: the
+    bundled MiniLM's."""
+    from latechunk.tokenize import DocumentTokenizer
+
+    if kind == "wordpiece":
+        return DocumentTokenizer.from_pretrained(resolve_model_path(None))
+    return DocumentTokenizer(tiny_fast_tokenizer(kind))

@@ -140,7 +140,10 @@ def test_a_previous_index_inside_the_corpus_folder_is_not_read_as_documents(tmp_
         res = _run("embed", docs, "--out", docs / name, "--device", "cpu", "--quiet", "--strategy", "fixed:size=16")
         assert res.exit_code == 0, res.output
         m = json.loads((docs / name / "manifest.json").read_text())
-        assert {d["doc_id"] for d in m["documents"]} == {"a.md", "b.md"} and m["skipped"] == []
+        assert {d["doc_id"] for d in m["documents"]} == {"a.md", "b.md"}
+        # the output folders are listed as skipped, with that reason (issue 10: nothing dropped without a word)
+        assert {s["doc_id"] for s in m["skipped"]} == {"idx_v1/", name + "/"}
+        assert all(s["reason"].startswith("latechunk output folder") for s in m["skipped"])
     assert _run("verify", docs / "idx_v1").exit_code == 0
 
 
@@ -299,3 +302,222 @@ def test_cli_rejects_a_tiny_window_before_work(tmp_path):
     res = CliRunner().invoke(app, ["embed", str(src), "--out", str(tmp_path / "o"), "--device", "cpu", "--window", "3"])
     assert res.exit_code != 0 and "window=3" in res.output and "minimum" in res.output
     assert not (tmp_path / "o" / "manifest.json").exists()
+
+
+# --------------------------------------------------------------------------- issue 10: fast checks, late pooling
+_FRESH_CLI = r"""
+import contextlib, io, json, sys
+from latechunk.cli import app
+results = []
+for args in json.loads(sys.argv[1]):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            app(args, prog_name="latechunk")
+            code = 0
+        except SystemExit as exc:
+            code = exc.code
+    results.append({"code": code, "output": out.getvalue() + err.getvalue(),
+                    "torch": "torch" in sys.modules, "transformers": "transformers" in sys.modules})
+print(json.dumps(results))
+"""
+
+
+def _cli_in_a_fresh_process(*calls: list) -> list[dict]:
+    """Run ``latechunk ARGS`` for each call, in order, in one new Python process; per call its exit code, output
+    and whether torch / transformers had been imported by then."""
+    import subprocess
+    import sys
+
+    arg = json.dumps([[str(a) for a in call] for call in calls])
+    res = subprocess.run([sys.executable, "-c", _FRESH_CLI, arg], check=False, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def cls_model(tmp_path_factory):
+    """A tiny sentence-transformers folder whose Pooling config says cls."""
+    from tests.models import save_tiny_pooled
+
+    return save_tiny_pooled(tmp_path_factory.mktemp("cls") / "tiny-cls", pooling="cls")
+
+
+def test_bad_options_fail_slowly_every_option_check_runs_before_torch_is_imported(tmp_path, cls_model):
+    """Fault 6: a bad SPEC, a bad macro window (checked against the model's files), a bad --late-pooling, a CLS
+    model in late mode and a non-empty output folder all fail (exit 2, the value named) with torch never imported."""
+    doc = tmp_path / "a.md"
+    doc.write_text("Rivers flow to the sea.\n", encoding="utf-8")
+    full = tmp_path / "full"
+    full.mkdir()
+    (full / "notes.txt").write_text("mine", encoding="utf-8")
+    embed = ["embed", doc, "--out", tmp_path / "o"]
+    cases = [
+        ([*embed, "--strategy", "fixd:size=256"], "unknown strategy 'fixd'"),
+        ([*embed, "--window", "3"], "window=3 is too small: the minimum is 18 tokens"),
+        ([*embed, "--macro-window", "600"], "window=600 exceeds max_length=512"),
+        ([*embed, "--window", "64", "--window-overlap", "62"], "window_overlap=62 must be >= 0 and < 62"),
+        ([*embed, "--late-pooling", "cls"], "--late-pooling) must be one of ['mean']"),
+        ([*embed, "--model", cls_model], "--late-pooling mean"),
+        (["embed", doc, "--out", full], "exists and is not empty"),
+    ]
+    results = _cli_in_a_fresh_process(*(args for args, _ in cases))
+    for (args, needle), r in zip(cases, results):
+        assert r["code"] == 2 and needle in " ".join(r["output"].split()), (args, r)
+        assert not r["torch"] and not r["transformers"], args
+    assert not (tmp_path / "o").exists() and sorted(p.name for p in full.iterdir()) == ["notes.txt"]
+
+
+def test_bad_options_fail_slowly_help_imports_no_torch():
+    """Fault 6: `latechunk`, `latechunk --help` and `latechunk embed --help` import no torch."""
+    results = _cli_in_a_fresh_process([], ["--help"], ["embed", "--help"], ["compare", "--help"])
+    assert results[0]["code"] in (0, 2) and "embed" in results[0]["output"]  # no command: the help (click's code)
+    assert [r["code"] for r in results[1:]] == [0, 0, 0]
+    assert "embed" in results[1]["output"] and "--late-pooling" in results[2]["output"]
+    assert not any(r["torch"] or r["transformers"] for r in results)
+
+
+def test_late_mode_with_a_cls_pooled_model_is_refused_naming_model_pooling_and_flag(tmp_path, cls_model):
+    """Fault 7: late chunking is defined for mean-pooled models: embed and compare refuse a CLS-pooled one in late
+    mode and say why."""
+    doc = tmp_path / "a.md"
+    doc.write_text("Rivers flow to the sea.\n", encoding="utf-8")
+    res = runner.invoke(app, ["embed", str(doc), "--out", str(tmp_path / "o"), "--model", str(cls_model)])
+    msg = " ".join(res.output.replace("│", " ").split())
+    assert res.exit_code == 2 and not (tmp_path / "o").exists()
+    assert repr(str(cls_model)) in msg and "pools by 'cls'" in msg and "--late-pooling mean" in msg
+    assert "Late chunking is defined for mean-pooled models" in msg
+    res = runner.invoke(app, ["compare", "--dataset", str(tmp_path), "--model", str(cls_model), "--out",
+                              str(tmp_path / "rep"), "--strategies", "fixed", "--modes", "late,naive", "--quiet"])
+    msg = " ".join(res.output.replace("│", " ").split())
+    assert res.exit_code == 2 and "pools by 'cls'" in msg and "--late-pooling mean" in msg, res.output
+
+
+def test_late_mode_with_a_cls_pooled_model_runs_with_late_pooling_mean_given_explicitly(tmp_path, cls_model):
+    doc = tmp_path / "a.md"
+    doc.write_text("Rivers flow to the sea. They carve valleys over long ages.\n", encoding="utf-8")
+    out = tmp_path / "o"
+    res = _run("embed", doc, "--out", out, "--model", cls_model, "--device", "cpu", "--quiet",
+               "--strategy", "fixed:size=8", "--late-pooling", "mean")
+    assert res.exit_code == 0, res.output
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["model"]["pooling"] == "cls" and manifest["counts"]["chunks"] >= 2
+    assert json.loads((out / "run.json").read_text())["settings"]["late_pooling"] == "mean"
+    # naive mode uses the model's own pooling: no flag needed
+    res = _run("embed", doc, "--out", tmp_path / "n", "--model", cls_model, "--device", "cpu", "--quiet",
+               "--strategy", "fixed:size=8", "--mode", "naive")
+    assert res.exit_code == 0, res.output
+
+
+# ---------------------------------------------------------------------------------------------- issue 10
+def test_search_on_an_index_with_0_vectors_prints_no_traceback(tmp_path):
+    """Every document skipped (too long, macro windows off): the output is complete with 0 vectors, embed exits 1
+    naming the input, search gives an empty result (no pyarrow traceback), verify passes; an index type that
+    needs training (IVF) is left empty and untrained instead of failing to train on no vectors."""
+    src = tmp_path / "long"
+    src.mkdir()
+    (src / "a.md").write_text("Rivers flow to the sea. " * 40, encoding="utf-8")
+    out = tmp_path / "o"
+    res = runner.invoke(app, ["embed", str(src), "--out", str(out), "--device", "cpu", "--quiet",
+                              "--long-documents", "skip", "--window", "64", "--index", "IVF4,Flat"])
+    assert res.exit_code == 1 and "no document was embedded" in res.output and str(src) in res.output
+    assert json.loads((out / "manifest.json").read_text())["counts"]["chunks"] == 0
+    for extra in ([], ["--json"]):
+        res = runner.invoke(app, ["search", str(out), "valve", *extra])
+        assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
+        assert res.exit_code == 0 and "Traceback" not in res.output and "holds 0 vectors" in res.output
+    assert runner.invoke(app, ["search", str(out), "valve", "--json"]).stdout.strip() == "[]"
+    assert _run("verify", out).exit_code == 0
+
+
+def test_an_input_with_nothing_embeddable_fails_naming_the_input(tmp_path):
+    only = tmp_path / "only"
+    only.mkdir()
+    (only / "notes.docx").write_bytes(b"PK\x03\x04 zip")
+    (only / "manual.pdf").write_bytes(b"%PDF-1.4 raw")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for src in (only, empty, only / "manual.pdf"):
+        res = runner.invoke(app, ["embed", str(src), "--out", str(tmp_path / "o"), "--device", "cpu", "--quiet"])
+        assert res.exit_code == 2 and str(src) in res.output and "yielding no document" in res.output, res.output
+        assert not (tmp_path / "o").exists()
+        res = runner.invoke(app, ["chunk", str(src), "--out", str(tmp_path / "c.jsonl")])
+        assert res.exit_code == 2 and str(src) in res.output and not (tmp_path / "c.jsonl").exists()
+    res = runner.invoke(app, ["embed", str(only), "--out", str(tmp_path / "o"), "--device", "cpu"])
+    assert "notes.docx: unsupported type .docx" in res.output and "manual.pdf: unsupported type .pdf" in res.output
+
+
+def test_every_file_not_embedded_is_listed_in_skipped_and_the_output_verifies(tmp_path):
+    src = tmp_path / "in"
+    (src / "sub").mkdir(parents=True)
+    (src / "sub" / "a.md").write_text("Rivers flow to the sea and carve valleys.", encoding="utf-8")
+    (src / "notes.docx").write_bytes(b"PK\x03\x04 zip")
+    (src / "linked").symlink_to(src / "sub", target_is_directory=True)
+    (src / "loop").symlink_to(src / "loop")
+    (src / "manual.pdf").write_bytes(b"%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\n")  # valid UTF-8, not text
+    out = tmp_path / "o"
+    res = _run("embed", src, "--out", out, "--device", "cpu", "--quiet", "--strategy", "fixed:size=16")
+    assert res.exit_code == 0, res.output
+    m = json.loads((out / "manifest.json").read_text())
+    assert [d["doc_id"] for d in m["documents"]] == ["sub/a.md"]
+    reasons = {s["doc_id"]: s["reason"] for s in m["skipped"]}
+    assert set(reasons) == {"notes.docx", "linked/", "loop", "manual.pdf"}
+    assert reasons["manual.pdf"].startswith("unsupported type .pdf") and "linked/" in res.output
+    assert _run("verify", out).exit_code == 0
+    res = _run("chunk", src)  # chunk prints the same skipped items
+    assert res.exit_code == 0 and "skipped notes.docx: unsupported type .docx" in res.output
+
+
+def test_chunk_out_file_is_not_overwritten_without_force(tmp_path):
+    doc = tmp_path / "a.md"
+    doc.write_text("# A\n\nSome text about rivers.\n", encoding="utf-8")
+    out = tmp_path / "c.jsonl"
+    out.write_text('{"old": 1}\n')
+    res = runner.invoke(app, ["chunk", str(doc), "--out", str(out)])
+    assert res.exit_code == 2 and "--force" in res.output and out.read_text() == '{"old": 1}\n'
+    assert _run("chunk", doc, "--out", out, "--force").exit_code == 0
+    assert json.loads(out.read_text().splitlines()[0])["doc_id"] == "a.md"
+
+
+def test_compare_strategies_takes_several_words_after_the_flag(monkeypatch):
+    from latechunk.eval import harness
+
+    seen = {}
+
+    def fake_run_compare(config, **kwargs):
+        seen["specs"] = config.specs()
+        raise ValueError("stop here")
+
+    monkeypatch.setattr(harness, "run_compare", fake_run_compare)
+    res = runner.invoke(app, ["compare", "--dataset", "chroma", "--strategies", "fixed", "recursive",
+                              "--modes", "late", "-q"])
+    assert res.exit_code == 2 and "stop here" in res.output, res.output
+    assert [s.split(":")[0] for s in seen["specs"]] == ["fixed", "recursive"]
+    res = runner.invoke(app, ["compare", "--dataset", "chroma", "fixed"])  # words without --strategies
+    assert res.exit_code == 2 and "--strategies" in res.output
+
+
+def test_compare_sentence_workers_minus_1_names_the_option():
+    res = runner.invoke(app, ["compare", "--dataset", "chroma", "--sentence-workers", "-1"])
+    assert res.exit_code == 2 and "--sentence-workers" in res.output
+
+
+def test_resume_seconds_total_covers_the_interrupted_run(tmp_path):
+    """After --resume, seconds.total counts the interrupted run too (it was smaller than late_encode)."""
+    src = tmp_path / "in"
+    src.mkdir()
+    for i in range(3):
+        (src / f"{i}.md").write_text(f"Document {i} about rivers and the sea. " * 30, encoding="utf-8")
+    out = tmp_path / "o"
+    args = ["--device", "cpu", "--quiet", "--strategy", "fixed:size=32", "--group-tokens", "256"]
+    assert _run("embed", src, "--out", out, *args).exit_code == 0
+    before = json.loads((out / "manifest.json").read_text())
+    assert len(before["shards"]) > 1
+    (out / "manifest.json").unlink()  # as if killed while assembling, after every shard was written
+    progress = json.loads((out / "progress.json").read_text())
+    assert progress["seconds"] >= sum(before["seconds"][k] for k in before["seconds"] if k not in ("total", "assemble"))
+    (out / "progress.json").write_text(json.dumps({**progress, "seconds": 1000.0}))  # a long interrupted run
+    assert _run("embed", src, "--out", out, "--resume", *args).exit_code == 0
+    after = json.loads((out / "manifest.json").read_text())
+    assert after["seconds"]["total"] >= 1000.0
+    assert after["seconds"]["total"] >= after["seconds"].get("late_encode", 0.0)

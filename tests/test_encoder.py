@@ -100,7 +100,7 @@ def test_macro_window_defaults_as_before():
 def test_macro_windows_keep_each_token_from_its_most_central_window():
     enc = minilm_encoder()
     mw = enc.macro_window(128, 32)
-    tok = enc.tokenizer(LONG)
+    tok = enc.tokenizer(" ".join(LONG.split(" ")[: len(LONG.split(" ")) // 2]))  # 60 notes: about 8 windows
     rec = ForwardRecorder(enc)
     states = enc.token_states([tok], mw)[0]
     assert states.shape[0] == len(tok)
@@ -115,6 +115,34 @@ def test_macro_windows_keep_each_token_from_its_most_central_window():
             if (a, b) == (plan[0][0], plan[0][1]):
                 torch.testing.assert_close(states[: tok.n_lead], alone[: tok.n_lead], atol=1e-5, rtol=1e-5)
         torch.testing.assert_close(states[-tok.n_trail :], alone[-tok.n_trail :], atol=1e-5, rtol=1e-5)
+
+
+def test_memory_grows_with_the_largest_document_no_longer_iter_token_states_yields_one_batch_at_a_time():
+    # issue 10, fault 4: the late pass streams forward batches; each batch holds at most batch_tokens rows
+    # whatever the document's length, and the blocks of every document tile it exactly once
+    enc = minilm_encoder(batch_tokens=96)
+    mw = enc.macro_window(40, 8)
+    toks = [enc.tokenizer(LONG[:1500]), enc.tokenizer("A short note."), enc.tokenizer(LONG[:300])]
+    whole = enc.token_states(toks, mw)
+    seen = [np.zeros(len(t), dtype=int) for t in toks]
+    largest, batches = 0, 0
+    for batch in enc.iter_token_states(toks, mw):
+        batches += 1
+        largest = max(largest, batch.states.shape[0])
+        for b in batch.blocks:
+            seen[b.doc][b.start : b.start + b.n] += 1
+            torch.testing.assert_close(batch.states[b.row : b.row + b.n], whole[b.doc][b.start : b.start + b.n],
+                                       atol=0, rtol=0)
+    assert all((s == 1).all() for s in seen)
+    assert largest <= 96 < len(toks[0]) and batches > 4
+    # and the stitched states are those of each window run alone (rows from the window where the token is
+    # most central: test_macro_windows_keep_each_token_from_its_most_central_window)
+    rows, plan = enc.model_inputs(toks[0], mw)
+    with torch.inference_mode():
+        alone = enc.model(input_ids=torch.tensor(rows[1])[None]).last_hidden_state[0]
+    a, _, ks, ke = plan[1]
+    n = toks[0].n_lead
+    torch.testing.assert_close(whole[0][n + ks : n + ke], alone[n + ks - a : n + ke - a], atol=1e-5, rtol=1e-5)
 
 
 def test_one_encoder_serves_every_window():

@@ -60,7 +60,7 @@ def test_load_chroma_bad_span_names_query(tmp_path):
     with open(root / "questions_df.csv", "a", newline="", encoding="utf-8") as f:
         bad = [{"content": "Dogs", "start_index": 0, "end_index": 4}]  # text[0:4] is "Cats"
         csv.writer(f).writerow(["Where are the dogs?", json.dumps(bad), "alpha"])
-    with pytest.raises(ValueError, match=r"query '3'.*\[0, 4\)"):
+    with pytest.raises(ValueError, match=r"query 'c:3'.*\[0, 4\)"):
         load_chroma(root)
 
 
@@ -195,3 +195,28 @@ def test_real_xquad_counts():
     assert all(len(q.spans) == 1 for q in ds.queries)
     assert sum(len(d.metadata["paragraph_char_spans"]) for d in ds.documents) == 240
     assert ds.span_text(ds.spans_by_query()["56beb4343aeaaa14008c925b"][0]) == "308"
+
+
+# ---------------------------------------------------------------- issue 10
+
+
+def test_a_chroma_format_folder_is_named_after_its_folder_and_its_query_ids_are_namespaced(tmp_path):
+    root = tmp_path / "my_docs"
+    shutil.copytree(MINI / "chroma", root)
+    ds = load_dataset(str(root))
+    assert ds.name == "my_docs"  # was "chroma" whatever the folder's name
+    assert [q.query_id for q in ds.queries] == ["my_docs:0", "my_docs:1", "my_docs:2"]  # never the real set's ids
+    assert set(ds.doc_qrels()) == {"my_docs:0", "my_docs:1", "my_docs:2"}
+    assert load_chroma(root, name="other").queries[0].query_id == "other:0"
+
+
+def test_compare_dataset_folder_holding_one_squad_json_loads(tmp_path):
+    folder = tmp_path / "my_squad"
+    folder.mkdir()
+    shutil.copy(MINI / "squad_mini.json", folder / "dev.json")
+    ds = load_dataset(str(folder))
+    assert ds.name == "my_squad"
+    assert [q.query_id for q in ds.queries] == [q.query_id for q in load_squad(MINI / "squad_mini.json").queries]
+    shutil.copy(MINI / "squad_mini.json", folder / "train.json")
+    with pytest.raises(ValueError, match="2 .json files"):
+        load_dataset(str(folder))

@@ -1,4 +1,5 @@
-"""Tests of the compare harness (eval/harness.py), its report (eval/report.py) and the parse cache (eval/cache.py).
+"""Tests of the compare harness (eval/harness.py), its report (eval/report.py) and the parse cache (eval/cache.py);
+CompareConfig: tests/test_eval_config.py.
 
 A tiny Chroma-format dataset is written to a temp folder: three documents of a few hundred tokens each and a
 dozen questions whose answers are whole sentences. The bundled all-MiniLM-L6-v2 runs on the CPU.
@@ -126,7 +127,7 @@ def test_late_and_naive_get_identical_chunk_records(sweep):
     assert not np.allclose(run.vectors["late"].vectors, run.vectors["naive"].vectors)
     # every query scored, same query ids for every system
     ids = {frozenset(s.per_query["AR@1"]) for s in sweep.systems}
-    assert ids == {frozenset(str(i) for i in range(len(QUESTIONS)))}
+    assert ids == {frozenset(f"tiny_chroma:{i}" for i in range(len(QUESTIONS)))}  # a Chroma-format folder's ids
 
 
 def test_two_runs_give_identical_numbers(sweep):
@@ -224,21 +225,6 @@ def test_parse_cache_keys_on_content(tiny_root, tmp_path):
     assert dataset_sha256(copy) != info1["sha256"]
 
 
-def test_config_validation():
-    with pytest.raises(ValueError, match="modes"):
-        CompareConfig(dataset="x", modes=("late", "fast"))
-    with pytest.raises(ValueError, match="k values"):
-        CompareConfig(dataset="x", ks=(0,))
-    with pytest.raises(ValueError, match="window sweep"):
-        CompareConfig(dataset="x", modes=("naive",), windows=(128, 256))
-    with pytest.raises(ValueError, match="unknown strategy"):
-        CompareConfig(dataset="x", strategies=("nope",))
-    cfg = CompareConfig.from_options(dataset="x", strategies=["fixed:size=8|16"], modes="late", k="1,5", window="128|256")
-    assert cfg.ks == (1, 5) and cfg.windows == (128, 256) and cfg.specs() == [
-        "fixed:size=8,overlap=0", "fixed:size=16,overlap=0"]
-    assert CompareConfig.from_dict(cfg.to_dict()) == cfg
-
-
 def test_cli_compare(tiny_root, tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
@@ -273,3 +259,36 @@ def test_document_level_dataset(tmp_path):
     assert {c["metric"] for c in result.comparisons if c["kind"] == "late-naive"} == {"nDCG@10", "R@100", "RR@10"}
     for name in REPORT_FILES:
         assert (out / name).is_file()
+
+
+def test_compare_late_mode_with_a_model_that_does_not_mean_pool_needs_late_pooling_mean(tiny_root, tmp_path):
+    """Issue 10, fault 7: compare refuses late mode for a CLS-pooled model before any work, and runs it when
+    late_pooling='mean' is given explicitly."""
+    import dataclasses
+
+    from latechunk.encoder import Encoder
+    from tests.models import minilm_loaded
+
+    loaded = minilm_loaded()
+    enc = Encoder(dataclasses.replace(loaded, settings=dataclasses.replace(loaded.settings, pooling="cls")),
+                  device="cpu")
+    kw = {"strategies": ("fixed:size=24",), "ks": (1,), "n_resamples": 20, "max_queries": 3}
+    with pytest.raises(ValueError, match=r"pools by 'cls'.*--late-pooling mean"):
+        run_compare(_config(tiny_root, tmp_path, **kw), encoder=enc)
+    res = run_compare(_config(tiny_root, tmp_path, late_pooling="mean", **kw), encoder=enc)
+    assert {(s.strategy, s.mode) for s in res.systems} == {("fixed:size=24,overlap=0", "late"),
+                                                            ("fixed:size=24,overlap=0", "naive")}
+
+
+@pytest.mark.parametrize("texts", [(), ("   \n ",)], ids=["no documents", "every document skipped"])
+def test_compare_on_a_dataset_with_0_documents_to_embed_is_a_clear_error(tmp_path, texts):
+    """Issue 10: 0 documents reached a metric that assumes content tokens ("the corpus has no content tokens")."""
+    from latechunk.eval.datasets import EvalDataset, Query
+    from latechunk.types import Document
+
+    docs = tuple(Document(f"d{i}", t) for i, t in enumerate(texts))
+    ds = EvalDataset("hollow", docs, (Query("q", "what?"),), {"q": {"d0": 1}})
+    with pytest.raises(ValueError, match=r"dataset 'hollow': no document to embed \((0 documents|1 documents, all "
+                                         r"skipped: d0: empty)"):
+        run_compare(_config(tmp_path, tmp_path, strategies=("fixed:size=8",), ks=(1,)), encoder=minilm_encoder(),
+                    dataset=ds)

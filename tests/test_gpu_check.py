@@ -7,7 +7,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -87,17 +86,17 @@ def check_rows(rows: dict[str, str]) -> None:
     assert rows["faiss gpu flat IP"].startswith("n/a") or "vec/s" in rows["faiss gpu flat IP"]
 
 
+@pytest.mark.slow  # every benchmark step at tiny sizes: about 20 s on 2 cores; the default run has the script's
+# own dry run (test_script_runs_pytest_itself) and the table and junit parsing (test_report_table_and_junit)
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 def test_shell_dry_run_prints_table(tmp_path):
     """gpu_check.sh --dry-run: pytest -m gpu (skipped on CPU), then every step at tiny sizes, table last."""
     env = _env()
     env["GPU_CHECK_LOG_DIR"] = str(tmp_path)
-    t0 = time.perf_counter()
     proc = subprocess.run(
         ["bash", str(SHELL), "--dry-run"], cwd=ROOT, env=env, capture_output=True, text=True, check=False,
         timeout=240,
     )  # fmt: skip
-    seconds = time.perf_counter() - t0
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     rows, status = parse_table(proc.stdout)
     assert status == "== OK =="
@@ -105,7 +104,6 @@ def test_shell_dry_run_prints_table(tmp_path):
     assert "dry-run: yes" in proc.stdout
     for name in ("gpu_tests.log", "gpu_tests.xml", "gpu_check.log"):
         assert (tmp_path / name).stat().st_size > 0, name
-    assert seconds < 120, f"dry run took {seconds:.0f} s"
 
 
 def test_script_runs_pytest_itself():

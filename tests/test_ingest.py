@@ -184,3 +184,49 @@ def test_embed_progress_bar_counts_every_input_item(tmp_path, capsys):
     ingest(config, minilm_encoder(), progress=True)
     err = capsys.readouterr().err
     assert "embed" in err and "4/4" in err
+
+
+def test_progress_counts_documents_only_no_longer_one_long_file_moves_in_text_bytes(tmp_path, monkeypatch):
+    """Issue 10, fault 5: embed's bar counts bytes of document text (total: the input files' sizes, counted
+    ahead), moved as each forward batch finishes: one long document moves it many times before its shard is
+    written, and it ends at the total."""
+    import tqdm.auto
+
+    from latechunk.config import EmbedConfig, PipelineConfig
+    from latechunk.ingest import ingest
+    from tests.models import minilm_encoder
+
+    bars = []
+
+    class Recorder:
+        def __init__(self, total=None, initial=0, unit="it", **kwargs):
+            self.total, self.n, self.unit, self.updates, self.postfix = total, initial, unit, [], ""
+            bars.append(self)
+
+        def update(self, n=1):
+            self.n += n
+            self.updates.append(n)
+
+        def set_postfix_str(self, s, refresh=True):
+            self.postfix = s
+
+        def refresh(self):
+            pass
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(tqdm.auto, "tqdm", Recorder)
+    src = tmp_path / "in"
+    src.mkdir()
+    text = " ".join(f"Note {i}: the lamp in room {i} was switched off at dusk, all was quiet." for i in range(80))
+    (src / "long.txt").write_text(text, encoding="utf-8")
+    config = EmbedConfig(inputs=(src,), out=tmp_path / "out",
+                         pipeline=PipelineConfig(strategies=("fixed:size=64",), macro_window=64))
+    shards_done = []
+    ingest(config, minilm_encoder(batch_tokens=128), progress=True,
+           on_shard=lambda rec: shards_done.append(len(bars[0].updates)))
+    (bar,) = bars
+    assert bar.unit == "B" and bar.total == len(text.encode()) == bar.n
+    assert shards_done[0] > 5  # the one document moved the bar window batch by window batch before its shard
+    assert bar.postfix == "items 1/1"

@@ -87,3 +87,17 @@ def test_rows_with_a_shifted_span_are_caught(minilm_tokenizer):
         check_chunk_rows({"d": TEXT}, shifted, minilm_tokenizer)  # ... the token offsets do not
     with pytest.raises(AssertionError, match="chunk_index"):
         check_chunk_rows({"d": TEXT}, rows[::-1])
+
+
+def test_a_chunk_without_a_content_token_is_caught():
+    """BR-023: a span of whitespace tokens alone (byte-level BPE) fails, however its char span is drawn."""
+    from tests.models import tiny_document_tokenizer
+
+    text = "Owls hunt.\n\n\n\nBats fly."
+    tok = tiny_document_tokenizer("bpe-untrimmed")(text)
+    cs, ce = tok.content_start, tok.content_end
+    newlines = [p for p in range(cs, ce) if "\n" in text[slice(*tok.offsets[p])]]
+    assert all(not text[slice(*tok.offsets[p])].strip() for p in newlines)
+    a, b = newlines[0], newlines[-1] + 1
+    with pytest.raises(AssertionError, match="no content token"):
+        check_token_cover(text, tok, [[cs, a], [a, b]], [[0, 10], [10, 14]])

@@ -108,4 +108,96 @@ def test_count_inputs_matches_what_iter_inputs_yields(tmp_path):
     one = tmp_path / "one.txt"
     one.write_text("single file", encoding="utf-8")
     inputs = [src, one]
-    assert count_inputs(inputs) == len(list(iter_inputs(inputs))) == 10
+    # 11: skip.csv is listed as skipped (unsupported type), no longer dropped without a word (issue 10)
+    assert count_inputs(inputs) == len(list(iter_inputs(inputs))) == 11
+
+
+# --------------------------------------------------------------------------- issue 10: nothing dropped without a word
+def test_a_folder_holding_only_docx_or_pdf_lists_each_file_as_skipped_with_its_type(tmp_path):
+    (tmp_path / "notes.docx").write_bytes(b"PK\x03\x04 not text")
+    (tmp_path / "manual.pdf").write_bytes(b"%PDF-1.4 raw pdf bytes")
+    (tmp_path / "README").write_text("no suffix", encoding="utf-8")
+    items = list(iter_inputs([tmp_path]))
+    assert all(isinstance(i, Skipped) for i in items)
+    reasons = {i.doc_id: i.reason for i in items}
+    assert reasons["notes.docx"].startswith("unsupported type .docx")
+    assert reasons["manual.pdf"].startswith("unsupported type .pdf")
+    assert reasons["README"].startswith("unsupported type (no suffix)")
+    assert count_inputs([tmp_path]) == 3
+
+
+def test_symlinked_folders_and_symlink_loops_are_listed_not_dropped(tmp_path):
+    src = tmp_path / "in"
+    (src / "sub").mkdir(parents=True)
+    (src / "sub" / "a.md").write_text("A real document.", encoding="utf-8")
+    (src / "linked").symlink_to(src / "sub", target_is_directory=True)
+    (src / "sub" / "up").symlink_to(src, target_is_directory=True)  # a loop through a folder link
+    (src / "loop").symlink_to(src / "loop")  # a link to itself
+    (src / "broken.md").symlink_to(src / "nowhere.md")
+    (src / ".git").mkdir()
+    (src / ".git" / "HEAD").write_text("ref: refs/heads/main", encoding="utf-8")
+    items = list(iter_inputs([src]))
+    reasons = {i.doc_id: i.reason for i in items if isinstance(i, Skipped)}
+    assert [i.doc_id for i in items if isinstance(i, Document)] == ["sub/a.md"]  # read once, never through a link
+    assert reasons["linked/"].startswith("symlinked folder not followed")
+    assert reasons["sub/up/"].startswith("symlinked folder not followed")
+    assert reasons["loop"].startswith("symlink loop")
+    assert reasons["broken.md"].startswith("broken symlink")
+    assert reasons[".git/"].startswith("version-control folder")
+    assert count_inputs([src]) == len(items) == 6
+
+
+def test_a_previous_output_folder_inside_the_corpus_is_listed_as_skipped(tmp_path):
+    (tmp_path / "a.md").write_text("A document.", encoding="utf-8")
+    (tmp_path / "idx").mkdir()
+    (tmp_path / "idx" / "run.json").write_text("{}", encoding="utf-8")
+    (tmp_path / "idx" / "notes.md").write_text("inside an output folder", encoding="utf-8")
+    items = list(iter_inputs([tmp_path]))
+    assert [(i.doc_id, type(i).__name__) for i in items] == [("a.md", "Document"), ("idx/", "Skipped")]
+    assert "latechunk output folder" in items[1].reason
+
+
+def test_a_file_named_on_the_command_line_follows_the_folder_suffix_policy(tmp_path):
+    pdf = tmp_path / "manual.pdf"
+    pdf.write_bytes(b"%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\n")  # valid UTF-8: used to be embedded as text
+    docx = tmp_path / "notes.docx"
+    docx.write_bytes(b"PK\x03\x04\x00\x00binary zip")  # used to be "binary file (... byte-order mark)"
+    for f in (pdf, docx):
+        (named,) = list(iter_inputs([f]))
+        found = next(i for i in iter_inputs([tmp_path]) if i.doc_id == f.name)
+        assert isinstance(named, Skipped) and named.reason == found.reason
+        assert named.reason.startswith(f"unsupported type {f.suffix}") and "binary" not in named.reason
+    (tmp_path / "upper.MD").write_text("Upper-case suffix.", encoding="utf-8")
+    assert isinstance(next(iter(iter_inputs([tmp_path / "upper.MD"]))), Document)
+
+
+def test_an_input_that_yields_no_document_fails_naming_the_input(tmp_path):
+    from latechunk.io import require_documents
+
+    empty, only_pdf, good = tmp_path / "empty", tmp_path / "pdfs", tmp_path / "good"
+    for d in (empty, only_pdf, good):
+        d.mkdir()
+    (only_pdf / "manual.pdf").write_bytes(b"%PDF-1.4")
+    (good / "a.md").write_text("A document.", encoding="utf-8")
+    require_documents([good])
+    with pytest.raises(ValueError) as err:
+        require_documents([good, empty, only_pdf, only_pdf / "manual.pdf"])
+    msg = str(err.value)
+    assert f"{empty} (an empty folder)" in msg and f"{only_pdf} (1 item(s)" in msg
+    assert "unsupported type .pdf" in msg and str(good) not in msg.replace(str(tmp_path), "")
+
+
+def test_jsonl_bad_line_reason_gives_the_column_not_the_decoders_line(tmp_path):
+    src = tmp_path / "docs.jsonl"
+    src.write_text('{"id": "a", "text": "one"}\n{"id": "b", "text": "two"}\n{"id": "c", "text": }\n', encoding="utf-8")
+    bad = [i for i in iter_inputs([src]) if isinstance(i, Skipped)]
+    assert [b.doc_id for b in bad] == ["docs.jsonl:3"]
+    assert bad[0].reason == "bad JSON line: Expecting value at column 21 of line 3"  # the "}" after "text":
+
+
+def test_ids_1_and_string_1_are_the_same_id(tmp_path):
+    src = tmp_path / "docs.jsonl"
+    src.write_text('{"id": 1, "text": "integer id"}\n{"id": "1", "text": "string id"}\n', encoding="utf-8")
+    first, second = list(iter_inputs([src]))
+    assert isinstance(first, Document) and first.doc_id == "1"
+    assert isinstance(second, Skipped) and second.reason.startswith("duplicate doc_id")

@@ -36,6 +36,7 @@ segment_mean = segment_mean_module.segment_mean
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
 gpu = pytest.mark.gpu
+SLOW_IN_INTERPRETER = pytest.mark.slow if not torch.cuda.is_available() else (lambda f: f)
 requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
 DTYPES = pytest.mark.parametrize(
@@ -132,8 +133,11 @@ def test_irregular_sizes_match_reference(dtype, atol, normalize):
     check_against_refs(states, spans, normalize, atol)
 
 
+@SLOW_IN_INTERPRETER
 def test_thousands_of_spans():
-    """2000 short, overlapping spans of small rows in one launch (row i is span i)."""
+    """2000 short, overlapping spans of small rows in one launch (row i is span i). The Triton interpreter runs
+    the 2000 programs one by one (about half a minute on 2 CPU cores), so on CPU it runs with ``-m slow``; the
+    default run covers many spans in one launch with test_random_spans_property and the irregular sizes."""
     n_tokens, dim = 3001, 24
     states = torch.randn(n_tokens, dim, device=DEVICE).to(torch.bfloat16)
     spans = random_spans(n_tokens, 2000, 12).to(DEVICE)

@@ -3,6 +3,7 @@ unreachable, the local cache, the probe and its memo), sentence-transformers set
 
 from __future__ import annotations
 
+import dataclasses
 import http.server
 import json
 import shutil
@@ -246,3 +247,83 @@ def test_local_paths_and_default_model_never_probe(hub_env, monkeypatch):
 
 def test_refused_connection_counts_as_unreachable():
     assert hub_reachable(CLOSED_ENDPOINT, timeout=0.5) is False
+
+
+# --------------------------------------------------------------------------- facts from the files (issue 10)
+def test_model_settings_read_pooling_in_both_sentence_transformers_formats(tmp_path):
+    """Fault 7: the pooling decides late mode, so it is read from either Pooling config format."""
+    (tmp_path / "modules.json").write_text(json.dumps([
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]))
+    (tmp_path / "1_Pooling").mkdir()
+    cases = [  # sentence-transformers >= 6 writes pooling_mode; older versions one flag per mode
+        ({"embedding_dimension": 8, "pooling_mode": "cls"}, "cls"),
+        ({"embedding_dimension": 8, "pooling_mode": "lasttoken", "include_prompt": False}, "lasttoken"),
+        ({"embedding_dimension": 8, "pooling_mode": ["mean"]}, "mean"),
+        ({"embedding_dimension": 8, "pooling_mode": ["cls", "mean"]}, "cls+mean"),
+        ({"pooling_mode_max_tokens": True}, "max"),
+        ({"pooling_mode_weightedmean_tokens": True}, "weightedmean"),
+        ({"pooling_mode_mean_sqrt_len_tokens": True}, "mean"),
+        ({"pooling_mode_cls_token": False, "pooling_mode_mean_tokens": True}, "mean"),
+        ({}, "mean"),
+    ]
+    for cfg, pooling in cases:
+        (tmp_path / "1_Pooling" / "config.json").write_text(json.dumps(cfg))
+        assert ModelSettings.read(str(tmp_path)).pooling == pooling, cfg
+
+
+def test_model_facts_from_the_files_equal_those_of_the_loaded_model(tmp_path):
+    """Fault 6: the input limit and document frame read before loading (no torch) are the encoder's own, with and
+    without a document prompt, so the window check before loading is the one after it."""
+    from latechunk.encoder import Encoder
+    from latechunk.models import ModelFacts
+    from tests.models import minilm_encoder, save_tiny_bert
+
+    bundled = ModelFacts.read(None)
+    assert (bundled.name, bundled.input_limit, bundled.document_frame) == (DEFAULT_MODEL, 512, 2)
+    assert bundled.settings == minilm_encoder().facts.settings
+    assert (bundled.input_limit, bundled.document_frame) == (minilm_encoder().max_length,
+                                                             minilm_encoder().tokenizer.n_frame)
+    model = save_tiny_bert(tmp_path / "m")
+    (model / "config_sentence_transformers.json").write_text(json.dumps({"prompts": {"document": "passage: "}}))
+    tok_cfg = json.loads((model / "tokenizer_config.json").read_text())
+    (model / "tokenizer_config.json").write_text(json.dumps({**tok_cfg, "model_max_length": 300}))
+    facts = ModelFacts.read(str(model))
+    loaded = Encoder(str(model), device="cpu").facts
+    assert facts == dataclasses.replace(loaded, name=str(model), path=str(model))
+    assert (facts.input_limit, facts.document_frame) == (300, 4)  # [CLS] passage : ... [SEP]
+
+
+def test_model_facts_leave_unknown_what_the_files_do_not_give(tmp_path):
+    from latechunk.models import ModelFacts
+
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "bert"}))
+    facts = ModelFacts.read(str(tmp_path))  # no stated limit: the config class's default decides, once loaded
+    assert (facts.input_limit, facts.document_frame, facts.settings) == (None, None, ModelSettings())
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "bert", "max_position_embeddings": 128}))
+    facts = ModelFacts.read(str(tmp_path))  # no tokenizer.json: the frame is known once the tokenizer loads
+    assert (facts.input_limit, facts.document_frame) == (128, None)
+    (tmp_path / "tokenizer.json").write_text("{not json")
+    with pytest.raises(ValueError, match="cannot read its tokenizer"):
+        ModelFacts.read(str(tmp_path))
+
+
+def test_model_facts_read_imports_no_torch():
+    import subprocess
+    import sys
+
+    code = ("import sys; from latechunk.models import ModelFacts; f = ModelFacts.read(None); "
+            "assert (f.input_limit, f.document_frame, f.settings.pooling) == (512, 2, 'mean'), f; "
+            "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))")
+    res = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0 and res.stdout.strip() == "[]", res.stdout + res.stderr
+
+
+def test_config_input_limit_reads_a_config_json_as_the_loaded_config():
+    from latechunk.models import config_input_limit
+
+    model, tok, _ = minilm_parts()
+    assert config_input_limit(model.config.to_dict(), tok.model_max_length) == input_limit(model, tok) == 512
+    assert config_input_limit({"max_position_embeddings": 514, "pad_token_id": 1, "model_type": "roberta"}, None) == 512
+    assert config_input_limit({"n_positions": 2048}, int(1e30)) == 2048  # GPT-2-style name
+    assert config_input_limit({}, None) == 512

@@ -100,3 +100,11 @@ def test_shard_names_and_json_format():
     assert OutputFolder.shard_number("00012.parquet") == 12 and OutputFolder.shard_number("notes.txt") is None
     assert OutputFolder.json_bytes({"a": "é"}) == json.dumps({"a": "é"}, indent=1, ensure_ascii=False).encode() + b"\n"
     assert pa.types.is_list(chunk_schema().field("heading_path").type)
+
+
+def test_search_records_of_an_index_with_0_vectors_are_empty():
+    """Issue 10: `table.take([])` raised ArrowNotImplementedError (an untyped empty list is a null array)."""
+    empty = chunk_table([], [], "fixed:size=8,overlap=0")
+    assert empty.num_rows == 0
+    assert search_records(empty, np.zeros(0, np.float32), np.zeros(0, np.int64)) == []
+    assert search_records(empty, np.full(3, -1.0, np.float32), np.full(3, -1, np.int64)) == []

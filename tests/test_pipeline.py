@@ -276,3 +276,179 @@ def test_stopping_early_leaves_no_tokenizer_thread(corpus):
     with contextlib.closing(groups):
         next(groups)
     assert not [t for t in threading.enumerate() if t.name == "latechunk-tokenize"]
+
+
+def test_late_mode_with_a_model_that_does_not_mean_pool_is_refused_by_the_python_api():
+    """Issue 10, fault 7: the pipeline checks PipelineConfig.check_model with the loaded encoder's facts, so the
+    Python API refuses late pooling of a CLS-pooled model as the command line does, unless late_pooling='mean'."""
+    import dataclasses
+
+    from latechunk.encoder import Encoder
+    from tests.models import minilm_loaded
+
+    loaded = minilm_loaded()
+    cls_encoder = Encoder(dataclasses.replace(loaded, settings=dataclasses.replace(loaded.settings, pooling="cls")),
+                          device="cpu")
+    docs = [Document("a", "Rivers flow to the sea. They carve valleys over long ages.")]
+    with pytest.raises(ValueError, match=r"model 'all-MiniLM-L6-v2' pools by 'cls'.*--late-pooling mean"):
+        embed(docs, cls_encoder, PipelineConfig(("fixed:size=8",)))
+    res = embed(docs, cls_encoder, PipelineConfig(("fixed:size=8",), modes=("late", "naive"), late_pooling="mean"))
+    mean_res = embed(docs, minilm_encoder(), PipelineConfig(("fixed:size=8",)))
+    late = res.run("fixed:size=8").vectors["late"].vectors
+    np.testing.assert_allclose(late, mean_res.run("fixed:size=8").vectors["late"].vectors, atol=1e-6)
+
+
+# --- issue 10, fault 4: memory grows with the largest document -------------------------------------------------
+_CORRIDOR = ("the long corridor outside it, lit by a row of small brass lamps, stayed bright until the porter "
+             "came by at midnight")
+LONG_DOC = " ".join(  # about 640 tokens; every fifth sentence longer than 24 tokens
+    f"Note {i}: the lamp in room {i} was switched off at dusk, and {_CORRIDOR if i % 5 == 0 else 'all was quiet'}."
+    for i in range(1, 41)
+)
+WINDOWED = ("fixed:size=20,overlap=5", "recursive:max_tokens=24", "sentence_window:window=1", "semantic",
+            "semantic:max_tokens=12,min_tokens=4")
+
+
+def _whole_document_vectors(enc, res, strategies, mw, include_special, normalize):
+    """The vectors as the pipeline made them before issue 10: every document's whole token states, semantic split
+    on sentence vectors pooled from them, every strategy pooled from them (late_vectors)."""
+    from latechunk.pipeline import _late_sentence_vectors
+    from latechunk.sentences import SentenceSegmenter
+
+    states = enc.token_states(res.tokenizations, mw)
+    out = {}
+    for spec in strategies:
+        strat = get_strategy(spec)
+        bounds = [strat.split(d, t, _late_sentence_vectors(st), sentences=SentenceSegmenter())
+                  for d, t, st in zip(res.documents, res.tokenizations, states)]
+        out[strat.spec] = (bounds, late_vectors(states, res.tokenizations, bounds, normalize, include_special))
+    return out
+
+
+@pytest.mark.parametrize("model", ["minilm", "modernbert"])
+@pytest.mark.parametrize("include_special", [False, True])
+def test_memory_grows_with_the_largest_document_window_by_window_pooling_equals_whole_document_pooling(
+    model, include_special, caplog
+):
+    """Pooling each macro window's chunks as the window is done gives the vectors (and semantic's boundaries) of
+    pooling whole-document states: several windows per document, chunks across window boundaries, semantic with
+    sentence vectors of the late pass."""
+    from tests.models import tiny_modernbert_encoder
+
+    enc = minilm_encoder(batch_tokens=200) if model == "minilm" else tiny_modernbert_encoder(512, batch_tokens=200)
+    docs = [Document("long", LONG_DOC), Document("short", TEXT[:120]), Document("mid", TEXT)]
+    config = PipelineConfig(WINDOWED, modes=("late",), macro_window=48, macro_window_overlap=12,
+                            include_special=include_special, normalize=False)
+    res = embed(docs, enc, config)
+    mw = enc.macro_window(48, 12)
+    _, plan = enc.model_inputs(res.tokenizations[0], mw)
+    assert len(plan) >= 8
+    keep_ends = {res.tokenizations[0].n_lead + w.keep_end for w in plan[:-1]}
+    crossing = 0
+    expected = _whole_document_vectors(enc, res, WINDOWED, mw, include_special, normalize=False)
+    for spec, (bounds, ref) in expected.items():
+        run = res.run(spec)
+        for got_b, ref_b in zip(run.boundaries, bounds):
+            np.testing.assert_array_equal(got_b.token_spans, ref_b.token_spans)
+        np.testing.assert_allclose(run.vectors["late"].vectors, ref, atol=1e-6, rtol=0)
+        crossing += sum(any(a < e < b for e in keep_ends) for a, b in run.boundaries[0].token_spans.tolist())
+    assert crossing > 10  # chunks that take their states from two or more windows
+    assert not [r for r in caplog.records if "second time" in r.getMessage()]  # one late pass
+
+
+def test_memory_grows_with_the_largest_document_no_longer_the_late_pass_never_holds_a_whole_documents_states(
+    monkeypatch,
+):
+    """The pipeline never asks for a whole document's states, and the largest tensor its late pass sees (a forward
+    batch, the states a segment mean pools, the segment sums) is a fraction of the long document's tokens."""
+    import latechunk.pipeline as pipeline_mod
+
+    enc = minilm_encoder(batch_tokens=128)
+    largest = {"batch": 0, "pooled": 0, "sums": 0}
+
+    def no_whole_states(*args, **kwargs):
+        raise AssertionError("the late pass asked for whole-document token states")
+
+    monkeypatch.setattr(enc, "token_states", no_whole_states)
+    inner_iter = enc.iter_token_states
+
+    def iter_recording(*args, **kwargs):
+        for batch in inner_iter(*args, **kwargs):
+            largest["batch"] = max(largest["batch"], batch.states.shape[0])
+            yield batch
+
+    monkeypatch.setattr(enc, "iter_token_states", iter_recording)
+    inner_mean = pipeline_mod.segment_mean
+
+    def mean_recording(states, spans, *args, **kwargs):
+        largest["pooled"] = max(largest["pooled"], states.shape[0])
+        return inner_mean(states, spans, *args, **kwargs)
+
+    monkeypatch.setattr(pipeline_mod, "segment_mean", mean_recording)
+    inner_init = pipeline_mod._SegmentSums.__init__
+
+    def init_recording(self, *args, **kwargs):
+        inner_init(self, *args, **kwargs)
+        largest["sums"] = max(largest["sums"], self.sums.shape[0])
+
+    monkeypatch.setattr(pipeline_mod._SegmentSums, "__init__", init_recording)
+    doc = Document("long", LONG_DOC * 3)
+    config = PipelineConfig(("fixed:size=64", "recursive:max_tokens=64", "semantic:max_tokens=64"), modes=("late",),
+                            macro_window=64)
+    res = embed([doc], enc, config)
+    n_tokens = len(res.tokenizations[0])
+    assert all(res.run(s.spec).n_chunks > 1 for s in config.strategies)
+    assert n_tokens > 1500
+    assert 0 < largest["batch"] <= 128 and 0 < largest["pooled"] <= 128
+    assert 0 < largest["sums"] < n_tokens / 4
+
+
+def inner_cuts_needed(enc) -> bool:
+    """LONG_DOC has sentences longer than 12 tokens (semantic:max_tokens=12 cuts inside them)."""
+    from latechunk.sentences import SentenceSegmenter
+
+    doc = Document("long", LONG_DOC)
+    spans = SentenceSegmenter().token_spans(doc, enc.tokenizer(doc))
+    return bool((spans[:, 1] - spans[:, 0] > 12).any())
+
+
+def test_memory_grows_with_the_largest_document_chunks_outside_the_cut_points_still_pool_exactly(monkeypatch, caplog):
+    """A sentence-vector strategy that cannot say where it cuts (cut_points None) gets every token as a cut point;
+    one whose cut points miss a chunk end (here: the sentence ends only, while max_tokens=12 re-cuts long
+    sentences) has that document encoded a second time: the vectors are exact either way."""
+    from latechunk.strategies.semantic import Semantic
+
+    enc = minilm_encoder()
+    assert inner_cuts_needed(enc)
+    docs = [Document("long", LONG_DOC)]
+    specs = ("semantic:max_tokens=12", "fixed:size=20,overlap=5")
+    config = PipelineConfig(specs, modes=("late",), macro_window=48, include_special=True)
+    mw = enc.macro_window(48)
+    for cut_points in (lambda self, doc, tok, sentences=None: None,
+                       lambda self, doc, tok, sentences=None: np.unique(sentences.token_spans(doc, tok))):
+        monkeypatch.setattr(Semantic, "cut_points", cut_points)
+        caplog.clear()
+        res = embed(docs, enc, config)
+        for spec, (bounds, ref) in _whole_document_vectors(enc, res, specs, mw, True, True).items():
+            np.testing.assert_array_equal(res.run(spec).boundaries[0].token_spans, bounds[0].token_spans)
+            np.testing.assert_allclose(res.run(spec).vectors["late"].vectors, ref, atol=1e-6, rtol=0)
+    assert [r for r in caplog.records if "second time" in r.getMessage()]  # the second case took a second pass
+
+
+def test_progress_counts_documents_only_no_longer_text_bytes_move_with_each_forward_batch():
+    """Issue 10, fault 5: iter_embed reports progress in bytes of document text as each forward batch finishes,
+    so one long document advances window by window; a group's reports add up to its documents' bytes."""
+    from latechunk.pipeline import iter_embed, text_bytes
+
+    enc = minilm_encoder(batch_tokens=96)
+    calls: list[tuple[int, int]] = []  # (bytes, forward calls so far)
+    docs = [Document("long", LONG_DOC + " Café au lait, naïve façade."), Document("short", "Rivers meet the sea.")]
+    config = PipelineConfig(("fixed:size=32",), modes=("late",), macro_window=48)
+    groups = list(iter_embed(docs, enc, config, on_text_bytes=lambda n: calls.append((n, enc.stats["forward_calls"]))))
+    assert len(groups) == 1 and len(groups[0].documents) == 2
+    assert sum(n for n, _ in calls) == sum(text_bytes(d.text) for d in docs) == len(LONG_DOC) + 31 + 20  # UTF-8
+    forward_calls = [f for _, f in calls]
+    # one report per forward batch (then the rest of the group, as it ends)
+    assert len(calls) > 5 and forward_calls == sorted(forward_calls)
+    assert len(set(forward_calls[:-1])) == len(calls) - 1
+    assert all(n > 0 for n, _ in calls)

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from latechunk.eval.datasets import data_root
 from latechunk.output import chunk_rows
-from latechunk.sentences import SentenceSegmenter
+from latechunk.sentences import PYSBD_PLACEHOLDERS, SentenceSegmenter
 from latechunk.strategies import get_strategy, registry
 from latechunk.strategies._common import PieceSplitter, allowed_cuts, content_offsets
 from latechunk.strategies.fixed import Fixed
@@ -31,6 +31,7 @@ from latechunk.strategies.semantic import Semantic
 from latechunk.strategies.sentence_window import SentenceWindow
 from latechunk.types import Document
 from tests.invariants import check_boundaries
+from tests.models import tiny_document_tokenizer
 
 STRATEGIES = ["fixed", "recursive", "heading", "sentence_window", "semantic"]
 
@@ -198,6 +199,26 @@ def test_semantic_invariants(minilm_tokenizer, text, percentile, max_tokens, dat
 
 
 @SETTINGS
+@given(
+    text=texts,
+    percentile=st.floats(0, 100),
+    max_tokens=st.integers(1, 60),
+    data=st.data(),
+)
+def test_memory_grows_with_the_largest_document_semantic_cut_points_hold_every_chunk_end(
+    minilm_tokenizer, text, percentile, max_tokens, data
+):
+    """Issue 10, fault 4: the pipeline pools semantic chunks while it encodes, from sums between the strategy's
+    cut_points; every chunk start and end must be one of them, whatever the sentence vectors."""
+    min_tokens = data.draw(st.integers(0, max_tokens))
+    strategy = Semantic(percentile=percentile, min_tokens=min_tokens, max_tokens=max_tokens)
+    tok, b = _split(strategy, text, minilm_tokenizer, fake_embedder())
+    points = strategy.cut_points(Document("d", text), tok)
+    assert points.dtype == np.int64 and (np.diff(points) > 0).all()
+    assert set(b.token_spans.reshape(-1).tolist()) <= set(points.tolist())
+
+
+@SETTINGS
 @given(text=st.lists(st.sampled_from(FRAGMENTS), max_size=30).map("".join).map(lambda t: t.replace("\r", "")))
 def test_crlf_cuts_like_lf(minilm_tokenizer, text):
     """Replacing every LF by CRLF changes no token span (BR-005's kind) for the line-aware strategies."""
@@ -261,13 +282,14 @@ def test_semantic_cuts_at_the_topic_change(minilm_tokenizer):
                 out[i, vocab.setdefault(t, len(vocab)) % 64] += 1
         return out
 
-    tok, b = _split(Semantic(percentile=30), text, minilm_tokenizer, embed)
+    # min_tokens=0: each topic is 15 tokens, under the default min_tokens (16), which would join them
+    tok, b = _split(Semantic(percentile=30, min_tokens=0), text, minilm_tokenizer, embed)
     assert [t.split(".")[0] for t in b.texts(text)] == ["Cats purr softly", "Trains run late"]
     check_boundaries(text, tok, b, chunk_texts=handed_out(Document("d", text), b))
 
 
 def test_semantic_without_embedder_raises(minilm_tokenizer):
-    with pytest.raises(ValueError, match="embed_sentences"):
+    with pytest.raises(ValueError, match="sentence_vectors"):
         _split(Semantic(), "One. Two.", minilm_tokenizer, None)
 
 
@@ -625,7 +647,7 @@ def test_registry_has_the_five_with_help():
         assert cls.name == name and cls.bet
         for f in dataclasses.fields(cls):
             assert f.metadata.get("help"), f"{name}.{f.name} has no help"
-    assert reg["semantic"].needs_embedder and not reg["fixed"].needs_embedder
+    assert reg["semantic"].needs_sentence_vectors and not reg["fixed"].needs_sentence_vectors
 
 
 @pytest.mark.parametrize(
@@ -722,3 +744,227 @@ def test_instruction_prefix_stays_out_of_spans(minilm_tokenizer, name):
     _, b_plain = _split(get_strategy(name), text, minilm_tokenizer, fake_embedder())
     np.testing.assert_array_equal(b.char_spans, b_plain.char_spans)
     np.testing.assert_array_equal(b.token_spans - 3, b_plain.token_spans - 1)
+
+
+# --- BR-021 segmenter-placeholder-chars (strategy part; the segmenter: tests/test_sentences.py) ----------------
+
+BR021_MARKS = list(PYSBD_PLACEHOLDERS) + ["&ᓴ&", "☏☏", "ƪƪƪ", PYSBD_PLACEHOLDERS]
+
+
+@pytest.mark.parametrize("mark", BR021_MARKS)
+def test_br021_pysbd_placeholders_keep_sentence_chunks(minilm_tokenizer, mark):
+    """BR-021: a text holding one of pysbd's placeholder characters: three sentence chunks, whole sentences
+    under recursive, no warning, exact slices and coverage."""
+    import warnings
+
+    text = f"Pack the tent {mark} before dusk. Light the stove early. Boil the water twice."
+    shift = len(mark) - 1
+    sentences = [(0, 28 + shift), (29 + shift, 51 + shift), (52 + shift, 73 + shift)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _, b = split("sentence_window:window=0", text, minilm_tokenizer)
+        assert stripped_spans(text, b) == sentences
+        tok, b = split("recursive:max_tokens=8", text, minilm_tokenizer)
+    check_boundaries(text, tok, b, max_tokens=8)
+    if len(mark) == 1:  # (a longer mark makes the first sentence longer than 8 tokens: it is cut inside)
+        starts, ends = {s for s, _ in sentences}, {e for _, e in sentences}
+        for s, e in stripped_spans(text, b):  # every chunk is a run of whole sentences
+            assert s in starts and e in ends, (text[s:e], sentences)
+
+
+# --- BR-023 whitespace-only-chunk: every strategy with byte-level BPE and Unigram as well as WordPiece ----------
+
+TOKENIZER_KINDS = ["wordpiece", "bpe", "bpe-untrimmed", "unigram"]
+BR023 = "Owls hunt at night.\n\n\n\nBats fly at dusk.\n   "
+
+
+@pytest.mark.parametrize("kind", ["bpe", "bpe-untrimmed"])
+@pytest.mark.parametrize("spec", ["recursive:max_tokens=10", "fixed:size=4", "heading:max_tokens=10"])
+def test_br023_no_whitespace_only_chunk_under_byte_level_bpe(kind, spec):
+    """BR-023: with byte-level BPE (runs of newlines and spaces are tokens of their own, zero-width under
+    trim_offsets) every chunk holds a content token and text, spans tile the tokens, budget, exact slices."""
+    dt = tiny_document_tokenizer(kind)
+    tok, b = split(spec, BR023, dt)
+    assert any(tok.offsets[p, 1] <= tok.offsets[p, 0] or BR023[slice(*tok.offsets[p])].isspace()
+               for p in range(tok.content_start, tok.content_end)), "the case needs whitespace tokens"
+    budget = get_strategy(spec).to_dict().get("max_tokens") or get_strategy(spec).to_dict().get("size")
+    check_boundaries(BR023, tok, b, max_tokens=budget, chunk_texts=handed_out(Document("case", BR023), b))
+    assert all(BR023[s:e].strip() for s, e in b.char_spans.tolist())
+    ts = b.token_spans
+    assert (np.diff(ts[:, 0]) > 0).all() and (ts[1:, 0] == ts[:-1, 1]).all()  # increasing, no overlap, no gap
+    assert ts[0, 0] == tok.content_start and ts[-1, 1] == tok.content_end
+
+
+@pytest.mark.parametrize("kind", ["bpe", "bpe-untrimmed", "unigram"])
+@pytest.mark.parametrize("name", STRATEGIES)
+@pytest.mark.parametrize("text", ["   ", "\n\n\n", " \r\n\t ", "\u3000\u00a0"])
+def test_whitespace_only_text_gives_no_chunk_with_whitespace_tokens(kind, name, text):
+    """BR-004 with tokenizers that make whitespace tokens: a text of whitespace alone has tokens but no chunk."""
+    _, b = split(name, text, tiny_document_tokenizer(kind), CountingEmbedder())
+    assert len(b) == 0
+
+
+def _strategy_draw(name: str, data) -> tuple:
+    """A random strategy of ``name`` and its token budget (None for sentence_window)."""
+    if name == "fixed":
+        size = data.draw(st.integers(1, 24))
+        return Fixed(size=size, overlap=data.draw(st.integers(0, size - 1))), size
+    if name == "recursive":
+        m = data.draw(st.integers(1, 40))
+        return Recursive(max_tokens=m, overlap=data.draw(st.integers(0, m - 1))), m
+    if name == "heading":
+        return Heading(max_tokens=(m := data.draw(st.integers(1, 40)))), m
+    if name == "sentence_window":
+        w = data.draw(st.integers(0, 2))
+        return SentenceWindow(window=w, stride=data.draw(st.integers(1, 2 * w + 1))), None
+    m = data.draw(st.integers(1, 60))
+    return Semantic(percentile=data.draw(st.floats(0, 100)), min_tokens=data.draw(st.integers(0, m)), max_tokens=m), m
+
+
+@pytest.mark.parametrize("kind", TOKENIZER_KINDS)
+@pytest.mark.parametrize("name", STRATEGIES)
+@settings(max_examples=max(10, EXAMPLES // 4), deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=texts, data=st.data())
+def test_every_strategy_has_a_content_token_in_every_chunk_with_every_tokenizer_family(kind, name, text, data):
+    """BR-023's kind: every strategy under WordPiece, byte-level BPE (trimmed and untrimmed offsets) and Unigram:
+    every chunk holds a token covering a non-whitespace character, and every other invariant holds."""
+    strategy, budget = _strategy_draw(name, data)
+    dt = tiny_document_tokenizer(kind)
+    doc = Document("d", text)
+    tok = dt(doc)
+    b = strategy.split(doc, tok, CountingEmbedder())
+    check_boundaries(text, tok, b, max_tokens=budget, chunk_texts=handed_out(doc, b))
+
+
+# --- BR-022 markdown-front-matter -------------------------------------------------------------------------------
+
+BR022 = ("---\ntitle: Pond survey\ntags: field\n---\n\nNotes from the spring count at the north pond.\n\n# Frogs\n\n"
+         "Frogs call after rain.\n")
+BR022_TOML = ("+++\n# settings\ntitle = \"Pond survey\"\n+++\n\nNotes from the spring count at the north pond.\n\n"
+              "# Frogs\n\nFrogs call after rain.\n")
+
+
+@pytest.mark.parametrize("text", [BR022, BR022_TOML, BR022.replace("\n", "\r\n"), "\ufeff" + BR022],
+                         ids=["yaml", "toml", "yaml-crlf", "yaml-after-bom"])
+def test_br022_front_matter_is_not_read_as_headings(minilm_tokenizer, text):
+    """BR-022: YAML (---) and TOML (+++) front matter is text of the preamble: no heading path holds a front
+    matter line, no cut inside it, no chunk of a lone fence; "Notes" has path (), "# Frogs" ("Frogs",)."""
+    fence = "+++" if "+++" in text else "---"
+    fm_end = text.rindex(fence, 0, text.index("Notes")) + 3  # the end of the closing fence
+    _, b = split("heading:max_tokens=64", text, minilm_tokenizer)
+    chunks = [(text[s:e], s, e, path) for (s, e), path in zip(b.char_spans.tolist(), b.heading_paths)]
+    for _, s, e, path in chunks:
+        assert not any(word in title for title in path for word in ("title", "tags", "settings", "Pond"))
+        assert not 0 < s < fm_end and not 0 < e < fm_end, (s, e)
+    assert all(chunk.strip() not in ("---", "+++") for chunk, *_ in chunks)
+    (notes,) = [c for c in chunks if "Notes" in c[0]]
+    (frogs,) = [c for c in chunks if "# Frogs" in c[0]]
+    assert notes[3] == () and frogs[3] == ("Frogs",)
+    assert frogs[1] == text.index("# Frogs")
+    if text == BR022:
+        assert frogs[1] == 88 and fm_end == 38 and len(text) == 120
+
+
+def test_br022_front_matter_only_at_the_start(minilm_tokenizer):
+    """A --- block later in the text is markdown as before (a setext h2 over ---), not front matter."""
+    text = "Intro line.\n\n---\ntitle: x\n---\n\nBody text here.\n"
+    _, b = split("heading:max_tokens=64", text, minilm_tokenizer)
+    assert ("title: x",) in b.heading_paths
+
+
+# --- BR-025 leading-bom-heading ---------------------------------------------------------------------------------
+
+BR025 = ("\ufeff# Field notes\n\nWe counted eleven herons by the reeds before sunrise.\n\n## Weather\n\n"
+         "Rain after noon kept the path muddy until evening.\n")
+
+
+@pytest.mark.parametrize("mark", ["\ufeff", "\u200b", "\u200e\ufeff"])
+def test_br025_leading_bom_does_not_hide_the_first_heading(minilm_tokenizer, mark):
+    """BR-025 through the Python API: an invisible mark before the first # keeps the heading a heading; chunks
+    are exact slices of the text as given (the mark included)."""
+    text = mark + BR025[1:]
+    _, b = split("heading:max_tokens=64", text, minilm_tokenizer)
+    assert b.heading_paths == (("Field notes",), ("Field notes", "Weather"))
+    assert b.char_spans[0, 0] == 0 and text[b.char_spans[0, 0] : b.char_spans[0, 1]].startswith(mark + "# Field")
+
+
+def test_br025_leading_bom_through_a_jsonl_line(minilm_tokenizer, tmp_path):
+    """BR-025 through a .jsonl line (plain, and with a title that puts the text's start on a later line)."""
+    import json
+
+    from latechunk.io import iter_inputs
+
+    path = tmp_path / "docs.jsonl"
+    path.write_text(json.dumps({"id": "a", "text": BR025}) + "\n"
+                    + json.dumps({"id": "b", "title": "Trip", "text": BR025}) + "\n", encoding="utf-8")
+    docs = {d.doc_id: d for d in iter_inputs([path])}
+    assert docs["a"].text == BR025  # the text as given, mark included
+    _, b = split("heading:max_tokens=64", docs["a"].text, minilm_tokenizer)
+    assert b.heading_paths == (("Field notes",), ("Field notes", "Weather"))
+    _, b = split("heading:max_tokens=64", docs["b"].text, minilm_tokenizer)
+    assert b.heading_paths[-2:] == (("Field notes",), ("Field notes", "Weather"))
+
+
+# --- issue 10, fault 8: headings and table headers belong to what follows -----------------------------------------
+
+HEADED = ("Some intro words here and there, enough of them to fill a chunk.\n\n## Prices\n\n"
+          "The table below lists them.\n\n| Part | Unit | Price |\n|---|---|---|\n| bolt | box | 3.50 |\n"
+          "| nut | bag | 1.20 |\n| gear | each | 9.99 |\n")
+
+
+@pytest.mark.parametrize("max_tokens", [20, 24, 30, 40])
+def test_recursive_keeps_a_heading_and_a_table_header_with_what_follows(minilm_tokenizer, max_tokens):
+    """recursive never ends a chunk with a heading line or a table's header/delimiter rows when they fit at the
+    start of the next chunk with what follows them."""
+    tok, b = split(f"recursive:max_tokens={max_tokens}", HEADED, minilm_tokenizer)
+    check_boundaries(HEADED, tok, b, max_tokens=max_tokens)
+    chunks = [HEADED[s:e] for s, e in b.char_spans.tolist()]
+    assert not any(c.endswith("## Prices") for c in chunks), chunks
+    header = "| Part | Unit | Price |\n|---|---|---|"
+    assert not any(c.endswith((header, "| Part | Unit | Price |")) for c in chunks if c != header), chunks
+    if max_tokens >= 30:  # header, delimiter and the first row fit one chunk
+        assert any(c.startswith(header + "\n| bolt") for c in chunks), chunks
+
+
+def test_recursive_sticky_pieces_fall_back_when_they_do_not_fit(minilm_tokenizer):
+    """A heading that cannot fit with the next piece stays where the budget puts it (never over budget)."""
+    text = "Intro words.\n\n# A heading of several words here\n\n" + "word " * 40
+    tok, b = split("recursive:max_tokens=12", text, minilm_tokenizer)
+    check_boundaries(text, tok, b, max_tokens=12)
+
+
+def test_merge_pieces_moves_a_sticky_run_to_the_next_chunk():
+    from latechunk.strategies._common import merge_pieces
+
+    pieces = np.array([[0, 4], [4, 6], [6, 10]])  # 4, 2 (a heading), 4 tokens
+    assert merge_pieces(pieces, 6).tolist() == [[0, 6], [6, 10]]
+    assert merge_pieces(pieces, 6, sticky=np.array([False, True, False])).tolist() == [[0, 4], [4, 10]]
+    # it would not fit with the next piece: stays
+    assert merge_pieces(pieces, 5, sticky=np.array([False, True, False])).tolist() == [[0, 4], [4, 6], [6, 10]]
+
+
+SEMANTIC_HEADED = ("# Tides\n\nThe moon pulls the sea. Tides rise twice a day. Sailors watch the tables.\n\n"
+                   "```\n"
+                   "tide --port brest\n"
+                   "```\n\n"
+                   "## Storms\n\nWind builds waves. Storm surges flood low coasts. Levees hold the water back.\n")
+
+
+def test_semantic_default_min_tokens_keeps_a_heading_with_its_body(minilm_tokenizer):
+    """semantic's default min_tokens joins a lone heading or code fence (3-token chunks under min_tokens=0) to the
+    text after it: with any similarities no default chunk is a heading or a fence alone."""
+    default = Semantic()
+    assert default.min_tokens > 0
+    for seed in range(5):
+        rng = np.random.default_rng(seed)
+
+        def random_vectors(doc, tok, spans, rng=rng):
+            return rng.normal(size=(np.asarray(spans).shape[0], 8))
+
+        tok, b = _split(Semantic(percentile=50), SEMANTIC_HEADED, minilm_tokenizer, random_vectors)
+        check_boundaries(SEMANTIC_HEADED, tok, b, max_tokens=default.max_tokens)
+        for s, e in b.char_spans.tolist():
+            chunk = SEMANTIC_HEADED[s:e]
+            assert chunk not in ("# Tides", "## Storms", "```"), (seed, chunk)
+            assert not chunk.endswith("## Storms"), (seed, chunk)

@@ -40,12 +40,12 @@ def test_long_text_is_never_truncated(minilm_tokenizer):
     assert tok.n_content == 2000 and len(tok) == 2002  # far past the model's 512 positions
 
 
-def test_a_slow_tokenizer_is_refused(minilm_tokenizer):
-    from transformers import BertTokenizer
+def test_a_tokenizer_without_offsets_is_refused():
+    class SlowTokenizer:  # a Python ("slow") tokenizer: no return_offsets_mapping
+        is_fast = False
 
-    slow = BertTokenizer.from_pretrained(minilm_tokenizer.tokenizer.name_or_path)
-    with pytest.raises(TypeError, match="not a fast tokenizer"):
-        DocumentTokenizer(slow)
+    with pytest.raises(TypeError, match="SlowTokenizer is not a fast tokenizer"):
+        DocumentTokenizer(SlowTokenizer())
 
 
 def test_batch_tokenization_equals_one_by_one(minilm_tokenizer):
@@ -87,3 +87,60 @@ def test_spans_outside_the_content_tokens_raise(minilm_tokenizer, spans):
     tok = minilm_tokenizer(text)  # content tokens [1, 5)
     with pytest.raises(ValueError, match="inside content tokens"):
         char_spans_from_token_spans(text, tok, np.array(spans))
+
+
+# --- BR-023: whitespace tokens (byte-level BPE, SentencePiece) ------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["bpe", "bpe-untrimmed", "unigram"])
+def test_br023_content_tokens_of_whitespace_token_families(kind):
+    """ContentTokens: a token is a content token iff its offsets cover a non-whitespace character (zero-width and
+    whitespace-only tokens are not); its first character skips a leading space (" fox"); keys never decrease."""
+    from latechunk.tokenize import content_tokens
+    from tests.models import tiny_document_tokenizer
+
+    text = "Owls hunt at night.\n\n\n\nBats fly at dusk.\n   "
+    tok = tiny_document_tokenizer(kind)(text)
+    ct = content_tokens(text, tok)
+    offs = tok.offsets[tok.content_start : tok.content_end].tolist()
+    expected = [bool(text[a:b].strip()) for a, b in offs]
+    assert ct.mask.tolist() == expected and ct.any and not all(expected)
+    for p, (a, b) in enumerate(offs):
+        if expected[p]:
+            assert ct.first_char[p] == a + len(text[a:b]) - len(text[a:b].lstrip())
+    assert (np.diff(ct.keys) >= 0).all()
+
+
+@pytest.mark.parametrize("kind", ["bpe", "bpe-untrimmed", "unigram"])
+def test_br023_char_spans_never_start_or_end_on_whitespace_tokens(kind):
+    """A span whose edge tokens are whitespace (or start with a space) still gets a char span with text at both
+    ends: "night." and "Bats fly", not ".\\n\\n\\n\\n" or " fly"."""
+    from tests.models import tiny_document_tokenizer
+
+    text = "Owls hunt at night.\n\n\n\nBats fly at dusk.\n   "
+    tok = tiny_document_tokenizer(kind)(text)
+    cs, ce = tok.content_start, tok.content_end
+    bats = next(p for p in range(cs, ce) if tok.offsets[p, 0] <= 23 < tok.offsets[p, 1])
+    spans = char_spans_from_token_spans(text, tok, np.array([[cs, bats], [bats, ce]])).tolist()
+    assert [text[s:e] for s, e in spans] == ["Owls hunt at night.", "Bats fly at dusk."]
+
+
+def test_wordpiece_has_only_content_tokens(minilm_tokenizer):
+    """WordPiece makes no whitespace tokens: every token is a content token, keys are the start offsets (so
+    BR-023's rule changes nothing there)."""
+    from latechunk.tokenize import content_tokens
+
+    text = "  Dogs\u00a0bark.\n\n\tCats \u3000sleep 한국어 👍🏽\n"
+    tok = minilm_tokenizer(text)
+    ct = content_tokens(text, tok)
+    assert ct.mask.all()
+    np.testing.assert_array_equal(ct.keys, tok.offsets[tok.content_start : tok.content_end, 0])
+
+
+def test_whitespace_table_holds_every_unicode_whitespace_code_point():
+    import sys
+
+    from latechunk.tokenize import _WHITESPACE
+
+    every = [c for c in range(sys.maxunicode + 1) if chr(c).isspace()]
+    assert _WHITESPACE.tolist() == every

@@ -50,19 +50,19 @@ def test_tokenization_layout_and_read_only_arrays():
 
 
 @pytest.mark.parametrize("bad, match", [
-    (dict(offsets=np.zeros((4, 2), dtype=np.int32)), "same length"),
-    (dict(special_tokens_mask=np.zeros(4, bool)), "same length"),
-    (dict(n_lead=5), "bad frame"),
-    (dict(n_trail=-1), "bad frame"),
-    (dict(special_tokens_mask=np.array([True, True, False, False, True])), "exactly on the lead/trail frame"),
-    (dict(special_tokens_mask=np.array([False, False, False, False, True])), "exactly on the lead/trail frame"),
-    (dict(offsets=np.zeros((5, 3))), r"shape \(n, 2\)"),
-    (dict(offsets=np.zeros((5, 2), dtype=np.float32)), "integer"),
+    ({"offsets": np.zeros((4, 2), dtype=np.int32)}, "same length"),
+    ({"special_tokens_mask": np.zeros(4, bool)}, "same length"),
+    ({"n_lead": 5}, "bad frame"),
+    ({"n_trail": -1}, "bad frame"),
+    ({"special_tokens_mask": np.array([True, True, False, False, True])}, "exactly on the lead/trail frame"),
+    ({"special_tokens_mask": np.array([False, False, False, False, True])}, "exactly on the lead/trail frame"),
+    ({"offsets": np.zeros((5, 3))}, r"shape \(n, 2\)"),
+    ({"offsets": np.zeros((5, 2), dtype=np.float32)}, "integer"),
 ])
 def test_tokenization_rejects_inconsistent_parts(bad, match):
     good = _tok()
-    parts = dict(input_ids=good.input_ids, offsets=good.offsets, special_tokens_mask=good.special_tokens_mask,
-                 n_lead=1, n_trail=1)
+    parts = {"input_ids": good.input_ids, "offsets": good.offsets, "special_tokens_mask": good.special_tokens_mask,
+                 "n_lead": 1, "n_trail": 1}
     with pytest.raises((ValueError, TypeError), match=match):
         Tokenization(**{**parts, **bad})
 
@@ -77,13 +77,13 @@ def test_boundaries_fill_defaults_and_cast_to_int32():
 
 
 @pytest.mark.parametrize("kwargs, match", [
-    (dict(token_spans=[[1, 3]], char_spans=[[0, 3], [4, 5]]), "1 token spans but 2 char spans"),
-    (dict(token_spans=[[3, 3]], char_spans=[[0, 3]]), "every token span"),
-    (dict(token_spans=[[-1, 3]], char_spans=[[0, 3]]), "every token span"),
-    (dict(token_spans=[[1, 3]], char_spans=[[3, 2]]), "every char span"),
-    (dict(token_spans=[[1, 3]], char_spans=[[0, 3]], heading_paths=((), ())), "must have 1 entries"),
-    (dict(token_spans=[[1, 3]], char_spans=[[0, 3]], contexts=("", "")), "must have 1 entries"),
-    (dict(token_spans=[1, 3], char_spans=[[0, 3]]), r"shape \(n, 2\)"),
+    ({"token_spans": [[1, 3]], "char_spans": [[0, 3], [4, 5]]}, "1 token spans but 2 char spans"),
+    ({"token_spans": [[3, 3]], "char_spans": [[0, 3]]}, "every token span"),
+    ({"token_spans": [[-1, 3]], "char_spans": [[0, 3]]}, "every token span"),
+    ({"token_spans": [[1, 3]], "char_spans": [[3, 2]]}, "every char span"),
+    ({"token_spans": [[1, 3]], "char_spans": [[0, 3]], "heading_paths": ((), ())}, "must have 1 entries"),
+    ({"token_spans": [[1, 3]], "char_spans": [[0, 3]], "contexts": ("", "")}, "must have 1 entries"),
+    ({"token_spans": [1, 3], "char_spans": [[0, 3]]}, r"shape \(n, 2\)"),
 ])
 def test_boundaries_reject_inconsistent_spans(kwargs, match):
     with pytest.raises(ValueError, match=match):
@@ -99,17 +99,17 @@ def test_chunk_vectors_pack_documents():
 
 
 @pytest.mark.parametrize("kwargs, match", [
-    (dict(vectors=np.ones(3)), "2-D"),
-    (dict(cu_chunks=[0, 2]), "cu_chunks"),
-    (dict(cu_chunks=[0, 2, 1]), "cu_chunks"),
-    (dict(cu_chunks=[1, 2, 3]), "cu_chunks"),
-    (dict(chunk_index=[0, 1]), "one entry per vector"),
-    (dict(mode="early"), "'late' or 'naive'"),
-    (dict(vectors=np.array([[1.0, np.nan]] * 3)), "NaN or inf"),
+    ({"vectors": np.ones(3)}, "2-D"),
+    ({"cu_chunks": [0, 2]}, "cu_chunks"),
+    ({"cu_chunks": [0, 2, 1]}, "cu_chunks"),
+    ({"cu_chunks": [1, 2, 3]}, "cu_chunks"),
+    ({"chunk_index": [0, 1]}, "one entry per vector"),
+    ({"mode": "early"}, "'late' or 'naive'"),
+    ({"vectors": np.array([[1.0, np.nan]] * 3)}, "NaN or inf"),
 ])
 def test_chunk_vectors_reject_inconsistent_parts(kwargs, match):
-    parts = dict(vectors=np.ones((3, 2)), doc_ids=("a", "b"), chunk_index=[0, 0, 1], cu_chunks=[0, 1, 3],
-                 mode="late")
+    parts = {"vectors": np.ones((3, 2)), "doc_ids": ("a", "b"), "chunk_index": [0, 0, 1], "cu_chunks": [0, 1, 3],
+                 "mode": "late"}
     with pytest.raises(ValueError, match=match):
         ChunkVectors(**{**parts, **kwargs})
 

@@ -132,3 +132,33 @@ def test_verify_catches_index_vectors_that_differ_from_the_shards(copy):
     assert res.exit_code == 1
     assert "index.faiss vectors [0, " in res.output and "differ from shards/00000.npy" in res.output
     assert res.output.count("problem:") == 1
+
+
+def test_verify_is_not_upset_by_an_index_or_docx_added_to_the_corpus_but_sees_a_new_document(copy):
+    """Issue 10: entries never opened (unsupported type, output folder) are now listed as skipped; one that
+    appears after the run changes nothing embedded, so verify does not count it. A new document still counts."""
+    src = copy / "src"
+    (src / "report.docx").write_bytes(b"PK\x03\x04 zip")
+    shutil.copytree(copy / "out", src / "idx2")  # another index written into the corpus folder
+    res = _verify(copy / "out")
+    assert res.exit_code == 0, res.output
+    (src / "new.md").write_text("A document added after the run.", encoding="utf-8")
+    res = _verify(copy / "out")
+    assert res.exit_code == 1 and "'new.md'" in res.output
+
+
+def test_verify_on_an_output_with_0_vectors_is_ok(tmp_path):
+    """Issue 10: 0 rows, 0 vectors (every document skipped) verify like any other output."""
+    from latechunk.config import EmbedConfig, PipelineConfig
+    from latechunk.encoder import Encoder
+    from latechunk.ingest import ingest
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "blank.md").write_text("   \n", encoding="utf-8")
+    model = save_tiny_bert(tmp_path / "model")
+    config = EmbedConfig(inputs=(src,), out=tmp_path / "out", pipeline=PipelineConfig(("fixed:size=16",)))
+    manifest = ingest(config, Encoder(str(model), device="cpu"))
+    assert manifest["counts"]["chunks"] == 0 and manifest["counts"]["documents_skipped"] == 1
+    res = _verify(tmp_path / "out")
+    assert res.exit_code == 0 and res.output.startswith("ok: 0 vectors, 0 rows"), res.output

@@ -32,16 +32,24 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from latechunk.config import EmbedConfig
+from latechunk.config import EmbedConfig, dist_env
 from latechunk.ingest.assemble import assemble
 from latechunk.ingest.files import sha256_file, sha256_text, write_json
 from latechunk.ingest.folder import prepare_output
-from latechunk.ingest.ranks import RankError, dist_env, ingest_rank
-from latechunk.ingest.ranks import rank_timeout as _rank_timeout
 from latechunk.ingest.shards import check_shard_files, clean_shards, scan_shards
-from latechunk.ingest.stream import ShardInput, skip_consumed, stream, write_group
 from latechunk.io import iter_inputs
 from latechunk.output import OutputFolder
+
+# ranks and stream run the pipeline (torch): imported on first use, so that the command line can check the output
+# folder (latechunk.ingest.folder) before torch is imported
+
+
+def __getattr__(name: str):
+    if name == "RankError":
+        from latechunk.ingest.ranks import RankError
+
+        return RankError
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = ["RankError", "check_shard_files", "dist_env", "ingest", "prepare_output", "run_settings", "scan_shards",
            "sha256_file", "sha256_text"]
@@ -92,7 +100,8 @@ def ingest(
         config: The run: inputs, output folder and policy (``force``/``resume``), one strategy and one mode,
             the index.
         encoder: The :class:`~latechunk.encoder.Encoder`.
-        progress: Show a progress bar (input items).
+        progress: Show a progress bar in bytes of document text, with rate and time left (see
+            :func:`~latechunk.ingest.stream.stream`).
         header: Extra manifest fields (model, strategy, inputs, versions), written as given.
             ``None``: none.
         on_shard: Called with each new shard record after it is committed (by the process that wrote it).
@@ -115,6 +124,10 @@ def ingest(
         RuntimeError: if the pipeline's groups, vectors and chunk rows do not add up (a bug).
         OSError: if a file of the output folder cannot be written.
     """
+    from latechunk.ingest.ranks import ingest_rank
+    from latechunk.ingest.ranks import rank_timeout as _rank_timeout
+    from latechunk.ingest.stream import ShardInput, skip_consumed, stream, write_group
+
     t_start = time.time()
     if rank is None or world_size is None:
         env_rank, env_world, _ = dist_env()
@@ -130,6 +143,8 @@ def ingest(
     out = config.out
     folder = OutputFolder(out)
     records = prepare_output(out, settings, force=config.force, resume=config.resume)
+    # seconds.total covers the interrupted run(s) too: count from a start moved back by the time they spent
+    t_start -= _earlier_seconds(folder, records) if config.resume else 0.0
     items = iter_inputs(config.inputs)
     consumed = records[-1]["inputs"][1] if records else 0
     digest = skip_consumed(items, consumed, records[-1]["inputs_digest"] if records else "")
@@ -143,7 +158,30 @@ def ingest(
         if on_shard is not None:
             on_shard(rec)
         write_json(folder.progress_path, {"shards": s.k + 1, "inputs_consumed": s.end,
-                                          "chunks": sum(r["rows"] for r in records)})
+                                          "chunks": sum(r["rows"] for r in records),
+                                          "seconds": round(time.time() - t_start, 3)})
 
     stream(config, encoder, items, consumed, digest, len(records), None, write, progress=progress)
     return assemble(out, records, settings, config.index, encoder.dim, header or {}, t_start)
+
+
+def _earlier_seconds(folder: OutputFolder, records: list[dict]) -> float:
+    """Wall seconds the interrupted run(s) spent on the kept shards, for a resumed run's ``seconds.total``.
+
+    Args:
+        folder: The output folder, before ``--resume`` cleans it (its progress.json is the interrupted run's).
+        records: The kept shard records.
+
+    Returns:
+        progress.json's ``seconds`` (wall seconds of the earlier runs up to their last complete shard), and at
+        least the sum of the kept shards' stage seconds (a progress.json without ``seconds``, or none); 0.0
+        when no shard is kept.
+    """
+    if not records:
+        return 0.0
+    stages = sum(float(v) for r in records for v in r.get("stats", {}).get("seconds", {}).values())
+    try:
+        recorded = float(OutputFolder.read_json(folder.progress_path).get("seconds", 0.0))
+    except (ValueError, TypeError):  # missing, damaged or without seconds: the shards' own stage times
+        recorded = 0.0
+    return max(recorded, stages)

@@ -36,7 +36,7 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from latechunk.config import EmbedConfig
+from latechunk.config import EmbedConfig, dist_env  # dist_env: read before torch is imported (cli)
 from latechunk.ingest.assemble import assemble
 from latechunk.ingest.files import read_json, write_json
 from latechunk.ingest.folder import check_not_empty, check_same_settings, prepare_output
@@ -55,43 +55,6 @@ _POLL_S = 0.1
 
 class RankError(RuntimeError):
     """Several processes: another one failed, died or stalled, or the processes disagree about the groups."""
-
-
-def dist_env(environ: dict | None = None) -> tuple[int, int, int]:
-    """``(rank, world_size, local_rank)`` from ``$RANK``, ``$WORLD_SIZE`` and ``$LOCAL_RANK`` (set for each
-    process by ``torchrun`` and ``accelerate launch``); ``(0, 1, 0)`` when unset. ``LOCAL_RANK`` defaults to
-    ``RANK``.
-
-    Args:
-        environ: The environment to read (default ``os.environ``).
-
-    Returns:
-        ``(rank, world_size, local_rank)``.
-
-    Raises:
-        ValueError: on a value that is not an integer or out of range.
-    """
-    env = os.environ if environ is None else environ
-
-    def get(name: str, default: int) -> int:
-        v = str(env.get(name, "")).strip()
-        if not v:
-            return default
-        try:
-            return int(v)
-        except ValueError:
-            raise ValueError(f"${name} must be an integer, got {v!r}") from None
-
-    world = get("WORLD_SIZE", 1)
-    rank = get("RANK", 0)
-    local = get("LOCAL_RANK", rank)
-    if world < 1:
-        raise ValueError(f"$WORLD_SIZE must be >= 1, got {world}")
-    if not 0 <= rank < world:
-        raise ValueError(f"$RANK={rank} is outside 0..{world - 1} ($WORLD_SIZE={world})")
-    if local < 0:
-        raise ValueError(f"$LOCAL_RANK must be >= 0, got {local}")
-    return rank, world, local
 
 
 def rank_timeout(value: float | None = None) -> float:

@@ -19,7 +19,7 @@ import numpy as np
 from latechunk.config import EmbedConfig
 from latechunk.ingest.files import sha256_text
 from latechunk.ingest.shards import write_shard
-from latechunk.io import count_inputs
+from latechunk.io import count_input_bytes, count_inputs
 from latechunk.output import OutputFolder
 from latechunk.pipeline import GroupResult, iter_embed
 from latechunk.types import Document, Skipped
@@ -175,8 +175,12 @@ def stream(config: EmbedConfig, encoder, items: Iterator, start: int, digest: st
         select: ``select(k)`` picks the shards to chunk and encode (default all); the others arrive as light
             groups (``group.selected`` False), whose positions and digest still count.
         on_shard: Called once per shard, in order.
-        progress: Show a progress bar of input items (counted ahead; skipped ones and other ranks' groups
-            included).
+        progress: Show a progress bar in bytes of document text (UTF-8), with its rate and time left: its
+            total is counted ahead from the input files' sizes (:func:`~latechunk.io.count_input_bytes`), and
+            it moves as each forward batch of the late pass finishes (one long document advances macro window
+            by macro window; many small ones batch by batch) and as each group ends (naive mode, skipped
+            items, other ranks' groups). Its postfix counts input items (counted ahead,
+            :func:`~latechunk.io.count_inputs`).
 
     Returns:
         ``(shards, items consumed, digest after them)``; ``shards`` counts from 0 (i.e. ``k0`` + new ones).
@@ -188,14 +192,19 @@ def stream(config: EmbedConfig, encoder, items: Iterator, start: int, digest: st
             order (a bug).
     """
     k, pos = k0, start
-    bar = None
+    bar, n_items = None, 0
     if progress:
         from tqdm.auto import tqdm
 
-        total = count_inputs(config.inputs)
-        bar = tqdm(total=max(total, start), initial=start, unit="doc", desc="embed")
+        n_items = max(count_inputs(config.inputs), start)
+        total = count_input_bytes(config.inputs)
+        # a resumed run: the consumed items' share of the bytes, estimated by their number
+        initial = total * start // n_items if n_items else 0
+        bar = tqdm(total=total, initial=initial, unit="B", unit_scale=True, desc="embed")
+        bar.set_postfix_str(f"items {start}/{n_items}", refresh=False)
     groups = iter_embed(items, encoder, config.pipeline,
-                        select_group=None if select is None else (lambda i: select(k0 + i)))
+                        select_group=None if select is None else (lambda i: select(k0 + i)),
+                        on_text_bytes=None if bar is None else bar.update)
     try:
         with contextlib.closing(groups):  # on an error, stop the prefetch thread before it propagates
             for g in groups:
@@ -207,8 +216,12 @@ def stream(config: EmbedConfig, encoder, items: Iterator, start: int, digest: st
                 end = pos + len(g.items)
                 on_shard(ShardInput(k, pos, end, digest, g, _skipped_records(g) if g.selected else []))
                 if bar is not None:
-                    bar.update(end - pos)
+                    bar.set_postfix_str(f"items {end}/{max(n_items, end)}", refresh=False)
+                    bar.refresh()
                 k, pos = k + 1, end
+        if bar is not None and bar.n != bar.total:  # the total was an estimate: the run is complete
+            bar.total = bar.n
+            bar.refresh()
     finally:
         if bar is not None:
             bar.close()

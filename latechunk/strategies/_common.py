@@ -3,10 +3,14 @@
 Positions here are *content-relative*: ``p`` in ``[0, n_content]`` names the cut before content token ``p``
 (document position ``tok.content_start + p``). :func:`finish` shifts them back and builds the Boundaries.
 
-A cut between two tokens is *allowed* when the right token starts strictly after the left token starts and not
-before it ends, so the two sides of a cut never share a character: one character split into several wordpieces
+A cut between two tokens is *allowed* when the right token starts strictly after the left token starts (or the
+left one has zero-width offsets) and not before it ends, so the two sides of a cut never share a character: one character split into several wordpieces
 (a Hangul syllable, an emoji with a modifier) always stays in one chunk, and char starts strictly increase
-whenever token starts do.
+whenever token starts do. With a tokenizer that makes tokens of whitespace alone (byte-level BPE, SentencePiece),
+a cut is also made only before a *content token* (one covering a non-whitespace character,
+:class:`latechunk.tokenize.ContentTokens`) that has another content token before it: whitespace tokens stay with
+the text before them, so no chunk is only whitespace (BR-023). WordPiece makes no whitespace tokens, and there
+this second rule never applies.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import numpy as np
 
 from latechunk.sentences import LINE_BREAK, PARAGRAPH_BREAK, SentenceSegmenter
 from latechunk.strategies.base import make_boundaries
+from latechunk.tokenize import ContentTokens, content_tokens
 from latechunk.types import Boundaries, Document, Tokenization
 
 __all__ = [
@@ -103,11 +108,14 @@ def content_offsets(tok: Tokenization) -> np.ndarray:
     return tok.offsets[tok.content_start : tok.content_end].astype(np.int64)
 
 
-def allowed_cuts(offs: np.ndarray) -> np.ndarray:
-    """Where a chunk may end: between two tokens that share no character (see the module docstring).
+def allowed_cuts(offs: np.ndarray, content: ContentTokens | None = None) -> np.ndarray:
+    """Where a chunk may end: between two tokens that share no character, and (with ``content``) only before a
+    content token that has another content token before it (see the module docstring).
 
     Args:
         offs: (n, 2), int. Character offsets of the content tokens (:func:`content_offsets`).
+        content: The document's :class:`~latechunk.tokenize.ContentTokens`; None: every token counts as a
+            content token (right for WordPiece, which makes no whitespace tokens).
 
     Returns:
         (n + 1,), bool. ``allowed[p]``: a chunk may end before content token ``p``; ``allowed[0]`` and
@@ -116,7 +124,10 @@ def allowed_cuts(offs: np.ndarray) -> np.ndarray:
     n = offs.shape[0]
     ok = np.ones(n + 1, dtype=bool)
     if n > 1:
-        ok[1:n] = (offs[1:, 0] > offs[:-1, 0]) & (offs[1:, 0] >= offs[:-1, 1])
+        # a zero-width token on the left (a space under trim_offsets) shares no character with the right one
+        ok[1:n] = ((offs[1:, 0] > offs[:-1, 0]) | (offs[:-1, 1] <= offs[:-1, 0])) & (offs[1:, 0] >= offs[:-1, 1])
+        if content is not None:
+            ok[1:n] &= content.mask[1:] & (np.cumsum(content.mask)[:-1] > 0)
     return ok
 
 
@@ -173,13 +184,20 @@ def strided_spans(a: int, b: int, size: int, overlap: int) -> np.ndarray:
 
 
 def merge_pieces(
-    pieces: np.ndarray, max_tokens: int, overlap: int = 0, cost: np.ndarray | None = None
+    pieces: np.ndarray,
+    max_tokens: int,
+    overlap: int = 0,
+    cost: np.ndarray | None = None,
+    sticky: np.ndarray | None = None,
 ) -> np.ndarray:
     """Greedily merge adjacent pieces into chunks of at most ``max_tokens`` tokens.
 
     A chunk grows while the next piece still fits. With ``overlap > 0`` the next chunk starts with the longest
     proper suffix of whole pieces of the previous chunk that holds at most ``overlap`` tokens and leaves room for
     the next piece (LangChain's ``_merge_splits`` rule, in tokens), so chunk starts strictly increase.
+    A chunk never ends with a run of *sticky* pieces (a heading, a table's header rows: they belong to what
+    follows) when it has other pieces: the run moves on to start the next chunk, if it fits there with the
+    piece after it (that chunk then carries no overlap).
 
     Args:
         pieces: (k, 2), int. Contiguous half-open token ranges tiling one range, in order.
@@ -187,6 +205,7 @@ def merge_pieces(
         overlap: At most this many tokens shared by consecutive chunks.
         cost: (k,), int or None. Extra tokens (embedding context) a chunk costs when it starts with piece i;
             its budget is then ``max_tokens - cost[i]``.
+        sticky: (k,), bool or None. ``sticky[i]``: piece i belongs with the piece after it.
 
     Returns:
         (m, 2), int64. Chunk token ranges. A piece longer than its budget becomes a chunk of its own.
@@ -198,16 +217,27 @@ def merge_pieces(
     ends = pieces[:, 1].tolist()
     lengths = (pieces[:, 1] - pieces[:, 0]).tolist()
     costs = [0] * k if cost is None else np.asarray(cost).tolist()
+    stick = [False] * k if sticky is None else np.asarray(sticky, dtype=bool).tolist()
     out = []
     first = 0  # the current chunk is pieces[first:i]
     total = 0
     for i in range(k):
         n_i = lengths[i]
         if i > first and total + n_i > max_tokens - costs[first]:
-            out.append((starts[first], ends[i - 1]))
-            while first < i and (total > overlap or total + n_i > max_tokens - costs[first]):
-                total -= lengths[first]
-                first += 1
+            j = i  # the chunk ends before piece j: back over a run of sticky pieces, if it fits with piece i
+            carried = 0
+            while j > first and stick[j - 1]:
+                carried += lengths[j - 1]
+                j -= 1
+            if j == first or (j < i and carried + n_i > max_tokens - costs[j]):  # all sticky, or no room
+                j, carried = i, 0
+            out.append((starts[first], ends[j - 1]))
+            if j < i:
+                first, total = j, carried
+            else:
+                while first < i and (total > overlap or total + n_i > max_tokens - costs[first]):
+                    total -= lengths[first]
+                    first += 1
         total += n_i
     out.append((starts[first], ends[k - 1]))
     return np.asarray(out, dtype=np.int64).reshape(-1, 2)
@@ -228,18 +258,25 @@ class PieceSplitter:
         tok: Its tokenization.
         max_tokens: Budget per piece.
         sentences: The run's sentence segmenter (shared by its strategies); None: a fresh in-process one.
+        content: ``content_tokens(text, tok)`` if the caller has it; None: computed here.
     """
 
     LEVELS = ("paragraph", "line", "sentence", "token")
 
     def __init__(
-        self, text: str, tok: Tokenization, max_tokens: int, sentences: SentenceSegmenter | None = None
+        self,
+        text: str,
+        tok: Tokenization,
+        max_tokens: int,
+        sentences: SentenceSegmenter | None = None,
+        content: ContentTokens | None = None,
     ) -> None:
         self.text = text
         self.sentences = or_fresh_segmenter(sentences)
         self.offs = content_offsets(tok)
         self.n = int(self.offs.shape[0])
-        self.allowed = allowed_cuts(self.offs)
+        self.content = content_tokens(text, tok) if content is None else content
+        self.allowed = allowed_cuts(self.offs, self.content)
         self.max_tokens = max_tokens
         self._global: dict[str, np.ndarray] = {}
 
@@ -252,9 +289,10 @@ class PieceSplitter:
 
         Returns:
             (m,), int64. Sorted unique content-relative token positions strictly inside ``(0, n)`` that are
-            allowed cuts (positions at the ends or not allowed are dropped).
+            allowed cuts (positions at the ends or not allowed are dropped). Whitespace tokens before such a
+            token stay on the left (:attr:`latechunk.tokenize.ContentTokens.keys`).
         """
-        pos = np.searchsorted(self.offs[:, 0], np.asarray(chars, dtype=np.int64), side="left")
+        pos = np.searchsorted(self.content.keys, np.asarray(chars, dtype=np.int64), side="left")
         pos = np.unique(pos)
         pos = pos[(pos > 0) & (pos < self.n)]
         return pos[self.allowed[pos]]
@@ -340,8 +378,12 @@ def finish(
     spec: str,
     heading_paths: tuple[tuple[str, ...], ...] | None = None,
     contexts: tuple[str, ...] | None = None,
+    content: ContentTokens | None = None,
 ) -> Boundaries:
     """Shift content-relative spans to document positions and build the Boundaries.
+
+    A document without a content token (only whitespace tokens, from a byte-level BPE or SentencePiece
+    tokenizer) gets no chunks, as one without tokens does (BR-004, BR-023).
 
     Args:
         doc: The document.
@@ -350,6 +392,7 @@ def finish(
         spec: The strategy's canonical SPEC, stored in the Boundaries.
         heading_paths: Per chunk, heading titles outermost first; None: none.
         contexts: Per chunk, extra embedding context (never part of the chunk text); None: none.
+        content: ``content_tokens(doc.text, tok)`` if the strategy has it; None: computed here.
 
     Returns:
         The :class:`~latechunk.types.Boundaries` (token spans shifted by ``tok.content_start``; char spans
@@ -359,5 +402,10 @@ def finish(
         ValueError: as :func:`~latechunk.strategies.base.make_boundaries` (an empty span, a span outside the
             content tokens, per-chunk tuples of the wrong length).
     """
-    spans = np.asarray(spans, dtype=np.int64).reshape(-1, 2) + tok.content_start
-    return make_boundaries(doc, tok, spans, spec, heading_paths, contexts)
+    spans = np.asarray(spans, dtype=np.int64).reshape(-1, 2)
+    content = content_tokens(doc.text, tok) if content is None else content
+    if spans.shape[0] and not content.any:
+        spans = spans[:0]
+        heading_paths = () if heading_paths is not None else None
+        contexts = () if contexts is not None else None
+    return make_boundaries(doc, tok, spans + tok.content_start, spec, heading_paths, contexts, content)

@@ -16,11 +16,11 @@ from typing import Any, ClassVar
 import numpy as np
 
 from latechunk.sentences import SentenceSegmenter
-from latechunk.tokenize import char_spans_from_token_spans
+from latechunk.tokenize import ContentTokens, char_spans_from_token_spans
 from latechunk.types import Boundaries, Document, Tokenization
 
 __all__ = [
-    "SentenceEmbedder",
+    "SentenceVectors",
     "Strategy",
     "expand_spec",
     "get_strategy",
@@ -31,7 +31,7 @@ __all__ = [
 ]
 
 # (doc, tok, sentence_token_spans (n, 2) int32) -> (n, dim) float32 sentence vectors
-SentenceEmbedder = Callable[[Document, Tokenization, np.ndarray], np.ndarray]
+SentenceVectors = Callable[[Document, Tokenization, np.ndarray], np.ndarray]
 
 _REGISTRY: dict[str, type[Strategy]] = {}
 
@@ -45,15 +45,15 @@ class Strategy(ABC):
     name: ClassVar[str] = ""
     #: one line: what the strategy bets about where a fact ends
     bet: ClassVar[str] = ""
-    #: True when split() needs sentence vectors (``semantic``); the pipeline then passes ``embed_sentences``
-    needs_embedder: ClassVar[bool] = False
+    #: True when split() needs sentence vectors (``semantic``); the pipeline then passes ``sentence_vectors``
+    needs_sentence_vectors: ClassVar[bool] = False
 
     @abstractmethod
     def split(
         self,
         doc: Document,
         tok: Tokenization,
-        embed_sentences: SentenceEmbedder | None = None,
+        sentence_vectors: SentenceVectors | None = None,
         sentences: SentenceSegmenter | None = None,
     ) -> Boundaries:
         """Cut ``doc`` into chunks.
@@ -61,7 +61,7 @@ class Strategy(ABC):
         Args:
             doc: The document.
             tok: Its one whole-document tokenization.
-            embed_sentences: Only for strategies with ``needs_embedder``: maps sentence token spans to vectors.
+            sentence_vectors: Only for strategies with ``needs_sentence_vectors``: maps sentence token spans to vectors.
             sentences: The run's sentence segmenter, shared by every strategy of the run so that a document is
                 segmented once (the pipeline passes it); None: a fresh in-process one for this call.
 
@@ -76,6 +76,25 @@ class Strategy(ABC):
         Returns:
             None: no sentences; 0: every paragraph; ``k``: paragraphs that hold a line of more than ``k``
             tokens. A hint for speed only: a paragraph left out is segmented when ``split`` first asks for it.
+        """
+        return None
+
+    def cut_points(
+        self, doc: Document, tok: Tokenization, sentences: SentenceSegmenter | None = None
+    ) -> np.ndarray | None:
+        """For a strategy with ``needs_sentence_vectors``: every token position where :meth:`split` may start or
+        end a chunk, whatever the sentence vectors say, so that the pipeline can pool chunk vectors while it
+        encodes, before the split (a chunk's sum of token states is then a sum of the sums between these points).
+
+        Args:
+            doc: The document.
+            tok: Its whole-document tokenization.
+            sentences: The run's sentence segmenter; None: a fresh in-process one.
+
+        Returns:
+            None (not known: the default; the pipeline then encodes such a document a second time to pool its
+            chunks), or sorted unique int64 document token positions that hold every start and end of the chunks
+            ``split`` can return for this document.
         """
         return None
 
@@ -267,6 +286,7 @@ def make_boundaries(
     strategy: str,
     heading_paths: tuple[tuple[str, ...], ...] | None = None,
     contexts: tuple[str, ...] | None = None,
+    content: ContentTokens | None = None,
 ) -> Boundaries:
     """Build :class:`Boundaries` from content token spans; char spans come from the token offsets.
 
@@ -277,6 +297,7 @@ def make_boundaries(
         strategy: The SPEC of the strategy, stored in the Boundaries.
         heading_paths: n tuples of heading titles, outermost first; ``None`` = none.
         contexts: n strings of extra embedding context (never part of the chunk text); ``None`` = none.
+        content: ``latechunk.tokenize.content_tokens(doc.text, tok)`` if the caller has it; None: computed.
 
     Returns:
         Boundaries with ``char_spans = char_spans_from_token_spans(doc.text, tok, token_spans)``, both int32
@@ -287,7 +308,7 @@ def make_boundaries(
             length.
     """
     ts = np.asarray(token_spans, dtype=np.int32).reshape(-1, 2)
-    cs = char_spans_from_token_spans(doc.text, tok, ts)
+    cs = char_spans_from_token_spans(doc.text, tok, ts, content)
     return Boundaries(
         doc_id=doc.doc_id,
         token_spans=ts,

@@ -15,7 +15,8 @@ from latechunk.strategies._common import (
     finish,
     strided_spans,
 )
-from latechunk.strategies.base import SentenceEmbedder, Strategy, register
+from latechunk.strategies.base import SentenceVectors, Strategy, register
+from latechunk.tokenize import content_tokens
 from latechunk.types import Boundaries, Document, Tokenization
 
 __all__ = ["Fixed"]
@@ -28,7 +29,10 @@ class Fixed(Strategy):
 
     Chunks stop at the last content token, and a last chunk that would lie inside the previous one is not
     emitted (BR-002: 12 tokens, size 4, overlap 1 give 4 chunks, the last one 3 tokens long). A chunk edge
-    that would split one character's wordpieces is moved back to the character's first wordpiece.
+    that would split one character's wordpieces is moved back to the character's first wordpiece, and one that
+    would fall before a whitespace-only token (byte-level BPE, SentencePiece) is moved back to the content token
+    before it, so that no chunk is only whitespace (BR-023; a chunk then exceeds ``size`` only by a content
+    token's whitespace tokens when ``size`` is smaller than that run).
 
     Args:
         size: Content tokens per chunk (> 0); alias ``chunk_size``.
@@ -55,7 +59,7 @@ class Fixed(Strategy):
         self,
         doc: Document,
         tok: Tokenization,
-        embed_sentences: SentenceEmbedder | None = None,
+        sentence_vectors: SentenceVectors | None = None,
         sentences: SentenceSegmenter | None = None,
     ) -> Boundaries:
         """Cut ``doc`` into fixed-size chunks (see the class docstring).
@@ -63,7 +67,7 @@ class Fixed(Strategy):
         Args:
             doc: The document.
             tok: Its whole-document tokenization.
-            embed_sentences: Unused (``fixed`` reads no sentence vectors).
+            sentence_vectors: Unused (``fixed`` reads no sentence vectors).
             sentences: Unused (``fixed`` reads no sentences).
 
         Returns:
@@ -71,10 +75,11 @@ class Fixed(Strategy):
         """
         offs = content_offsets(tok)
         n = offs.shape[0]
-        allowed = allowed_cuts(offs)
+        content = content_tokens(doc.text, tok)
+        allowed = allowed_cuts(offs, content)
         if allowed.all():
-            return finish(doc, tok, strided_spans(0, n, self.size, self.overlap), self.spec)
-        return finish(doc, tok, self._spans_whole_chars(allowed), self.spec)
+            return finish(doc, tok, strided_spans(0, n, self.size, self.overlap), self.spec, content=content)
+        return finish(doc, tok, self._spans_whole_chars(allowed), self.spec, content=content)
 
     def _spans_whole_chars(self, allowed: np.ndarray) -> np.ndarray:
         """Chunks whose edges are allowed cuts (never inside one character's wordpieces).

@@ -19,22 +19,11 @@ from latechunk.strategies._common import (
     or_fresh_segmenter,
     snap_table,
 )
-from latechunk.strategies.base import SentenceEmbedder, Strategy, register
+from latechunk.strategies._markdown import markdown_parser, markdown_source
+from latechunk.strategies.base import SentenceVectors, Strategy, register
 from latechunk.types import Boundaries, Document, Tokenization
 
 __all__ = ["Heading"]
-
-_MD = None
-
-
-def _markdown():
-    global _MD
-    if _MD is None:
-        from markdown_it import MarkdownIt
-
-        # block structure only: the inline parse (emphasis, links) is never read here and was half the time
-        _MD = MarkdownIt("commonmark").enable("table").disable("inline")
-    return _MD
 
 
 @register("heading")
@@ -58,7 +47,10 @@ class Heading(Strategy):
        budget. The chunk text stays an exact slice. A header longer than ``max_tokens // 2`` is not repeated.
 
     Markdown line numbers are mapped to characters with the same line breaks markdown-it uses (``\r\n``,
-    ``\r``, ``\n``), so CRLF documents are cut at the same places as LF ones.
+    ``\r``, ``\n``), so CRLF documents are cut at the same places as LF ones. YAML (``---``) or TOML (``+++``)
+    front matter is front matter, not a heading or a thematic break (BR-022): it is text of the preamble section
+    (path ``()``), cut inside only when it alone exceeds ``max_tokens``. A byte-order mark or another invisible
+    mark at the start of a line does not hide its heading (BR-025). See :mod:`latechunk.strategies._markdown`.
 
     Args:
         max_tokens: Most content tokens per chunk (> 0); aliases ``chunk_size``, ``size``.
@@ -112,7 +104,7 @@ class Heading(Strategy):
         self,
         doc: Document,
         tok: Tokenization,
-        embed_sentences: SentenceEmbedder | None = None,
+        sentence_vectors: SentenceVectors | None = None,
         sentences: SentenceSegmenter | None = None,
     ) -> Boundaries:
         """Cut ``doc`` into sections, and long sections into pieces (see the class docstring).
@@ -120,7 +112,7 @@ class Heading(Strategy):
         Args:
             doc: The document (Markdown, or plain text: then one section with the empty heading path).
             tok: Its whole-document tokenization.
-            embed_sentences: Unused (no sentence vectors needed).
+            sentence_vectors: Unused (no sentence vectors needed).
             sentences: The run's sentence segmenter (for over-long lines); None: a fresh in-process one.
 
         Returns:
@@ -134,7 +126,7 @@ class Heading(Strategy):
         if n == 0:
             return finish(doc, tok, np.zeros((0, 2), np.int64), self.spec)
         splitter = PieceSplitter(text, tok, self.max_tokens, or_fresh_segmenter(sentences))
-        tok_starts = offs[:, 0]
+        tok_starts = splitter.content.keys  # whitespace tokens before a line stay with the line above (BR-023)
         line_starts = np.fromiter((m.end() for m in LINE_BREAK.finditer(text)), dtype=np.int64, count=-1)
         line_starts = np.concatenate([[0], line_starts, [len(text)]])
         n_lines = line_starts.shape[0] - 1
@@ -144,7 +136,7 @@ class Heading(Strategy):
             char = int(line_starts[min(line, n_lines)])
             return int(snapped[int(np.searchsorted(tok_starts, char, side="left"))])
 
-        md_tokens = _markdown().parse(text)
+        md_tokens = markdown_parser().parse(markdown_source(text))  # front matter, line-start marks: BR-022, BR-025
         blocks = []  # (start token, index into md_tokens)
         sections = []  # [start token, token after the heading line(s), heading path]
         stack: list[tuple[int, str]] = []
@@ -194,7 +186,7 @@ class Heading(Strategy):
             paths.extend([path] * chunks.shape[0])
             contexts.extend(ctx)
         out = np.concatenate(spans) if spans else np.zeros((0, 2), np.int64)
-        return finish(doc, tok, out, self.spec, tuple(paths), tuple(contexts))
+        return finish(doc, tok, out, self.spec, tuple(paths), tuple(contexts), splitter.content)
 
     def _section(self, text, splitter, md_tokens, block_starts, block_md, tok_at_line, start, end):
         """Chunks (k, 2) of one section's token range and their contexts."""

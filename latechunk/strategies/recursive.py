@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from latechunk.sentences import SentenceSegmenter
+import numpy as np
+
+from latechunk.sentences import LINE_BREAK, SentenceSegmenter
 from latechunk.strategies._common import (
     PieceSplitter,
     check_size_overlap,
@@ -13,7 +15,8 @@ from latechunk.strategies._common import (
     merge_pieces,
     or_fresh_segmenter,
 )
-from latechunk.strategies.base import SentenceEmbedder, Strategy, register
+from latechunk.strategies._markdown import lead_in_lines
+from latechunk.strategies.base import SentenceVectors, Strategy, register
 from latechunk.types import Boundaries, Document, Tokenization
 
 __all__ = ["Recursive"]
@@ -30,7 +33,10 @@ class Recursive(Strategy):
        still too long, so separator-free text costs one pass over its tokens (BR-003).
     2. Adjacent pieces are merged greedily while the chunk still fits ``max_tokens``
        (:func:`~latechunk.strategies._common.merge_pieces`); with ``overlap > 0`` a chunk starts with the
-       trailing whole pieces of the previous chunk that hold at most ``overlap`` tokens.
+       trailing whole pieces of the previous chunk that hold at most ``overlap`` tokens. A Markdown heading, and
+       a table's header and delimiter rows, belong to what follows them (parsed with markdown-it-py, so a ``#``
+       in a code fence or front matter is no heading): a chunk does not end with them when they fit at the
+       start of the next chunk with the piece after them.
 
     Cuts fall between tokens, so separators are never duplicated or dropped (BR-002) and each chunk's text is
     the exact slice of its tokens. The one way a chunk can exceed ``max_tokens``: the wordpieces of one
@@ -76,7 +82,7 @@ class Recursive(Strategy):
         self,
         doc: Document,
         tok: Tokenization,
-        embed_sentences: SentenceEmbedder | None = None,
+        sentence_vectors: SentenceVectors | None = None,
         sentences: SentenceSegmenter | None = None,
     ) -> Boundaries:
         """Cut ``doc`` into chunks (see the class docstring).
@@ -84,7 +90,7 @@ class Recursive(Strategy):
         Args:
             doc: The document.
             tok: Its whole-document tokenization.
-            embed_sentences: Unused (no sentence vectors needed).
+            sentence_vectors: Unused (no sentence vectors needed).
             sentences: The run's sentence segmenter (for over-long lines); None: a fresh in-process one.
 
         Returns:
@@ -93,4 +99,12 @@ class Recursive(Strategy):
         """
         splitter = PieceSplitter(doc.text, tok, self.max_tokens, or_fresh_segmenter(sentences))
         pieces = splitter.pieces(0, splitter.n)
-        return finish(doc, tok, merge_pieces(pieces, self.max_tokens, self.overlap), self.spec)
+        sticky = None
+        if pieces.shape[0] > 1:
+            lines = lead_in_lines(doc.text)
+            if lines:
+                line_starts = [0] + [m.end() for m in LINE_BREAK.finditer(doc.text)] + [len(doc.text)]
+                chars = [line_starts[min(n, len(line_starts) - 1)] for n in lines]
+                sticky = np.isin(pieces[:, 1], splitter.tokens_at_chars(chars))
+        chunks = merge_pieces(pieces, self.max_tokens, self.overlap, sticky=sticky)
+        return finish(doc, tok, chunks, self.spec, content=splitter.content)

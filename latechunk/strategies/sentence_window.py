@@ -9,7 +9,8 @@ import numpy as np
 
 from latechunk.sentences import SentenceSegmenter
 from latechunk.strategies._common import check_int, finish, or_fresh_segmenter, strided_spans
-from latechunk.strategies.base import SentenceEmbedder, Strategy, register
+from latechunk.strategies.base import SentenceVectors, Strategy, register
+from latechunk.tokenize import content_tokens
 from latechunk.types import Boundaries, Document, Tokenization
 
 __all__ = ["SentenceWindow"]
@@ -67,7 +68,7 @@ class SentenceWindow(Strategy):
         self,
         doc: Document,
         tok: Tokenization,
-        embed_sentences: SentenceEmbedder | None = None,
+        sentence_vectors: SentenceVectors | None = None,
         sentences: SentenceSegmenter | None = None,
     ) -> Boundaries:
         """Cut ``doc`` into sentence windows (see the class docstring).
@@ -75,15 +76,17 @@ class SentenceWindow(Strategy):
         Args:
             doc: The document.
             tok: Its whole-document tokenization.
-            embed_sentences: Unused (no sentence vectors needed).
+            sentence_vectors: Unused (no sentence vectors needed).
             sentences: The run's sentence segmenter; None: a fresh in-process one.
 
         Returns:
             Boundaries: int32 (n_chunks, 2) token spans (from a window's first sentence's first token to its
             last sentence's last token) and their exact char spans; none for a document without sentences.
         """
-        sent = or_fresh_segmenter(sentences).token_spans(doc, tok).astype(np.int64) - tok.content_start
+        content = content_tokens(doc.text, tok)
+        sent = or_fresh_segmenter(sentences).token_spans(doc, tok, content.keys).astype(np.int64)
+        sent -= tok.content_start
         m = sent.shape[0]
         w = strided_spans(0, m, 2 * self.window + 1, 2 * self.window + 1 - self.stride)
         spans = np.stack([sent[w[:, 0], 0], sent[w[:, 1] - 1, 1]], axis=1) if m else w
-        return finish(doc, tok, spans, self.spec)
+        return finish(doc, tok, spans, self.spec, content=content)
