@@ -199,7 +199,10 @@ def embed(
     try:
         encoder = Encoder.from_config(config.model, device=device)
         plan = config.pipeline.check_model(encoder.facts)  # the same check, now with the tokenizer as loaded
-    except ValueError as err:  # a model that does not load, or a macro window that does not fit it
+        from latechunk.index import new_index
+
+        new_index(config.index, encoder.dim)  # a factory string faiss cannot build fails here, before any output
+    except ValueError as err:  # a model that does not load, a macro window that does not fit it, a bad --index
         _fail(str(err))
 
     header = {
@@ -484,7 +487,7 @@ def compare(
     device: DeviceOpt = "auto",
     resamples: Annotated[int, typer.Option(help="Paired bootstrap resamples.")] = 10000,
     seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
-    max_queries: Annotated[Optional[int], typer.Option(help="Score only the first N queries (quick runs).")] = None,
+    max_queries: Annotated[Optional[int], typer.Option(help="Score only the first N queries (quicker scoring; the whole corpus is still embedded).")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Parse the dataset again instead of using the cached parse.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing report folder.")] = False,

@@ -597,7 +597,7 @@ def _tokenize_batch(encoder: Encoder, batch: list[_Entry], max_tokens: int | Non
         elif tok.n_content == 0:
             e.skip = Skipped(doc_id, "empty or whitespace-only (no tokens)")
         elif max_tokens is not None and len(tok) > max_tokens:
-            e.skip = Skipped(doc_id, f"{len(tok)} tokens > model limit {max_tokens} and macro windows are off")
+            e.skip = Skipped(doc_id, f"{len(tok)} tokens > macro window {max_tokens} and macro windows are off (--long-documents skip)")
         else:
             e.tok = tok
 

@@ -521,3 +521,12 @@ def test_resume_seconds_total_covers_the_interrupted_run(tmp_path):
     after = json.loads((out / "manifest.json").read_text())
     assert after["seconds"]["total"] >= 1000.0
     assert after["seconds"]["total"] >= after["seconds"].get("late_encode", 0.0)
+
+
+def test_a_bad_index_factory_string_fails_before_any_output_is_written(tmp_path):
+    src = tmp_path / "a.md"
+    src.write_text("Herons wait by the reeds. They strike fast.\n", encoding="utf-8")
+    out = tmp_path / "o"
+    res = CliRunner().invoke(app, ["embed", str(src), "--out", str(out), "--device", "cpu", "-q", "--index", "nonsense"])
+    assert res.exit_code == 2 and "nonsense" in res.output
+    assert not out.exists() or not any(out.iterdir())  # nothing written: the same command without --index works

@@ -162,3 +162,15 @@ def test_repository_root_imports_no_top_level_copy():
         proc.stderr[-3000:] + "\n(latechunk must be installed editable: pip install -e .)"
     )
     assert Path(proc.stdout.strip()) == ROOT / "kernels" / "reference.py"
+
+
+def test_dev_extra_does_not_install_triton_on_cpu_machines():
+    """[dev] stays light (triton is ~1 GB): it is in [gpu], and .ci/run installs it for the kernel tests."""
+    tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]
+    assert not any(d.lower().startswith("triton") for d in extras["dev"])
+    assert any(d.lower().startswith("triton") for d in extras["gpu"])
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "triton" in ci

@@ -392,13 +392,13 @@ def test_memory_grows_with_the_largest_document_no_longer_the_late_pass_never_ho
         largest["sums"] = max(largest["sums"], self.sums.shape[0])
 
     monkeypatch.setattr(pipeline_mod._SegmentSums, "__init__", init_recording)
-    doc = Document("long", LONG_DOC * 3)
+    doc = Document("long", LONG_DOC)
     config = PipelineConfig(("fixed:size=64", "recursive:max_tokens=64", "semantic:max_tokens=64"), modes=("late",),
                             macro_window=64)
     res = embed([doc], enc, config)
     n_tokens = len(res.tokenizations[0])
     assert all(res.run(s.spec).n_chunks > 1 for s in config.strategies)
-    assert n_tokens > 1500
+    assert n_tokens > 600
     assert 0 < largest["batch"] <= 128 and 0 < largest["pooled"] <= 128
     assert 0 < largest["sums"] < n_tokens / 4
 
