@@ -314,7 +314,11 @@ def late_vectors(
     dim: int | None = None,
     packed: torch.Tensor | None = None,
 ) -> np.ndarray:
-    """Late-chunking vectors of several documents in one segment-mean call (packed, one kernel launch on CUDA).
+    """Late-chunking vectors of several documents from their whole token states, in one segment-mean call.
+
+    The reference form of late pooling, for callers that hold whole-document states (tests, benchmarks): the
+    pipeline itself never holds them, it sums each forward batch's kept states per span as the batch finishes
+    (``_SegmentSums``) and gives the same vectors to float32 rounding.
 
     Args:
         states: Per document (n_tokens_i, dim) float token states.
@@ -323,8 +327,8 @@ def late_vectors(
         normalize: L2-normalise each chunk vector.
         include_special: Let the first/last chunk absorb the frame tokens (default: excluded).
         dim: Vector dimension, used for the empty result when there are no states.
-        packed: ``torch.cat(states)`` when the caller already has it (the pipeline packs a group once and
-            pools every strategy from it); built here otherwise.
+        packed: ``torch.cat(states)`` when the caller already has it (to pool several strategies from one
+            packed tensor); built here otherwise.
 
     Returns:
         (total_chunks, dim) float32 on the host; row order = documents in order, chunks in order. Row i is
