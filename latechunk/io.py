@@ -31,6 +31,7 @@ from collections.abc import Iterator, Sequence
 from io import TextIOWrapper
 from pathlib import Path
 
+from latechunk.front_matter import front_matter_title
 from latechunk.types import Document, Skipped
 
 __all__ = ["NOT_READ_REASONS", "SUPPORTED_SUFFIXES", "TABLE_SUFFIXES", "TEXT_SUFFIXES", "count_input_bytes",
@@ -190,6 +191,17 @@ def _decoded_lines(fh, codec: str) -> Iterator[tuple[int, str | UnicodeDecodeErr
     finally:
         with contextlib.suppress(ValueError, OSError):  # leave ``fh`` to its owner's ``with``
             text.detach()
+
+
+def _text_document(rel: str, text: str, suffix: str) -> Document:
+    """A text file's Document: id and source its relative path; a markdown file's front-matter ``title`` (BR-022)
+    as ``metadata["title"]``."""
+    meta = {"source": rel}
+    if suffix in (".md", ".markdown"):
+        title = front_matter_title(text)
+        if title:
+            meta["title"] = title
+    return Document(rel, text, meta)
 
 
 def _record(doc_id, text, title, where: str) -> Document | Skipped:
@@ -473,7 +485,7 @@ def iter_inputs(inputs: Sequence[str | os.PathLike]) -> Iterator[Document | Skip
                 stream = _iter_parquet(f, rel)
             else:
                 text, reason = read_text_file(f)
-                stream = iter([Document(rel, text, {"source": rel}) if text is not None else Skipped(rel, reason, rel)])
+                stream = iter([_text_document(rel, text, suffix) if text is not None else Skipped(rel, reason, rel)])
             for item in stream:
                 if isinstance(item, Document):
                     src = str(item.metadata.get("source", rel))

@@ -93,7 +93,7 @@ RECORD_COLUMNS = ("doc_id", "chunk_index", "char_start", "char_end", "token_star
 #: ``format``; ``shard`` (its number k) and ``name`` (``NNNNN``); ``inputs``: input items ``[start, end)``;
 #: ``inputs_digest``: running digest of the input items up to ``end``; ``rows``, ``dim``; ``files``:
 #: ``{file name: {"bytes", "sha256"}}`` of its .parquet and .npy; ``documents``: ``[{"doc_id", "chunks",
-#: "sha256", "source"}]``; ``skipped``: ``[{"doc_id", "reason", "source"}]``; ``stats``: ``{"content_tokens",
+#: "sha256", "source"[, "title"]}]``; ``skipped``: ``[{"doc_id", "reason", "source"}]``; ``stats``: ``{"content_tokens",
 #: "tokens_encoded", "forward_calls", "seconds": {stage: s}}``.
 SHARD_KEYS = ("format", "shard", "name", "inputs", "inputs_digest", "rows", "dim", "files", "documents", "skipped",
               "stats")
@@ -576,7 +576,7 @@ def build_manifest(*, created: str, finished: str, header: Mapping, settings: Ma
     ``inputs_from_out``, ``group_tokens``) and all of them under ``settings`` (= run.json's); ``dim``;
     ``index`` (the index settings plus ``ntotal`` and ``file``); ``world_size``; ``counts`` (``documents_in``,
     ``documents_embedded``, ``documents_skipped``, ``chunks``, ``content_tokens``, ``tokens_encoded``,
-    ``forward_calls``); ``documents`` (``doc_id``, ``chunks``, ``sha256``, ``source`` per embedded document,
+    ``forward_calls``); ``documents`` (``doc_id``, ``chunks``, ``sha256``, ``source``, and ``title`` when it has one, per embedded document,
     in row order); ``skipped`` (``doc_id``, ``reason``, ``source``); ``shards`` (``name``, ``inputs``, ``rows``,
     ``sha256`` of its record); ``seconds`` per stage (summed over the shards, whichever run wrote them) and
     ``total`` (wall seconds of the whole run: an interrupted run's up to its last shard plus its ``--resume``).

@@ -620,7 +620,9 @@ class _Run:
         self.encoder = encoder
         self.on_text_bytes = on_text_bytes
         self.config = config
-        self.strats = config.strategies
+        # a parameter left to the model (semantic's max_tokens) is capped at the model's content limit
+        content_limit = encoder.max_length - encoder.tokenizer.n_frame
+        self.strats = tuple(s.for_model(content_limit) for s in config.strategies)
         self.segmenter = segmenter
         self.sentence_encoders = sentence_encoders
         # the one check of the settings that need the model (late pooling, the macro window), before any

@@ -452,3 +452,21 @@ def test_progress_counts_documents_only_no_longer_text_bytes_move_with_each_forw
     assert len(calls) > 5 and forward_calls == sorted(forward_calls)
     assert len(set(forward_calls[:-1])) == len(calls) - 1
     assert all(n > 0 for n, _ in calls)
+
+
+def test_semantic_default_max_tokens_fits_the_model_so_naive_chunks_take_one_window(encoder):
+    """Issue 10: with semantic's default max_tokens no chunk exceeds the model's content limit (510 for MiniLM),
+    so each naive chunk is one forward row, not two windows."""
+    from latechunk.config import PipelineConfig
+    from latechunk.pipeline import embed
+
+    text = "The valve opens when the pressure rises above the set point. " * 120
+    # percentile=0: no similarity is below the minimum, so the document is one group, re-cut at max_tokens
+    res = embed([Document("long", text)], encoder, PipelineConfig(("semantic:percentile=0",), modes=("late", "naive")))
+    run = res.run("semantic:percentile=0")
+    limit = encoder.max_length - encoder.tokenizer.n_frame
+    spans = np.concatenate([b.token_spans for b in run.boundaries])
+    lengths = spans[:, 1] - spans[:, 0]
+    assert limit == 510 and lengths.max() <= limit and lengths.max() > 400
+    assert res.stats.forward_calls["naive"] >= 1
+    assert run.vectors["naive"].vectors.shape[0] == len(spans)

@@ -963,8 +963,33 @@ def test_semantic_default_min_tokens_keeps_a_heading_with_its_body(minilm_tokeni
             return rng.normal(size=(np.asarray(spans).shape[0], 8))
 
         tok, b = _split(Semantic(percentile=50), SEMANTIC_HEADED, minilm_tokenizer, random_vectors)
-        check_boundaries(SEMANTIC_HEADED, tok, b, max_tokens=default.max_tokens)
+        check_boundaries(SEMANTIC_HEADED, tok, b, max_tokens=default.limit)
         for s, e in b.char_spans.tolist():
             chunk = SEMANTIC_HEADED[s:e]
             assert chunk not in ("# Tides", "## Storms", "```"), (seed, chunk)
             assert not chunk.endswith("## Storms"), (seed, chunk)
+
+
+def test_semantic_default_max_tokens_is_capped_at_the_model_content_limit(minilm_tokenizer):
+    """Issue 10: semantic's default max_tokens (512) exceeded MiniLM's 510 content tokens, so some naive chunks
+    needed two windows. The default is now None: 512 capped at the content limit the pipeline gives; an explicit
+    max_tokens wins; the SPEC does not change."""
+    default = Semantic()
+    assert default.max_tokens is None and default.limit == 512
+    capped = default.for_model(510)
+    assert capped.limit == 510 and capped.spec == default.spec and capped == default
+    assert default.for_model(8190).limit == 512
+    assert Semantic(max_tokens=600).for_model(510).limit == 600
+    with pytest.raises(ValueError, match="content_limit"):
+        default.for_model(0)
+    # one long group (every similarity equal: no cut) is re-cut at the capped limit
+    text = "The valve opens when the pressure rises above the set point. " * 120
+
+    def same_vectors(doc, tok, spans):
+        return np.ones((np.asarray(spans).shape[0], 4))
+
+    for strat, limit in ((default.for_model(100), 100), (default, 512)):
+        tok, b = _split(strat, text, minilm_tokenizer, same_vectors)
+        lengths = b.token_spans[:, 1] - b.token_spans[:, 0]
+        assert lengths.max() <= limit
+        assert lengths.max() > limit - 20  # the cap, not some smaller size, decides the cut

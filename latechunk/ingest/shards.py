@@ -26,8 +26,27 @@ from latechunk.output import (
 )
 from latechunk.types import Boundaries, Document
 
-__all__ = ["check_shard_files", "clean_shards", "complete_shards", "scan_shards", "write_shard"]
+__all__ = ["check_shard_files", "clean_shards", "document_record", "complete_shards", "scan_shards", "write_shard"]
 
+
+
+def document_record(doc: Document, chunks: int) -> dict:
+    """An embedded document's record in its shard and in the manifest's ``documents``.
+
+    Args:
+        doc: The document.
+        chunks: How many chunks (rows) it has.
+
+    Returns:
+        ``{"doc_id", "chunks", "sha256" (of the text as read), "source"}``, and ``"title"`` when the document has
+        one (a JSONL/parquet ``title`` or a markdown file's front-matter title, BR-022).
+    """
+    rec = {"doc_id": doc.doc_id, "chunks": int(chunks), "sha256": sha256_text(doc.text),
+           "source": doc.metadata.get("source", "")}
+    title = doc.metadata.get("title")
+    if isinstance(title, str) and title:
+        rec["title"] = title
+    return rec
 
 def write_shard(folder: OutputFolder, k: int, inputs: tuple[int, int], digest: str, documents: Sequence[Document],
                 boundaries: Sequence[Boundaries], vectors: np.ndarray, skipped: list[dict], strategy: str,
@@ -76,8 +95,7 @@ def write_shard(folder: OutputFolder, k: int, inputs: tuple[int, int], digest: s
         "dim": int(vectors.shape[1]),
         "files": {p.name: {"bytes": p.stat().st_size, "sha256": sha256_file(p)} for p in (ppath, vpath)},
         "documents": [
-            {"doc_id": d.doc_id, "chunks": len(b), "sha256": sha256_text(d.text), "source": d.metadata.get("source", "")}
-            for d, b in zip(documents, boundaries)
+            document_record(d, len(b)) for d, b in zip(documents, boundaries)
         ],
         "skipped": skipped,
         "stats": stats,

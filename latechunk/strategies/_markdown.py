@@ -22,16 +22,11 @@ from __future__ import annotations
 
 import re
 
+from latechunk.front_matter import FRONT_MATTER, INVISIBLE_MARKS
+
 __all__ = ["FRONT_MATTER", "INVISIBLE_MARKS", "markdown_parser", "markdown_source"]
 
-#: zero-width format characters that hide line-start markdown syntax (a BOM, ZWSP, LRM/RLM, word joiner, ...)
-INVISIBLE_MARKS = "\ufeff\u200b\u200c\u200d\u200e\u200f\u2060\u2061\u2062\u2063\u2064\u00ad"
 _LEADING_MARKS = re.compile(f"(?<![^\\r\\n])[{INVISIBLE_MARKS}]+")
-#: front matter at the start of the text (after invisible marks): ``---`` YAML ``---`` or ``+++`` TOML ``+++``
-FRONT_MATTER = re.compile(
-    f"\\A[{INVISIBLE_MARKS}]*(?P<fence>---|\\+\\+\\+)[ \\t]*(?:\\r\\n|\\n|\\r)"
-    r"(?:[^\r\n]*(?:\r\n|\n|\r))*?(?P=fence)[ \t]*(?=\r\n|\n|\r|\Z)"
-)
 _LINE_TEXT = re.compile(r"[^\r\n]+")
 #: a line that may be an ATX heading, a setext underline or a table delimiter row (a cheap test before parsing)
 _MAYBE_LEAD_IN = re.compile(

@@ -79,6 +79,19 @@ class Strategy(ABC):
         """
         return None
 
+    def for_model(self, content_limit: int) -> Strategy:
+        """The strategy as run for a model whose inputs hold at most ``content_limit`` content tokens: a
+        parameter left to the model (``semantic``'s ``max_tokens=None``) takes its value from it. The pipeline
+        calls this once per run; the :attr:`spec` of the result is the same.
+
+        Args:
+            content_limit: The model's input limit less its document frame, in tokens.
+
+        Returns:
+            ``self`` (the default: no parameter depends on the model).
+        """
+        return self
+
     def cut_points(
         self, doc: Document, tok: Tokenization, sentences: SentenceSegmenter | None = None
     ) -> np.ndarray | None:

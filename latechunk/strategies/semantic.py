@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from numbers import Real
 from typing import ClassVar
@@ -18,6 +19,8 @@ __all__ = ["Semantic"]
 
 #: semantic's default ``min_tokens`` (``max_tokens`` when that is smaller); see :class:`Semantic`
 _DEFAULT_MIN_TOKENS = 16
+#: semantic's most tokens per chunk when ``max_tokens`` is not given, capped at the model's content limit
+DEFAULT_MAX_TOKENS = 512
 
 
 def _consecutive_cosine(vectors: np.ndarray) -> np.ndarray:
@@ -60,7 +63,9 @@ class Semantic(Strategy):
             ``min_chunk_size``. The default 16 (``max_tokens`` when that is smaller)
             keeps a lone heading or code fence (3 tokens) with the text it introduces: on the five Chroma
             corpora (MiniLM) chunks under 8 tokens fall from 380 of 1590 (``min_tokens=0``) to 6 of 1144.
-        max_tokens: Most tokens per chunk (> 0); alias ``chunk_size``.
+        max_tokens: Most tokens per chunk (> 0); alias ``chunk_size``. ``None`` (the default): 512, capped at the
+            model's content limit (its input limit less the document frame: 510 for MiniLM) when the pipeline
+            runs the strategy (:meth:`for_model`), so that no naive chunk needs two windows.
         source: Where sentence vectors come from: ``"late"`` (pooled from the same late pass) or a model name
             (the pipeline encodes each sentence's text with it).
 
@@ -85,7 +90,10 @@ class Semantic(Strategy):
         default=_DEFAULT_MIN_TOKENS,
         metadata={"help": "a chunk shorter than this takes in the next one (a lone heading stays with its text; >= 0)"},
     )
-    max_tokens: int = field(default=512, metadata={"help": "most tokens per chunk (> 0)"})
+    max_tokens: int | None = field(
+        default=None,
+        metadata={"help": "most tokens per chunk (> 0); none: 512, capped at the model's content limit"},
+    )
     source: str = field(
         default="late",
         metadata={"help": "sentence vectors: 'late' (pooled from the same pass) or a model name (pipeline)"},
@@ -97,19 +105,50 @@ class Semantic(Strategy):
         if not 0.0 <= float(self.percentile) <= 100.0:
             raise ValueError(f"semantic: percentile must be in [0, 100], got percentile={self.percentile}")
         object.__setattr__(self, "percentile", float(self.percentile))
-        check_int("semantic", "max_tokens", self.max_tokens, 1)
+        if self.max_tokens is not None:
+            check_int("semantic", "max_tokens", self.max_tokens, 1)
         check_int("semantic", "min_tokens", self.min_tokens, 0)
-        if self.min_tokens == _DEFAULT_MIN_TOKENS and self.max_tokens < _DEFAULT_MIN_TOKENS:
-            object.__setattr__(self, "min_tokens", self.max_tokens)  # the default never exceeds max_tokens
-        if self.min_tokens > self.max_tokens:
+        limit = self.limit
+        if self.min_tokens == _DEFAULT_MIN_TOKENS and limit < _DEFAULT_MIN_TOKENS:
+            object.__setattr__(self, "min_tokens", limit)  # the default never exceeds max_tokens
+        if self.min_tokens > limit:
             raise ValueError(
                 f"semantic: needs min_tokens <= max_tokens, got min_tokens={self.min_tokens}, "
-                f"max_tokens={self.max_tokens}"
+                f"max_tokens={limit}"
             )
         if not isinstance(self.source, str) or not self.source or any(c in self.source for c in ",=|"):
             raise ValueError(
                 f"semantic: source must be 'late' or a model name without ',', '=', '|', got {self.source!r}"
             )
+
+    @property
+    def limit(self) -> int:
+        """The most tokens per chunk as run: ``max_tokens``, or when that is None 512 capped at the content
+        limit given to :meth:`for_model` (512 when none was given)."""
+        if self.max_tokens is not None:
+            return self.max_tokens
+        return min(DEFAULT_MAX_TOKENS, getattr(self, "_content_limit", DEFAULT_MAX_TOKENS))
+
+    def for_model(self, content_limit: int) -> Semantic:
+        """The strategy as run for a model whose inputs hold at most ``content_limit`` content tokens.
+
+        Args:
+            content_limit: The model's input limit less its document frame, in tokens (510 for MiniLM).
+
+        Returns:
+            ``self`` when ``max_tokens`` is set; else a copy whose :attr:`limit` is
+            ``min(512, content_limit)``. The copy's :attr:`spec` is unchanged (``max_tokens=None``).
+
+        Raises:
+            ValueError: if ``content_limit < 1``.
+        """
+        if self.max_tokens is not None:
+            return self
+        if content_limit < 1:
+            raise ValueError(f"semantic: content_limit must be >= 1, got {content_limit}")
+        copy = dataclasses.replace(self)
+        object.__setattr__(copy, "_content_limit", int(content_limit))
+        return copy
 
     def sentence_paragraphs(self) -> int | None:
         """Every paragraph: each sentence is a unit here.
@@ -192,9 +231,9 @@ class Semantic(Strategy):
         content = content_tokens(doc.text, tok)
         rel = sentences.token_spans(doc, tok, content.keys).astype(np.int64) - tok.content_start
         points = [rel.reshape(-1)]
-        long = rel[rel[:, 1] - rel[:, 0] > self.max_tokens]
+        long = rel[rel[:, 1] - rel[:, 0] > self.limit]
         if long.shape[0]:
-            splitter = PieceSplitter(doc.text, tok, self.max_tokens, sentences, content)
+            splitter = PieceSplitter(doc.text, tok, self.limit, sentences, content)
             points += [splitter.pieces(int(a), int(b), ("line", "token")).reshape(-1) for a, b in long.tolist()]
         return np.unique(np.concatenate(points)) + tok.content_start
 
@@ -209,11 +248,11 @@ class Semantic(Strategy):
     ) -> np.ndarray:
         """Re-cut groups longer than max_tokens, then join groups shorter than min_tokens."""
         lengths = groups[:, 1] - groups[:, 0]
-        if (lengths > self.max_tokens).any():
-            splitter = PieceSplitter(text, tok, self.max_tokens, sentences, content)
+        if (lengths > self.limit).any():
+            splitter = PieceSplitter(text, tok, self.limit, sentences, content)
             parts = []
             for a, b in groups.tolist():
-                if b - a <= self.max_tokens:
+                if b - a <= self.limit:
                     parts.append(np.asarray([[a, b]], dtype=np.int64))
                     continue
                 # sentence pieces inside the group, each cut further if it alone is too long
@@ -221,17 +260,17 @@ class Semantic(Strategy):
                 pieces = np.concatenate(
                     [splitter.pieces(int(x), int(y), ("line", "token")) for x, y in inner.tolist()]
                 )
-                parts.append(merge_pieces(pieces, self.max_tokens))
+                parts.append(merge_pieces(pieces, self.limit))
             groups = np.concatenate(parts)
         if self.min_tokens > 0 and groups.shape[0] > 1:
             out = [list(groups[0])]
             for a, b in groups[1:].tolist():
                 pa, pb = out[-1]
-                if pb - pa < self.min_tokens and b - pa <= self.max_tokens:  # too short: take the next group in
+                if pb - pa < self.min_tokens and b - pa <= self.limit:  # too short: take the next group in
                     out[-1][1] = b
                 else:
                     out.append([a, b])
-            if len(out) > 1 and out[-1][1] - out[-1][0] < self.min_tokens and out[-1][1] - out[-2][0] <= self.max_tokens:
+            if len(out) > 1 and out[-1][1] - out[-1][0] < self.min_tokens and out[-1][1] - out[-2][0] <= self.limit:
                 last = out.pop()  # a short last chunk joins the one before it
                 out[-1][1] = last[1]
             groups = np.asarray(out, dtype=np.int64)

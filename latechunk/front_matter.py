@@ -1,0 +1,57 @@
+"""Front matter: a block of YAML between ``---`` lines, or of TOML between ``+++`` lines, at the very start of a
+markdown text (Jekyll, Hugo, Pandoc, Obsidian; https://jekyllrb.com/docs/front-matter/,
+https://gohugo.io/content-management/front-matter/).
+
+The strategies keep it out of the markdown parse (BR-022, :mod:`latechunk.strategies._markdown`); the file reader
+takes its ``title`` as the document's title (``Document.metadata["title"]``), which the output records beside the
+document. YAML is read with PyYAML's ``safe_load``, TOML with the standard library's ``tomllib``.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+
+__all__ = ["FRONT_MATTER", "INVISIBLE_MARKS", "front_matter_title"]
+
+#: zero-width format characters that hide line-start markdown syntax (a BOM, ZWSP, LRM/RLM, word joiner, ...)
+INVISIBLE_MARKS = "\ufeff\u200b\u200c\u200d\u200e\u200f\u2060\u2061\u2062\u2063\u2064\u00ad"
+#: front matter at the start of the text (after invisible marks): ``---`` YAML ``---`` or ``+++`` TOML ``+++``;
+#: group ``fence`` is the fence, group ``body`` the lines between the fences
+FRONT_MATTER = re.compile(
+    f"\\A[{INVISIBLE_MARKS}]*(?P<fence>---|\\+\\+\\+)[ \\t]*(?:\\r\\n|\\n|\\r)"
+    r"(?P<body>(?:[^\r\n]*(?:\r\n|\n|\r))*?)(?P=fence)[ \t]*(?=\r\n|\n|\r|\Z)"
+)
+
+
+def front_matter_title(text: str) -> str | None:
+    """The ``title`` of a text's front matter.
+
+    Args:
+        text: A markdown text (characters).
+
+    Returns:
+        The title, stripped, when the text starts with YAML (``---``) or TOML (``+++``) front matter that parses
+        to a mapping whose ``title`` is a non-blank string (or a number, as text); else None. Front matter that
+        does not parse gives None: it is still kept out of the markdown parse, and never an error.
+    """
+    m = FRONT_MATTER.match(text)
+    if m is None:
+        return None
+    body = m.group("body")
+    try:
+        if m.group("fence") == "+++":
+            data = tomllib.loads(body)
+        else:
+            import yaml
+
+            data = yaml.safe_load(body)
+    except Exception:  # noqa: BLE001 - malformed front matter has no title; the document is still read
+        return None
+    if not isinstance(data, dict):
+        return None
+    title = data.get("title")
+    if isinstance(title, bool) or not isinstance(title, (str, int, float)):
+        return None
+    title = str(title).strip()
+    return title or None

@@ -1,0 +1,63 @@
+"""Front matter (BR-022): its title becomes the document's title, recorded in the output."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from latechunk.front_matter import FRONT_MATTER, front_matter_title
+
+BR022 = "---\ntitle: Pond survey\ntags: field\n---\n\nNotes from the spring count at the north pond.\n\n# Frogs\n\nFrogs call after rain.\n"
+
+
+@pytest.mark.parametrize(
+    "text, title",
+    [
+        (BR022, "Pond survey"),
+        ('+++\ntitle = "Hugo page"\ndraft = true\n+++\n\n# Body\n', "Hugo page"),
+        ("\ufeff---\ntitle: 'Quoted: with colon'\n---\ntext\n", "Quoted: with colon"),
+        ("---\ntitle: 2024\n---\ntext\n", "2024"),
+        ("---\ntags: [a, b]\n---\ntext\n", None),  # no title
+        ("---\ntitle: [unclosed\n---\ntext\n", None),  # malformed YAML: no title, no error
+        ("---\n- a list\n---\ntext\n", None),  # not a mapping
+        ("---\ntitle:   \n---\ntext\n", None),  # blank
+        ("# Not front matter\n\ntitle: x\n", None),
+        ("text\n---\ntitle: late\n---\n", None),  # only at the very start
+    ],
+)
+def test_br022_front_matter_title(text, title):
+    assert front_matter_title(text) == title
+
+
+def test_br022_front_matter_span_matches_the_case():
+    m = FRONT_MATTER.match(BR022)
+    assert m is not None and m.end() == 38 and m.group("body") == "title: Pond survey\ntags: field\n"
+
+
+def test_br022_front_matter_title_is_the_document_title_in_the_manifest(tmp_path):
+    """A markdown file's front-matter title is the document's title: Document.metadata["title"], the shard's
+    and the manifest's document record; a .txt file's YAML-looking start is not front matter."""
+    from typer.testing import CliRunner
+
+    from latechunk.cli import app
+    from latechunk.io import iter_inputs
+
+    def run(*args):
+        return CliRunner().invoke(app, [str(a) for a in args], catch_exceptions=False).exit_code
+
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "pond.md").write_text(BR022)
+    (src / "plain.txt").write_text(BR022)
+    (src / "untitled.md").write_text("# Just a heading\n\nBody text here.\n")
+    docs = {d.doc_id: d for d in iter_inputs([src])}
+    assert docs["pond.md"].metadata["title"] == "Pond survey"
+    assert "title" not in docs["plain.txt"].metadata and "title" not in docs["untitled.md"].metadata
+    out = tmp_path / "out"
+    assert run("embed", src, "--out", out, "--strategy", "heading:max_tokens=64", "--device", "cpu") == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    records = {d["doc_id"]: d for d in manifest["documents"]}
+    assert records["pond.md"]["title"] == "Pond survey"
+    assert "title" not in records["plain.txt"] and "title" not in records["untitled.md"]
+    assert run("verify", out) == 0
