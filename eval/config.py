@@ -46,6 +46,10 @@ class CompareConfig:
         doc_depth: Chunks retrieved per query to build the document-level run.
         index / hnsw_m / ef_construction / ef_search: One index configuration for every system
             (:meth:`index_spec`).
+        precision / truncate_dim: Compact-vector settings (:data:`latechunk.config.PRECISIONS`; ``None`` = all
+            dimensions): every system is also indexed once per (precision, truncate_dim) pair, over the same
+            vectors, and scored (:meth:`index_specs`); the first pair is the main index, which every other table
+            and comparison uses.
         index_gpu: FAISS on the GPU (``auto``/``on``/``off``); default ``off`` so CPU and GPU runs search alike.
         device / dtype / batch_tokens: Encoder settings.
         include_special: Late mode: first/last chunk absorb the frame tokens.
@@ -77,6 +81,8 @@ class CompareConfig:
     ef_construction: int = 200
     ef_search: int = 128
     index_gpu: str = "off"
+    precision: tuple[str, ...] = ("float32",)
+    truncate_dim: tuple[int | None, ...] = (None,)
     device: str = "auto"
     dtype: str | None = None
     batch_tokens: int = 16384
@@ -95,7 +101,8 @@ class CompareConfig:
 
     @classmethod
     def from_options(
-        cls, *, dataset: str, strategies=None, modes="late,naive", k="1,5,10", window=None, **kwargs
+        cls, *, dataset: str, strategies=None, modes="late,naive", k="1,5,10", window=None, precision="float32",
+        truncate_dim=None, **kwargs
     ) -> CompareConfig:
         """Build from command-line style values (``latechunk compare``'s options).
 
@@ -105,6 +112,8 @@ class CompareConfig:
             modes: ``"late,naive"`` style (``,`` or ``|`` separated), or a sequence.
             k: ``"1,5,10"`` style cut-offs, or a sequence.
             window: ``"128|256"`` style macro-window sizes in tokens; ``None`` = the model's limit.
+            precision: ``"float32,int8,ubinary"`` style precisions (``,`` or ``|`` separated), or a sequence.
+            truncate_dim: ``"128,256"`` style dimensions, an int, a sequence, or ``None`` (all dimensions).
             **kwargs: Any other field.
 
         Returns:
@@ -115,6 +124,11 @@ class CompareConfig:
         """
         ks = tuple(_to_int(v, "k") for v in _split_list(k, "k"))
         wins = tuple(_to_int(v, "window") for v in _split_list(window, "window")) or (None,)
+        dims = truncate_dim if isinstance(truncate_dim, int) else _split_list(truncate_dim, "truncate-dim")
+        kwargs["precision"] = tuple(_split_list(precision, "precision")) or ("float32",)
+        kwargs["truncate_dim"] = ((dims,) if isinstance(dims, int) else
+                                  tuple(None if v.lower() in ("none", "all") else _to_int(v, "truncate-dim") for v in dims)
+                                  or (None,))
         return cls(
             dataset=str(dataset),
             strategies=tuple(strategies) if strategies else DEFAULT_STRATEGIES,
@@ -166,6 +180,29 @@ class CompareConfig:
             gpu=self.index_gpu,
         )
 
+    def index_specs(self) -> list:
+        """The index of every compact-vector setting: :meth:`index_spec` with each (precision, truncate_dim) pair,
+        truncate_dim outer, precision inner; the first is the main index.
+
+        Returns:
+            A list of :class:`latechunk.config.IndexConfig`, distinct, main first.
+
+        Raises:
+            ValueError: on an unknown precision, a bad ``truncate_dim``, a pair given twice, or a precision the
+                index cannot take (``ubinary`` needs ``flat``).
+        """
+        import dataclasses
+
+        base = self.index_spec()
+        out = []
+        for t in self.truncate_dim:
+            for p in self.precision:
+                spec = dataclasses.replace(base, precision=p, truncate_dim=t)
+                if spec in out:
+                    raise ValueError(f"compact-vector setting {spec.label} is given twice (--precision, --truncate-dim)")
+                out.append(spec)
+        return out
+
     def to_dict(self) -> dict:
         """The fields as a JSON-ready dict (``results.json``'s ``config``).
 
@@ -173,7 +210,7 @@ class CompareConfig:
             ``{field: value}``, tuples as lists; :meth:`from_dict` reads it back.
         """
         d = asdict(self)
-        for key in ("strategies", "modes", "ks", "windows"):
+        for key in ("strategies", "modes", "ks", "windows", "precision", "truncate_dim"):
             d[key] = list(d[key])
         return d
 
@@ -237,5 +274,7 @@ def _check_config(c: CompareConfig) -> None:
         raise ValueError(f"max_queries must be >= 1, got {c.max_queries}")
     if not c.strategies:
         raise ValueError("give at least one strategy SPEC")
+    if not c.precision or not c.truncate_dim:
+        raise ValueError("give at least one --precision (e.g. float32,int8,ubinary)")
     c.specs()  # unknown names and bad parameters raise here
-    c.index_spec()
+    c.index_specs()  # and bad index, precision and truncate_dim settings here

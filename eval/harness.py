@@ -13,7 +13,10 @@
    each further macro window, from that pass's boundaries, so late and naive always share their chunks; for
    every other strategy the harness checks that each macro window gave the same boundaries and raises if not.
 4. **One index per system** (strategy x mode x macro window), all built from one
-   :class:`~latechunk.config.IndexConfig`, searched to one depth.
+   :class:`~latechunk.config.IndexConfig`, searched to one depth. With several compact-vector settings
+   (``--precision float32,int8,ubinary``, ``--truncate-dim``), each system gets one more index per further
+   setting over the same vectors, searched with the same (transformed) queries and scored with the same code
+   (``System.compact``: metrics, index bytes, top-k overlap with the main index).
 5. **Metrics** from :mod:`eval.metrics` only: answer-contained recall@k, Chroma's span recall/precision/IoU at
    k and precision Ω (characters), facts protected, duplicate slots at k, document-level nDCG@10, R@100 and
    RR@10 (MRR@10) through ir_measures with a document scored as its best chunk; costs.
@@ -207,7 +210,7 @@ def run_compare(
 
     from latechunk.config import PipelineConfig
     from latechunk.encoder import Encoder
-    from latechunk.index import build_index, search_index
+    from latechunk.index import build_index, index_bytes, query_transform, search_index
     from latechunk.models import ModelFacts
     from latechunk.pipeline import embed, naive_vectors
     from latechunk.sentences import SentenceSegmenter
@@ -258,6 +261,8 @@ def run_compare(
         if w > base.max_length:
             raise ValueError(f"--window {w} exceeds the model's limit of {base.max_length} tokens")
     plans = {w: base.macro_window(w, config.window_overlap) for w in macro_windows}  # checked before work
+    for spec in config.index_specs():
+        spec.index_dim(base.dim)  # a --truncate-dim above the model's dimension fails before any embedding
     seconds["load_model"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     q_before = dict(base.stats)
@@ -346,7 +351,8 @@ def run_compare(
                                    run.boundaries, vec, enc_s, 0.0, tokens, calls))
 
     # 5. one index per system, one IndexConfig, one depth; then the metrics
-    ispec = config.index_spec()
+    ispecs = config.index_specs()  # the main index first, then the other compact-vector settings
+    ispec = ispecs[0]
     k_max = max(config.ks)
     depth_span = k_max * (config.dedup_factor if config.dedup else 1)
     depth = max(depth_span, config.doc_depth if qrels else 0)
@@ -358,9 +364,9 @@ def run_compare(
         t0 = time.perf_counter()
         index = build_index(vec.vectors, ispec, dim=base.dim)
         t_index = time.perf_counter() - t0
-        index_bytes = int(faiss.serialize_index(index).size)
+        n_bytes = index_bytes(index)
         t0 = time.perf_counter()
-        D, I = search_index(index, xq, min(depth, max(index.ntotal, 1)))  # xq and vectors are unit-norm
+        D, I = search_index(index, query_transform(xq, ispec), min(depth, max(index.ntotal, 1)))  # unit-norm
         t_search = time.perf_counter() - t0
         t0 = time.perf_counter()
         # row i of the index = chunk i of the concatenated boundaries
@@ -369,26 +375,48 @@ def run_compare(
         token_spans = np.concatenate([b.token_spans for b in boundaries]) if boundaries else np.zeros((0, 2), np.int32)
         doc_ids = [b.doc_id for b in boundaries]
         chunk_index = vec.chunk_index
-        rankings: dict[str, list[tuple]] = {}
-        for qi, qid in enumerate(qids):
-            items = []
-            for score, row in zip(D[qi].tolist(), I[qi].tolist()):
-                if row < 0:
-                    continue
-                items.append((doc_ids[row_doc[row]], int(char_spans[row, 0]), int(char_spans[row, 1]),
-                              int(chunk_index[row]), float(score)))
-            rankings[qid] = items
-        per_query: dict[str, dict[str, float]] = {}
-        if has_spans:
-            span_run = {qid: r[:depth_span] for qid, r in rankings.items()}
-            scored_run = {qid: drop_overlapping(r, k_max) for qid, r in span_run.items()} if config.dedup else span_run
-            for k in config.ks:
-                m = span_metrics(scored_run, references, k)
-                m[f"Dup@{k}"] = {qid: float(duplicate_slots(span_run[qid], k)) for qid in m[f"Dup@{k}"]}
-                per_query.update(m)
-        if qrels:
-            chunk_run = {qid: {(it[0], it[3]): it[4] for it in r} for qid, r in rankings.items()}
-            per_query.update(doc_metrics(qrels, doc_run_from_chunk_run(chunk_run), DEFAULT_DOC_MEASURES))
+
+        def score(D, I, doc_ids=doc_ids, row_doc=row_doc, char_spans=char_spans, chunk_index=chunk_index):
+            # the per-query metrics of one index's ranking (every setting scored alike)
+            rankings: dict[str, list[tuple]] = {}
+            for qi, qid in enumerate(qids):
+                items = []
+                for score, row in zip(D[qi].tolist(), I[qi].tolist()):
+                    if row < 0:
+                        continue
+                    items.append((doc_ids[row_doc[row]], int(char_spans[row, 0]), int(char_spans[row, 1]),
+                                  int(chunk_index[row]), float(score)))
+                rankings[qid] = items
+            per_query: dict[str, dict[str, float]] = {}
+            if has_spans:
+                span_run = {qid: r[:depth_span] for qid, r in rankings.items()}
+                scored_run = ({qid: drop_overlapping(r, k_max) for qid, r in span_run.items()} if config.dedup
+                              else span_run)
+                for k in config.ks:
+                    m = span_metrics(scored_run, references, k)
+                    m[f"Dup@{k}"] = {qid: float(duplicate_slots(span_run[qid], k)) for qid in m[f"Dup@{k}"]}
+                    per_query.update(m)
+            if qrels:
+                chunk_run = {qid: {(it[0], it[3]): it[4] for it in r} for qid, r in rankings.items()}
+                per_query.update(doc_metrics(qrels, doc_run_from_chunk_run(chunk_run), DEFAULT_DOC_MEASURES))
+            return per_query
+
+        per_query = score(D, I)
+        compact = {}
+        if len(ispecs) > 1:  # the other compact-vector settings: same vectors, same queries, same scoring
+            k_main = 5 if 5 in config.ks else k_max
+            compact[ispec.label] = _compact_entry(ispec, per_query, n_bytes, index.ntotal, I, I, k_main,
+                                                  time.perf_counter() - t0 + t_search, t_index)
+            for other in ispecs[1:]:
+                t1 = time.perf_counter()
+                idx2 = build_index(vec.vectors, other, dim=base.dim)
+                t_index2 = time.perf_counter() - t1
+                t1 = time.perf_counter()
+                D2, I2 = search_index(idx2, query_transform(xq, other), min(depth, max(idx2.ntotal, 1)))
+                compact[other.label] = _compact_entry(other, score(D2, I2), index_bytes(idx2), idx2.ntotal, I2, I,
+                                                      k_main, time.perf_counter() - t1, t_index2)
+                del idx2
+        system.compact = compact
         # strategy-level figures (independent of the mode): once per chunk-record set
         fig = chunk_cache.get(system.chunks_sha256)
         if fig is None:
@@ -422,7 +450,7 @@ def run_compare(
             "overlap_observed": observed_overlap_multiplier({b.doc_id: b.token_spans for b in boundaries},
                                                             {b.doc_id: n_content[b.doc_id] for b in boundaries}),
             "overlap_theoretical": theo,
-            "index_bytes": index_bytes,
+            "index_bytes": n_bytes,
             "index_ntotal": int(index.ntotal),
             "seconds_encode": float(enc_s),
             "seconds_pool": float(pool_s),
@@ -471,7 +499,9 @@ def run_compare(
         "ks": list(config.ks),
         "windows": macro_window_info,
         "index": {**ispec.to_dict(), "gpu": ispec.gpu, "faiss": getattr(faiss, "__version__", "?"),
-                  "search_depth": depth, "span_depth": depth_span, "doc_depth": config.doc_depth if qrels else 0},
+                  "search_depth": depth, "span_depth": depth_span, "doc_depth": config.doc_depth if qrels else 0,
+                  "compact_settings": [{"label": x.label, **x.to_dict(), "faiss_factory": x.faiss_factory}
+                                       for x in ispecs]},
         "dedup": config.dedup,
         "query_vectors": xq_info,
         "units": {"span_metrics": "characters (Python str indices) of the source document",
@@ -495,6 +525,19 @@ def run_compare(
         seconds["total"] = time.perf_counter() - t_start
         write_report(result, out_dir, plot=False)  # rewrite results.json/report.md with the final times
     return result
+
+
+def _compact_entry(spec, per_query: dict, n_bytes: int, ntotal: int, I, I_main, k: int, search_s: float,
+                   index_s: float) -> dict:
+    """One compact-vector setting of one system: its metrics (means over queries), index bytes and the mean
+    share of the main index's top-k ids it also returns in its top k."""
+    shared = [len(set(a[:k].tolist()) & set(b[:k].tolist()) - {-1}) / max(1, len(set(b[:k].tolist()) - {-1}))
+              for a, b in zip(np.asarray(I), np.asarray(I_main))]
+    return {"precision": spec.precision, "truncate_dim": spec.truncate_dim, "faiss_factory": spec.faiss_factory,
+            "metrics": {m: mean_over_queries(v) for m, v in per_query.items()},
+            "index_bytes": int(n_bytes), "index_ntotal": int(ntotal),
+            "overlap_k": int(k), "overlap_with_main": float(np.mean(shared)) if shared else 1.0,
+            "seconds_index": float(index_s), "seconds_search_and_score": float(search_s)}
 
 
 def _strategy(spec: str):

@@ -114,6 +114,30 @@ def _cost_table(result) -> str:
                    "overlap observed", "s/(s-v)", "index bytes", "seconds (encode + pool)"], rows)
 
 
+def _compact_metrics(result) -> list[str]:
+    """The metrics shown per compact-vector setting: the headline metrics at the main k (AR@5, SpanRecall@5 or
+    the document measures)."""
+    k = result.main_k
+    at_k = [m for m in result.headline if m.endswith(f"@{k}")]
+    return at_k or list(result.headline[:1])
+
+
+def _compact_table(result) -> str:
+    """One row per system and compact-vector setting: headline metric(s) at the main k, top-k kept, index bytes
+    (and the ratio to the system's first setting)."""
+    metrics = _compact_metrics(result)
+    rows = []
+    for s in result.systems:
+        ref = next(iter(s.compact.values()), {}).get("index_bytes") or 1
+        for label, c in s.compact.items():
+            rows.append([f"`{short_spec(s.strategy)}`", s.label, f"`{label}`", f"`{c['faiss_factory']}`"]
+                        + [_fmt(m, c["metrics"].get(m)) for m in metrics]
+                        + [f"{100 * c['overlap_with_main']:.1f}", f"{c['index_bytes']:,}",
+                           f"{c['index_bytes'] / ref:.3f}"])
+    return _table(["strategy", "mode", "setting", "faiss index"] + [_col_name(m) for m in metrics]
+                  + ["top-k kept (%)", "index bytes", "× first"], rows)
+
+
 def _ci(c: dict, metric: str) -> str:
     return f"{_fmt_diff(metric, c['mean_diff'])} [{_fmt_diff(metric, c['ci_low'])}, {_fmt_diff(metric, c['ci_high'])}]"
 
@@ -280,6 +304,26 @@ def markdown_report(result) -> str:
     parts.append("")
     parts.append(_cost_table(result))
     parts.append("")
+    if any(s.compact for s in result.systems):
+        settings = man["index"].get("compact_settings", [])
+        k = next(iter(next(s for s in result.systems if s.compact).compact.values()))["overlap_k"]
+        parts.append("## Compact vectors (precision, truncated dimensions)")
+        parts.append("")
+        parts.append(
+            "One index per setting over the same vectors, searched with the same queries (truncated and "
+            "renormalised like the vectors) and scored by the same code; the first setting is the main index of "
+            "every other table. Settings: "
+            + ", ".join(f"`{x['label']}` (faiss `{x['faiss_factory']}`)" for x in settings)
+            + ". float16/int8: faiss scalar quantizers (int8 ranges calibrated per dimension on the corpus), "
+            "scored against the float query; ubinary: Hamming search for "
+            + next((f"{x['rescore_multiplier']}" for x in settings if "rescore_multiplier" in x), "4")
+            + f" × k candidates, rescored with the float query (sentence-transformers' `quantize_embeddings` and "
+            f"`semantic_search_faiss` semantics). `top-k kept`: mean share (%) of the main index's top {k} "
+            f"chunks that the setting also ranks in its top {k}. Index bytes: the serialized FAISS index."
+        )
+        parts.append("")
+        parts.append(_compact_table(result))
+        parts.append("")
     ln_metrics = list(result.headline) + [x for x in (f"SpanIoU@{result.main_k}", "nDCG@10") if x in result.metric_names
                                          and x not in result.headline]
     if any(c["kind"] == "late-naive" for c in result.comparisons):
@@ -484,7 +528,7 @@ def load_result(out_dir: str | os.PathLike):
     systems = []
     for d in data["systems"]:
         systems.append(System(d["strategy"], d["mode"], d["window"], d["label"], d["chunks_sha256"],
-                              {}, dict(d["metrics"]), dict(d["std"]), dict(d["costs"])))
+                              {}, dict(d["metrics"]), dict(d["std"]), dict(d["costs"]), dict(d.get("compact", {}))))
     by_label = {(s.strategy, s.label): s for s in systems}
     with open(out / "per_query.csv", newline="", encoding="utf-8") as f:
         reader = csv.DictReader(f)
@@ -517,7 +561,7 @@ def print_table(result, console=None) -> None:
                                        if m in result.metric_names and m not in result.headline]
     t = Table(title=f"latechunk compare: {result.manifest['dataset']['name']} "
                     f"({result.manifest['dataset']['queries']} queries, %, best in bold)")
-    for col in ["strategy", "mode"] + [_col_name(m) for m in metrics] + ["chunks", "tokens enc.", "s"]:
+    for col in ["strategy", "mode"] + [_col_name(m) for m in metrics] + ["chunks", "tokens enc.", "index bytes", "s"]:
         t.add_column(col, overflow="fold")
     best = {m: _best([s.aggregates.get(m) for s in result.systems], m) for m in metrics}
     for s in result.systems:
@@ -526,6 +570,19 @@ def print_table(result, console=None) -> None:
             v = s.aggregates.get(m)
             text = _fmt(m, v)
             cells.append(f"[bold]{text}[/bold]" if v is not None and v == best[m] else text)
-        cells += [f"{s.costs['chunks']:,}", f"{s.costs['tokens_encoded']:,}", f"{s.costs['seconds']:.1f}"]
+        cells += [f"{s.costs['chunks']:,}", f"{s.costs['tokens_encoded']:,}", f"{s.costs['index_bytes']:,}",
+                  f"{s.costs['seconds']:.1f}"]
         t.add_row(*cells)
     console.print(t)
+    if any(s.compact for s in result.systems):  # one row per system and compact-vector setting
+        cm = _compact_metrics(result)
+        c = Table(title="compact vectors: each setting beside the first (same vectors, same queries)")
+        for col in ["strategy", "mode", "setting", "faiss"] + [_col_name(m) for m in cm] + ["top-k kept %",
+                                                                                            "index bytes"]:
+            c.add_column(col, overflow="fold")
+        for s in result.systems:
+            for label, x in s.compact.items():
+                c.add_row(short_spec(s.strategy), s.label, label, x["faiss_factory"],
+                          *[_fmt(m, x["metrics"].get(m)) for m in cm], f"{100 * x['overlap_with_main']:.1f}",
+                          f"{x['index_bytes']:,}")
+        console.print(c)

@@ -29,6 +29,10 @@ class System:
         aggregates: ``{metric: mean over queries}``.
         std: ``{metric: population standard deviation over queries}`` (Chroma reports mean ± std).
         costs: Chunk counts, tokens, overlap, index bytes, seconds.
+        compact: With several compact-vector settings (``--precision``, ``--truncate-dim``): ``{label: {
+            "precision", "truncate_dim", "faiss_factory", "metrics": {metric: mean}, "index_bytes",
+            "index_ntotal", "overlap_k", "overlap_with_main" (mean share of the main index's top-k chunks in this
+            index's top k), "seconds_index", "seconds_search_and_score"}}``, the main setting first; else empty.
     """
 
     strategy: str
@@ -40,6 +44,7 @@ class System:
     aggregates: dict[str, float] = field(default_factory=dict)
     std: dict[str, float] = field(default_factory=dict)
     costs: dict = field(default_factory=dict)
+    compact: dict = field(default_factory=dict)
 
     @property
     def key(self) -> tuple[str, str, int | None]:
@@ -54,7 +59,7 @@ class System:
 
         Returns:
             ``strategy``, ``mode``, ``window``, ``label``, ``chunks_sha256``, ``metrics`` (the aggregates), ``std``
-            and ``costs``.
+            and ``costs``; ``compact`` where there are several compact-vector settings.
         """
         d = {
             "strategy": self.strategy,
@@ -66,6 +71,8 @@ class System:
             "std": dict(self.std),
             "costs": dict(self.costs),
         }
+        if self.compact:
+            d["compact"] = {label: dict(v) for label, v in self.compact.items()}
         if per_query:
             d["per_query"] = {m: dict(v) for m, v in self.per_query.items()}
         return d
@@ -135,6 +142,8 @@ class CompareResult:
                 {
                     **s.to_dict(per_query=True),
                     "costs": {k: v for k, v in s.costs.items() if k not in timeless},
+                    **({"compact": {label: {k: v for k, v in c.items() if not k.startswith("seconds")}
+                                    for label, c in s.compact.items()}} if s.compact else {}),
                 }
                 for s in self.systems
             ],

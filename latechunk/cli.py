@@ -99,9 +99,31 @@ def _sentence_workers(n: int | None, world_size: int = 1) -> int:
     return share if share > 1 else 0
 
 
+PrecisionOpt = Annotated[str, typer.Option("--precision", help="How index.faiss stores the vectors (the shards keep float32): float32, float16 (faiss SQfp16), int8 (faiss SQ8, per-dimension ranges calibrated on the corpus) or ubinary (1 bit per dimension, Hamming search then float rescoring; --index flat only). sentence-transformers' quantize_embeddings semantics.")]
+TruncateDimOpt = Annotated[Optional[int], typer.Option("--truncate-dim", help="Index only the first N dimensions of every vector (Matryoshka models), renormalised when vectors are normalised; queries get the same. Default: all.")]
+
+
+def _check_index_dim(index_config, facts) -> None:
+    """``--truncate-dim`` (and ubinary's multiple of 8) against the model's dimension from its ``config.json``
+    (``hidden_size``), before torch loads; silent where the file does not state it (checked again once loaded).
+
+    Raises:
+        ValueError: if the dimension does not fit.
+    """
+    if index_config.truncate_dim is None and not index_config.is_binary:
+        return
+    try:
+        cfg = json.loads((Path(facts.path) / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError, TypeError):
+        return
+    dim = cfg.get("hidden_size") or cfg.get("d_model")
+    if isinstance(dim, int) and dim > 0:
+        index_config.index_dim(dim)
+
+
 @app.command()
 def embed(
-    inputs: Annotated[list[Path], typer.Argument(help=".md/.txt files, folders of them, .jsonl (id/text), BEIR corpus.jsonl or .parquet (id/text).")],
+    inputs: Annotated[list[Path], typer.Argument(help=".md/.txt files, source code (.py/.js/.ts/.go/.rs/.java), .html (as markdown), folders of them, .jsonl (id/text), BEIR corpus.jsonl, .parquet or .arrow (id/text), Hugging Face save_to_disk folders.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Output folder: index.faiss, chunks.parquet, manifest.json.")],
     model: ModelOpt = None,
     strategy: Annotated[str, typer.Option("--strategy", "-s", help="SPEC: name or name:key=value,... (see `latechunk strategies`).")] = DEFAULT_STRATEGY,
@@ -115,12 +137,15 @@ def embed(
     hnsw_m: Annotated[int, typer.Option(help="With --index hnsw: graph degree M.")] = 32,
     ef_construction: Annotated[int, typer.Option(help="HNSW: build beam width.")] = 200,
     ef_search: Annotated[int, typer.Option(help="HNSW: search beam width.")] = 128,
+    precision: PrecisionOpt = "float32",
+    truncate_dim: TruncateDimOpt = None,
     normalize: Annotated[bool, typer.Option(help="L2-normalise chunk vectors (cosine search).")] = True,
     include_special: Annotated[bool, typer.Option(help="Late mode: first/last chunk absorb [CLS]/prefix/[SEP] states.")] = False,
     long_documents: Annotated[str, typer.Option("--long-documents", help="windows: encode documents longer than the macro window in overlapping macro windows; skip: skip them (listed with their token count). Never truncated.")] = "windows",
     trust_remote_code: Annotated[bool, typer.Option(help="Run the model repository's own code (only for models that need it).")] = False,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing output folder.")] = False,
     resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted run in --out (same options); ends with the output of an uninterrupted run.")] = False,
+    append: Annotated[bool, typer.Option("--append", help="Add INPUT to the finished output folder --out (same options as its run.json): new shards, then index.faiss, chunks.parquet and manifest.json again; documents whose id is already there are skipped and listed.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
     group_tokens: Annotated[int, typer.Option("--group-tokens", hidden=True, help="Tokens per pipeline group = per shard (bounds memory).")] = DEFAULT_GROUP_TOKENS,
     sentence_workers: SentenceWorkersOpt = None,
@@ -154,23 +179,33 @@ def embed(
                 macro_window=macro_window, macro_window_overlap=macro_window_overlap,
                 long_documents=long_documents, group_tokens=group_tokens,
                 sentence_workers=_sentence_workers(sentence_workers, world_size), late_pooling=late_pooling),
-            index=IndexConfig.from_option(index, hnsw_m=hnsw_m, ef_construction=ef_construction, ef_search=ef_search),
+            index=IndexConfig.from_option(index, hnsw_m=hnsw_m, ef_construction=ef_construction, ef_search=ef_search,
+                                          precision=precision, truncate_dim=truncate_dim, renormalize=normalize),
             force=force,
             resume=resume,
         )
     except ValueError as err:
         _fail(str(err))
+    if append:  # the folder's settings, as far as the options tell them, before the model loads
+        from latechunk.ingest.append import check_append_options
+
+        try:
+            check_append_options(config, force=force, resume=resume, world_size=world_size)
+        except ValueError as err:
+            _fail(str(err))
     strat = config.strategy
     source = getattr(strat, "source", "late")
     try:
         if strat.needs_sentence_vectors and source != "late":
             resolve_model_path(source)  # a missing sentence-model path fails here, before any work
         # the settings that need the model (late pooling, the macro window) against its files: no torch, no weights
-        config.pipeline.check_model(ModelFacts.read(config.model.name))
+        facts = ModelFacts.read(config.model.name)
+        config.pipeline.check_model(facts)
+        _check_index_dim(config.index, facts)  # --truncate-dim against the model's dimension (config.json)
     except ValueError as err:
         _fail(str(err))
     # before the model loads; with several processes rank 0 checks the folder (the others find it being filled)
-    if rank == 0 and not (force or resume):
+    if rank == 0 and not (force or resume or append):
         from latechunk.ingest.folder import check_not_empty
 
         try:
@@ -211,6 +246,9 @@ def embed(
         "inputs": [str(p) for p in inputs],
         "versions": versions(),
     }
+    if append:
+        _append(config, encoder, quiet)
+        return
     try:
         manifest = ingest(config, encoder, progress=not quiet and rank == 0, header=header, rank=rank,
                           world_size=world_size)
@@ -230,6 +268,20 @@ def embed(
     if c["documents_embedded"] == 0:  # every input had a document, but none was embedded (duplicates, too long)
         _fail(f"no document was embedded from {', '.join(str(p) for p in inputs)} (the reasons are above and in "
               f"{out / 'manifest.json'}'s skipped list)", code=1)
+
+
+def _append(config, encoder, quiet: bool) -> None:
+    """``embed --append``: add the inputs to the finished folder and print what was added and skipped."""
+    from latechunk.ingest.append import append
+
+    try:
+        res = append(config, encoder, progress=not quiet)
+    except ValueError as err:
+        _fail(str(err))
+    c = res.manifest["counts"]
+    typer.echo(f"appended {len(res.documents)}/{len(res.documents) + len(res.skipped)} documents -> {res.chunks} "
+               f"chunks into {config.out} (now {c['chunks']} chunks from {c['documents_embedded']} documents)")
+    _print_skipped(res.skipped, config.out / "manifest.json")
 
 
 #: skipped items printed one per line; the rest are counted (all of them are in the manifest)
@@ -281,8 +333,9 @@ def search(
     model: Annotated[Optional[str], typer.Option("--model", "-m", help="Model for the query. Default: the model the index was built with (from its manifest).")] = None,
 ) -> None:
     """Search an index: prints doc id, char span, score and a snippet of the best chunks."""
+    from latechunk.config import IndexConfig
     from latechunk.encoder import Encoder
-    from latechunk.index import search_index
+    from latechunk.index import query_transform, search_index
     from latechunk.output import read_output, search_records
 
     if k < 1:
@@ -310,6 +363,11 @@ def search(
     if m.get("sha256") and encoder.model_hash and encoder.model_hash != m["sha256"]:
         typer.secho("warning: the model's weights differ from the ones the index was built with", fg="yellow", err=True)
     xq = encoder.encode_query([query], normalize=manifest.get("normalize", True))
+    try:  # --truncate-dim/--precision of the run (the manifest's index record): the query as the index holds it
+        index_config = IndexConfig.from_dict(manifest.get("index", {}))
+        xq = query_transform(xq, index_config)
+    except ValueError as err:
+        _fail(f"{out}: {err}")
     if xq.shape[1] != index.d:
         _fail(f"the model gives {xq.shape[1]}-dim vectors but the index holds {index.d}-dim ones; "
               f"search with the model the index was built with ({m['name']})")
@@ -367,7 +425,7 @@ def snippet(text: str, query: str, width: int = 200) -> str:
 
 @app.command()
 def chunk(
-    inputs: Annotated[list[Path], typer.Argument(help=".md/.txt files, folders, .jsonl or .parquet (id/text).")],
+    inputs: Annotated[list[Path], typer.Argument(help=".md/.txt, source code, .html files, folders, .jsonl, .parquet or .arrow (id/text), Hugging Face save_to_disk folders.")],
     strategy: Annotated[str, typer.Option("--strategy", "-s", help="SPEC, e.g. fixed:size=256,overlap=32.")] = DEFAULT_STRATEGY,
     model: ModelOpt = None,
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write JSONL here (default: stdout).")] = None,
@@ -483,6 +541,8 @@ def compare(
     macro_window_overlap: Annotated[Optional[int], typer.Option("--window-overlap", help="Content tokens shared by consecutive macro windows. Default: a quarter of the macro window's content tokens (127 for 512).")] = None,
     dedup: Annotated[bool, typer.Option("--dedup", help="Drop retrieved chunks overlapping an earlier one of the same document (by char offsets) before scoring.")] = False,
     index: Annotated[str, typer.Option("--index", help="flat (exact inner product) or hnsw; the same for every strategy and mode.")] = "flat",
+    precision: Annotated[str, typer.Option("--precision", help="Comma list of index precisions (float32, float16, int8, ubinary): each system is indexed once per setting over the same vectors; the report shows each one's recall and index bytes. The first is the main index.")] = "float32",
+    truncate_dim: Annotated[Optional[str], typer.Option("--truncate-dim", help="Comma list of dimensions N (Matryoshka truncation, renormalised; 'all' = no truncation), crossed with --precision. Default: all.")] = None,
     doc_depth: Annotated[int, typer.Option(help="Chunks retrieved per query for the document-level run (document = its best chunk).")] = 100,
     device: DeviceOpt = "auto",
     resamples: Annotated[int, typer.Option(help="Paired bootstrap resamples.")] = 10000,
@@ -510,7 +570,7 @@ def compare(
         specs = [s for v in (*(strategies or []), *(more_strategies or [])) for s in v.split()]
         config = CompareConfig.from_options(dataset=dataset, model=model, strategies=specs or None, modes=modes, k=k,
                                             window=macro_window, window_overlap=macro_window_overlap, dedup=dedup,
-                                            index=index,
+                                            index=index, precision=precision, truncate_dim=truncate_dim,
                                             doc_depth=doc_depth, device=device, n_resamples=resamples, seed=seed,
                                             max_queries=max_queries, use_cache=not no_cache,
                                             sentence_workers=_sentence_workers(sentence_workers),
@@ -528,6 +588,125 @@ def compare(
         _fail(str(err))
     print_table(result)
     typer.echo(f"report: {out / 'report.md'} ({result.manifest['seconds']['total']:.1f} s)")
+
+
+@app.command()
+def export(
+    out: Annotated[Path, typer.Argument(help="A folder written by `latechunk embed`.")],
+    to: Annotated[str, typer.Option("--to", "-t", help="lancedb:PATH, qdrant:PATH or chroma:PATH (a local folder; "
+                                    "the store's embedded/local client).")],
+    collection: Annotated[str, typer.Option("--collection", "-c", help="Table (LanceDB) or collection name.")] = "latechunk",
+    batch_size: Annotated[int, typer.Option("--batch-size", help="Rows read and written per batch.")] = 1024,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace a collection of that name that already holds rows.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+) -> None:
+    """Export an output folder's vectors and chunk records to LanceDB, Qdrant or Chroma (shard by shard).
+
+    Row i is vector id i, with doc id, char and token spans, heading path, strategy, text and the sha256 of
+    manifest.json; cosine distance for normalised vectors, inner product for --no-normalize ones.
+    Example: latechunk export out/chroma --to qdrant:out/qdrant --collection chroma_eval
+    """
+    from latechunk.export import export_folder
+
+    try:
+        res = export_folder(out, to, collection=collection, batch_size=batch_size, overwrite=overwrite,
+                            progress=not quiet)
+    except (ValueError, ImportError) as err:
+        _fail(str(err))
+    typer.echo(f"exported {res.rows} vectors ({res.dim}-dim, {res.distance}) from {out} to {res.store}:{res.path} "
+               f"{'table' if res.store == 'lancedb' else 'collection'} {res.collection!r} "
+               f"(manifest sha256 {res.manifest_sha256[:12]}, {res.seconds:.1f} s)")
+
+
+@app.command()
+def agree(
+    inputs: Annotated[list[Path], typer.Argument(help=".md/.txt, source code, .html files, folders, .jsonl, .parquet or .arrow (id/text), Hugging Face save_to_disk folders.")],
+    strategies: Annotated[Optional[list[str]], typer.Option("--strategies", "-s", help="Two or more SPECs, in one value split on spaces or repeated (default: \"heading semantic\"). Every pair is compared.")] = None,
+    tolerance: Annotated[Optional[int], typer.Option("--tolerance", help="Tokens: two cuts at most this far apart are one cut (430 and 431: the same boundary named from either side); whitespace between two cuts never counts. Default: 2.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object (documents, cuts, matched pairs, residuals with their text, totals).")] = False,
+    html_dir: Annotated[Optional[Path], typer.Option("--html", help="Write an HTML view here: index.html and one page per document, each strategy's cuts in its own colour, residuals highlighted.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Write --html into a folder that is not empty.")] = False,
+    model: ModelOpt = None,
+    device: DeviceOpt = "auto",
+    sentence_workers: SentenceWorkersOpt = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+) -> None:
+    """Where strategies cut alike: each one's cuts, the matched pairs and the residuals, per document and in total.
+
+    A cut is the boundary between two consecutive chunks. The cuts of two strategies are matched one to one,
+    greedy by distance, within --tolerance tokens; a cut left over (a residual) is printed with the text around
+    it. All strategies come from one late pass (`semantic` pools its sentence vectors from it).
+
+    Example: latechunk agree policy.md --strategies "heading semantic" --html agree-view
+    """
+    from latechunk.agree import DEFAULT_TOLERANCE, run_agree, summarize, write_html
+    from latechunk.io import iter_inputs, require_documents
+
+    specs = [s for v in (strategies or ["heading semantic"]) for s in v.split()]
+    tol = DEFAULT_TOLERANCE if tolerance is None else tolerance
+    try:
+        if tol < 0:
+            raise ValueError(f"--tolerance must be >= 0 tokens, got {tol}")
+        if len(specs) < 2:
+            raise ValueError(f"--strategies needs two or more SPECs to compare, got {specs}")
+        from latechunk.config import PipelineConfig
+
+        PipelineConfig(strategies=tuple(specs))  # an unknown or repeated SPEC fails before the model loads
+        missing = [str(p) for p in inputs if not p.exists()]
+        if missing:
+            raise ValueError(f"input path(s) not found: {', '.join(missing)}")
+        if html_dir is not None and html_dir.exists():
+            if not html_dir.is_dir():
+                raise ValueError(f"--html {html_dir} exists and is not a folder")
+            if any(html_dir.iterdir()) and not force:
+                raise ValueError(f"--html folder {html_dir} is not empty; pass --force to write into it")
+        require_documents(inputs)
+        from latechunk.encoder import Encoder
+
+        encoder = Encoder(model, device=device)
+        run = run_agree(iter_inputs(inputs), encoder, specs, tol, sentence_workers=_sentence_workers(sentence_workers),
+                        progress=not quiet and not as_json)
+    except (ValueError, OSError) as err:
+        _fail(str(err))
+    for s in run.skipped:
+        typer.secho(f"skipped {s.doc_id}: {s.reason}", fg=typer.colors.YELLOW, err=True)
+    if not run.documents:
+        _fail(f"no document was chunked from {', '.join(str(p) for p in inputs)} (the reasons are above)", code=1)
+    if html_dir is not None:
+        written = write_html(run, html_dir)
+        typer.echo(f"HTML view: {written[0]} ({len(written) - 1} document pages)", err=True)
+    if as_json:
+        typer.echo(json.dumps(run.to_dict(), ensure_ascii=False, indent=2))
+        return
+
+    def flat(s: str) -> str:
+        return " ".join(s.split())
+
+    lab = run.labels
+    for k, d in enumerate(run.documents):
+        counts = ", ".join(f"{lab[s]} {len(run.boundaries[s][k])} chunks" for s in run.strategies)
+        typer.secho(f"{d.doc_id}: {counts}", bold=True)
+        for s in run.strategies:
+            b = run.boundaries[s][k]
+            cuts = [str(int(b.token_spans[i + 1, 0])) for i in range(len(b) - 1)]
+            typer.echo(f"  cuts {lab[s]}: {' '.join(cuts) or '(none)'}")
+        for ags in run.agreements.values():
+            ag = ags[k]
+            pairs = " ".join(f"{m.a.token}={m.b.token}" if m.distance == 0 else f"{m.a.token}~{m.b.token}"
+                             for m in ag.matched)
+            typer.echo(f"  {ag.a} vs {ag.b}: {len(ag.matched)} matched ({ag.exact} exact) {pairs}; residual "
+                       f"{ag.a} {len(ag.residual_a)}, {ag.b} {len(ag.residual_b)}")
+            for r in (*ag.residual_a, *ag.residual_b):
+                who, other = (ag.a, ag.b) if r.side == "a" else (ag.b, ag.a)
+                near = "no cut" if r.nearest is None else f"nearest cut {r.nearest} tokens away"
+                typer.echo(f"    residual {who} at token {r.cut.label()} (char {r.cut.char_end}; {other}: {near}): "
+                           f"…{flat(r.before)} ⟂ {flat(r.after)}…")
+    typer.secho(f"total ({len(run.documents)} documents, tolerance {run.tolerance} tokens)", bold=True)
+    for (a, b), ags in run.agreements.items():
+        t = summarize(ags)
+        typer.echo(f"  {lab[a]} vs {lab[b]}: chunks {t['chunks_a']} / {t['chunks_b']}, cuts {t['cuts_a']} / "
+                   f"{t['cuts_b']}, matched {t['matched']} ({t['exact']} exact), residual {lab[a]} "
+                   f"{t['residual_a']}, {lab[b]} {t['residual_b']}")
 
 
 def main() -> None:  # pragma: no cover

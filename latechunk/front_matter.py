@@ -10,6 +10,7 @@ document. YAML is read with PyYAML's ``safe_load``, TOML with the standard libra
 from __future__ import annotations
 
 import re
+
 import tomllib
 
 __all__ = ["FRONT_MATTER", "INVISIBLE_MARKS", "front_matter_title"]

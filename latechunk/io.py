@@ -1,6 +1,11 @@
-"""Reading input documents: ``.md``/``.txt`` files, folders of them, ``.jsonl`` (``id``/``text``, optional
-``title``), BEIR ``corpus.jsonl`` (``_id``/``title``/``text``) and ``.parquet`` (``id``/``text`` columns, optional
-``title``; read in row batches). Streams documents one at a time: memory does not grow with the corpus.
+"""Reading input documents: ``.md``/``.txt`` files, source code (``.py``, ``.js``, ``.ts``, ``.go``, ``.rs``,
+``.java``: read as text, cut by the ``code`` strategy), HTML pages (``.html``/``.htm``: converted to markdown,
+:mod:`latechunk.convert`), folders of them, ``.jsonl`` (``id``/``text``, optional
+``title``), BEIR ``corpus.jsonl`` (``_id``/``title``/``text``), ``.parquet`` (``id``/``text`` columns, optional
+``title``; read in row batches), Arrow IPC files (``.arrow``, stream or file format, the same columns) and Hugging
+Face ``datasets`` folders written by ``Dataset.save_to_disk`` / ``DatasetDict.save_to_disk`` (their ``.arrow``
+shards memory-mapped and read in record batches, without importing ``datasets``). Streams documents one at a
+time: memory does not grow with the corpus.
 
 Nothing is lost: every input either becomes a :class:`Document` or a :class:`Skipped` record with its reason
 (empty, invalid UTF-8, binary, unreadable, bad JSON line, bad parquet row, duplicate id), and so does every file
@@ -15,7 +20,15 @@ first occurrence wins; later ones are skipped with a reason naming both sources.
 
 Sources (``Document.metadata["source"]``, ``Skipped.source``) are stored relative to the input root, never as
 absolute paths: ``notes/a.md`` for a file, ``corpus.jsonl:12`` for line 12 (1-based) of a JSONL file,
-``docs.parquet:7`` for row 7 (0-based) of a parquet file. A single-file input's root is its folder.
+``docs.parquet:7`` for row 7 (0-based) of a parquet file (``docs.arrow:7`` of an Arrow file). A single-file
+input's root is its folder.
+
+A Hugging Face ``datasets`` folder (:func:`hf_dataset_kind`) is one input item like a file, never walked as a folder
+(its ``.arrow``/``.json`` files are not listed): a ``Dataset`` folder (``state.json`` + ``dataset_info.json``)
+is read shard by shard in the order of ``state.json``'s ``_data_files``, row ``r`` (0-based over all shards) has
+the source ``ds:r``; a ``DatasetDict`` folder (``dataset_dict.json``) reads every split in the order it lists
+them, sources ``dd/train:r``, ``dd/test:r`` (an id repeated across splits is a duplicate, skipped). To read one
+split only, give its sub-folder (``dd/train``, itself a ``Dataset`` folder; sources ``train:r``).
 """
 
 from __future__ import annotations
@@ -31,22 +44,32 @@ from collections.abc import Iterator, Sequence
 from io import TextIOWrapper
 from pathlib import Path
 
+from latechunk.convert import html_to_markdown
 from latechunk.front_matter import front_matter_title
 from latechunk.types import Document, Skipped
 
-__all__ = ["NOT_READ_REASONS", "SUPPORTED_SUFFIXES", "TABLE_SUFFIXES", "TEXT_SUFFIXES", "count_input_bytes",
-           "count_inputs", "is_not_read", "iter_inputs", "read_text_file", "require_documents", "unsupported_reason"]
+__all__ = ["CODE_SUFFIXES", "HTML_SUFFIXES", "NOT_READ_REASONS", "SUPPORTED_SUFFIXES", "TABLE_SUFFIXES",
+           "TEXT_SUFFIXES", "count_input_bytes",
+           "count_inputs", "hf_dataset_kind", "is_not_read", "iter_inputs", "read_text_file", "require_documents",
+           "unsupported_reason"]
 
 TEXT_SUFFIXES = (".md", ".markdown", ".txt")
-TABLE_SUFFIXES = (".jsonl", ".parquet")
+#: source files, read as text as they are (the ``code`` strategy takes their language from the suffix)
+CODE_SUFFIXES = (".py", ".js", ".ts", ".go", ".rs", ".java")
+#: HTML pages: the Document's text is their markdown (:func:`latechunk.convert.html_to_markdown`), so its
+#: offsets index the markdown, not the HTML; ``metadata`` records the conversion
+HTML_SUFFIXES = (".html", ".htm")
+TABLE_SUFFIXES = (".jsonl", ".parquet", ".arrow")
 #: every suffix read as documents (any case); every other file found or named is listed as skipped
-SUPPORTED_SUFFIXES = TEXT_SUFFIXES + TABLE_SUFFIXES
+SUPPORTED_SUFFIXES = TEXT_SUFFIXES + CODE_SUFFIXES + HTML_SUFFIXES + TABLE_SUFFIXES
 #: folders of version-control systems, listed as one skipped entry each and never walked
 VCS_FOLDERS = frozenset({".git", ".hg", ".svn", ".bzr"})
 #: how the reason of an entry that is not read at all (by its type or kind, never opened) starts
 NOT_READ_REASONS = ("unsupported type", "symlinked folder not followed", "symlink loop", "broken symlink",
                     "not a regular file", "version-control folder", "latechunk output folder")
 PARQUET_BATCH_ROWS = 256
+#: rows turned into Python objects at a time from an Arrow record batch (the batch itself is memory-mapped)
+ARROW_BATCH_ROWS = 256
 
 
 # longest first: the UTF-32LE mark starts with the UTF-16LE one
@@ -193,14 +216,26 @@ def _decoded_lines(fh, codec: str) -> Iterator[tuple[int, str | UnicodeDecodeErr
             text.detach()
 
 
-def _text_document(rel: str, text: str, suffix: str) -> Document:
+def _text_document(rel: str, text: str, suffix: str) -> Document | Skipped:
     """A text file's Document: id and source its relative path; a markdown file's front-matter ``title`` (BR-022)
-    as ``metadata["title"]``."""
+    as ``metadata["title"]``. An HTML file's text is its markdown, with ``metadata`` ``converted_from``,
+    ``converter`` and its ``<title>`` as ``title``; a page with no content left after conversion is Skipped."""
     meta = {"source": rel}
+    if suffix in HTML_SUFFIXES:
+        page = html_to_markdown(text)
+        if not page.markdown.strip():
+            return Skipped(rel, "empty after HTML to markdown conversion (no content outside scripts, styles and "
+                                "navigation)", rel)
+        meta.update(page.metadata)
+        if page.title:
+            meta["title"] = page.title
+            meta["title_from"] = "html"
+        return Document(rel, page.markdown, meta)
     if suffix in (".md", ".markdown"):
         title = front_matter_title(text)
         if title:
             meta["title"] = title
+            meta["title_from"] = "front_matter"
     return Document(rel, text, meta)
 
 
@@ -221,6 +256,7 @@ def _record(doc_id, text, title, where: str) -> Document | Skipped:
     meta = {"source": where}
     if title:
         meta["title"] = title
+        meta["title_from"] = "record"
     return Document(str(doc_id), full, meta)
 
 
@@ -261,6 +297,163 @@ def _iter_parquet(path: Path, root_name: str) -> Iterator[Document | Skipped]:
             row += 1
 
 
+# --------------------------------------------------------------------------- Arrow files and Hugging Face datasets
+_ID_COLUMNS = ("id", "_id", "doc_id")
+
+
+def hf_dataset_kind(d: Path) -> str:
+    """Whether ``d`` is a folder written by Hugging Face ``datasets``' ``save_to_disk`` (no ``datasets`` import).
+
+    Args:
+        d: A folder.
+
+    Returns:
+        ``"dataset_dict"`` for a ``DatasetDict`` folder (a ``dataset_dict.json`` file, one sub-folder per split),
+        ``"dataset"`` for a ``Dataset`` folder (``state.json`` beside ``dataset_info.json``), else ``""``.
+    """
+    if (d / "dataset_dict.json").is_file():
+        return "dataset_dict"
+    if (d / "state.json").is_file() and (d / "dataset_info.json").is_file():
+        return "dataset"
+    return ""
+
+
+def _table_columns(names: Sequence[str]) -> list[str] | None:
+    """The columns to read (id, ``text``, ``title`` when present) of a table with these column names; None when
+    it has no id (``id``/``_id``/``doc_id``) or no ``text`` column."""
+    id_col = next((c for c in _ID_COLUMNS if c in names), None)
+    if id_col is None or "text" not in names:
+        return None
+    return [id_col, "text"] + (["title"] if "title" in names else [])
+
+
+def _columns_reason(what: str, names: Sequence[str]) -> str:
+    return f"{what} needs an 'id' (or '_id', 'doc_id') and a 'text' column, has {sorted(names)}"
+
+
+def _arrow_batches(source) -> tuple:
+    """``(schema, record batches)`` of an Arrow IPC file or stream (``source``: an open, memory-mapped file)."""
+    import pyarrow as pa
+
+    magic = source.read(6)
+    source.seek(0)
+    if magic == b"ARROW1":  # the IPC file format (Feather v2); datasets writes the stream format
+        reader = pa.ipc.open_file(source)
+        return reader.schema, (reader.get_batch(i) for i in range(reader.num_record_batches))
+    reader = pa.ipc.open_stream(source)
+    return reader.schema, iter(reader)
+
+
+def _iter_arrow_rows(files: Sequence[Path], root_name: str, what: str) -> Iterator[Document | Skipped]:
+    """Rows of one table stored as Arrow files read in order (the shards of a dataset split, or one ``.arrow``
+    file), as Documents with sources ``root_name:row`` (``row`` 0-based over all the files).
+
+    Each record batch is memory-mapped and turned into Python objects :data:`ARROW_BATCH_ROWS` rows at a time, so
+    a large table is never held in memory whole. Missing id/text columns give one Skipped (``root_name``) naming
+    the columns there are; a damaged file ends the table with one Skipped naming the file and the first row not
+    read.
+    """
+    import pyarrow as pa
+
+    row = 0
+    cols: list[str] | None = None
+    for f in files:
+        try:
+            with pa.memory_map(str(f)) as source:
+                schema, batches = _arrow_batches(source)
+                if cols is None:
+                    cols = _table_columns(schema.names)
+                    if cols is None:
+                        yield Skipped(root_name, _columns_reason(what, schema.names), root_name)
+                        return
+                for batch in batches:
+                    batch = batch.select(cols)
+                    for start in range(0, batch.num_rows, ARROW_BATCH_ROWS):
+                        data = batch.slice(start, ARROW_BATCH_ROWS).to_pydict()
+                        titles = data.get("title") or [None] * len(data["text"])
+                        for doc_id, text, title in zip(data[cols[0]], data["text"], titles):
+                            yield _record(doc_id, text, title, f"{root_name}:{row}")
+                            row += 1
+        except Exception as err:  # noqa: BLE001  (pyarrow raises several types for a damaged file)
+            where = f"{root_name}:{row}"
+            yield Skipped(where, f"{what} rows from {row} on unreadable ({f.name}: {type(err).__name__}: {err})",
+                          where)
+            return
+
+
+def _dataset_splits(d: Path, root_name: str) -> Iterator[tuple[str, list[Path], str]]:
+    """The tables of a ``save_to_disk`` folder: ``(root name, Arrow files in order, reason)`` per split, with
+    ``reason`` ``""`` or why the split cannot be read (its files are then ``[]``)."""
+    if hf_dataset_kind(d) == "dataset_dict":
+        try:
+            splits = json.loads((d / "dataset_dict.json").read_text(encoding="utf-8"))["splits"]
+            if not isinstance(splits, list) or not all(isinstance(s, str) and s and Path(s).name == s for s in splits):
+                raise ValueError(f"'splits' must be a list of folder names, got {splits!r}")
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            yield root_name, [], f"unreadable Hugging Face DatasetDict folder: dataset_dict.json: {err}"
+            return
+        parts = [(f"{root_name}/{s}", d / s) for s in splits]
+    else:
+        parts = [(root_name, d)]
+    for name, folder in parts:
+        try:
+            listed = json.loads((folder / "state.json").read_text(encoding="utf-8"))["_data_files"]
+            files = [e["filename"] for e in listed]
+            if not all(isinstance(f, str) and f and Path(f).name == f for f in files):
+                raise ValueError(f"'_data_files' must name files inside the folder, got {files!r}")
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            yield name, [], f"unreadable Hugging Face dataset folder: state.json: {type(err).__name__}: {err}"
+            continue
+        missing = [f for f in files if not (folder / f).is_file()]
+        if missing:
+            yield name, [], f"Hugging Face dataset folder lacks data file(s) listed in state.json: {', '.join(missing)}"
+            continue
+        yield name, [folder / f for f in files], ""
+
+
+def _iter_hf_dataset(d: Path, root_name: str) -> Iterator[Document | Skipped]:
+    """Rows of every split of a Hugging Face ``save_to_disk`` folder (see the module doc), split by split."""
+    for name, files, reason in _dataset_splits(d, root_name):
+        if reason:
+            yield Skipped(name, reason, name)
+        else:
+            yield from _iter_arrow_rows(files, name, "Hugging Face dataset")
+
+
+def _count_arrow(files: Sequence[Path]) -> tuple[int, int]:
+    """``(items, text bytes)`` that :func:`_iter_arrow_rows` yields from these files, from the record batches'
+    lengths and the ``text`` column's offsets (memory-mapped: no text is read). A table without the needed
+    columns or a damaged file counts one item (its Skipped)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    rows = nbytes = 0
+    try:
+        for i, f in enumerate(files):
+            with pa.memory_map(str(f)) as source:
+                schema, batches = _arrow_batches(source)
+                if i == 0 and _table_columns(schema.names) is None:
+                    return 1, 0
+                for batch in batches:
+                    rows += batch.num_rows
+                    nbytes += pc.sum(pc.binary_length(batch.column("text"))).as_py() or 0
+    except Exception:  # noqa: BLE001  (iter_inputs reports it as one skipped item)
+        return rows + 1, nbytes
+    return rows, nbytes
+
+
+def _count_table_input(f: Path, rel: str) -> tuple[int, int]:
+    """``(items, text bytes)`` of a Hugging Face dataset folder or an ``.arrow`` file (for :func:`count_inputs`
+    and :func:`count_input_bytes`)."""
+    if not f.is_dir():
+        return _count_arrow([f])
+    n = nbytes = 0
+    for _name, files, reason in _dataset_splits(f, rel):
+        rows, size = _count_arrow(files) if not reason else (1, 0)
+        n, nbytes = n + rows, nbytes + size
+    return n, nbytes
+
+
 def is_output_folder(d: Path) -> bool:
     """Whether ``d`` is a folder written by ``latechunk embed``.
 
@@ -295,8 +488,8 @@ def unsupported_reason(path: Path) -> str:
         path: A file path.
 
     Returns:
-        ``""`` for a suffix in :data:`TEXT_SUFFIXES` or :data:`TABLE_SUFFIXES` (any case), else the reason, e.g.
-        ``"unsupported type .docx (read: .md, .markdown, .txt, .jsonl, .parquet)"``.
+        ``""`` for a suffix in :data:`SUPPORTED_SUFFIXES` (any case), else the reason, e.g.
+        ``"unsupported type .docx (read: .md, .markdown, .txt, .py, ..., .html, .htm, .jsonl, .parquet, .arrow)"``.
     """
     suffix = path.suffix.lower()
     if suffix in SUPPORTED_SUFFIXES:
@@ -333,9 +526,10 @@ def _folder_reason(d: Path, name: str) -> str:
 
 
 def _walk(root: Path) -> Iterator[tuple[Path, str]]:
-    """Everything below ``root`` as ``(path, reason)``: a file to read has reason ``""``; a file or folder that is
-    not read (unsupported type, symlinked or version-control folder, latechunk output folder, symlink loop,
-    broken symlink, special file, unreadable folder) comes with its reason, a folder as one entry."""
+    """Everything below ``root`` as ``(path, reason)``: a file to read has reason ``""``, and so has a Hugging
+    Face dataset folder (:func:`hf_dataset_kind`: read as one table, never walked); a file or folder that is not
+    read (unsupported type, symlinked or version-control folder, latechunk output folder, symlink loop, broken
+    symlink, special file, unreadable folder) comes with its reason, a folder as one entry."""
     unreadable: list[tuple[Path, str]] = []
 
     def onerror(err: OSError) -> None:
@@ -349,8 +543,8 @@ def _walk(root: Path) -> Iterator[tuple[Path, str]]:
         keep = []
         for name in dirnames:
             reason = _folder_reason(d / name, name)
-            if reason:
-                yield d / name, reason
+            if reason or hf_dataset_kind(d / name):
+                yield d / name, reason  # a dataset folder: reason "", read whole (not walked)
             else:
                 keep.append(name)
         dirnames[:] = keep
@@ -363,14 +557,17 @@ def _walk(root: Path) -> Iterator[tuple[Path, str]]:
 def _input_files(paths: Sequence[Path]) -> Iterator[tuple[Path, list[tuple[Path, str, str]]]]:
     """Per input path: ``(path, [(file, doc id root, reason), ...])`` in reading order (sorted by path).
 
-    A folder gives every entry :func:`_walk` finds, with its path relative to the folder (a folder entry ends in
-    ``/``); a file gives itself with its name. ``reason`` is ``""`` for a file to read, else why it is not read:
-    the same suffix policy (:func:`unsupported_reason`) for both.
+    A folder gives every entry :func:`_walk` finds, with its path relative to the folder (a folder that is not
+    read ends in ``/``; a Hugging Face dataset folder found inside it does not); a file or a Hugging Face dataset
+    folder gives itself with its name. ``reason`` is ``""`` for a file or dataset folder to read, else why it is
+    not read: the same suffix policy (:func:`unsupported_reason`) for both.
     """
     for p in paths:
-        if p.is_dir():
+        if p.is_dir() and hf_dataset_kind(p):
+            yield p, [(p, p.name or p.resolve().name, "")]
+        elif p.is_dir():
             entries = sorted(_walk(p), key=lambda e: e[0])
-            yield p, [(f, (f.relative_to(p).as_posix() if f != p else p.name) + ("/" if f.is_dir() else ""),
+            yield p, [(f, (f.relative_to(p).as_posix() if f != p else p.name) + ("/" if reason and f.is_dir() else ""),
                        reason) for f, reason in entries]
         else:
             yield p, [(p, p.name, _not_a_file_reason(p) or unsupported_reason(p))]
@@ -380,7 +577,8 @@ def count_inputs(inputs: Sequence[str | os.PathLike]) -> int:
     """About how many items :func:`iter_inputs` yields (for a progress bar's total), without parsing anything.
 
     Files and folders are listed as :func:`iter_inputs` lists them; a JSONL file counts its lines that are not
-    blank, a parquet file the rows in its footer; anything unreadable counts 1. Exact except for JSONL files in
+    blank, a parquet file the rows in its footer, an Arrow file or Hugging Face dataset folder the rows of its
+    record batches (memory-mapped; a split without id/text columns counts 1); anything unreadable counts 1. Exact except for JSONL files in
     UTF-16/32 (counted by line breaks) and inputs that change while they are read.
 
     Args:
@@ -391,13 +589,15 @@ def count_inputs(inputs: Sequence[str | os.PathLike]) -> int:
     """
     n = 0
     for _root, items in _input_files([Path(x) for x in inputs if Path(x).exists()]):
-        for f, _rel, reason in items:
+        for f, rel, reason in items:
             suffix = f.suffix.lower()
             if reason:
                 n += 1
                 continue
             try:
-                if suffix == ".jsonl":
+                if f.is_dir() or suffix == ".arrow":
+                    n += _count_table_input(f, rel)[0]
+                elif suffix == ".jsonl":
                     with open(f, "rb") as fh:
                         n += sum(1 for line in fh if line.strip()) or 1
                 elif suffix == ".parquet":
@@ -417,8 +617,9 @@ def count_input_bytes(inputs: Sequence[str | os.PathLike]) -> int:
 
     Files and folders are listed as :func:`iter_inputs` lists them. A text file counts its size (exact for
     UTF-8; its BOM and UTF-16/32 make it an estimate), a JSONL file its size (its ids and JSON syntax included:
-    an overestimate), a parquet file the uncompressed size of its ``text`` column from the footer; files that
-    are not read count 0.
+    an overestimate), a parquet file the uncompressed size of its ``text`` column from the footer, an Arrow file
+    or Hugging Face dataset folder the UTF-8 length of its ``text`` column (from the memory-mapped offsets);
+    files that are not read count 0.
 
     Args:
         inputs: Input paths as given to :func:`iter_inputs` (missing ones count 0).
@@ -428,11 +629,13 @@ def count_input_bytes(inputs: Sequence[str | os.PathLike]) -> int:
     """
     n = 0
     for _root, items in _input_files([Path(x) for x in inputs if Path(x).exists()]):
-        for f, _rel, reason in items:
+        for f, rel, reason in items:
             if reason:
                 continue
             try:
-                if f.suffix.lower() == ".parquet":
+                if f.is_dir() or f.suffix.lower() == ".arrow":
+                    n += _count_table_input(f, rel)[1]
+                elif f.suffix.lower() == ".parquet":
                     import pyarrow.parquet as pq
 
                     meta = pq.ParquetFile(f).metadata
@@ -448,13 +651,16 @@ def count_input_bytes(inputs: Sequence[str | os.PathLike]) -> int:
 
 
 def iter_inputs(inputs: Sequence[str | os.PathLike]) -> Iterator[Document | Skipped]:
-    """Stream documents from files, folders, JSONL and parquet files, in a stable order.
+    """Stream documents from files, folders, JSONL, parquet and Arrow files and Hugging Face dataset folders, in a
+    stable order.
 
     ``doc_id`` of a file is its path relative to the input folder (a single file: its name); of a JSONL line or
-    parquet row, its ``id``/``_id`` (an integer id ``1`` and a string id ``"1"`` are the same id, ``"1"``).
-    Folders are walked recursively in sorted order, reading ``.md``, ``.markdown``, ``.txt``, ``.jsonl`` and
-    ``.parquet`` (any case); every other entry is listed as a Skipped with its reason (see the module doc), so an
-    index written inside the corpus folder is never read back as documents, and symlinked folders are not
+    a parquet, Arrow or dataset row, its ``id``/``_id``/``doc_id`` (an integer id ``1`` and a string id ``"1"``
+    are the same id, ``"1"``). Folders are walked recursively in sorted order, reading ``.md``, ``.markdown``,
+    ``.txt``, source code (:data:`CODE_SUFFIXES`), ``.html``/``.htm`` (as markdown), ``.jsonl``, ``.parquet`` and
+    ``.arrow`` (any case) and every ``save_to_disk`` folder (read as one
+    table per split, not walked); every other entry is listed as a Skipped with its reason (see the module doc),
+    so an index written inside the corpus folder is never read back as documents, and symlinked folders are not
     followed. A file named in ``inputs`` follows the same suffix policy. The order depends only on the inputs, so
     a run can be resumed by skipping the items already consumed.
 
@@ -463,8 +669,8 @@ def iter_inputs(inputs: Sequence[str | os.PathLike]) -> Iterator[Document | Skip
 
     Yields:
         :class:`Document` (``metadata["source"]``: its file, line or row) or :class:`Skipped` (an unreadable,
-        binary or empty file, a bad JSONL line or parquet row, a repeated ``doc_id``, a file or folder that is
-        not read), in input order.
+        binary or empty file, a bad JSONL line or table row, a table or dataset split without id/text columns, a
+        repeated ``doc_id``, a file or folder that is not read), in input order.
 
     Raises:
         ValueError: if an input path does not exist (at the first ``next()``, before any document is read).
@@ -479,6 +685,10 @@ def iter_inputs(inputs: Sequence[str | os.PathLike]) -> Iterator[Document | Skip
             suffix = f.suffix.lower()
             if reason:
                 stream: Iterator[Document | Skipped] = iter([Skipped(rel, reason, rel)])
+            elif f.is_dir():  # a Hugging Face dataset folder (only those come without a reason)
+                stream = _iter_hf_dataset(f, rel)
+            elif suffix == ".arrow":
+                stream = _iter_arrow_rows([f], rel, "arrow file")
             elif suffix == ".jsonl":
                 stream = _iter_jsonl(f, rel)
             elif suffix == ".parquet":
@@ -523,7 +733,7 @@ def require_documents(inputs: Sequence[str | os.PathLike], show: int = 3) -> Non
                 skipped.append(item)
         else:
             if n == 0:
-                why = "an empty folder" if Path(p).is_dir() else "nothing in it"
+                why = ("no rows" if hf_dataset_kind(Path(p)) else "an empty folder") if Path(p).is_dir() else "nothing in it"
             else:
                 why = f"{n} item(s), all skipped: " + "; ".join(f"{s.doc_id}: {s.reason}" for s in skipped)
                 why += "; ..." if n > len(skipped) else ""

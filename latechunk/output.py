@@ -2,7 +2,8 @@
 
 Layout of an output folder ``DIR`` (DESIGN.md)::
 
-    index.faiss             FAISS index over inner products; vector id i is row i of chunks.parquet
+    index.faiss             FAISS index over inner products (a binary one, Hamming, for --precision ubinary);
+                            vector id i is row i of chunks.parquet
     chunks.parquet          one row per chunk, columns :data:`CHUNK_COLUMNS` (schema :data:`CHUNK_SCHEMA`)
     manifest.json           format :data:`MANIFEST_FORMAT`: settings, model, counts, documents, skipped, shards
     run.json                format :data:`RUN_FORMAT`: the run's settings, written first (``--resume`` compares them)
@@ -93,7 +94,7 @@ RECORD_COLUMNS = ("doc_id", "chunk_index", "char_start", "char_end", "token_star
 #: ``format``; ``shard`` (its number k) and ``name`` (``NNNNN``); ``inputs``: input items ``[start, end)``;
 #: ``inputs_digest``: running digest of the input items up to ``end``; ``rows``, ``dim``; ``files``:
 #: ``{file name: {"bytes", "sha256"}}`` of its .parquet and .npy; ``documents``: ``[{"doc_id", "chunks",
-#: "sha256", "source"[, "title"]}]``; ``skipped``: ``[{"doc_id", "reason", "source"}]``; ``stats``: ``{"content_tokens",
+#: "sha256", "source"[, "title"][, "converted_from", "converter"]}]``; ``skipped``: ``[{"doc_id", "reason", "source"}]``; ``stats``: ``{"content_tokens",
 #: "tokens_encoded", "forward_calls", "seconds": {stage: s}}``.
 SHARD_KEYS = ("format", "shard", "name", "inputs", "inputs_digest", "rows", "dim", "files", "documents", "skipped",
               "stats")
@@ -364,10 +365,12 @@ class OutputFolder:
 
     # ---------------------------------------------------------------- index and chunks
     def read_index(self):
-        """``index.faiss`` as a CPU ``faiss.Index``.
+        """``index.faiss`` as a CPU ``faiss.Index``, or a ``faiss.IndexBinary`` where the run's ``--precision`` is
+        ``ubinary`` (told apart by the file's four-byte faiss type code: binary ones begin with ``IB``).
 
         Returns:
-            The index (inner-product metric; vector id i = row i of chunks.parquet).
+            The index (inner-product metric, or Hamming for a binary one; vector id i = row i of
+            chunks.parquet).
 
         Raises:
             ValueError: if it is missing, or unreadable (truncated or not a FAISS index).
@@ -378,7 +381,10 @@ class OutputFolder:
             raise ValueError(f"{self.path}: {INDEX_FILE} is missing (not a latechunk output folder? run "
                              "`latechunk embed` first)")
         try:
-            return faiss.read_index(str(self.index_path))
+            with open(self.index_path, "rb") as f:
+                binary = f.read(2) == b"IB"
+            read = faiss.read_index_binary if binary else faiss.read_index
+            return read(str(self.index_path))
         except RuntimeError as err:
             raise ValueError(f"{self.index_path} is unreadable ({str(err).splitlines()[0] if str(err) else err}; "
                              f"truncated or not a FAISS index); run `latechunk verify {self.path}`") from err
@@ -387,7 +393,7 @@ class OutputFolder:
         """Write ``index`` to ``tmp`` (the caller commits it to :attr:`index_path`).
 
         Args:
-            index: A CPU ``faiss.Index``.
+            index: A CPU ``faiss.Index`` or ``faiss.IndexBinary`` (``faiss.write_index_binary``).
             tmp: The temp file to write.
 
         Raises:
@@ -395,7 +401,10 @@ class OutputFolder:
         """
         import faiss
 
-        faiss.write_index(index, str(tmp))
+        if isinstance(index, faiss.IndexBinary):
+            faiss.write_index_binary(index, str(tmp))
+        else:
+            faiss.write_index(index, str(tmp))
 
     def read_chunks(self, columns: Sequence[str] | None = None):
         """``chunks.parquet`` as a ``pyarrow.Table`` (all or some columns).
@@ -576,7 +585,7 @@ def build_manifest(*, created: str, finished: str, header: Mapping, settings: Ma
     ``inputs_from_out``, ``group_tokens``) and all of them under ``settings`` (= run.json's); ``dim``;
     ``index`` (the index settings plus ``ntotal`` and ``file``); ``world_size``; ``counts`` (``documents_in``,
     ``documents_embedded``, ``documents_skipped``, ``chunks``, ``content_tokens``, ``tokens_encoded``,
-    ``forward_calls``); ``documents`` (``doc_id``, ``chunks``, ``sha256``, ``source``, and ``title`` when it has one, per embedded document,
+    ``forward_calls``); ``documents`` (``doc_id``, ``chunks``, ``sha256``, ``source``, and ``title`` when it has one, ``converted_from`` and ``converter`` for an HTML page read as markdown, per embedded document,
     in row order); ``skipped`` (``doc_id``, ``reason``, ``source``); ``shards`` (``name``, ``inputs``, ``rows``,
     ``sha256`` of its record); ``seconds`` per stage (summed over the shards, whichever run wrote them) and
     ``total`` (wall seconds of the whole run: an interrupted run's up to its last shard plus its ``--resume``).

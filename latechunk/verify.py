@@ -158,8 +158,15 @@ def verify_output(out: str | os.PathLike, inputs: Sequence[os.PathLike] | None =
             P.add("count", f"index.faiss has {ntotal} vectors but {name} is {value}")
         elif ntotal is None and n_rows is not None and value != n_rows:
             P.add("count", f"chunks.parquet has {n_rows} rows but {name} is {value}")
-    if index is not None and manifest.get("dim") is not None and index.d != manifest["dim"]:
-        P.add("count", f"index.faiss has dimension {index.d} but the manifest says dim {manifest['dim']}")
+    if index is not None and manifest.get("dim") is not None:
+        try:  # --truncate-dim: the index holds the first N dimensions of the manifest's dim
+            want = _index_config(manifest).index_dim(int(manifest["dim"]))
+        except ValueError as err:
+            P.add("manifest", f"manifest index record: {err}")
+            want = manifest["dim"]
+        if index.d != want:
+            P.add("count", f"index.faiss has dimension {index.d} but the manifest says dim {manifest['dim']}"
+                           + (f" (index dimension {want})" if want != manifest["dim"] else ""))
     if counts.get("documents_embedded") != len(documents):
         P.add("count", f"counts.documents_embedded is {counts.get('documents_embedded')} but {len(documents)} documents are listed")
     if counts.get("documents_skipped") != len(skipped):
@@ -259,7 +266,8 @@ def _check_shards(folder: OutputFolder, manifest: dict, documents: list, skipped
                 P.add("shard", f"shards/{name}.npy is unreadable: {err}")
                 v = None
             if v is not None:
-                _check_vectors(v, rows, manifest.get("dim"), normalize, index, offset, name, P)
+                _check_vectors(v, rows, manifest.get("dim"), normalize, index, offset, name, P,
+                               config=_index_config(manifest))
         else:
             table_ok = False
         offset += rows
@@ -289,8 +297,18 @@ def _check_rows(table, docs: list[dict], where: str, P: _Problems) -> None:
             P.add("rows", f"{where} row {r} ({doc_id!r}, chunk {ci}) is whitespace-only")
 
 
+def _index_config(manifest: dict):
+    """The manifest's index settings (``--precision``, ``--truncate-dim``); plain float32 when unreadable."""
+    from latechunk.config import IndexConfig
+
+    try:
+        return IndexConfig.from_dict(manifest.get("index", {}))
+    except (ValueError, TypeError):
+        return IndexConfig()
+
+
 def _check_vectors(v: np.ndarray, rows: int, dim, normalize: bool, index, offset: int, name: str,
-                   P: _Problems) -> None:
+                   P: _Problems, config=None) -> None:
     if v.ndim != 2 or v.shape[0] != rows or (dim is not None and v.shape[1] != dim) or v.dtype != np.float32:
         P.add("vectors", f"shards/{name}.npy has shape {v.shape} {v.dtype}, expected ({rows}, {dim}) float32")
         return
@@ -306,13 +324,15 @@ def _check_vectors(v: np.ndarray, rows: int, dim, normalize: bool, index, offset
         if bad.size:
             P.add("vectors", f"shards/{name}.npy row {int(bad[0])} has norm {norms[bad[0]]:.6f}, expected 1 (normalised run)")
     if index is not None and offset + rows <= index.ntotal:
-        try:
-            got = index.reconstruct_n(offset, rows)
-        except RuntimeError:  # an index type that cannot reconstruct (IVF without a direct map)
-            return
-        err = float(np.abs(got - x).max())  # the index holds the shard vectors as they are
-        if err > 1e-5:
-            P.add("vectors", f"index.faiss vectors [{offset}, {offset + rows}) differ from shards/{name}.npy (max abs diff {err:.2e})")
+        from latechunk.config import IndexConfig
+        from latechunk.index import check_rows
+
+        try:  # the index holds the shard vectors as the run's --precision/--truncate-dim store them
+            diff = check_rows(index, config or IndexConfig(), x, offset)
+        except ValueError as err:
+            diff = str(err)
+        if diff:
+            P.add("vectors", f"index.faiss vectors [{offset}, {offset + rows}) differ from shards/{name}.npy: {diff}")
 
 
 def _check_sources(folder: OutputFolder, manifest: dict, documents: list, skipped: list, inputs, n_rows,

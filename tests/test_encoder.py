@@ -48,6 +48,33 @@ def test_encode_matches_sentence_transformers():
     np.testing.assert_allclose(enc.encode_document(texts), ref, atol=1e-5)
 
 
+
+def test_sentence_transformers_keywords():
+    """encode takes sentence-transformers' keywords with its meanings: one str gives one vector,
+    normalize_embeddings=False gives the model's own output (MiniLM has a Normalize module), convert_to_tensor,
+    convert_to_numpy=False, prompt=; prompts and default_prompt_name come from its config."""
+    st = pytest.importorskip("sentence_transformers")
+    ref_model = st.SentenceTransformer(resolve_model_path(None), device="cpu")
+    enc = minilm_encoder()
+    texts = ["Late chunking pools token states.", "Rivers reach the sea."]
+    for kwargs in ({}, {"normalize_embeddings": False}, {"normalize_embeddings": True}):
+        np.testing.assert_allclose(enc.encode(texts, batch_size=1, **kwargs), ref_model.encode(texts, **kwargs), atol=1e-5)
+    one = enc.encode(texts[0])
+    assert one.shape == (enc.dim,)
+    np.testing.assert_allclose(one, ref_model.encode(texts[0]), atol=1e-5)
+    t = enc.encode(texts, convert_to_tensor=True)
+    assert isinstance(t, torch.Tensor) and t.shape == (2, enc.dim) and t.dtype == torch.float32
+    rows = enc.encode(texts, convert_to_numpy=False)
+    assert isinstance(rows, list) and len(rows) == 2 and rows[0].shape == (enc.dim,)
+    np.testing.assert_allclose(enc.encode(texts, prompt="query: "), ref_model.encode(texts, prompt="query: "), atol=1e-5)
+    assert enc.prompts == ref_model.prompts == {"query": "", "document": ""} and enc.default_prompt_name is None
+    raw = enc.encode(texts, normalize=False)  # latechunk's own keyword: the pooled vectors, not normalised
+    assert np.abs(np.linalg.norm(raw, axis=1) - 1).max() > 1e-3
+    with pytest.raises(ValueError, match="give one of normalize=False and normalize_embeddings=True"):
+        enc.encode(texts, normalize=False, normalize_embeddings=True)
+    with pytest.raises(TypeError, match=r"texts\[1\] must be a str"):
+        enc.encode(["ok", 3])
+
 def test_prompt_names_pick_the_prompt():
     enc = minilm_encoder(document_prompt="passage: ", query_prompt="query: ")
     text = ["Snow fell on the quiet village."]

@@ -292,3 +292,39 @@ def test_compare_on_a_dataset_with_0_documents_to_embed_is_a_clear_error(tmp_pat
                                          r"skipped: d0: empty)"):
         run_compare(_config(tmp_path, tmp_path, strategies=("fixed:size=8",), ks=(1,)), encoder=minilm_encoder(),
                     dataset=ds)
+
+
+def test_compare_scores_each_precision_and_truncation_beside_float32(tiny_root, tmp_path, monkeypatch):
+    """`--precision float32,float16,int8,ubinary --truncate-dim all,128`: one index per setting over the same
+    vectors; float32 (the first, main setting) gives the system's own numbers; float16 keeps its top-k; index
+    bytes shrink with precision; the report gains the compact-vector table and results.json reads back."""
+    from typer.testing import CliRunner
+
+    from latechunk.cli import app
+    from latechunk.eval.report import load_result, markdown_report
+
+    monkeypatch.setenv("LATECHUNK_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "cli"
+    r = CliRunner().invoke(app, ["compare", "--dataset", str(tiny_root), "--out", str(out), "--device", "cpu",
+                                 "--strategies", "fixed:size=24", "--modes", "late", "--k", "1,3",
+                                 "--resamples", "100", "--quiet", "--precision", "float32,float16,int8,ubinary",
+                                 "--truncate-dim", "all,128"])
+    assert r.exit_code == 0, r.output
+    result = load_result(out)
+    (system,) = result.systems
+    labels = ["float32", "float16", "int8", "ubinary", "float32@128", "float16@128", "int8@128", "ubinary@128"]
+    assert list(system.compact) == labels
+    main = system.compact["float32"]
+    assert main["metrics"]["AR@3"] == pytest.approx(system.aggregates["AR@3"])  # the main index is the system's
+    assert main["index_bytes"] == system.costs["index_bytes"] and main["overlap_with_main"] == 1.0
+    assert system.compact["float16"]["overlap_with_main"] >= 0.95
+    b = {label: c["index_bytes"] for label, c in system.compact.items()}
+    assert b["ubinary"] < b["int8"] < b["float16"] < b["float32"]
+    assert b["float32@128"] < b["float32"] and b["ubinary@128"] < b["ubinary"]
+    assert system.compact["ubinary"]["faiss_factory"] == "BFlat" and system.compact["int8"]["faiss_factory"] == "SQ8"
+    report = (out / "report.md").read_text()
+    assert "## Compact vectors" in report and "| `fixed:size=24` | late | `ubinary@128` | `BFlat` |" in report
+    assert markdown_report(result) == report  # read back, rendered the same
+    bad = CliRunner().invoke(app, ["compare", "--dataset", str(tiny_root), "--out", str(tmp_path / "bad"),
+                                   "--precision", "float32,int4", "--quiet"])
+    assert bad.exit_code == 2 and "--precision must be one of" in bad.output and not (tmp_path / "bad").exists()

@@ -73,6 +73,11 @@ PARAMS = {
     "semantic": st.tuples(st.floats(0, 100), st.integers(1, 48)).flatmap(
         lambda t: st.integers(0, t[1]).map(
             lambda m: (f"semantic:percentile={t[0]!r},min_tokens={m},max_tokens={t[1]}", t[1]))),
+    # the document "d" has no suffix: language "" is the recursive fallback, a named one parses the random text
+    "code": st.tuples(st.integers(1, 40), st.sampled_from(["", "python", "javascript", "typescript", "go", "rust",
+                                                            "java"])).flatmap(
+        lambda t: st.integers(0, t[0]).map(lambda m: (f"code:max_tokens={t[0]},min_tokens={m},language={t[1]}",
+                                                       t[0]))),
 }
 
 

@@ -201,3 +201,228 @@ def test_ids_1_and_string_1_are_the_same_id(tmp_path):
     first, second = list(iter_inputs([src]))
     assert isinstance(first, Document) and first.doc_id == "1"
     assert isinstance(second, Skipped) and second.reason.startswith("duplicate doc_id")
+
+
+# --------------------------------------------------------------------------- issue 11: Hugging Face datasets folders, .arrow
+WORDS = ("river", "delta", "harbour", "engine", "ledger", "orchard", "signal", "lantern", "meadow", "quarry",
+         "compass", "glacier", "furnace", "archive", "canal", "beacon")
+
+
+def _sentence(i: int, j: int) -> str:
+    return " ".join(WORDS[(i * 7 + j * 3 + k) % len(WORDS)] for k in range(6 + (i + j) % 5)).capitalize() + "."
+
+
+@pytest.fixture(scope="module")
+def hf_rows():
+    """Eight rows (id, text, title) of different lengths, two titled."""
+    texts = [" ".join(_sentence(i, j) for j in range(8 + 9 * (i % 3))) for i in range(8)]
+    return {"id": [f"doc-{i}" for i in range(8)], "text": texts,
+            "title": ["Harbour notes" if i == 2 else ("Glacier log" if i == 5 else None) for i in range(8)]}
+
+
+@pytest.fixture(scope="module")
+def hf_inputs(hf_rows, tmp_path_factory):
+    """The same rows as JSONL, a Dataset folder (3 shards), a DatasetDict folder (train: 3 shards, test: 1) and a
+    bare .arrow file (the IPC file format), all written by the real libraries."""
+    import json
+
+    import datasets
+
+    datasets.disable_progress_bars()
+    root = tmp_path_factory.mktemp("hf")
+    (root / "rows.jsonl").write_text("".join(json.dumps({k: v for k, v in zip(hf_rows, r) if v is not None}) + "\n"
+                                             for r in zip(*hf_rows.values())), encoding="utf-8")
+    ds = datasets.Dataset.from_dict(hf_rows)
+    ds.save_to_disk(str(root / "ds"), num_shards=3)
+    datasets.DatasetDict({"train": ds.select(range(6)), "test": ds.select(range(6, 8))}).save_to_disk(
+        str(root / "dd"), num_shards={"train": 3, "test": 1})
+    with pa.OSFile(str(root / "rows.arrow"), "wb") as sink, pa.ipc.new_file(sink, pa.table(hf_rows).schema) as w:
+        w.write_table(pa.table(hf_rows), max_chunksize=3)
+    return root
+
+
+def _docs(items):
+    return [(i.doc_id, i.text, i.metadata.get("title")) for i in items if isinstance(i, Document)]
+
+
+def test_dataset_folders_and_arrow_files_read_the_same_documents_as_jsonl(hf_rows, hf_inputs):
+    from latechunk.io import count_input_bytes, hf_dataset_kind
+
+    want = _docs(iter_inputs([hf_inputs / "rows.jsonl"]))
+    assert len(want) == 8 and want[2][1].startswith("Harbour notes\n\n")
+    assert hf_dataset_kind(hf_inputs / "ds") == "dataset" and hf_dataset_kind(hf_inputs / "dd") == "dataset_dict"
+    assert hf_dataset_kind(hf_inputs) == ""
+    assert len(list((hf_inputs / "ds").glob("data-*-of-00003.arrow"))) == 3  # really sharded
+    text_bytes = sum(len(t.encode("utf-8")) for t in hf_rows["text"])
+    for name in ("ds", "dd", "rows.arrow"):
+        items = list(iter_inputs([hf_inputs / name]))
+        assert _docs(items) == want and len(items) == 8, name
+        assert count_inputs([hf_inputs / name]) == 8
+        assert count_input_bytes([hf_inputs / name]) == text_bytes
+    sources = [i.metadata["source"] for i in iter_inputs([hf_inputs / "dd"])]
+    assert sources == [f"dd/train:{r}" for r in range(6)] + ["dd/test:0", "dd/test:1"]
+    assert [i.metadata["source"] for i in iter_inputs([hf_inputs / "ds"])][-1] == "ds:7"  # 0-based over all shards
+    # one split: its sub-folder is itself a Dataset folder
+    assert [i.metadata["source"] for i in iter_inputs([hf_inputs / "dd" / "test"])] == ["test:0", "test:1"]
+
+
+def test_a_dataset_folder_inside_a_folder_is_one_input_never_walked(hf_inputs, tmp_path):
+    import shutil
+
+    src = tmp_path / "corpus"
+    src.mkdir()
+    shutil.copytree(hf_inputs / "dd", src / "hf" / "dd")
+    (src / "a.md").write_text("A note beside the dataset.", encoding="utf-8")
+    (src / "stray.arrow").write_bytes(b"not arrow at all")
+    items = list(iter_inputs([src]))
+    skipped = {i.doc_id: i.reason for i in items if isinstance(i, Skipped)}
+    # the dataset's .json and .arrow files are not listed: only the damaged stray .arrow is
+    assert list(skipped) == ["stray.arrow:0"] and "arrow file rows from 0 on unreadable (stray.arrow" in skipped["stray.arrow:0"]
+    docs = [i for i in items if isinstance(i, Document)]
+    assert [d.metadata["source"] for d in docs] == ["a.md"] + [f"hf/dd/train:{r}" for r in range(6)] + [
+        "hf/dd/test:0", "hf/dd/test:1"]
+    assert count_inputs([src]) == len(items) == 10
+
+
+def test_ids_repeated_across_splits_are_skipped_as_duplicates(tmp_path):
+    import datasets
+
+    datasets.disable_progress_bars()
+    a = datasets.Dataset.from_dict({"_id": [1, 2], "text": ["one", "two"]})
+    b = datasets.Dataset.from_dict({"_id": [2, 3], "text": ["again", "three"]})
+    datasets.DatasetDict({"corpus": a, "extra": b}).save_to_disk(str(tmp_path / "dd"))
+    items = list(iter_inputs([tmp_path / "dd"]))
+    assert [(i.doc_id, type(i).__name__) for i in items] == [("1", "Document"), ("2", "Document"),
+                                                              ("2", "Skipped"), ("3", "Document")]
+    assert items[2].source == "dd/extra:0" and "dd/corpus:1" in items[2].reason
+
+
+def test_a_dataset_folder_without_text_fails_naming_its_columns(tmp_path):
+    import datasets
+
+    from latechunk.io import require_documents
+
+    datasets.disable_progress_bars()
+    datasets.Dataset.from_dict({"id": ["a"], "body": ["no text column"]}).save_to_disk(str(tmp_path / "ds"))
+    pa.ipc.new_stream(str(tmp_path / "t.arrow"), pa.schema([("doc_id", pa.string())])).close()
+    (item,) = list(iter_inputs([tmp_path / "ds"]))
+    assert isinstance(item, Skipped) and item.doc_id == "ds"
+    assert count_inputs([tmp_path / "ds"]) == 1
+    with pytest.raises(ValueError) as err:
+        require_documents([tmp_path / "ds", tmp_path / "t.arrow"])
+    msg = str(err.value)
+    assert f"{tmp_path / 'ds'} (1 item(s), all skipped: ds: Hugging Face dataset needs an 'id'" in msg
+    assert "'text' column, has ['body', 'id']" in msg and "has ['doc_id']" in msg
+
+
+def test_a_damaged_dataset_folder_is_listed_not_raised(hf_inputs, tmp_path):
+    import shutil
+
+    ds = tmp_path / "ds"
+    shutil.copytree(hf_inputs / "ds", ds)
+    (ds / "data-00001-of-00003.arrow").write_bytes(b"\xff\xff\xff\xff garbage")  # the second of three shards
+    items = list(iter_inputs([ds]))
+    n_first = len(_docs(items))
+    assert 0 < n_first < 8 and isinstance(items[-1], Skipped)
+    assert items[-1].doc_id == f"ds:{n_first}" and "data-00001-of-00003.arrow" in items[-1].reason
+    (ds / "data-00002-of-00003.arrow").unlink()
+    (item,) = list(iter_inputs([ds]))
+    assert "data-00002-of-00003.arrow" in item.reason and "lacks data file" in item.reason
+
+
+# ---- embed over datasets inputs: the same chunks and vectors as JSONL; verify --inputs; --resume
+EMBED_ARGS = ["--strategy", "fixed:size=48", "--device", "cpu", "--quiet", "--group-tokens", "400"]
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):
+    from tests.models import save_tiny_bert
+
+    return save_tiny_bert(tmp_path_factory.mktemp("tiny_bert_io"))
+
+
+def _embed(inp, out, model, *extra):
+    from typer.testing import CliRunner
+
+    from latechunk.cli import app
+
+    res = CliRunner().invoke(app, ["embed", str(inp), "--out", str(out), "--model", str(model), *EMBED_ARGS, *extra])
+    assert res.exit_code == 0, res.output
+    return out
+
+
+def _vectors(out):
+    import faiss
+
+    index = faiss.read_index(str(out / "index.faiss"))
+    return index.reconstruct_n(0, index.ntotal)
+
+
+@pytest.fixture(scope="module")
+def jsonl_run(hf_inputs, tiny_model, tmp_path_factory):
+    return _embed(hf_inputs / "rows.jsonl", tmp_path_factory.mktemp("emb") / "jsonl", tiny_model)
+
+
+@pytest.mark.usefixtures("one_thread")
+@pytest.mark.parametrize("name", ["ds", "dd", "rows.arrow"])
+def test_embed_of_a_dataset_folder_or_arrow_file_equals_embed_of_the_same_rows_as_jsonl(
+        name, hf_inputs, tiny_model, jsonl_run, tmp_path):
+    import json
+    import shutil
+
+    import numpy as np
+    from typer.testing import CliRunner
+
+    from latechunk.cli import app
+
+    out = _embed(hf_inputs / name, tmp_path / "out", tiny_model)
+    ref, got = pq.read_table(jsonl_run / "chunks.parquet"), pq.read_table(out / "chunks.parquet")
+    assert got.num_rows > 8 and got.equals(ref)  # same ids, order, spans and texts
+    np.testing.assert_allclose(_vectors(out), _vectors(jsonl_run), rtol=0, atol=1e-6)
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["counts"]["documents_in"] == m["counts"]["documents_embedded"] == 8 and m["skipped"] == []
+    assert len(m["shards"]) >= 3  # the small group budget gives several shards (used by the resume test)
+    # verify --inputs: the input moved elsewhere, named where it is now
+    moved = tmp_path / "moved" / name
+    if (hf_inputs / name).is_dir():
+        shutil.copytree(hf_inputs / name, moved)
+    else:
+        moved.parent.mkdir()
+        shutil.copy(hf_inputs / name, moved)
+    res = CliRunner().invoke(app, ["verify", str(out), "--inputs", str(moved)])
+    assert res.exit_code == 0, res.output
+
+
+@pytest.mark.usefixtures("one_thread")
+def test_embed_resume_over_a_dataset_dict_folder_equals_an_uninterrupted_run(hf_inputs, tiny_model, jsonl_run,
+                                                                              tmp_path, monkeypatch):
+    import numpy as np
+    from typer.testing import CliRunner
+
+    from latechunk.cli import app
+    from latechunk.ingest import shards
+
+    class Interrupted(Exception):
+        pass
+
+    real = shards.fault
+
+    def fault(event: str) -> None:
+        if event == "shard-00001-json":  # after the second shard is committed
+            raise Interrupted(event)
+        real(event)
+
+    out = tmp_path / "out"
+    monkeypatch.setattr(shards, "fault", fault)
+    res = CliRunner().invoke(app, ["embed", str(hf_inputs / "dd"), "--out", str(out), "--model", str(tiny_model),
+                                   *EMBED_ARGS])
+    assert isinstance(res.exception, Interrupted) and not (out / "manifest.json").exists()
+    kept = {f.name: (f.stat().st_ino, f.stat().st_mtime_ns) for f in sorted((out / "shards").iterdir())}
+    assert {"00000.json", "00001.json"} <= set(kept) and "00002.json" not in kept
+    monkeypatch.setattr(shards, "fault", real)
+    _embed(hf_inputs / "dd", out, tiny_model, "--resume")
+    st = (out / "shards" / "00000.npy").stat()
+    assert (st.st_ino, st.st_mtime_ns) == kept["00000.npy"]  # kept, not rewritten (a commit renames a new file)
+    assert pq.read_table(out / "chunks.parquet").equals(pq.read_table(jsonl_run / "chunks.parquet"))
+    np.testing.assert_allclose(_vectors(out), _vectors(jsonl_run), rtol=0, atol=1e-6)
+    assert CliRunner().invoke(app, ["verify", str(out)]).exit_code == 0

@@ -1,28 +1,39 @@
-"""The README's Python examples run as written (copied into a fresh namespace, in order)."""
+"""The README's Python examples run as written: every ```python block, each in a fresh namespace, in order (a
+block right after a ``<!-- not run -->`` line is skipped); the API example's objects are what its comments say."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
+import numpy as np
+
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
 def python_blocks() -> list[str]:
-    return re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.DOTALL)
+    """The README's ```python blocks, less those marked ``<!-- not run -->`` on the line before."""
+    text = README.read_text(encoding="utf-8")
+    return [m.group(2) for m in re.finditer(r"(<!-- not run -->\n)?```python\n(.*?)```", text, flags=re.DOTALL)
+            if not m.group(1)]
 
 
-def test_readme_python_examples_run_as_written():
+def test_readme_python_examples_run_as_written(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
     blocks = python_blocks()
     assert blocks, "README.md has no ```python block"
+    api = None
     for code in blocks:
-        namespace: dict = {}
+        namespace: dict = {"__name__": "__readme__"}
         exec(compile(code, "README.md", "exec"), namespace)  # noqa: S102  (our own README)
+        if "chunker" in namespace and "index" in namespace:
+            api = namespace
+    assert api is not None, "README.md has no Python API example (a block with `chunker` and `index`)"
     # the API example's objects are what its comments say
-    res, text = namespace["res"], namespace["text"]
-    run = res.run("fixed:size=256")
-    vecs = run.vectors["late"].vectors
-    assert vecs.shape == (run.n_chunks, 384) and str(vecs.dtype) == "float32"
-    spans = run.boundaries[0].char_spans
-    assert spans.dtype.name == "int32" and spans.shape == (run.n_chunks, 2)
-    assert all(text[s:e].strip() for s, e in spans.tolist())
+    text, chunks, index = api["text"], api["chunks"], api["index"]
+    assert chunks and all(c.text == text[c.char_start:c.char_end] for c in chunks)
+    assert all(c.embedding.dtype == np.float32 and abs(float(np.linalg.norm(c.embedding)) - 1) < 1e-5 for c in chunks)
+    assert ("Volcanoes",) in [c.heading_path for c in chunks] or all(c.heading_path == () for c in chunks)
+    hits = api["hits"]
+    assert hits and hits[0].doc_id == "volcanoes.md" and "Etna" in hits[0].text
+    assert len(index) == index.manifest["counts"]["chunks"]

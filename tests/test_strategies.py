@@ -989,7 +989,7 @@ def test_semantic_default_max_tokens_is_capped_at_the_model_content_limit(minilm
         return np.ones((np.asarray(spans).shape[0], 4))
 
     for strat, limit in ((default.for_model(100), 100), (default, 512)):
-        tok, b = _split(strat, text, minilm_tokenizer, same_vectors)
+        _tok, b = _split(strat, text, minilm_tokenizer, same_vectors)
         lengths = b.token_spans[:, 1] - b.token_spans[:, 0]
         assert lengths.max() <= limit
         assert lengths.max() > limit - 20  # the cap, not some smaller size, decides the cut

@@ -8,7 +8,9 @@ The folder's layout, file names and keys are :mod:`latechunk.output`'s. The piec
 - :mod:`~latechunk.ingest.folder`: the folder policy (fresh / ``--force`` / ``--resume``, the settings diff);
 - :mod:`~latechunk.ingest.stream`: the pipeline groups as shards, and resume;
 - :mod:`~latechunk.ingest.ranks`: several processes sharing one run (file rendezvous);
-- :mod:`~latechunk.ingest.assemble`: index.faiss, chunks.parquet and manifest.json from the shards.
+- :mod:`~latechunk.ingest.assemble`: index.faiss, chunks.parquet and manifest.json from the shards;
+- :mod:`~latechunk.ingest.append`: new inputs added to a finished folder (``embed --append``,
+  ``latechunk.Index.add``): new shards, then assembled again.
 
 Guarantees:
 

@@ -16,7 +16,12 @@ from latechunk.ingest.files import write_json
 from latechunk.ingest.shards import scan_shards
 from latechunk.output import OUTPUT_FILES, RUN_FORMAT, SHARDS_DIR, OutputFolder
 
-__all__ = ["check_not_empty", "check_same_settings", "diff_settings", "foreign_files", "prepare_output"]
+__all__ = ["APPENDED_DIR", "check_not_empty", "check_same_settings", "diff_settings", "foreign_files",
+           "prepare_output"]
+
+APPENDED_DIR = "appended"
+"""Folder of an output folder holding the documents appended from Python (``NNNNN.jsonl``, one per append;
+:mod:`latechunk.ingest.append`). ``--force`` removes those files with the rest of the output."""
 
 
 def check_not_empty(out: Path, entries: Iterable[str] | None = None) -> None:
@@ -119,6 +124,14 @@ def _holds_nothing(out: Path) -> bool:
 
 
 def _remove_output(out: Path) -> None:
+    appended = out / APPENDED_DIR  # only the files an append wrote (NNNNN.jsonl), then the folder if empty
+    if appended.is_dir() and not appended.is_symlink():
+        for f in appended.iterdir():
+            stem = f.name.split(".", 1)[0]
+            if f.is_file() and stem.isdigit() and f.name.endswith((".jsonl", ".jsonl.tmp")):
+                f.unlink()
+        if not any(appended.iterdir()):
+            appended.rmdir()
     for name in OUTPUT_FILES:
         p = out / name
         if p.is_dir():

@@ -39,13 +39,16 @@ def document_record(doc: Document, chunks: int) -> dict:
 
     Returns:
         ``{"doc_id", "chunks", "sha256" (of the text as read), "source"}``, and ``"title"`` when the document has
-        one (a JSONL/parquet ``title`` or a markdown file's front-matter title, BR-022).
+        one (a JSONL/parquet ``title``, a markdown file's front-matter title, BR-022, an HTML ``<title>``), and
+        ``"converted_from"``/``"converter"`` for a document whose text is a conversion (an HTML page's markdown:
+        ``"html"``, ``"markdownify 1.2.3"``; its offsets and sha256 are the markdown's).
     """
     rec = {"doc_id": doc.doc_id, "chunks": int(chunks), "sha256": sha256_text(doc.text),
            "source": doc.metadata.get("source", "")}
-    title = doc.metadata.get("title")
-    if isinstance(title, str) and title:
-        rec["title"] = title
+    for key in ("title", "converted_from", "converter"):
+        value = doc.metadata.get(key)
+        if isinstance(value, str) and value:
+            rec[key] = value
     return rec
 
 def write_shard(folder: OutputFolder, k: int, inputs: tuple[int, int], digest: str, documents: Sequence[Document],

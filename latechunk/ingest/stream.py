@@ -162,7 +162,7 @@ def write_group(folder: OutputFolder, config: EmbedConfig, dim: int, shard: Shar
 
 def stream(config: EmbedConfig, encoder, items: Iterator, start: int, digest: str, k0: int,
            select: Callable[[int], bool] | None, on_shard: Callable[[ShardInput], None],
-           progress: bool = False) -> tuple[int, int, str]:
+           progress: bool = False, bar_start: int | None = None) -> tuple[int, int, str]:
     """Run the pipeline over ``items`` and hand each group to ``on_shard`` as shard ``k0, k0 + 1, ...``.
 
     Args:
@@ -181,6 +181,9 @@ def stream(config: EmbedConfig, encoder, items: Iterator, start: int, digest: st
             by macro window; many small ones batch by batch) and as each group ends (naive mode, skipped
             items, other ranks' groups). Its postfix counts input items (counted ahead,
             :func:`~latechunk.io.count_inputs`).
+        bar_start: Items of ``config.inputs`` consumed before ``items`` (for the progress bar); default ``start``
+            (a resumed run). An append gives 0: its inputs start at ``items`` while ``start`` counts the
+            folder's earlier items.
 
     Returns:
         ``(shards, items consumed, digest after them)``; ``shards`` counts from 0 (i.e. ``k0`` + new ones).
@@ -193,15 +196,16 @@ def stream(config: EmbedConfig, encoder, items: Iterator, start: int, digest: st
     """
     k, pos = k0, start
     bar, n_items = None, 0
+    before = start if bar_start is None else bar_start  # items of config.inputs consumed before ``items``
     if progress:
         from tqdm.auto import tqdm
 
-        n_items = max(count_inputs(config.inputs), start)
+        n_items = max(count_inputs(config.inputs), before)
         total = count_input_bytes(config.inputs)
         # a resumed run: the consumed items' share of the bytes, estimated by their number
-        initial = total * start // n_items if n_items else 0
+        initial = total * before // n_items if n_items else 0
         bar = tqdm(total=total, initial=initial, unit="B", unit_scale=True, desc="embed")
-        bar.set_postfix_str(f"items {start}/{n_items}", refresh=False)
+        bar.set_postfix_str(f"items {before}/{n_items}", refresh=False)
     groups = iter_embed(items, encoder, config.pipeline,
                         select_group=None if select is None else (lambda i: select(k0 + i)),
                         on_text_bytes=None if bar is None else bar.update)
@@ -216,7 +220,8 @@ def stream(config: EmbedConfig, encoder, items: Iterator, start: int, digest: st
                 end = pos + len(g.items)
                 on_shard(ShardInput(k, pos, end, digest, g, _skipped_records(g) if g.selected else []))
                 if bar is not None:
-                    bar.set_postfix_str(f"items {end}/{max(n_items, end)}", refresh=False)
+                    done = end - start + before
+                    bar.set_postfix_str(f"items {done}/{max(n_items, done)}", refresh=False)
                     bar.refresh()
                 k, pos = k + 1, end
         if bar is not None and bar.n != bar.total:  # the total was an estimate: the run is complete

@@ -1,9 +1,9 @@
 """Chunking strategies: each turns a Document and its Tokenization into Boundaries.
 
-Importing this package registers the five built-ins: fixed, recursive, heading, sentence_window, semantic.
+Importing this package registers the built-ins: fixed, recursive, heading, sentence_window, semantic, code.
 """
 
-from latechunk.strategies import fixed, heading, recursive, semantic, sentence_window  # noqa: F401  (register)
+from latechunk.strategies import code, fixed, heading, recursive, semantic, sentence_window  # noqa: F401  (register)
 from latechunk.strategies.base import (
     Strategy,
     expand_spec,

@@ -1,0 +1,551 @@
+"""The Python API at the package root: :class:`LateChunker` (text in, chunks with late vectors out), :class:`Chunk`,
+:class:`Index` (an ``embed`` output folder: search it, add to it) and :class:`Hit`.
+
+``import latechunk`` exposes these lazily (PEP 562), and this module imports torch, FAISS and pyarrow only inside
+the methods that need them, so ``from latechunk import Chunk`` stays light.
+
+- :class:`LateChunker` wraps :class:`~latechunk.encoder.Encoder`, :class:`~latechunk.config.PipelineConfig` and
+  :func:`latechunk.pipeline.iter_embed`: each document is tokenized once and encoded once (in macro windows when
+  long); each chunk vector is the mean of the token states in its token span (late chunking, Günther et al.,
+  arXiv:2409.04701), or, in naive mode, the encoding of the chunk text alone. Same settings, same vectors as
+  ``latechunk embed``.
+- :class:`Index` reads an output folder as ``latechunk search`` does (the query encoded by the model recorded in
+  the manifest, with its query prompt; :func:`latechunk.index.search_index`), and :meth:`Index.add` appends to it
+  (:mod:`latechunk.ingest.append`, the Python side of ``latechunk embed --append``).
+
+Tests: ``tests/test_api.py``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import warnings
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from latechunk.config import DEFAULT_STRATEGY, MODES, PipelineConfig
+from latechunk.types import Document, Skipped
+
+if TYPE_CHECKING:
+    from latechunk.encoder import Encoder
+    from latechunk.models import LoadedModel
+
+__all__ = ["AddResult", "Chunk", "Hit", "Index", "LateChunker"]
+
+log = logging.getLogger("latechunk")
+
+DocumentLike = Any
+"""What :meth:`LateChunker.map` and :meth:`Index.add` take per document: a ``str``, an ``(id, text)`` pair or a
+:class:`~latechunk.types.Document`."""
+
+
+@dataclass(frozen=True, eq=False)
+class Chunk:
+    """One chunk of a document with its vector.
+
+    Attributes:
+        text: The chunk text, exactly ``document_text[char_start:char_end]``.
+        doc_id: The document's id.
+        chunk_index: Its place in the document (0, 1, ...).
+        char_start / char_end: Half-open character span in the document text (Python ``str`` indices).
+        token_start / token_end: Half-open token span in the document's one tokenization (special tokens and
+            the document prompt included: position 0 is ``[CLS]``).
+        heading_path: Markdown heading titles above the chunk, outermost first (``()`` where none).
+        strategy: The canonical SPEC of the strategy that cut it (as in ``chunks.parquet``).
+        mode: ``"late"`` or ``"naive"``.
+        embedding: (dim,) float32, read-only: the chunk vector (L2-normalised unless ``normalize=False``).
+        metadata: The document's metadata (``source``, ``title``, ...; a copy per chunk).
+    """
+
+    text: str
+    doc_id: str
+    chunk_index: int
+    char_start: int
+    char_end: int
+    token_start: int
+    token_end: int
+    heading_path: tuple[str, ...]
+    strategy: str
+    mode: str
+    embedding: np.ndarray
+    metadata: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One search result (see :meth:`Index.search`).
+
+    Attributes:
+        score: Inner product of the query vector and the chunk vector (cosine for normalised vectors; rescored
+            cosine for a ``ubinary`` index).
+        vector_id: The chunk's vector id = its row in ``chunks.parquet``.
+        doc_id / chunk_index / char_start / char_end / token_start / token_end / heading_path / text / strategy:
+            The chunk's record (as :class:`Chunk`; spans in characters and tokens, half-open).
+    """
+
+    score: float
+    vector_id: int
+    doc_id: str
+    chunk_index: int
+    char_start: int
+    char_end: int
+    token_start: int
+    token_end: int
+    heading_path: tuple[str, ...]
+    text: str
+    strategy: str
+
+
+@dataclass(frozen=True)
+class AddResult:
+    """What :meth:`Index.add` did.
+
+    Attributes:
+        added: Ids of the documents embedded, in input order.
+        skipped: The documents not embedded, each with its reason (already in the index with the same id and
+            text sha256, a duplicate id, empty text, ...), in input order.
+        chunks: Chunks (= vectors) added to the index.
+    """
+
+    added: tuple[str, ...] = ()
+    skipped: tuple[Skipped, ...] = ()
+    chunks: int = 0
+
+
+def _as_document(item: DocumentLike, pos: int, auto_id) -> Document:
+    """One input item as a Document; ``auto_id(pos, text)`` names a plain string."""
+    if isinstance(item, Document):
+        doc = item
+    elif isinstance(item, str):
+        doc = Document(auto_id(pos, item), item, {})
+    elif isinstance(item, (tuple, list)) and len(item) == 2:
+        doc_id, text = item
+        if isinstance(doc_id, bool) or not isinstance(doc_id, (str, int)):
+            raise TypeError(f"documents[{pos}]: the id of an (id, text) pair must be a str or an int, got "
+                            f"{type(doc_id).__name__}")
+        if not isinstance(text, str):
+            raise TypeError(f"documents[{pos}] (id {doc_id!r}): text must be a str, got {type(text).__name__}")
+        doc = Document(str(doc_id), text, {})
+    else:
+        raise TypeError(f"documents[{pos}]: expected a str, an (id, text) pair or a latechunk.Document, got "
+                        f"{type(item).__name__}")
+    if not doc.doc_id.strip():
+        raise ValueError(f"documents[{pos}]: the id {doc.doc_id!r} is blank")
+    return doc
+
+
+def _position_id(pos: int, text: str) -> str:
+    return str(pos)
+
+
+def _text_id(pos: int, text: str) -> str:
+    from latechunk.ingest.files import sha256_text
+
+    return f"text-{sha256_text(text)[:16]}"
+
+
+def _check_iterable(documents, what: str) -> None:
+    if isinstance(documents, (str, bytes, Document)):
+        raise TypeError(f"{what} takes an iterable of documents (str, (id, text) or Document), got one "
+                        f"{type(documents).__name__}; for one text, call the chunker: chunker(text)")
+
+
+class LateChunker:
+    """Chunk texts and embed every chunk in one call: ``chunker(text) -> list[Chunk]``.
+
+    Each document is tokenized once and encoded once (overlapping macro windows when it is longer than the
+    model's input); in late mode each chunk vector is the mean of the token states in its token span (late
+    chunking, Günther et al., arXiv:2409.04701), in naive mode the model's encoding of the chunk text alone.
+    The vectors equal ``latechunk embed``'s with the same settings.
+
+    Args:
+        model: A Hugging Face model id or local folder (``None``: the bundled all-MiniLM-L6-v2, offline), or an
+            :class:`~latechunk.encoder.Encoder` / :class:`~latechunk.models.LoadedModel` already loaded (then
+            ``device`` and ``trust_remote_code`` do not apply).
+        strategy: A SPEC (``"fixed:size=256,overlap=32"``; ``latechunk strategies`` lists them) or a Strategy;
+            ``None``: ``embed``'s default, :data:`latechunk.config.DEFAULT_STRATEGY` (``recursive:max_tokens=256``).
+        mode: ``"late"`` or ``"naive"``.
+        macro_window: Macro-window size in tokens, frame included (``None``: the model's input limit).
+        device: ``"auto"`` (CUDA when present), ``"cpu"``, ``"cuda"``, ``"cuda:N"``, ``"mps"``.
+        normalize: L2-normalise every chunk vector.
+        trust_remote_code: Run the model repository's own code (only for models that need it).
+        progress: Show a progress bar (documents) in :meth:`map`.
+
+    Raises:
+        ValueError: on an unknown strategy or mode, a bad parameter, a model that does not load, a macro window
+            the model cannot take, or late mode with a model that does not mean-pool (before the weights load
+            where the model's files tell).
+    """
+
+    def __init__(
+        self,
+        model: str | os.PathLike | Encoder | LoadedModel | None = None,
+        strategy: Any = None,
+        mode: str = "late",
+        macro_window: int | None = None,
+        device: str = "auto",
+        *,
+        normalize: bool = True,
+        trust_remote_code: bool = False,
+        progress: bool = False,
+    ) -> None:
+        if mode not in MODES:
+            raise ValueError(f"mode must be 'late' or 'naive', got {mode!r}")
+        self.config = PipelineConfig(strategies=(DEFAULT_STRATEGY if strategy is None else strategy,), modes=(mode,),
+                                     normalize=normalize, macro_window=macro_window)
+        from latechunk.encoder import Encoder
+        from latechunk.models import LoadedModel, ModelFacts
+
+        if isinstance(model, Encoder):
+            encoder = model
+        else:
+            if not isinstance(model, LoadedModel):  # what the model's files tell, before torch loads a weight
+                self.config.check_model(ModelFacts.read(None if model is None else str(model)))
+            encoder = Encoder(model, device=device, trust_remote_code=trust_remote_code)
+        self.config.check_model(encoder.facts)
+        self.encoder: Encoder = encoder
+        """The :class:`~latechunk.encoder.Encoder` (speaks sentence-transformers: ``encode``, ``encode_query``,
+        ``encode_document``, ``prompts``, ``max_seq_length``)."""
+        self.progress = progress
+        self._segmenter = None
+
+    @property
+    def dim(self) -> int:
+        """The vector dimension."""
+        return self.encoder.dim
+
+    @property
+    def model_name(self) -> str:
+        """The model as asked (``"all-MiniLM-L6-v2"`` for the default)."""
+        return self.encoder.name
+
+    @property
+    def strategy(self) -> str:
+        """The strategy's canonical SPEC (``Chunk.strategy``)."""
+        return self.config.specs[0]
+
+    @property
+    def mode(self) -> str:
+        """``"late"`` or ``"naive"``."""
+        return self.config.modes[0]
+
+    def __repr__(self) -> str:
+        return (f"LateChunker(model={self.model_name!r}, strategy={self.strategy!r}, mode={self.mode!r}, "
+                f"device={str(self.encoder.device)!r})")
+
+    def __call__(self, text: str | Document) -> list[Chunk]:
+        """Chunk and embed one document.
+
+        Args:
+            text: The text (its chunks get ``doc_id`` ``"0"``) or a :class:`~latechunk.types.Document`.
+
+        Returns:
+            Its chunks in order; ``[]`` for a text with no tokens (empty or whitespace-only), or one whose
+            chunking failed (the reason is logged as a warning on the ``latechunk`` logger).
+
+        Raises:
+            TypeError: if ``text`` is neither a str nor a Document.
+        """
+        if not isinstance(text, (str, Document)):
+            raise TypeError(f"LateChunker takes a str or a latechunk.Document, got {type(text).__name__}; "
+                            "for many documents use chunker.map(documents)")
+        return next(iter(list(self.map([text]))))  # the whole generator runs: the prefetch thread ends
+
+    def map(self, documents: Iterable[DocumentLike]) -> Iterator[list[Chunk]]:
+        """Chunk and embed many documents, streamed: one list of chunks per input document, in input order.
+
+        The documents are read lazily (in a background thread, one group of about ``group_tokens`` tokens
+        ahead), and the lists of a group come out once the group is encoded, so memory stays bounded by a
+        group, not by the input.
+
+        Args:
+            documents: An iterable of ``str`` (ids ``"0"``, ``"1"``, ... by input position), ``(id, text)``
+                pairs (an int id is taken as text: ``1`` is ``"1"``) or :class:`~latechunk.types.Document`.
+
+        Yields:
+            One ``list[Chunk]`` per input document, in input order (so ``zip(documents, chunker.map(documents))``
+            pairs them). A document that gives no chunk yields ``[]``, its reason logged as a warning on the
+            ``latechunk`` logger: no tokens (empty or whitespace-only text), chunking failed, or a duplicate id:
+            as in ``latechunk embed``, the first document with an id wins and a later one with the same id is
+            skipped (an auto id ``"3"`` can meet an explicit ``("3", text)``).
+
+        Raises:
+            TypeError: for an item that is not a str, (id, text) pair or Document (naming its position), or a
+                single str or Document given instead of an iterable.
+            ValueError: for a blank id.
+        """
+        _check_iterable(documents, "LateChunker.map")
+        from latechunk.pipeline import iter_embed
+
+        total = len(documents) if isinstance(documents, Sequence) else None
+        bar = None
+        if self.progress:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=total, unit="doc", desc="chunk")
+        groups = iter_embed(self._items(documents), self.encoder, self.config, segmenter=self._sentences())
+        try:
+            with contextlib.closing(groups):  # an early stop ends the prefetch thread
+                for g in groups:
+                    for s in g.skipped:
+                        log.warning("document %r not chunked: %s", s.doc_id, s.reason)
+                    for chunks in self._group_chunks(g):
+                        yield chunks
+                        if bar is not None:
+                            bar.update(1)
+        finally:
+            if bar is not None:
+                bar.close()
+
+    # ------------------------------------------------------------------ internals
+    def _sentences(self):
+        """This chunker's sentence segmenter (in this process; its cache serves every call)."""
+        if self._segmenter is None:
+            from latechunk.sentences import SentenceSegmenter
+
+            self._segmenter = SentenceSegmenter(workers=0)
+        return self._segmenter
+
+    @staticmethod
+    def _items(documents: Iterable[DocumentLike]) -> Iterator[Document | Skipped]:
+        """The input as Documents, a repeated id as a Skipped (the first occurrence wins, as ``embed``)."""
+        first: dict[str, int] = {}
+        for pos, item in enumerate(documents):
+            doc = _as_document(item, pos, _position_id)
+            if doc.doc_id in first:
+                yield Skipped(doc.doc_id, f"duplicate doc_id: documents[{pos}] repeats the id of "
+                                          f"documents[{first[doc.doc_id]}] (the first one wins)", f"documents[{pos}]")
+                continue
+            first[doc.doc_id] = pos
+            yield doc
+
+    def _group_chunks(self, g) -> Iterator[list[Chunk]]:
+        """One list of chunks per input item of a pipeline group, in input order."""
+        spec, mode = self.strategy, self.mode
+        bounds = g.boundaries.get(spec, [])
+        vecs = g.vectors.get(spec, {}).get(mode)
+        if vecs is not None:
+            vecs.setflags(write=False)
+        where = {id(d): k for k, d in enumerate(g.documents)}
+        starts = np.concatenate([[0], np.cumsum([len(b) for b in bounds], dtype=np.int64)]).tolist()
+        for item in g.items:
+            k = where.get(id(item)) if isinstance(item, Document) else None
+            if k is None:
+                yield []
+                continue
+            doc, b, row = g.documents[k], bounds[k], starts[k]
+            yield [
+                Chunk(text=doc.text[cs:ce], doc_id=doc.doc_id, chunk_index=i, char_start=cs, char_end=ce,
+                      token_start=ts, token_end=te, heading_path=tuple(hp), strategy=spec, mode=mode,
+                      embedding=vecs[row + i], metadata=dict(doc.metadata))
+                for i, ((cs, ce), (ts, te), hp) in enumerate(zip(b.char_spans.tolist(), b.token_spans.tolist(),
+                                                                  b.heading_paths))
+            ]
+
+
+class Index:
+    """An output folder of ``latechunk embed``: search it, add documents to it.
+
+    Load one with :meth:`Index.load`. The query model is the one the folder was built with (its manifest's model
+    path, else its name), loaded on first use with the recorded dtype, input limit and query prompt.
+
+    Attributes:
+        path: The folder.
+        manifest: Its ``manifest.json``.
+    """
+
+    def __init__(self, path: Path, faiss_index, table, manifest: dict, *, device: str = "auto",
+                 model: str | None = None) -> None:
+        self.path = Path(path)
+        self.manifest = manifest
+        self._faiss = faiss_index
+        self._table = table
+        self._device = device
+        self._model = model
+        self._encoder: Encoder | None = None
+
+    @classmethod
+    def load(cls, path: str | os.PathLike, *, device: str = "auto", model: str | None = None) -> Index:
+        """Open an output folder of ``latechunk embed`` (its ``index.faiss``, ``chunks.parquet`` and
+        ``manifest.json``).
+
+        Args:
+            path: The folder.
+            device: Where the query model runs: ``"auto"`` (CUDA when present), ``"cpu"``, ``"cuda"``, ...
+            model: Another model for the queries (default: the folder's; :meth:`add` always needs the folder's).
+
+        Returns:
+            The :class:`Index` (the model is loaded on the first :meth:`search` or :meth:`add`).
+
+        Raises:
+            ValueError: if ``path`` does not exist or is not a folder, a file is missing (an unfinished run:
+                ``latechunk embed ... --resume`` finishes it) or unreadable, or the index and the chunk table
+                disagree.
+        """
+        from latechunk.output import read_output
+
+        p = Path(path)
+        if not p.exists():
+            raise ValueError(f"{p} does not exist (give an output folder of `latechunk embed`)")
+        if not p.is_dir():
+            raise ValueError(f"{p} is not a folder (give an output folder of `latechunk embed`)")
+        faiss_index, table, manifest = read_output(p)
+        return cls(p, faiss_index, table, manifest, device=device, model=model)
+
+    def __len__(self) -> int:
+        """Vectors in the index (= chunks)."""
+        return int(self._faiss.ntotal)
+
+    def __repr__(self) -> str:
+        return f"Index({str(self.path)!r}, vectors={len(self)}, model={self.model_name!r}, strategy={self.strategy!r})"
+
+    @property
+    def dim(self) -> int:
+        """The chunk vectors' dimension (the manifest's ``dim``)."""
+        return int(self.manifest.get("dim", self._faiss.d))
+
+    @property
+    def model_name(self) -> str:
+        """The folder's model, as recorded (``"all-MiniLM-L6-v2"`` for the default)."""
+        return str(self.manifest.get("model", {}).get("name", ""))
+
+    @property
+    def strategy(self) -> str:
+        """The folder's strategy SPEC."""
+        s = self.manifest.get("strategy")
+        return str(s.get("spec", "")) if isinstance(s, dict) else str(self.manifest.get("settings", {}).get("strategy", ""))
+
+    @property
+    def encoder(self) -> Encoder:
+        """The query (and :meth:`add`) encoder, loaded on first use: the folder's model (or ``model`` given to
+        :meth:`load`) with the recorded dtype, input limit and query prompt. Warns when its weights differ from
+        the recorded ones.
+
+        Raises:
+            ValueError: if the model does not load.
+        """
+        if self._encoder is None:
+            from latechunk.encoder import Encoder
+
+            m = self.manifest.get("model", {})
+            sm = self.manifest.get("settings", {}).get("model", {})
+            enc = Encoder(self._model_to_load(), device=self._device, dtype=sm.get("dtype") or m.get("dtype"),
+                          max_length=m.get("max_length"), query_prompt=m.get("query_prompt"),
+                          batch_tokens=sm.get("batch_tokens", 16384),
+                          trust_remote_code=bool(sm.get("trust_remote_code", False)))
+            if m.get("sha256") and enc.model_hash and enc.model_hash != m["sha256"]:
+                warnings.warn(f"the model's weights differ from the ones {self.path} was built with", stacklevel=2)
+            self._encoder = enc
+        return self._encoder
+
+    def _model_to_load(self) -> str:
+        if self._model is not None:
+            return self._model
+        m = self.manifest.get("model", {})
+        path = m.get("path") or ""
+        return path if path and Path(path).is_dir() else m.get("name")
+
+    def search(self, query: str | Sequence[str], k: int = 5) -> list[Hit] | list[list[Hit]]:
+        """The ``k`` chunks nearest to a query (inner product), best first.
+
+        The query is encoded as ``latechunk search`` does: the folder's model with its query prompt,
+        normalised as the chunk vectors were, and transformed as the index stores them (``--truncate-dim``).
+
+        Args:
+            query: One query, or a list of queries.
+            k: Results per query (>= 1; fewer when the index holds fewer vectors).
+
+        Returns:
+            ``list[Hit]`` for one query, ``list[list[Hit]]`` for a list; ``[]`` per query for an empty index
+            (no model is loaded then).
+
+        Raises:
+            ValueError: on ``k < 1``, an empty query, a model that does not load, or query vectors whose
+                dimension does not fit the index (another model).
+            TypeError: if a query is not a str.
+        """
+        single = isinstance(query, str)
+        queries = [query] if single else list(query)
+        for i, q in enumerate(queries):
+            if not isinstance(q, str):
+                raise TypeError(f"query {i} must be a str, got {type(q).__name__}")
+            if not q.strip():
+                raise ValueError(f"query {i} is empty" if not single else "the query is empty")
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise ValueError(f"k must be an integer >= 1, got {k!r}")
+        if len(self) == 0 or not queries:
+            results: list[list[Hit]] = [[] for _ in queries]
+        else:
+            from latechunk.config import IndexConfig
+            from latechunk.index import query_transform, search_index
+
+            xq = self.encoder.encode_query(queries, normalize=self.manifest.get("normalize", True))
+            xq = query_transform(xq, IndexConfig.from_dict(self.manifest.get("index", {})))
+            if xq.shape[1] != self._faiss.d:
+                raise ValueError(f"the model gives {xq.shape[1]}-dim query vectors but the index holds "
+                                 f"{self._faiss.d}-dim ones; search with the model it was built with "
+                                 f"({self.model_name})")
+            D, I = search_index(self._faiss, xq, k)
+            results = [self._hits(D[q], I[q]) for q in range(len(queries))]
+        return results[0] if single else results
+
+    def _hits(self, D: np.ndarray, I: np.ndarray) -> list[Hit]:
+        import pyarrow as pa
+
+        pairs = [(float(s), int(i)) for s, i in zip(D.tolist(), I.tolist()) if i >= 0]
+        rows = self._table.take(pa.array([i for _, i in pairs], type=pa.int64())).to_pylist()
+        return [Hit(score=s, vector_id=i, doc_id=r["doc_id"], chunk_index=r["chunk_index"],
+                    char_start=r["char_start"], char_end=r["char_end"], token_start=r["token_start"],
+                    token_end=r["token_end"], heading_path=tuple(r["heading_path"] or ()), text=r["text"],
+                    strategy=r["strategy"])
+                for (s, i), r in zip(pairs, rows)]
+
+    def add(self, documents: Iterable[DocumentLike], *, progress: bool = False) -> AddResult:
+        """Embed new documents into the folder with its own settings, incrementally: new shards after the last
+        one, then ``index.faiss``, ``chunks.parquet`` and ``manifest.json`` assembled again from every shard
+        (``latechunk verify`` passes; :meth:`search` finds the new chunks). The Python side of
+        ``latechunk embed NEW --out DIR --append`` (:mod:`latechunk.ingest.append`).
+
+        The documents are first written to ``DIR/appended/NNNNN.jsonl`` (``id`` and ``text``; other metadata is
+        not kept), an input of the folder like its others, so that ``verify`` re-reads and hashes them.
+
+        Args:
+            documents: An iterable of ``str`` (id ``"text-"`` + the first 16 hex digits of the text's sha256, so
+                adding the same text again adds nothing), ``(id, text)`` pairs or
+                :class:`~latechunk.types.Document`.
+            progress: Show a progress bar (bytes of text).
+
+        Returns:
+            The :class:`AddResult`: ids added, and every document skipped with its reason. A document whose id
+            and text sha256 are already in the folder is skipped (``already in the index``); one whose id is
+            there with another text, or listed as skipped, is skipped as a duplicate id (an index is
+            append-only). An empty ``documents`` changes nothing.
+
+        Raises:
+            TypeError / ValueError: on a bad item (as :meth:`LateChunker.map`), a folder whose shards do not
+                match its manifest, a run.json whose settings this version cannot repeat, or a model that
+                differs from the folder's (``model`` given to :meth:`load`).
+            OSError: if a file cannot be written.
+        """
+        _check_iterable(documents, "Index.add")
+        docs = [_as_document(d, pos, _text_id) for pos, d in enumerate(documents)]
+        if not docs:
+            return AddResult()
+        from latechunk.ingest.append import append, config_from_settings, write_documents
+        from latechunk.output import OutputFolder, read_output
+
+        settings = OutputFolder(self.path).read_run().get("settings", {})
+        encoder = self.encoder
+        jsonl, _ = write_documents(self.path, docs)
+        config = config_from_settings(settings, [jsonl], self.path, model=self._model_to_load(), device=self._device)
+        result = append(config, encoder, progress=progress)
+        self._faiss, self._table, self.manifest = read_output(self.path)
+        return AddResult(added=tuple(d["doc_id"] for d in result.documents),
+                         skipped=tuple(Skipped(s["doc_id"], s["reason"], s.get("source", "")) for s in result.skipped),
+                         chunks=result.chunks)

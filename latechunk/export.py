@@ -1,0 +1,475 @@
+"""Export an ``embed`` output folder to a vector store: LanceDB, Qdrant or Chroma, each in its embedded/local mode.
+
+``latechunk export DIR --to lancedb:PATH | qdrant:PATH | chroma:PATH`` (and :func:`export_folder`) reads the
+folder's shards one at a time, in batches of ``batch_size`` rows (the shard's parquet in record batches, its
+``.npy`` memory-mapped), so memory stays flat in the corpus size; the assembled ``chunks.parquet`` and
+``index.faiss`` are never read. Vector id i (row i of ``chunks.parquet``) is row i of the store:
+
+- **LanceDB** (``lancedb.connect(PATH)``): a table with a ``vector`` column (fixed-size list of float32) and
+  the fields below as columns. No ANN index is built, so a search is exact (flat); LanceDB takes the metric at
+  query time: ``table.search(q).distance_type(distance)``, with ``distance`` in the table's schema metadata
+  (``latechunk.distance``: ``cosine`` or ``dot``).
+- **Qdrant** (``QdrantClient(path=PATH)``, local mode, exact search): a collection of points whose id is the
+  vector id, ``Distance.COSINE`` or ``Distance.DOT``, the fields below as payload.
+- **Chroma** (``chromadb.PersistentClient(PATH)``): a collection with ids ``str(vector_id)``, the chunk text as
+  its documents and the other fields as metadata; HNSW space ``cosine`` or ``ip``. Chroma refuses an empty list
+  as a metadata value, so ``heading_path`` is left out of a chunk's metadata when the chunk has none.
+
+Each row carries :data:`FIELDS`: ``vector_id``, ``doc_id``, ``chunk_index``, the char span ``char_start``,
+``char_end`` (characters, half-open) and token span ``token_start``, ``token_end`` (tokens), ``heading_path``
+(list of str), ``strategy`` (canonical SPEC), ``text`` and ``manifest_sha256``: the sha256 of the folder's
+``manifest.json`` file (its bytes), which names the exact run (model and weight hash, settings, documents) the
+row came from; ``latechunk embed --append``/``Index.add`` rewrite the manifest, so rows exported before and after
+an append carry different hashes. The collection itself records the same hash, the model, the strategy and the
+distance (LanceDB: schema metadata; Qdrant and Chroma: collection metadata, keys :data:`COLLECTION_KEYS`).
+
+The distance follows how the vectors were made (the manifest's ``normalize``): L2-normalised vectors are
+exported for cosine similarity (equal to their inner product, which FAISS ranks by), vectors left unnormalised
+(``--no-normalize``) for the inner product, so every store ranks as ``index.faiss`` does. The vectors are the
+shards' float32 ones as the index holds them before quantisation (``--precision`` is the FAISS index's own): after
+``--truncate-dim N`` their first N dimensions, renormalised as the index's (:func:`latechunk.index.query_transform`).
+
+Tests: ``tests/test_export.py``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from latechunk.ingest.files import sha256_file
+from latechunk.ingest.shards import check_shard_files
+from latechunk.output import CHUNK_COLUMNS, OutputFolder
+
+__all__ = [
+    "COLLECTION_KEYS",
+    "DEFAULT_BATCH_SIZE",
+    "DEFAULT_COLLECTION",
+    "FIELDS",
+    "STORES",
+    "ExportResult",
+    "export_folder",
+    "parse_target",
+    "to_chroma",
+    "to_lancedb",
+    "to_qdrant",
+]
+
+#: the stores ``--to`` takes, each with (the module its client lives in, the pip extra that installs it)
+STORES = {"lancedb": ("lancedb", "lancedb"), "qdrant": ("qdrant_client", "qdrant"), "chroma": ("chromadb", "chroma")}
+DEFAULT_COLLECTION = "latechunk"
+DEFAULT_BATCH_SIZE = 1024
+#: the fields of every exported row, in order (Chroma keeps ``text`` as the collection's documents)
+FIELDS = ("vector_id", *CHUNK_COLUMNS, "manifest_sha256")
+#: what the collection records about its source (LanceDB: schema metadata; Qdrant, Chroma: collection metadata)
+COLLECTION_KEYS = ("latechunk.manifest_sha256", "latechunk.model", "latechunk.model_sha256", "latechunk.strategy",
+                   "latechunk.mode", "latechunk.normalize", "latechunk.distance", "latechunk.dim", "latechunk.rows")
+#: a collection name every store accepts (Chroma's rules are the strictest: 3-512 characters, [a-zA-Z0-9._-],
+#: starting and ending with a letter or digit)
+_COLLECTION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{1,510}[A-Za-z0-9]")
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    """What an export wrote.
+
+    Attributes:
+        store: ``lancedb``, ``qdrant`` or ``chroma``.
+        path: The store's folder.
+        collection: The table (LanceDB) or collection (Qdrant, Chroma) name.
+        rows: Rows written (= vectors of the output folder; row i holds vector id i).
+        dim: Vector dimension.
+        distance: ``cosine`` (normalised vectors) or ``dot`` (inner product, ``--no-normalize``).
+        manifest_sha256: sha256 of the output folder's ``manifest.json`` (carried by every row).
+        seconds: Wall seconds of the export.
+    """
+
+    store: str
+    path: Path
+    collection: str
+    rows: int
+    dim: int
+    distance: str
+    manifest_sha256: str
+    seconds: float
+
+
+def parse_target(target: str) -> tuple[str, Path]:
+    """``STORE:PATH`` split and checked.
+
+    Args:
+        target: ``lancedb:PATH``, ``qdrant:PATH`` or ``chroma:PATH`` (PATH: a local folder, made if missing).
+
+    Returns:
+        ``(store, path)``.
+
+    Raises:
+        ValueError: on a missing ``:``, an unknown store or an empty path (the message lists the stores).
+    """
+    store, sep, path = str(target).partition(":")
+    store = store.strip().lower()
+    forms = " | ".join(f"{s}:PATH" for s in STORES)
+    if not sep:
+        raise ValueError(f"export target {target!r} is not STORE:PATH ({forms})")
+    if store not in STORES:
+        raise ValueError(f"unknown vector store {store!r} in {target!r}; known: {', '.join(STORES)} ({forms})")
+    if not path.strip():
+        raise ValueError(f"export target {target!r} has no path ({store}:PATH, a local folder)")
+    return store, Path(path)
+
+
+def _client_module(store: str):
+    """The store's client module, or an ImportError naming the extra to install."""
+    import importlib
+
+    module, extra = STORES[store]
+    try:
+        return importlib.import_module(module)
+    except ImportError as err:
+        raise ImportError(f"exporting to {store} needs the {module} package: pip install 'latechunk[{extra}]' "
+                          f"({err})") from err
+
+
+# ---------------------------------------------------------------------------------------------------- the source
+@dataclass(frozen=True)
+class _Shard:
+    name: str
+    rows: int
+    start: int  # vector id of its first row
+
+
+class _Source:
+    """A complete output folder, checked before anything is written: its manifest, and every shard's record,
+    data files (sizes, not hashes: that is ``latechunk verify``), row counts and vector shapes."""
+
+    def __init__(self, folder: str | os.PathLike) -> None:
+        self.folder = OutputFolder(Path(folder))
+        path = self.folder.path
+        if not path.is_dir():
+            raise ValueError(f"{path} is not a folder (export reads a folder written by `latechunk embed`)")
+        manifest = self.folder.read_manifest()  # missing: "unfinished run? ... --resume"
+        self.manifest = manifest
+        self.manifest_sha256 = sha256_file(self.folder.manifest_path)
+        try:
+            self.dim = int(manifest["dim"])
+            ntotal = int(manifest["index"]["ntotal"])
+            records = list(manifest["shards"])
+        except (KeyError, TypeError, ValueError) as err:
+            raise ValueError(f"{self.folder.manifest_path} lacks {err} (not written by `latechunk embed`?)") from err
+        problems: list[str] = []
+        self.shards: list[_Shard] = []
+        start = 0
+        for s in records:
+            name = s.get("name") if isinstance(s, dict) else None
+            if not isinstance(name, str):
+                problems.append(f"the manifest lists a shard without a name: {s!r}")
+                continue
+            try:
+                rec = self.folder.read_json(self.folder.shards_dir / f"{name}.json")
+                bad = check_shard_files(self.folder.shards_dir, rec, verify_hashes=False)
+            except (ValueError, KeyError) as err:
+                problems.append(f"shards/{name}: {err}")
+                continue
+            if bad:
+                problems.extend(bad)
+                continue
+            rows = int(rec.get("rows", -1))
+            problems.extend(self._check_readable(name, rows))
+            self.shards.append(_Shard(name, rows, start))
+            start += max(rows, 0)
+        if not problems and start != ntotal:
+            problems.append(f"the shards hold {start} rows but the manifest's index holds {ntotal} vectors")
+        if problems:
+            shown = "; ".join(problems[:5]) + (f"; ... {len(problems) - 5} more" if len(problems) > 5 else "")
+            raise ValueError(f"{path} is incomplete or damaged, nothing exported: {shown} "
+                             f"(run `latechunk verify {path}`)")
+        self.rows = start
+        self.normalize = bool(manifest.get("normalize", True))
+        self.distance = "cosine" if self.normalize else "dot"
+        # --truncate-dim (Matryoshka): the store holds the vectors as index.faiss does before quantisation
+        self.truncate_dim = manifest["index"].get("truncate_dim") if isinstance(manifest["index"], dict) else None
+        self.out_dim = int(self.truncate_dim) if self.truncate_dim else self.dim
+
+    def _check_readable(self, name: str, rows: int) -> list[str]:
+        import pyarrow.parquet as pq
+
+        try:
+            n_table = pq.ParquetFile(self.folder.shards_dir / f"{name}.parquet").metadata.num_rows
+            v = self.folder.read_shard_vectors(name)
+        except Exception as err:  # noqa: BLE001  (pyarrow and numpy raise several types on a damaged file)
+            return [f"shards/{name} is unreadable: {type(err).__name__}: {err}"]
+        out = []
+        if n_table != rows:
+            out.append(f"shards/{name}.parquet has {n_table} rows, its record says {rows}")
+        if v.ndim != 2 or v.shape != (rows, self.dim) or v.dtype != np.float32:
+            out.append(f"shards/{name}.npy has shape {v.shape} {v.dtype}, expected ({rows}, {self.dim}) float32")
+        return out
+
+    def _transform(self, x) -> np.ndarray:
+        """(n, dim) shard rows -> (n, out_dim) float32 as the index holds them (``query_transform``)."""
+        if not self.truncate_dim:
+            return np.array(x, dtype=np.float32, order="C")
+        from latechunk.config import IndexConfig
+        from latechunk.index import query_transform
+
+        return query_transform(x, IndexConfig.from_dict(self.manifest["index"]))
+
+    def metadata(self) -> dict[str, str]:
+        """The collection-level record (:data:`COLLECTION_KEYS`), every value a str."""
+        model = self.manifest.get("model") or {}
+        values = (self.manifest_sha256, model.get("name", ""), model.get("sha256") or "",
+                  self.manifest.get("strategy", ""), self.manifest.get("mode", ""), str(self.normalize).lower(),
+                  self.distance, str(self.out_dim), str(self.rows))
+        return {k: str(v) for k, v in zip(COLLECTION_KEYS, values)}
+
+    def batches(self, batch_size: int) -> Iterator[tuple[np.ndarray, np.ndarray, object]]:
+        """``(vector_ids (n,) int64, vectors (n, dim) float32, pyarrow.RecordBatch of CHUNK_COLUMNS)``, in vector
+        id order, one shard at a time, at most ``batch_size`` rows each."""
+        for shard in self.shards:
+            vectors = self.folder.read_shard_vectors(shard.name)  # memory map
+            offset = 0
+            for rb in self.folder.iter_chunk_batches(self.folder.shards_dir / f"{shard.name}.parquet",
+                                                     columns=CHUNK_COLUMNS, batch_size=batch_size):
+                n = rb.num_rows
+                ids = np.arange(shard.start + offset, shard.start + offset + n, dtype=np.int64)
+                yield ids, self._transform(vectors[offset:offset + n]), rb
+                offset += n
+
+
+# ---------------------------------------------------------------------------------------------------- the stores
+def _refuse(store: str, collection: str, path: Path, n: int, what: str) -> ValueError:
+    return ValueError(f"{store} {'table' if store == 'lancedb' else 'collection'} {collection!r} in {path} already "
+                      f"holds {n} {what}; pass --overwrite (overwrite=True) to replace it, or choose another "
+                      "--collection")
+
+
+@dataclass
+class _Writer:
+    """One store's collection, made: ``write(ids, vectors, record_batch)`` adds a batch, ``drop()`` removes the
+    collection (after a failure), ``close()`` releases what the export opened."""
+
+    write: Callable[[np.ndarray, np.ndarray, object], None]
+    drop: Callable[[], None]
+    close: Callable[[], None] = lambda: None
+
+
+def _lancedb(source: _Source, path: Path, client, collection: str, overwrite: bool, hnsw: dict) -> _Writer:
+    import pyarrow as pa
+
+    from latechunk.output import chunk_schema
+
+    lancedb = _client_module("lancedb")
+    db = client if client is not None else lancedb.connect(str(path))
+    if collection in db.list_tables().tables:
+        n = db.open_table(collection).count_rows()
+        if n and not overwrite:
+            raise _refuse("lancedb", collection, path, n, "rows")
+        db.drop_table(collection)
+    schema = pa.schema([pa.field("vector_id", pa.int64()), pa.field("vector", pa.list_(pa.float32(), source.out_dim)),
+                        *chunk_schema(), pa.field("manifest_sha256", pa.string())], metadata=source.metadata())
+    table = db.create_table(collection, schema=schema)
+
+    def write(ids: np.ndarray, x: np.ndarray, rb) -> None:
+        cols = {"vector_id": pa.array(ids),
+                "vector": pa.FixedSizeListArray.from_arrays(pa.array(x.ravel()), source.out_dim),
+                **{c: rb.column(c) for c in CHUNK_COLUMNS},
+                "manifest_sha256": pa.array([source.manifest_sha256] * len(ids), pa.string())}
+        table.add(pa.Table.from_pydict(cols, schema=schema))
+
+    return _Writer(write, lambda: db.drop_table(collection, ignore_missing=True))
+
+
+def _qdrant(source: _Source, path: Path, client, collection: str, overwrite: bool, hnsw: dict) -> _Writer:
+    _client_module("qdrant")
+    from qdrant_client import QdrantClient, models
+
+    own = client is None
+    qc = QdrantClient(path=str(path)) if own else client
+    close = qc.close if own else (lambda: None)
+    try:
+        if qc.collection_exists(collection):
+            n = qc.count(collection, exact=True).count
+            if n and not overwrite:
+                raise _refuse("qdrant", collection, path, n, "points")
+            qc.delete_collection(collection)
+        distance = models.Distance.COSINE if source.distance == "cosine" else models.Distance.DOT
+        qc.create_collection(collection, vectors_config=models.VectorParams(size=source.out_dim, distance=distance),
+                             metadata=source.metadata())
+    except BaseException:
+        close()
+        raise
+
+    def write(ids: np.ndarray, x: np.ndarray, rb) -> None:
+        cols = rb.to_pydict()
+        payloads = [{"vector_id": i, **{c: cols[c][r] for c in CHUNK_COLUMNS},
+                     "manifest_sha256": source.manifest_sha256} for r, i in enumerate(ids.tolist())]
+        qc.upsert(collection, points=models.Batch(ids=ids.tolist(), vectors=x.tolist(), payloads=payloads), wait=True)
+
+    return _Writer(write, lambda: qc.delete_collection(collection), close)
+
+
+def _chroma(source: _Source, path: Path, client, collection: str, overwrite: bool, hnsw: dict) -> _Writer:
+    chromadb = _client_module("chroma")
+    from chromadb.config import Settings
+
+    cc = client if client is not None else chromadb.PersistentClient(str(path),
+                                                                     settings=Settings(anonymized_telemetry=False))
+    if collection in {c if isinstance(c, str) else c.name for c in cc.list_collections()}:
+        n = cc.get_collection(collection).count()
+        if n and not overwrite:
+            raise _refuse("chroma", collection, path, n, "records")
+        cc.delete_collection(collection)
+    space = "cosine" if source.distance == "cosine" else "ip"
+    col = cc.create_collection(collection, configuration={"hnsw": {**hnsw, "space": space}}, metadata=source.metadata(),
+                               embedding_function=None)
+    meta_cols = [c for c in CHUNK_COLUMNS if c != "text"]
+    max_batch = cc.get_max_batch_size()
+
+    def write(ids: np.ndarray, x: np.ndarray, rb) -> None:
+        cols = rb.to_pydict()
+        metadatas = []
+        for r, i in enumerate(ids.tolist()):
+            m = {"vector_id": i, **{c: cols[c][r] for c in meta_cols}, "manifest_sha256": source.manifest_sha256}
+            if not m["heading_path"]:  # Chroma refuses an empty list as a metadata value
+                del m["heading_path"]
+            metadatas.append(m)
+        for a in range(0, len(ids), max_batch):  # Chroma caps one add at get_max_batch_size() records
+            col.add(ids=[str(i) for i in ids[a:a + max_batch].tolist()], embeddings=x[a:a + max_batch],
+                    documents=cols["text"][a:a + max_batch], metadatas=metadatas[a:a + max_batch])
+
+    return _Writer(write, lambda: cc.delete_collection(collection))
+
+
+_WRITERS = {"lancedb": _lancedb, "qdrant": _qdrant, "chroma": _chroma}
+
+
+def export_folder(folder: str | os.PathLike, target: str, *, collection: str = DEFAULT_COLLECTION,
+                  batch_size: int = DEFAULT_BATCH_SIZE, overwrite: bool = False, progress: bool = False,
+                  client=None, hnsw: Mapping | None = None) -> ExportResult:
+    """Export an ``embed`` output folder to a vector store, streaming its shards (``latechunk export``).
+
+    Everything is checked before the store is touched: the folder is complete (its manifest, and each shard's
+    record, data file sizes, rows and vector shapes), the target and the collection name are valid and the store's
+    client is installed, and the collection is new or empty (or ``overwrite``). An export that fails part way
+    drops the collection it made. Row i of the store is vector id i (module docstring: the fields, the distance).
+
+    Args:
+        folder: A folder written by ``latechunk embed`` (or grown by ``Index.add``).
+        target: ``lancedb:PATH``, ``qdrant:PATH`` or ``chroma:PATH``; PATH is the store's local folder (made if
+            missing), opened with ``lancedb.connect``, ``QdrantClient(path=...)`` or ``chromadb.PersistentClient``.
+        collection: The table (LanceDB) or collection name: 3-512 characters of ``[A-Za-z0-9._-]``, starting and
+            ending with a letter or digit.
+        batch_size: Rows read and written per batch (Chroma: one add takes at most its client's
+            ``get_max_batch_size()``).
+        overwrite: Replace a collection of that name that already holds rows (else that is an error).
+        progress: Show a progress bar (rows).
+        client: An open client of that store to use instead of opening PATH (a ``lancedb`` connection, a
+            ``QdrantClient`` or a Chroma client); it is left open. Local Qdrant allows one client per folder,
+            so a process that holds one passes it here.
+        hnsw: Chroma only: settings of its HNSW index, merged into the collection's ``configuration["hnsw"]``
+            (``max_neighbors``, ``ef_construction``, ``ef_search``, ...; ``space`` is always set from the
+            distance). Chroma's search is approximate; over inner product with unnormalised vectors it can miss
+            a vector even with a large ``ef_search``, and ``max_neighbors`` of at least half the collection size
+            makes it exhaustive on a small collection. None: Chroma's defaults.
+
+    Returns:
+        The :class:`ExportResult`.
+
+    Raises:
+        ValueError: on an unknown store or bad target, a bad collection name or ``batch_size``, an incomplete or
+            damaged folder, or a non-empty collection without ``overwrite`` (each message names the value).
+        ImportError: if the store's client is not installed (the message names the extra:
+            ``pip install 'latechunk[lancedb]'``).
+    """
+    t0 = time.perf_counter()
+    store, path = parse_target(target)
+    if not isinstance(collection, str) or not _COLLECTION_NAME.fullmatch(collection):
+        raise ValueError(f"collection name {collection!r} is not 3-512 characters of letters, digits, '.', '_' and "
+                         "'-' starting and ending with a letter or digit")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size (--batch-size) must be an integer >= 1, got {batch_size!r}")
+    if hnsw is not None and store != "chroma":
+        raise ValueError(f"hnsw settings are for chroma's index only, not {store} (LanceDB searches exactly "
+                         "without an index; Qdrant's local mode is exact)")
+    source = _Source(folder)
+    _client_module(store)  # a missing extra fails before the store's folder is made
+    if client is None:
+        if path.exists() and not path.is_dir():
+            raise ValueError(f"{store} path {path} exists and is not a folder")
+        path.mkdir(parents=True, exist_ok=True)
+    from tqdm.auto import tqdm
+
+    writer = _WRITERS[store](source, path, client, collection, overwrite, dict(hnsw or {}))  # refuses a non-empty collection
+    try:
+        with tqdm(total=source.rows, unit="vec", desc=f"export {store}", disable=not progress) as bar:
+            for ids, x, rb in source.batches(batch_size):
+                writer.write(ids, x, rb)
+                bar.update(len(ids))
+    except BaseException:
+        with contextlib.suppress(Exception):  # the original error is the one to report
+            writer.drop()  # an export that fails part way leaves no half-filled collection
+        raise
+    finally:
+        writer.close()
+    return ExportResult(store=store, path=path, collection=collection, rows=source.rows, dim=source.out_dim,
+                        distance=source.distance, manifest_sha256=source.manifest_sha256,
+                        seconds=time.perf_counter() - t0)
+
+
+def to_lancedb(folder: str | os.PathLike, path: str | os.PathLike, **kwargs) -> ExportResult:
+    """Export to a LanceDB folder: :func:`export_folder` with ``target="lancedb:PATH"``.
+
+    Args:
+        folder: The output folder.
+        path: The LanceDB folder (``lancedb.connect(path)``).
+        **kwargs: ``collection``, ``batch_size``, ``overwrite``, ``progress``, ``client`` (:func:`export_folder`).
+
+    Returns:
+        The :class:`ExportResult`.
+
+    Raises:
+        ValueError, ImportError: as :func:`export_folder`.
+    """
+    return export_folder(folder, f"lancedb:{os.fspath(path)}", **kwargs)
+
+
+def to_qdrant(folder: str | os.PathLike, path: str | os.PathLike, **kwargs) -> ExportResult:
+    """Export to a local Qdrant folder: :func:`export_folder` with ``target="qdrant:PATH"``.
+
+    Args:
+        folder: The output folder.
+        path: The Qdrant folder (``QdrantClient(path=path)``).
+        **kwargs: ``collection``, ``batch_size``, ``overwrite``, ``progress``, ``client`` (:func:`export_folder`).
+
+    Returns:
+        The :class:`ExportResult`.
+
+    Raises:
+        ValueError, ImportError: as :func:`export_folder`.
+    """
+    return export_folder(folder, f"qdrant:{os.fspath(path)}", **kwargs)
+
+
+def to_chroma(folder: str | os.PathLike, path: str | os.PathLike, **kwargs) -> ExportResult:
+    """Export to a persistent Chroma folder: :func:`export_folder` with ``target="chroma:PATH"``.
+
+    Args:
+        folder: The output folder.
+        path: The Chroma folder (``chromadb.PersistentClient(path)``).
+        **kwargs: ``collection``, ``batch_size``, ``overwrite``, ``progress``, ``client``, ``hnsw``
+            (:func:`export_folder`).
+
+    Returns:
+        The :class:`ExportResult`.
+
+    Raises:
+        ValueError, ImportError: as :func:`export_folder`.
+    """
+    return export_folder(folder, f"chroma:{os.fspath(path)}", **kwargs)

