@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
 
-from latechunk.config import LATE_POOLINGS
+from latechunk.config import LATE_POOLINGS, MODES
 
 __all__ = ["DEFAULT_STRATEGIES", "CompareConfig"]
 
@@ -33,7 +33,7 @@ class CompareConfig:
         dataset: ``chroma``, ``xquad`` or a path (see :func:`latechunk.eval.datasets.load_dataset`).
         model: Model name or folder; ``None`` = the bundled all-MiniLM-L6-v2.
         strategies: SPECs; sweep SPECs (``fixed:size=128|256``) are expanded.
-        modes: Subset of ``("late", "naive")``.
+        modes: Subset of ``("late", "naive", "contextual")`` (:data:`latechunk.config.MODES`), in order.
         ks: Cut-offs for the span metrics (the document-level measures have their own).
         windows: Late macro-window sizes in tokens (frame included); ``None`` = the model's limit. The first is
             the main macro window (naive vectors are made in its pass). (Named ``windows``/``window_overlap``
@@ -43,6 +43,10 @@ class CompareConfig:
         dedup: Drop retrieved chunks that overlap an earlier retrieved chunk of the same document (by char
             offsets) before scoring; the ranking is then read ``dedup_factor * max(ks)`` deep to refill.
         dedup_factor: See ``dedup``.
+        dedup_threshold: ``--dedup-threshold``: also score every system as ``embed --dedup THRESHOLD`` would index
+            it (chunks whose cosine to an earlier kept chunk, in document order, is at least the threshold
+            dropped: :mod:`latechunk.dedup`), beside the run without dedup, and count ``NearDup@k`` (share of a
+            query's top k that are near-duplicates of a higher-ranked hit) for both; ``None``: off.
         doc_depth: Chunks retrieved per query to build the document-level run.
         index / hnsw_m / ef_construction / ef_search: One index configuration for every system
             (:meth:`index_spec`).
@@ -75,6 +79,7 @@ class CompareConfig:
     window_overlap: int | None = None
     dedup: bool = False
     dedup_factor: int = 10
+    dedup_threshold: float | None = None
     doc_depth: int = 100
     index: str = "flat"
     hnsw_m: int = 32
@@ -241,9 +246,10 @@ def _to_int(value: str, what: str) -> int:
 
 def _check_config(c: CompareConfig) -> None:
     """Validate a config up front (every error before any work)."""
-    if not c.modes or any(m not in ("late", "naive") for m in c.modes) or len(set(c.modes)) != len(c.modes):
+    if not c.modes or any(m not in MODES for m in c.modes) or len(set(c.modes)) != len(c.modes):
         raise ValueError(
-            f"modes must be a non-empty subset of late, naive (e.g. 'late,naive'), got {list(c.modes)}"
+            f"modes must be a non-empty subset of late, naive, contextual (e.g. 'late,naive,contextual'), "
+            f"got {list(c.modes)}"
         )
     if not c.ks or any(isinstance(k, bool) or not isinstance(k, int) or k < 1 for k in c.ks):
         raise ValueError(f"k values must be integers >= 1 (e.g. '1,5,10'), got {list(c.ks)}")
@@ -265,6 +271,10 @@ def _check_config(c: CompareConfig) -> None:
     if c.late_pooling is not None and c.late_pooling not in LATE_POOLINGS:
         raise ValueError(f"late_pooling (--late-pooling) must be one of {list(LATE_POOLINGS)} or unset, "
                          f"got {c.late_pooling!r}")
+    if c.dedup_threshold is not None:
+        from latechunk.dedup import check_threshold
+
+        check_threshold(c.dedup_threshold, "--dedup-threshold")
     for name in ("dedup_factor", "doc_depth", "batch_tokens", "n_resamples"):
         if getattr(c, name) < 1:
             raise ValueError(f"{name} must be >= 1, got {getattr(c, name)}")

@@ -1,4 +1,4 @@
-"""One fair harness: every strategy in both modes, the same chunks, queries, index, k and metric code.
+"""One fair harness: every strategy in every mode, the same chunks, queries, index, k and metric code.
 
 ``run_compare`` (the ``latechunk compare`` command) does, in order:
 
@@ -8,10 +8,11 @@
 3. **One late pass per macro window.** For each macro-window size (``--window 128|256|512``), one
    :func:`latechunk.pipeline.embed` call runs every strategy: in late mode each document's token states are
    computed once and pooled for every strategy (a sweep ``fixed:size=128|256`` is just more strategies). Naive
-   vectors are made once, in the first macro window's call, from the *same* Boundaries objects. A strategy
-   whose boundaries depend on the late states (``semantic`` with ``source=late``) gets its naive vectors again for
-   each further macro window, from that pass's boundaries, so late and naive always share their chunks; for
-   every other strategy the harness checks that each macro window gave the same boundaries and raises if not.
+   and contextual vectors (naive with the header ``[title > section path]``) are made once, in the first macro
+   window's call, from the *same* Boundaries objects. A strategy whose boundaries depend on the late states
+   (``semantic`` with ``source=late``) gets its naive and contextual vectors again for each further macro window,
+   from that pass's boundaries, so every mode shares its chunks; for every other strategy the harness checks that
+   each macro window gave the same boundaries and raises if not.
 4. **One index per system** (strategy x mode x macro window), all built from one
    :class:`~latechunk.config.IndexConfig`, searched to one depth. With several compact-vector settings
    (``--precision float32,int8,ubinary``, ``--truncate-dim``), each system gets one more index per further
@@ -21,7 +22,9 @@
    k and precision Ω (characters), facts protected, duplicate slots at k, document-level nDCG@10, R@100 and
    RR@10 (MRR@10) through ir_measures with a document scored as its best chunk; costs.
 6. **Statistics**: paired per-query differences with bootstrap CIs (:mod:`eval.stats`): late minus naive per
-   strategy, strategy A minus B within a mode, macro window w minus the first macro window.
+   strategy (and late minus contextual, naive minus contextual where contextual runs: :data:`MODE_PAIRS`),
+   strategy A minus B within a mode, macro window w minus the first macro window. The documents' title origins
+   (:func:`latechunk.titles.document_title`) are counted in the manifest (``titles``).
 7. **Report** (:mod:`eval.report`): ``report.md``, ``results.json``, ``per_query.csv``, ``plot.png``.
 
 Every number except wall times is a function of the inputs: two runs give identical numbers (flat index, fixed
@@ -49,7 +52,9 @@ from .cache import load_cached
 from .config import DEFAULT_STRATEGIES, CompareConfig
 from .datasets import EvalDataset, Query
 from .metrics import (
+    DEDUP_PREFIX,
     DEFAULT_DOC_MEASURES,
+    dedup_scores,
     doc_metrics,
     doc_run_from_chunk_run,
     drop_overlapping,
@@ -67,6 +72,7 @@ from .stats import paired_bootstrap
 
 __all__ = [
     "DEFAULT_STRATEGIES",
+    "MODE_PAIRS",
     "CompareConfig",
     "CompareResult",
     "System",
@@ -75,6 +81,10 @@ __all__ = [
 ]
 
 log = logging.getLogger("latechunk.eval")
+
+MODE_PAIRS: tuple[tuple[str, str], ...] = (("late", "naive"), ("late", "contextual"), ("naive", "contextual"))
+"""The mode pairs compared per strategy (A minus B, paired bootstrap) where both modes run; a comparison's ``kind``
+is ``"A-B"`` (``"late-naive"``, ``"late-contextual"``, ``"naive-contextual"``)."""
 
 OMEGA = "PrecisionOmega"
 """Per-query name of Chroma's precision Ω (a property of the chunks, not of the ranking)."""
@@ -165,7 +175,7 @@ def _mean_std(values: dict[str, float]) -> tuple[float, float]:
 def _label(mode: str, macro_window: int | None, multi: bool) -> str:
     if mode == "late":
         return f"late w={macro_window}" if multi else "late"
-    return f"naive (w={macro_window} cuts)" if multi and macro_window is not None else "naive"
+    return f"{mode} (w={macro_window} cuts)" if multi and macro_window is not None else mode
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -212,8 +222,9 @@ def run_compare(
     from latechunk.encoder import Encoder
     from latechunk.index import build_index, index_bytes, query_transform, search_index
     from latechunk.models import ModelFacts
-    from latechunk.pipeline import embed, naive_vectors
+    from latechunk.pipeline import contextual_vectors, embed, naive_vectors
     from latechunk.sentences import SentenceSegmenter
+    from latechunk.titles import document_title
     from latechunk.types import ChunkVectors
 
     t_start = time.perf_counter()
@@ -275,7 +286,10 @@ def run_compare(
     # 3. one embed() call per macro window: one late pass for every strategy; naive in the first one's call
     embeds = {}
     macro_window_info = []
-    naive_extra: dict[tuple[str, int], tuple[np.ndarray, int, int, float]] = {}
+    # (mode, spec, window) -> naive/contextual vectors of a further window's cuts (state-dependent strategies)
+    naive_extra: dict[tuple[str, str, int], tuple[np.ndarray, int, int, float]] = {}
+    encoders_of = {"naive": naive_vectors, "contextual": contextual_vectors}
+    text_modes = [m for m in config.modes if m != "late"]
     # one segmenter for every macro window: each document's sentences are segmented once for the comparison
     segmenter = SentenceSegmenter(workers=config.sentence_workers)  # its workers also end at exit on an error
     for i, w in enumerate(macro_windows):
@@ -290,19 +304,27 @@ def run_compare(
                              + (f", all skipped: {why})" if res.skipped else ")"))
         embeds[w] = res
         extra_s = 0.0
-        if i > 0 and "naive" in config.modes:
+        if i > 0:
             for spec in specs:
-                if _state_dependent(spec):  # naive vectors exactly as embed() makes them, of this window's cuts
+                if not _state_dependent(spec):
+                    continue
+                for mode in text_modes:  # vectors exactly as embed() makes them, of this window's cuts
                     t1 = time.perf_counter()
-                    v, tokens, calls = naive_vectors(base, res.documents, res.run(spec).boundaries)
-                    naive_extra[(spec, w)] = (v, tokens, calls, time.perf_counter() - t1)
-                    extra_s += naive_extra[(spec, w)][3]
+                    v, tokens, calls = encoders_of[mode](base, res.documents, res.run(spec).boundaries)
+                    naive_extra[(mode, spec, w)] = (v, tokens, calls, time.perf_counter() - t1)
+                    extra_s += naive_extra[(mode, spec, w)][3]
         macro_window_info.append({
             "window": w, "overlap": plans[w].overlap, "modes": list(modes),
             "late_tokens": res.stats.tokens["late"], "late_forward_calls": res.stats.forward_calls["late"],
-            "naive_tokens": res.stats.tokens["naive"] + sum(v[1] for (s, ww), v in naive_extra.items() if ww == w),
+            "naive_tokens": res.stats.tokens["naive"]
+            + sum(v[1] for (m, s, ww), v in naive_extra.items() if ww == w and m == "naive"),
             "naive_forward_calls": res.stats.forward_calls["naive"]
-            + sum(v[2] for (s, ww), v in naive_extra.items() if ww == w),
+            + sum(v[2] for (m, s, ww), v in naive_extra.items() if ww == w and m == "naive"),
+            **({"contextual_tokens": res.stats.tokens.get("contextual", 0)
+                + sum(v[1] for (m, s, ww), v in naive_extra.items() if ww == w and m == "contextual"),
+                "contextual_forward_calls": res.stats.forward_calls.get("contextual", 0)
+                + sum(v[2] for (m, s, ww), v in naive_extra.items() if ww == w and m == "contextual")}
+               if "contextual" in config.modes else {}),
             "content_tokens": res.stats.content_tokens, "documents_in": res.stats.documents_in,
             "documents_embedded": len(res.documents),
             "skipped": [{"doc_id": s.doc_id, "reason": s.reason} for s in res.skipped],
@@ -334,20 +356,20 @@ def run_compare(
                 sys_inputs.append((System(spec, "late", w, _label("late", w, multi)), run.boundaries,
                                    run.vectors["late"], late_s, run.seconds.get("late", late_s) - late_s,
                                    res.stats.tokens["late"], res.stats.forward_calls["late"]))
-        if "naive" in config.modes:
+        for mode in text_modes:  # naive, contextual: made in the first window's call (and per window if dep)
             for i, w in enumerate(macro_windows if dep else macro_windows[:1]):
                 res = embeds[w]
                 run = res.run(spec)
                 if i == 0:
-                    vec = run.vectors["naive"]
-                    enc_s, tokens = run.seconds.get("naive", 0.0), run.tokens_encoded.get("naive", 0)
+                    vec = run.vectors[mode]
+                    enc_s, tokens = run.seconds.get(mode, 0.0), run.tokens_encoded.get(mode, 0)
                     calls = None
                 else:
-                    v, tokens, calls, enc_s = naive_extra[(spec, w)]
+                    v, tokens, calls, enc_s = naive_extra[(mode, spec, w)]
                     late_vec = run.vectors["late"]
-                    vec = ChunkVectors(v, late_vec.doc_ids, late_vec.chunk_index, late_vec.cu_chunks, "naive",
+                    vec = ChunkVectors(v, late_vec.doc_ids, late_vec.chunk_index, late_vec.cu_chunks, mode,
                                        normalized=True)
-                sys_inputs.append((System(spec, "naive", w if dep else None, _label("naive", w if dep else None, multi)),
+                sys_inputs.append((System(spec, mode, w if dep else None, _label(mode, w if dep else None, multi)),
                                    run.boundaries, vec, enc_s, 0.0, tokens, calls))
 
     # 5. one index per system, one IndexConfig, one depth; then the metrics
@@ -417,6 +439,12 @@ def run_compare(
                                                       k_main, time.perf_counter() - t1, t_index2)
                 del idx2
         system.compact = compact
+        if config.dedup_threshold is not None:  # embed --dedup's index beside this one: NearDup@k, dedup:<metric>
+            extra, n_dropped = dedup_scores(
+                vec.vectors, I, qids, lambda v: search_index(build_index(v, ispec, dim=base.dim),
+                                                             query_transform(xq, ispec), min(depth, max(len(v), 1))),
+                score, config.dedup_threshold, config.ks)
+            per_query.update(extra)
         # strategy-level figures (independent of the mode): once per chunk-record set
         fig = chunk_cache.get(system.chunks_sha256)
         if fig is None:
@@ -458,18 +486,23 @@ def run_compare(
             "seconds_index": t_index,
             "seconds_search": t_search,
         }
+        if config.dedup_threshold is not None:
+            system.costs["dedup_dropped"] = n_dropped
         systems.append(system)
     seconds["index_search_metrics"] = t_metrics
 
-    # identical chunk records for late and naive of one strategy (and window, for state-dependent cuts)
+    # identical chunk records for every mode of one strategy (and window, for state-dependent cuts)
     for s in systems:
-        if s.mode != "naive":
+        if s.mode == "late":
             continue
         for other in systems:
-            same = other.strategy == s.strategy and other.mode == "late" and s.window in (None, other.window)
+            if other is s or other.strategy != s.strategy or other.mode == s.mode:
+                continue
+            same = (s.window in (None, other.window) if other.mode == "late"
+                    else s.window == other.window)
             if same and other.chunks_sha256 != s.chunks_sha256:
-                raise RuntimeError(f"{s.strategy}: late ({other.label}) and naive ({s.label}) index different "
-                                       "chunk records; the comparison would not be fair")
+                raise RuntimeError(f"{s.strategy}: {other.mode} ({other.label}) and {s.mode} ({s.label}) index "
+                                   "different chunk records; the comparison would not be fair")
 
     metric_names = _metric_order(systems, config.ks)
     headline = [m for m in metric_names if m.startswith(("AR@", "SpanRecall@"))] or [
@@ -496,6 +529,7 @@ def run_compare(
         "strategies": specs,
         "state_dependent_strategies": [s for s in specs if _state_dependent(s)],
         "modes": list(config.modes),
+        "titles": _title_origins(main.documents, document_title),
         "ks": list(config.ks),
         "windows": macro_window_info,
         "index": {**ispec.to_dict(), "gpu": ispec.gpu, "faiss": getattr(faiss, "__version__", "?"),
@@ -540,6 +574,21 @@ def _compact_entry(spec, per_query: dict, n_bytes: int, ntotal: int, I, I_main, 
             "seconds_index": float(index_s), "seconds_search_and_score": float(search_s)}
 
 
+def _title_origins(documents: Sequence, document_title) -> dict:
+    """How many documents got their title from each origin (:data:`latechunk.titles.TITLE_ORIGINS` order), and
+    a few examples: ``{"origins": {origin: count}, "examples": [{"doc_id", "title", "origin"}, ...]}``."""
+    from latechunk.titles import TITLE_ORIGINS
+
+    counts = dict.fromkeys(TITLE_ORIGINS, 0)
+    examples = []
+    for d in documents:
+        title, origin = document_title(d)
+        counts[origin] = counts.get(origin, 0) + 1
+        if len(examples) < 5:
+            examples.append({"doc_id": d.doc_id, "title": title, "origin": origin})
+    return {"origins": {k: v for k, v in counts.items() if v}, "examples": examples}
+
+
 def _strategy(spec: str):
     from latechunk.strategies.base import get_strategy
 
@@ -565,6 +614,8 @@ def _metric_order(systems: Sequence[System], ks: Sequence[int]) -> list[str]:
     order.append(OMEGA)
     order += [f"Dup@{k}" for k in ks]
     order += list(DEFAULT_DOC_MEASURES)
+    order += [f"NearDup@{k}" for k in ks]  # compare --dedup-threshold: the full index, then the deduplicated one
+    order += [f"{DEDUP_PREFIX}{m}" for m in order]
     return [m for m in order if m in present]
 
 
@@ -580,17 +631,21 @@ def _comparisons(systems: Sequence[System], config: CompareConfig, metric_names:
     by_key = {s.key: s for s in systems}
     specs = list(dict.fromkeys(s.strategy for s in systems))
     paired_metrics = [m for m in metric_names if m != OMEGA]
-    # late minus naive, per strategy and window
-    for s in systems:
-        if s.mode != "late":
+    # mode A minus mode B (late - naive, late - contextual, naive - contextual), per strategy and window
+    for mode_a, mode_b in MODE_PAIRS:
+        if mode_a not in config.modes or mode_b not in config.modes:
             continue
-        naive = by_key.get((s.strategy, "naive", s.window)) or by_key.get((s.strategy, "naive", None))
-        if naive is None:
-            continue
-        for m in paired_metrics:
-            if m in s.per_query and m in naive.per_query:
-                out.append({"kind": "late-naive", "strategy": s.strategy, "window": s.window, "a": s.label,
-                            "b": naive.label, "metric": m, **_boot(s.per_query[m], naive.per_query[m], config)})
+        for s in systems:
+            if s.mode != mode_a:
+                continue
+            other = by_key.get((s.strategy, mode_b, s.window)) or by_key.get((s.strategy, mode_b, None))
+            if other is None:
+                continue
+            for m in paired_metrics:
+                if m in s.per_query and m in other.per_query:
+                    out.append({"kind": f"{mode_a}-{mode_b}", "strategy": s.strategy, "window": s.window,
+                                "a": s.label, "b": other.label, "metric": m,
+                                **_boot(s.per_query[m], other.per_query[m], config)})
     # strategy A minus B, within a mode (late: the first window)
     for mode in config.modes:
         group: list[System] = []

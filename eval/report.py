@@ -3,7 +3,10 @@
 Nothing here computes a metric: every number comes from a :class:`~latechunk.eval.harness.CompareResult`; this module
 only formats (quality metrics as percentages, i.e. the mean over queries times 100, one decimal) and draws.
 Confidence intervals of a single system's mean (the plot's error bars) use the same paired bootstrap as the
-comparisons, paired against zero. Tests: ``tests/test_eval_harness.py``.
+comparisons, paired against zero. Two diagnostics of the chunks themselves are added to the manifest here, from
+the result's pipeline runs, by :func:`add_diagnostics` (before ``results.json`` is written): parse alarms per
+strategy (:func:`latechunk.alarms.parse_alarms`) and the boundary agreement of every strategy pair
+(:func:`latechunk.agree.agreement_report`). Tests: ``tests/test_eval_harness.py``, ``tests/test_eval_report.py``.
 """
 
 from __future__ import annotations
@@ -19,11 +22,13 @@ from .config import CompareConfig
 from .result import CompareResult, System
 from .stats import paired_bootstrap
 
-__all__ = ["REPORT_FILES", "markdown_report", "per_query_rows", "print_table", "write_report"]
+__all__ = ["REPORT_FILES", "add_diagnostics", "markdown_report", "per_query_rows", "print_alarms", "print_table",
+           "write_report"]
 
 REPORT_FILES = ("report.md", "results.json", "per_query.csv", "plot.png")
 
-_LOWER_IS_BETTER = ("Dup@",)
+_LOWER_IS_BETTER = ("Dup@", "NearDup@", "dedup:Dup@", "dedup:NearDup@")
+_DEDUP = "dedup:"  # eval.metrics.DEDUP_PREFIX: a metric of the deduplicated index (compare --dedup-threshold)
 _DOC_NAMES = {"nDCG@10": "nDCG@10", "R@100": "R@100 (doc)", "RR@10": "MRR@10"}
 
 
@@ -50,7 +55,7 @@ def short_spec(spec: str) -> str:
 
 
 def _is_pct(metric: str) -> bool:
-    return not metric.startswith("Dup@")
+    return not metric.removeprefix(_DEDUP).startswith("Dup@")
 
 
 def _fmt(metric: str, value) -> str:
@@ -64,6 +69,8 @@ def _fmt_diff(metric: str, value: float) -> str:
 
 
 def _col_name(metric: str) -> str:
+    if metric.startswith(_DEDUP):
+        return f"{_col_name(metric[len(_DEDUP):])} (dedup)"
     if metric == "PrecisionOmega":
         return "PrecisionΩ"
     return _DOC_NAMES.get(metric, metric)
@@ -142,18 +149,26 @@ def _ci(c: dict, metric: str) -> str:
     return f"{_fmt_diff(metric, c['mean_diff'])} [{_fmt_diff(metric, c['ci_low'])}, {_fmt_diff(metric, c['ci_high'])}]"
 
 
-def _late_naive_table(result, metrics: Sequence[str]) -> str:
+_PAIR_KINDS = ("late-naive", "late-contextual", "naive-contextual")
+"""The mode-pair comparisons, in report order (``kind`` = ``"A-B"``: mode A minus mode B)."""
+
+
+def _late_naive_table(result, metrics: Sequence[str], kind: str = "late-naive") -> str:
+    """One row per strategy, window and metric of the ``kind`` comparisons (mode A minus mode B)."""
+    mode_a, mode_b = kind.split("-")
     by = {(s.label, s.strategy): s for s in result.systems}
     rows = []
     for c in result.comparisons:
-        if c["kind"] != "late-naive" or c["metric"] not in metrics:
+        if c["kind"] != kind or c["metric"] not in metrics:
             continue
         a, b = by[(c["a"], c["strategy"])], by[(c["b"], c["strategy"])]
         m = c["metric"]
         sig = " *" if c["ci_low"] > 0 or c["ci_high"] < 0 else ""
-        rows.append([f"`{short_spec(c['strategy'])}`", str(c["window"]), _col_name(m), _fmt(m, a.aggregates[m]),
+        rows.append([f"`{short_spec(c['strategy'])}`", "–" if c["window"] is None else str(c["window"]), _col_name(m),
+                     _fmt(m, a.aggregates[m]),
                      _fmt(m, b.aggregates[m]), _ci(c, m) + sig, f"{c['p_le_zero']:.3f}"])
-    return _table(["strategy", "window", "metric", "late", "naive", "late − naive [95% CI]", "P(boot mean ≤ 0)"], rows)
+    return _table(["strategy", "window", "metric", mode_a, mode_b, f"{mode_a} − {mode_b} [95% CI]", "P(boot mean ≤ 0)"],
+                  rows)
 
 
 def _strategy_table(result, metric: str) -> str:
@@ -236,6 +251,13 @@ def markdown_report(result) -> str:
         f"first {ix['doc_depth']} chunks, a document scored as its best chunk)."
     )
     parts.append(f"- **k**: {', '.join(map(str, man['ks']))}. **Modes**: {', '.join(man['modes'])}.")
+    titles = man.get("titles")
+    if titles and "contextual" in man["modes"]:  # where the contextual headers' titles came from
+        parts.append("- **Titles** (contextual headers `[title > section path]`): "
+                     + ", ".join(f"{n} document{'s' if n != 1 else ''} from {o.replace('_', ' ')}"
+                                 for o, n in titles["origins"].items())
+                     + "; e.g. " + ", ".join(f"`{e['doc_id']}` → \"{e['title']}\"" for e in titles["examples"][:3])
+                     + ".")
     parts.append("- **Strategies** (tables use the short names; full SPECs): "
                  + "; ".join(f"`{short_spec(x)}` = `{x}`" for x in man["strategies"]) + ".")
     parts.append(
@@ -326,14 +348,17 @@ def markdown_report(result) -> str:
         parts.append("")
     ln_metrics = list(result.headline) + [x for x in (f"SpanIoU@{result.main_k}", "nDCG@10") if x in result.metric_names
                                          and x not in result.headline]
-    if any(c["kind"] == "late-naive" for c in result.comparisons):
-        parts.append(f"## Late minus naive (paired bootstrap, {int(cfg.confidence * 100)}% CI, "
+    for kind in _PAIR_KINDS:  # late − naive, late − contextual, naive − contextual
+        if not any(c["kind"] == kind for c in result.comparisons):
+            continue
+        mode_a, mode_b = kind.split("-")
+        parts.append(f"## {mode_a.capitalize()} minus {mode_b} (paired bootstrap, {int(cfg.confidence * 100)}% CI, "
                      f"{cfg.n_resamples} resamples, seed {cfg.seed})")
         parts.append("")
         parts.append("Percentage points; `*` marks an interval that excludes 0. Every metric's comparison is in "
                      "`results.json`.")
         parts.append("")
-        parts.append(_late_naive_table(result, ln_metrics))
+        parts.append(_late_naive_table(result, ln_metrics, kind))
         parts.append("")
     main_metric = f"AR@{result.main_k}" if f"AR@{result.main_k}" in result.headline else result.headline[0]
     if any(c["kind"] == "strategy" and c["metric"] == main_metric for c in result.comparisons):
@@ -346,9 +371,127 @@ def markdown_report(result) -> str:
         parts.append("")
         parts.append(_window_table(result))
         parts.append("")
+    parts += _dedup_section(result)
+    parts += _alarm_section(result)
+    parts += _agreement_section(result)
     parts.append("![late vs naive per strategy; cost vs quality](plot.png)")
     parts.append("")
     return "\n".join(parts)
+
+
+def _dedup_section(result) -> list[str]:
+    """``compare --dedup-threshold``: each system's metrics on the full index beside the deduplicated one."""
+    t = result.config.dedup_threshold
+    if t is None or not any(m.startswith(_DEDUP) for m in result.metric_names):
+        return []
+    k = result.main_k
+    base = [m for m in result.headline if m.endswith(f"@{k}")] or list(result.headline[:1])
+    base += [m for m in (f"Dup@{k}", f"NearDup@{k}") if m in result.metric_names]
+    shown = [m for m in base if f"{_DEDUP}{m}" in result.metric_names]
+    rows = []
+    for s in result.systems:
+        cells = [f"`{short_spec(s.strategy)}`", s.label, f"{s.costs.get('chunks', 0):,}",
+                 f"{s.costs.get('dedup_dropped', 0):,}"]
+        for m in shown:
+            cells += [_fmt(m, s.aggregates.get(m)), _fmt(m, s.aggregates.get(f"{_DEDUP}{m}"))]
+        rows.append(cells)
+    header = ["strategy", "mode", "chunks", "dropped"]
+    for m in shown:
+        header += [_col_name(m), _col_name(f"{_DEDUP}{m}")]
+    return [
+        f"## Dedup at ingest (cosine ≥ {t:g})", "",
+        (f"Each system scored twice: on its full index and on the index `latechunk embed --dedup {t:g}` would "
+         f"write (a chunk whose cosine to an earlier kept chunk, in document then chunk order, is at least {t:g} "
+         f"is dropped: exact FAISS range search, `latechunk/dedup.py`). `NearDup@k`: share (%) of a query's top k "
+         f"that are near-duplicates (cosine ≥ {t:g}) of a higher-ranked hit; `Dup@k`: slots overlapping an earlier "
+         "hit of the same document (characters). Every metric of the deduplicated index is in `results.json` and "
+         "`per_query.csv` as `dedup:<metric>`."), "",
+        _table(header, rows), ""]
+
+
+def _alarm_section(result) -> list[str]:
+    """Parse alarms per strategy (from :func:`add_diagnostics`)."""
+    alarms = result.manifest.get("alarms")
+    if alarms is None:
+        return []
+    out = ["## Parse alarms", "",
+           ("Chunks per 1,000 content tokens per document, against the other documents of its source type (or the "
+            "corpus): a robust z of ln(density) beyond 3.5 and at least 3 chunks off, or a source type 10× away "
+            "from the rest, is a parser alarm, not a chunking result (rule and sources: `latechunk/alarms.py`)."), ""]
+    rows = [[f"`{short_spec(spec)}`", a["level"], f"`{a['doc_id']}`" if a["doc_id"] else "–", a["source"],
+             f"{a['density']:.1f}", f"{a['expected']:.1f}", f"{a['ratio']:.1f}",
+             "–" if a["z"] is None else f"{a['z']:+.1f}"]
+            for spec, found in alarms.items() for a in found]
+    if rows:
+        out += [_table(["strategy", "level", "document", "source", "chunks / 1k tokens", "reference", "ratio",
+                        "robust z"], rows), ""]
+    else:
+        out += [f"No alarm for any of the {len(alarms)} strategies.", ""]
+    return out
+
+
+def _agreement_section(result) -> list[str]:
+    """The boundary agreement of every strategy pair (from :func:`add_diagnostics`)."""
+    rep = result.manifest.get("agreement")
+    if rep is None:
+        return []
+    if "error" in rep:
+        return ["## Boundary agreement", "", f"Not computed: {rep['error']}", ""]
+    from latechunk.agree import agreement_markdown
+
+    return [agreement_markdown(rep).rstrip("\n"), "",
+            (f"Over the documents of the first macro window's pass ({rep['window']} tokens); labels are the "
+             "strategies' names (full SPECs above)."), ""]
+
+
+def add_diagnostics(result) -> None:
+    """Add parse alarms per strategy and the boundary agreement of every strategy pair to ``result.manifest``
+    (``alarms``: ``{spec: [Alarm.to_dict()]}``; ``agreement``: :func:`latechunk.agree.agreement_report`'s counts,
+    without the per-document lists, plus ``window``), computed from the chunks of the first macro window's pass.
+    A result without its pipeline runs (:func:`load_result`) or that has both already is left as it is.
+
+    Args:
+        result: A :class:`~latechunk.eval.result.CompareResult`.
+    """
+    from latechunk.agree import agreement_report
+    from latechunk.alarms import parse_alarms, source_type
+
+    man = result.manifest
+    if not result.embeds or ("alarms" in man and "agreement" in man):
+        return
+    first = man["windows"][0]["window"] if man.get("windows") else next(iter(result.embeds))
+    res = result.embeds.get(first) or next(iter(result.embeds.values()))
+    specs = list(dict.fromkeys(s.strategy for s in result.systems))
+    alarms = {}
+    for spec in specs:
+        rows = [(d.doc_id, source_type(d.doc_id, str(d.metadata.get("source", ""))), int(t.n_content), len(b))
+                for d, t, b in zip(res.documents, res.tokenizations, res.run(spec).boundaries)
+                if t.n_content >= 1 and len(b) >= 1]
+        alarms[spec] = [a.to_dict() for a in parse_alarms(rows)]
+    man["alarms"] = alarms
+    if len(specs) >= 2:
+        try:
+            rep = agreement_report({spec: res.run(spec).boundaries for spec in specs}, [d.text for d in res.documents])
+        except ValueError as err:
+            man["agreement"] = {"error": str(err)}
+            return
+        for pair in rep["pairs"]:
+            pair.pop("documents", None)
+        man["agreement"] = {**rep, "window": first}
+
+
+def print_alarms(result, file=None) -> None:
+    """Print each parse alarm of the result on stderr as plain text (``strategy: message``).
+
+    Args:
+        result: A :class:`~latechunk.eval.result.CompareResult` (after :func:`add_diagnostics`).
+        file: Where to write; None: ``sys.stderr``.
+    """
+    import sys
+
+    for spec, found in (result.manifest.get("alarms") or {}).items():
+        for a in found:
+            print(f"{short_spec(spec)}: {a['message']}", file=file or sys.stderr)
 
 
 def per_query_rows(result) -> tuple[list[str], list[list]]:
@@ -494,6 +637,7 @@ def write_report(result, out_dir: str | os.PathLike, plot: bool = True) -> Path:
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    add_diagnostics(result)
     _write_text(out / "results.json", json.dumps(result.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n")
     header, rows = per_query_rows(result)
     tmp = out / "per_query.csv.tmp"

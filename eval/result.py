@@ -20,10 +20,11 @@ class System:
 
     Attributes:
         strategy: Canonical SPEC.
-        mode: ``"late"`` or ``"naive"``.
-        window: The late macro window (tokens) that made the vectors (late) or the boundaries (naive with
-            state-dependent boundaries); ``None`` for naive vectors of boundaries that no window changes.
-        label: Row label in the report (``late``, ``naive``, ``late w=256``, ...).
+        mode: ``"late"``, ``"naive"`` or ``"contextual"`` (naive with the header ``[title > section path]``).
+        window: The late macro window (tokens) that made the vectors (late) or the boundaries (naive and
+            contextual with state-dependent boundaries); ``None`` for naive and contextual vectors of boundaries
+            that no window changes.
+        label: Row label in the report (``late``, ``naive``, ``contextual``, ``late w=256``, ...).
         chunks_sha256: sha256 of the chunk records the index rows stand for (:func:`chunk_records_sha256`).
         per_query: ``{metric: {query_id: value}}``.
         aggregates: ``{metric: mean over queries}``.
@@ -84,12 +85,16 @@ class CompareResult:
 
     Attributes:
         config: The config.
-        systems: Every system, in report order (strategy, then late windows, then naive).
-        comparisons: Paired bootstrap results (dicts: kind, a, b, metric, mean_diff, ci_low, ci_high, ...).
+        systems: Every system, in report order (strategy, then late windows, then naive, then contextual).
+        comparisons: Paired bootstrap results (dicts: kind, a, b, metric, mean_diff, ci_low, ci_high, ...); the
+            kinds are ``late-naive``, ``late-contextual``, ``naive-contextual`` (mode A minus mode B per strategy
+            and window: :data:`latechunk.eval.harness.MODE_PAIRS`), ``strategy`` and ``window``.
         metric_names: Per-query metric names, in column order.
         headline: The metrics compared across strategies and windows.
         main_k: The k of the headline metric in plots (5 when given, else the largest).
-        manifest: Dataset, model, index, windows, query vectors, versions, machine, seconds, command line.
+        manifest: Dataset, model, index, windows, query vectors, versions, machine, seconds, command line, and
+            ``titles`` (``{"origins": {origin: documents}, "examples": [...]}``: where each document's title came
+            from, :func:`latechunk.titles.document_title`).
         embeds: ``{window: EmbedResult}`` (kept for inspection and tests).
         dataset: The evaluated dataset (queries cut to ``max_queries``).
     """
@@ -109,7 +114,7 @@ class CompareResult:
 
         Args:
             strategy: A SPEC, canonical or not (``fixed`` = ``fixed:size=256,overlap=0``).
-            mode: ``"late"`` or ``"naive"``.
+            mode: ``"late"``, ``"naive"`` or ``"contextual"``.
             window: A macro window (tokens), ``None``, or ``"first"``: the first matching system.
 
         Returns:

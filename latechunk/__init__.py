@@ -13,7 +13,7 @@ The Python API (:mod:`latechunk.api`)::
     index = latechunk.Index.load("out/chroma") # an output folder of `latechunk embed`
     hits = index.search("question", k=5)       # list[latechunk.Hit]
 
-``LateChunker``, ``Chunk``, ``Index``, ``Hit`` and ``AddResult`` are loaded on first use (PEP 562), so ``import
+``LateChunker``, ``Chunk``, ``Index``, ``Hit``, ``Context`` and ``AddResult`` are loaded on first use (PEP 562), so ``import
 latechunk`` imports neither torch nor FAISS.
 """
 
@@ -24,9 +24,9 @@ from latechunk.types import Boundaries, ChunkVectors, Document, Span, Tokenizati
 __version__ = "0.1.0"
 
 #: names of :mod:`latechunk.api` exposed here, imported on first access
-_API = ("AddResult", "Chunk", "Hit", "Index", "LateChunker")
+_API = ("AddResult", "Chunk", "Context", "Hit", "Index", "LateChunker")
 
-__all__ = ["AddResult", "Boundaries", "Chunk", "ChunkVectors", "Document", "Hit", "Index", "LateChunker", "Span",
+__all__ = ["AddResult", "Boundaries", "Chunk", "ChunkVectors", "Context", "Document", "Hit", "Index", "LateChunker", "Span",
            "Tokenization", "__version__"]
 
 

@@ -39,7 +39,29 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["DocCount", "Alarm", "SourceDensity", "source_densities", "parse_alarms"]
+__all__ = ["DocCount", "Alarm", "SourceDensity", "source_densities", "parse_alarms", "source_type"]
+
+
+def source_type(doc_id: str, source: str) -> str:
+    """A document's source type, the group :func:`parse_alarms` compares it with (what ``embed`` records).
+
+    A file read as one document has its path as both id and source (:func:`latechunk.io.iter_inputs`); a JSONL
+    line or a parquet/arrow row has its own id and a ``FILE:N`` source.
+
+    Args:
+        doc_id: The document's id.
+        source: Its ``metadata["source"]`` (``""`` when unknown).
+
+    Returns:
+        ``"record"`` for a JSONL/parquet/arrow row (id differs from source, or no source); else the file's
+        suffix without the dot, lowercased (``"md"``, ``"txt"``, ``"html"``, ``"py"``), or ``"file"`` for a
+        file without one.
+    """
+    if not source or source != doc_id:
+        return "record"
+    name = source.replace("\\", "/").rsplit("/", 1)[-1]
+    stem, dot, suffix = name.rpartition(".")
+    return suffix.lower() if dot and stem and suffix else "file"
 
 MAD_TO_SIGMA = 1.4826
 """``1 / Phi^-1(3/4)``: the MAD of a normal sample times this estimates its standard deviation."""

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from latechunk.encoder import Encoder
     from latechunk.models import LoadedModel
 
-__all__ = ["AddResult", "Chunk", "Hit", "Index", "LateChunker"]
+__all__ = ["AddResult", "Chunk", "Context", "Hit", "Index", "LateChunker"]
 
 log = logging.getLogger("latechunk")
 
@@ -47,7 +47,7 @@ DocumentLike = Any
 
 @dataclass(frozen=True, eq=False)
 class Chunk:
-    """One chunk of a document with its vector.
+    r"""One chunk of a document with its vector.
 
     Attributes:
         text: The chunk text, exactly ``document_text[char_start:char_end]``.
@@ -58,7 +58,7 @@ class Chunk:
             the document prompt included: position 0 is ``[CLS]``).
         heading_path: Markdown heading titles above the chunk, outermost first (``()`` where none).
         strategy: The canonical SPEC of the strategy that cut it (as in ``chunks.parquet``).
-        mode: ``"late"`` or ``"naive"``.
+        mode: ``"late"``, ``"naive"`` or ``"contextual"`` (naive over ``header + "\n\n" + text``).
         embedding: (dim,) float32, read-only: the chunk vector (L2-normalised unless ``normalize=False``).
         metadata: The document's metadata (``source``, ``title``, ...; a copy per chunk).
     """
@@ -87,6 +87,12 @@ class Hit:
         vector_id: The chunk's vector id = its row in ``chunks.parquet``.
         doc_id / chunk_index / char_start / char_end / token_start / token_end / heading_path / text / strategy:
             The chunk's record (as :class:`Chunk`; spans in characters and tokens, half-open).
+        title / title_from / section / header / source / url: What a citation of the chunk names (the chunk
+            table's :data:`~latechunk.output.SOURCE_COLUMNS`): the document's title and its origin, the heading
+            path as text (``"Setup > Linux"``), the contextual header (``"[Guide > Setup > Linux]"``), the
+            document's path as read, and its URL (front matter or JSONL ``url``). A folder written before these
+            columns gives ``section`` and ``source`` and None for the others; ``url`` is None when the document
+            has none.
     """
 
     score: float
@@ -100,6 +106,51 @@ class Hit:
     heading_path: tuple[str, ...]
     text: str
     strategy: str
+    title: str | None = None
+    title_from: str | None = None
+    section: str | None = None
+    header: str | None = None
+    source: str | None = None
+    url: str | None = None
+
+    @property
+    def citation(self) -> str:
+        """Where to cite the chunk: its document's ``url`` when it has one, else its ``source`` (``""`` when
+        neither is known)."""
+        return self.url or self.source or ""
+
+
+@dataclass(frozen=True)
+class Context:
+    r"""The context a generator should read around one or more hits of one document (:meth:`Index.search` with
+    ``expand``; :mod:`latechunk.contexts`): the hits' section, neighbouring chunks or document, reassembled from
+    the chunk table's exact slices, hits whose contexts overlap or touch merged into one.
+
+    Attributes:
+        score: The best score of its hits.
+        doc_id: The document.
+        expand: ``"section"``, ``"neighbors:N"`` or ``"document"``.
+        chunk_start / chunk_end: Chunk indices it covers, half-open.
+        char_start / char_end: Characters of the document it covers, half-open.
+        spans: The merged char spans ``((start, end), ...)`` whose characters ``text`` holds verbatim; between
+            two of them (characters no chunk kept) ``text`` holds ``"\n"`` for a one-character gap, else
+            ``"\n\n"``.
+        text: The context's text.
+        section: The best hit's heading path as text.
+        hits: The hits it holds, best first (their ``title``, ``source``, ``url`` are the document's).
+    """
+
+    score: float
+    doc_id: str
+    expand: str
+    chunk_start: int
+    chunk_end: int
+    char_start: int
+    char_end: int
+    spans: tuple[tuple[int, int], ...]
+    text: str
+    section: str
+    hits: tuple[Hit, ...]
 
 
 @dataclass(frozen=True)
@@ -157,7 +208,7 @@ def _check_iterable(documents, what: str) -> None:
 
 
 class LateChunker:
-    """Chunk texts and embed every chunk in one call: ``chunker(text) -> list[Chunk]``.
+    r"""Chunk texts and embed every chunk in one call: ``chunker(text) -> list[Chunk]``.
 
     Each document is tokenized once and encoded once (overlapping macro windows when it is longer than the
     model's input); in late mode each chunk vector is the mean of the token states in its token span (late
@@ -170,7 +221,7 @@ class LateChunker:
             ``device`` and ``trust_remote_code`` do not apply).
         strategy: A SPEC (``"fixed:size=256,overlap=32"``; ``latechunk strategies`` lists them) or a Strategy;
             ``None``: ``embed``'s default, :data:`latechunk.config.DEFAULT_STRATEGY` (``recursive:max_tokens=256``).
-        mode: ``"late"`` or ``"naive"``.
+        mode: ``"late"``, ``"naive"`` or ``"contextual"`` (naive over ``header + "\n\n" + text``).
         macro_window: Macro-window size in tokens, frame included (``None``: the model's input limit).
         device: ``"auto"`` (CUDA when present), ``"cpu"``, ``"cuda"``, ``"cuda:N"``, ``"mps"``.
         normalize: L2-normalise every chunk vector.
@@ -196,7 +247,7 @@ class LateChunker:
         progress: bool = False,
     ) -> None:
         if mode not in MODES:
-            raise ValueError(f"mode must be 'late' or 'naive', got {mode!r}")
+            raise ValueError(f"mode must be one of {', '.join(map(repr, MODES))}, got {mode!r}")
         self.config = PipelineConfig(strategies=(DEFAULT_STRATEGY if strategy is None else strategy,), modes=(mode,),
                                      normalize=normalize, macro_window=macro_window)
         from latechunk.encoder import Encoder
@@ -232,7 +283,7 @@ class LateChunker:
 
     @property
     def mode(self) -> str:
-        """``"late"`` or ``"naive"``."""
+        """``"late"``, ``"naive"`` or ``"contextual"``."""
         return self.config.modes[0]
 
     def __repr__(self) -> str:
@@ -369,24 +420,28 @@ class Index:
         self._device = device
         self._model = model
         self._encoder: Encoder | None = None
+        self._folder_encoder: Encoder | None = None  # add()'s when the queries use another model
 
     @classmethod
-    def load(cls, path: str | os.PathLike, *, device: str = "auto", model: str | None = None) -> Index:
+    def load(cls, path: str | os.PathLike, device: str = "auto", *, model: str | os.PathLike | None = None) -> Index:
         """Open an output folder of ``latechunk embed`` (its ``index.faiss``, ``chunks.parquet`` and
         ``manifest.json``).
 
         Args:
             path: The folder.
             device: Where the query model runs: ``"auto"`` (CUDA when present), ``"cpu"``, ``"cuda"``, ...
-            model: Another model for the queries (default: the folder's; :meth:`add` always needs the folder's).
+                (positional or keyword).
+            model: Another model for the queries, a hub id or a local folder (default: the folder's). Checked
+                here (a path must exist; a hub id must be cached or reachable), loaded on the first
+                :meth:`search`. :meth:`add` never uses it: it embeds with the folder's own model.
 
         Returns:
             The :class:`Index` (the model is loaded on the first :meth:`search` or :meth:`add`).
 
         Raises:
-            ValueError: if ``path`` does not exist or is not a folder, a file is missing (an unfinished run:
-                ``latechunk embed ... --resume`` finishes it) or unreadable, or the index and the chunk table
-                disagree.
+            ValueError: if ``path`` does not exist or is not a folder, a file is missing (an unfinished run, the
+                message says so: ``latechunk embed ... --resume`` finishes it) or unreadable, the index and the
+                chunk table disagree, or ``model`` does not resolve (:func:`latechunk.models.resolve_model_path`).
         """
         from latechunk.output import read_output
 
@@ -396,7 +451,14 @@ class Index:
         if not p.is_dir():
             raise ValueError(f"{p} is not a folder (give an output folder of `latechunk embed`)")
         faiss_index, table, manifest = read_output(p)
-        return cls(p, faiss_index, table, manifest, device=device, model=model)
+        if model is not None:
+            from latechunk.models import resolve_model_path
+
+            try:
+                resolve_model_path(model)
+            except ValueError as err:
+                raise ValueError(f"Index.load(model={str(model)!r}): {err}") from None
+        return cls(p, faiss_index, table, manifest, device=device, model=None if model is None else str(model))
 
     def __len__(self) -> int:
         """Vectors in the index (= chunks)."""
@@ -431,28 +493,46 @@ class Index:
             ValueError: if the model does not load.
         """
         if self._encoder is None:
-            from latechunk.encoder import Encoder
-
-            m = self.manifest.get("model", {})
-            sm = self.manifest.get("settings", {}).get("model", {})
-            enc = Encoder(self._model_to_load(), device=self._device, dtype=sm.get("dtype") or m.get("dtype"),
-                          max_length=m.get("max_length"), query_prompt=m.get("query_prompt"),
-                          batch_tokens=sm.get("batch_tokens", 16384),
-                          trust_remote_code=bool(sm.get("trust_remote_code", False)))
-            if m.get("sha256") and enc.model_hash and enc.model_hash != m["sha256"]:
-                warnings.warn(f"the model's weights differ from the ones {self.path} was built with", stacklevel=2)
-            self._encoder = enc
+            self._encoder = self._load_encoder(self._model_to_load())
         return self._encoder
+
+    def _load_encoder(self, name: str | None) -> Encoder:
+        """An encoder of ``name`` with the folder's recorded dtype, input limit, query prompt and batch budget;
+        warns when its weights differ from the recorded ones."""
+        from latechunk.encoder import Encoder
+
+        m = self.manifest.get("model", {})
+        sm = self.manifest.get("settings", {}).get("model", {})
+        enc = Encoder(name, device=self._device, dtype=sm.get("dtype") or m.get("dtype"),
+                      max_length=m.get("max_length"), query_prompt=m.get("query_prompt"),
+                      batch_tokens=sm.get("batch_tokens", 16384),
+                      trust_remote_code=bool(sm.get("trust_remote_code", False)))
+        if m.get("sha256") and enc.model_hash and enc.model_hash != m["sha256"]:
+            warnings.warn(f"the model's weights differ from the ones {self.path} was built with", stacklevel=3)
+        return enc
+
+    def _add_encoder(self) -> Encoder:
+        """:meth:`add`'s encoder: the folder's own model (the query encoder when no other ``model`` was given)."""
+        if self._model is None:
+            return self.encoder
+        if self._folder_encoder is None:
+            self._folder_encoder = self._load_encoder(self._folder_model())
+        return self._folder_encoder
 
     def _model_to_load(self) -> str:
         if self._model is not None:
             return self._model
+        return self._folder_model()
+
+    def _folder_model(self) -> str:
+        """The folder's model: its recorded folder when that still exists, else its recorded name."""
         m = self.manifest.get("model", {})
         path = m.get("path") or ""
         return path if path and Path(path).is_dir() else m.get("name")
 
-    def search(self, query: str | Sequence[str], k: int = 5) -> list[Hit] | list[list[Hit]]:
-        """The ``k`` chunks nearest to a query (inner product), best first.
+    def search(self, query: str | Sequence[str], k: int = 5, *,
+               expand: str | None = None) -> list[Hit] | list[list[Hit]] | list[Context] | list[list[Context]]:
+        """The ``k`` chunks nearest to a query (inner product), best first; with ``expand``, their contexts.
 
         The query is encoded as ``latechunk search`` does: the folder's model with its query prompt,
         normalised as the chunk vectors were, and transformed as the index stores them (``--truncate-dim``).
@@ -460,14 +540,17 @@ class Index:
         Args:
             query: One query, or a list of queries.
             k: Results per query (>= 1; fewer when the index holds fewer vectors).
+            expand: None: the hits. ``"section"``, ``"neighbors:N"`` or ``"document"``: each hit widened to the
+                context a generator should read, hits of one document whose contexts overlap or touch merged
+                into one (:func:`latechunk.contexts.expand_hits`), so fewer than ``k`` contexts may come back.
 
         Returns:
-            ``list[Hit]`` for one query, ``list[list[Hit]]`` for a list; ``[]`` per query for an empty index
-            (no model is loaded then).
+            ``list[Hit]`` for one query, ``list[list[Hit]]`` for a list; with ``expand``, :class:`Context` s in
+            their place, best first. ``[]`` per query for an empty index (no model is loaded then).
 
         Raises:
-            ValueError: on ``k < 1``, an empty query, a model that does not load, or query vectors whose
-                dimension does not fit the index (another model).
+            ValueError: on ``k < 1``, a bad ``expand``, an empty query, a model that does not load, or query
+                vectors whose dimension does not fit the index (another model).
             TypeError: if a query is not a str.
         """
         single = isinstance(query, str)
@@ -479,6 +562,10 @@ class Index:
                 raise ValueError(f"query {i} is empty" if not single else "the query is empty")
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise ValueError(f"k must be an integer >= 1, got {k!r}")
+        if expand is not None:
+            from latechunk.contexts import parse_expand
+
+            parse_expand(expand)
         if len(self) == 0 or not queries:
             results: list[list[Hit]] = [[] for _ in queries]
         else:
@@ -493,18 +580,43 @@ class Index:
                                  f"({self.model_name})")
             D, I = search_index(self._faiss, xq, k)
             results = [self._hits(D[q], I[q]) for q in range(len(queries))]
+        if expand is not None:
+            results = [self.expand(hits, expand) for hits in results]
         return results[0] if single else results
 
-    def _hits(self, D: np.ndarray, I: np.ndarray) -> list[Hit]:
-        import pyarrow as pa
+    def expand(self, hits: Sequence[Hit], expand: str) -> list[Context]:
+        """Hits of this index widened to their contexts (what :meth:`search` does with ``expand``).
 
-        pairs = [(float(s), int(i)) for s, i in zip(D.tolist(), I.tolist()) if i >= 0]
-        rows = self._table.take(pa.array([i for _, i in pairs], type=pa.int64())).to_pylist()
-        return [Hit(score=s, vector_id=i, doc_id=r["doc_id"], chunk_index=r["chunk_index"],
+        Args:
+            hits: Hits of this index (from :meth:`search`), any order.
+            expand: ``"section"``, ``"neighbors:N"`` or ``"document"``.
+
+        Returns:
+            The :class:`Context` s, best first; hits of one document whose contexts overlap or touch share one.
+
+        Raises:
+            ValueError: on a bad ``expand``, or a hit that is not this index's.
+        """
+        from dataclasses import asdict
+
+        from latechunk.contexts import expand_hits
+
+        records = [{**asdict(h), "hit": h} for h in hits]
+        return [Context(score=c["score"], doc_id=c["doc_id"], expand=c["expand"], chunk_start=c["chunk_start"],
+                        chunk_end=c["chunk_end"], char_start=c["char_start"], char_end=c["char_end"],
+                        spans=tuple((a, b) for a, b in c["spans"]), text=c["text"], section=c["section"],
+                        hits=tuple(r["hit"] for r in c["hits"]))
+                for c in expand_hits(self._table, records, expand)]
+
+    def _hits(self, D: np.ndarray, I: np.ndarray) -> list[Hit]:
+        from latechunk.output import search_records
+
+        return [Hit(score=r["score"], vector_id=r["vector_id"], doc_id=r["doc_id"], chunk_index=r["chunk_index"],
                     char_start=r["char_start"], char_end=r["char_end"], token_start=r["token_start"],
                     token_end=r["token_end"], heading_path=tuple(r["heading_path"] or ()), text=r["text"],
-                    strategy=r["strategy"])
-                for (s, i), r in zip(pairs, rows)]
+                    strategy=r["strategy"], title=r["title"], title_from=r["title_from"], section=r["section"],
+                    header=r["header"], source=r["source"], url=r["url"])
+                for r in search_records(self._table, D, I)]
 
     def add(self, documents: Iterable[DocumentLike], *, progress: bool = False) -> AddResult:
         """Embed new documents into the folder with its own settings, incrementally: new shards after the last
@@ -513,7 +625,11 @@ class Index:
         ``latechunk embed NEW --out DIR --append`` (:mod:`latechunk.ingest.append`).
 
         The documents are first written to ``DIR/appended/NNNNN.jsonl`` (``id`` and ``text``; other metadata is
-        not kept), an input of the folder like its others, so that ``verify`` re-reads and hashes them.
+        not kept), an input of the folder like its others, so that ``verify`` re-reads and hashes them. The
+        vectors come from the folder's own model, whatever ``model`` :meth:`load` was given for the queries.
+        ``add`` holds the folder's writer lock (:func:`latechunk.ingest.folder.writer_lock`): one writer at a
+        time; another process writing the folder makes it fail at once. An ``add`` that embeds no document
+        leaves the folder as it was (no shard, no document file, the manifest unchanged).
 
         Args:
             documents: An iterable of ``str`` (id ``"text-"`` + the first 16 hex digits of the text's sha256, so
@@ -529,8 +645,9 @@ class Index:
 
         Raises:
             TypeError / ValueError: on a bad item (as :meth:`LateChunker.map`), a folder whose shards do not
-                match its manifest, a run.json whose settings this version cannot repeat, or a model that
-                differs from the folder's (``model`` given to :meth:`load`).
+                match its manifest, a run.json whose settings this version cannot repeat, or the folder's model
+                not loading.
+            latechunk.ingest.folder.FolderLocked: (a ValueError) when another process is writing the folder.
             OSError: if a file cannot be written.
         """
         _check_iterable(documents, "Index.add")
@@ -538,14 +655,23 @@ class Index:
         if not docs:
             return AddResult()
         from latechunk.ingest.append import append, config_from_settings, write_documents
+        from latechunk.ingest.folder import writer_lock
         from latechunk.output import OutputFolder, read_output
 
         settings = OutputFolder(self.path).read_run().get("settings", {})
-        encoder = self.encoder
-        jsonl, _ = write_documents(self.path, docs)
-        config = config_from_settings(settings, [jsonl], self.path, model=self._model_to_load(), device=self._device)
-        result = append(config, encoder, progress=progress)
-        self._faiss, self._table, self.manifest = read_output(self.path)
+        with writer_lock(self.path):  # the document file and the append: one writer
+            encoder = self._add_encoder()
+            jsonl, _ = write_documents(self.path, docs)
+            try:
+                config = config_from_settings(settings, [jsonl], self.path, model=self._folder_model(),
+                                              device=self._device)
+                result = append(config, encoder, progress=progress)
+            except BaseException:
+                jsonl.unlink(missing_ok=True)  # the manifest never lists it
+                raise
+            if not result.added:
+                jsonl.unlink(missing_ok=True)
+            self._faiss, self._table, self.manifest = read_output(self.path)
         return AddResult(added=tuple(d["doc_id"] for d in result.documents),
                          skipped=tuple(Skipped(s["doc_id"], s["reason"], s.get("source", "")) for s in result.skipped),
                          chunks=result.chunks)

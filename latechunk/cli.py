@@ -99,7 +99,7 @@ def _sentence_workers(n: int | None, world_size: int = 1) -> int:
     return share if share > 1 else 0
 
 
-PrecisionOpt = Annotated[str, typer.Option("--precision", help="How index.faiss stores the vectors (the shards keep float32): float32, float16 (faiss SQfp16), int8 (faiss SQ8, per-dimension ranges calibrated on the corpus) or ubinary (1 bit per dimension, Hamming search then float rescoring; --index flat only). sentence-transformers' quantize_embeddings semantics.")]
+PrecisionOpt = Annotated[Optional[str], typer.Option("--precision", show_default="float32", help="How index.faiss stores the vectors (the shards keep float32): float32, float16 (faiss SQfp16), int8 (faiss SQ8, per-dimension ranges calibrated on the corpus) or ubinary (1 bit per dimension, Hamming search then float rescoring; --index flat only). sentence-transformers' quantize_embeddings semantics.")]
 TruncateDimOpt = Annotated[Optional[int], typer.Option("--truncate-dim", help="Index only the first N dimensions of every vector (Matryoshka models), renormalised when vectors are normalised; queries get the same. Default: all.")]
 
 
@@ -126,30 +126,31 @@ def embed(
     inputs: Annotated[list[Path], typer.Argument(help=".md/.txt files, source code (.py/.js/.ts/.go/.rs/.java), .html (as markdown), folders of them, .jsonl (id/text), BEIR corpus.jsonl, .parquet or .arrow (id/text), Hugging Face save_to_disk folders.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Output folder: index.faiss, chunks.parquet, manifest.json.")],
     model: ModelOpt = None,
-    strategy: Annotated[str, typer.Option("--strategy", "-s", help="SPEC: name or name:key=value,... (see `latechunk strategies`).")] = DEFAULT_STRATEGY,
-    mode: Annotated[str, typer.Option("--mode", help="late (encode the document once, pool per chunk) or naive (encode each chunk alone).")] = "late",
+    strategy: Annotated[Optional[str], typer.Option("--strategy", "-s", show_default=DEFAULT_STRATEGY, help="SPEC: name or name:key=value,... (see `latechunk strategies`). With --append, every option not given is the folder's (run.json).")] = None,
+    mode: Annotated[Optional[str], typer.Option("--mode", show_default="late", help="late (encode the document once, pool per chunk), naive (encode each chunk alone) or contextual (naive, with the chunk's header [title > section path] and a blank line before its text; the stored text stays the exact slice).")] = None,
     device: DeviceOpt = "auto",
     dtype: Annotated[Optional[str], typer.Option(help="float32, bfloat16, float16. Default: bf16 on CUDA, fp32 on CPU.")] = None,
     macro_window: MacroWindowOpt = None,
     macro_window_overlap: MacroWindowOverlapOpt = None,
-    batch_tokens: Annotated[int, typer.Option(help="Token budget per forward batch (padded tokens).")] = 16384,
-    index: Annotated[str, typer.Option("--index", help="A faiss index_factory string (Flat, HNSW32, IVF1024,Flat, ...); aliases: flat (= Flat), hnsw (= HNSW{--hnsw-m}). Inner product; vectors are L2-normalised unless --no-normalize.")] = "flat",
-    hnsw_m: Annotated[int, typer.Option(help="With --index hnsw: graph degree M.")] = 32,
-    ef_construction: Annotated[int, typer.Option(help="HNSW: build beam width.")] = 200,
-    ef_search: Annotated[int, typer.Option(help="HNSW: search beam width.")] = 128,
-    precision: PrecisionOpt = "float32",
+    batch_tokens: Annotated[Optional[int], typer.Option(show_default="16384", help="Token budget per forward batch (padded tokens).")] = None,
+    index: Annotated[Optional[str], typer.Option("--index", show_default="flat", help="A faiss index_factory string (Flat, HNSW32, IVF1024,Flat, ...); aliases: flat (= Flat), hnsw (= HNSW{--hnsw-m}). Inner product; vectors are L2-normalised unless --no-normalize.")] = None,
+    hnsw_m: Annotated[Optional[int], typer.Option(show_default="32", help="With --index hnsw: graph degree M.")] = None,
+    ef_construction: Annotated[Optional[int], typer.Option(show_default="200", help="HNSW: build beam width.")] = None,
+    ef_search: Annotated[Optional[int], typer.Option(show_default="128", help="HNSW: search beam width.")] = None,
+    precision: PrecisionOpt = None,
     truncate_dim: TruncateDimOpt = None,
-    normalize: Annotated[bool, typer.Option(help="L2-normalise chunk vectors (cosine search).")] = True,
-    include_special: Annotated[bool, typer.Option(help="Late mode: first/last chunk absorb [CLS]/prefix/[SEP] states.")] = False,
-    long_documents: Annotated[str, typer.Option("--long-documents", help="windows: encode documents longer than the macro window in overlapping macro windows; skip: skip them (listed with their token count). Never truncated.")] = "windows",
-    trust_remote_code: Annotated[bool, typer.Option(help="Run the model repository's own code (only for models that need it).")] = False,
+    normalize: Annotated[Optional[bool], typer.Option("--normalize/--no-normalize", show_default="normalize", help="L2-normalise chunk vectors (cosine search).")] = None,
+    include_special: Annotated[Optional[bool], typer.Option("--include-special/--no-include-special", show_default="no-include-special", help="Late mode: first/last chunk absorb [CLS]/prefix/[SEP] states.")] = None,
+    long_documents: Annotated[Optional[str], typer.Option("--long-documents", show_default="windows", help="windows: encode documents longer than the macro window in overlapping macro windows; skip: skip them (listed with their token count). Never truncated.")] = None,
+    trust_remote_code: Annotated[bool, typer.Option("--trust-remote-code", help="Run the model repository's own code (only for models that need it). Never taken from run.json: --append asks for it again.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing output folder.")] = False,
     resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted run in --out (same options); ends with the output of an uninterrupted run.")] = False,
-    append: Annotated[bool, typer.Option("--append", help="Add INPUT to the finished output folder --out (same options as its run.json): new shards, then index.faiss, chunks.parquet and manifest.json again; documents whose id is already there are skipped and listed.")] = False,
+    append: Annotated[bool, typer.Option("--append", help="Add INPUT to the finished output folder --out with its run's settings (run.json; every option not given is the folder's, an option given must equal it): new shards, then index.faiss, chunks.parquet and manifest.json again; documents whose id is already there are skipped and listed.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
-    group_tokens: Annotated[int, typer.Option("--group-tokens", hidden=True, help="Tokens per pipeline group = per shard (bounds memory).")] = DEFAULT_GROUP_TOKENS,
+    group_tokens: Annotated[Optional[int], typer.Option("--group-tokens", hidden=True, show_default=str(DEFAULT_GROUP_TOKENS), help="Tokens per pipeline group = per shard (bounds memory).")] = None,
     sentence_workers: SentenceWorkersOpt = None,
     late_pooling: LatePoolingOpt = None,
+    dedup: Annotated[Optional[float], typer.Option("--dedup", metavar="THRESHOLD", help="Drop a chunk whose cosine to an earlier kept chunk (input order; chunks of one document too) is >= THRESHOLD (0 < THRESHOLD <= 1; exact FAISS range search); each dropped chunk is listed in manifest.json's dedup with the chunk it duplicates. A setting of the run. Default: off.")] = None,
 ) -> None:
     """Chunk and embed documents; write a FAISS index, the chunk table and a manifest.
 
@@ -165,6 +166,37 @@ def embed(
     from latechunk.config import EmbedConfig, IndexConfig, ModelConfig, PipelineConfig, dist_env
     from latechunk.models import ModelFacts, resolve_model_path
 
+    # options not given: embed's defaults, or with --append the folder's run.json settings
+    given = {
+        "model": model,
+        "strategy": strategy,
+        "mode": mode,
+        "dtype": dtype,
+        "macro_window": macro_window,
+        "macro_window_overlap": macro_window_overlap,
+        "batch_tokens": batch_tokens,
+        "index": index,
+        "hnsw_m": hnsw_m,
+        "ef_construction": ef_construction,
+        "ef_search": ef_search,
+        "precision": precision,
+        "truncate_dim": truncate_dim,
+        "normalize": normalize,
+        "include_special": include_special,
+        "long_documents": long_documents,
+        "trust_remote_code": trust_remote_code,
+        "group_tokens": group_tokens,
+        "late_pooling": late_pooling,
+        "dedup": dedup,
+    }
+    o = _resolve_embed_options(given, out if append else None)
+    model, strategy, mode, dtype = o["model"], o["strategy"], o["mode"], o["dtype"]
+    macro_window, macro_window_overlap, batch_tokens = o["macro_window"], o["macro_window_overlap"], o["batch_tokens"]
+    index, hnsw_m, ef_construction, ef_search = o["index"], o["hnsw_m"], o["ef_construction"], o["ef_search"]
+    precision, truncate_dim, normalize, include_special = o["precision"], o["truncate_dim"], o["normalize"], \
+        o["include_special"]
+    long_documents, trust_remote_code, group_tokens = o["long_documents"], o["trust_remote_code"], o["group_tokens"]
+    late_pooling, dedup = o["late_pooling"], o["dedup"]
     # validate everything before any work, and all that the options and the model's files can tell before torch
     # is imported or a weight is loaded: each check lives in the config that holds the setting
     try:
@@ -183,6 +215,7 @@ def embed(
                                           precision=precision, truncate_dim=truncate_dim, renormalize=normalize),
             force=force,
             resume=resume,
+            dedup=dedup,
         )
     except ValueError as err:
         _fail(str(err))
@@ -191,6 +224,13 @@ def embed(
 
         try:
             check_append_options(config, force=force, resume=resume, world_size=world_size)
+        except ValueError as err:
+            _fail(str(err))
+    if rank == 0 and (append or resume or force):  # another process writing --out: fail before the model loads
+        from latechunk.ingest.folder import check_unlocked
+
+        try:
+            check_unlocked(out)
         except ValueError as err:
             _fail(str(err))
     strat = config.strategy
@@ -265,9 +305,66 @@ def embed(
         f"({config.mode}, {strat.spec}, {c['tokens_encoded']} tokens encoded, {manifest['seconds']['total']:.1f} s) into {out}"
     )
     _print_skipped(manifest["skipped"], out / "manifest.json")
+    _print_ingest_notes(manifest, out / "manifest.json")
     if c["documents_embedded"] == 0:  # every input had a document, but none was embedded (duplicates, too long)
         _fail(f"no document was embedded from {', '.join(str(p) for p in inputs)} (the reasons are above and in "
               f"{out / 'manifest.json'}'s skipped list)", code=1)
+
+
+#: ``embed``'s option defaults (the options default to None, so that ``--append`` can tell an option given from
+#: one not given and take the folder's run.json value for the latter)
+_EMBED_DEFAULTS = {
+    "model": None,
+    "strategy": DEFAULT_STRATEGY,
+    "mode": "late",
+    "dtype": None,
+    "macro_window": None,
+    "macro_window_overlap": None,
+    "batch_tokens": 16384,
+    "index": "flat",
+    "hnsw_m": 32,
+    "ef_construction": 200,
+    "ef_search": 128,
+    "precision": "float32",
+    "truncate_dim": None,
+    "normalize": True,
+    "include_special": False,
+    "long_documents": "windows",
+    "trust_remote_code": False,
+    "group_tokens": DEFAULT_GROUP_TOKENS,
+    "late_pooling": None,
+    "dedup": None,
+}
+
+
+def _resolve_embed_options(given: dict, append_to: Path | None) -> dict:
+    """``embed``'s options: each given one as given; the others ``embed``'s defaults, or with ``--append`` the
+    folder's run.json settings (model: the manifest's model folder when it still exists, else its name). A folder
+    without a readable run.json gives the defaults (``--append`` then fails on it, saying why)."""
+    values = dict(_EMBED_DEFAULTS)
+    if append_to is not None:
+        from latechunk.output import OutputFolder
+
+        folder = OutputFolder(append_to)
+        try:
+            s = folder.read_run().get("settings", {})
+            recorded = folder.read_manifest().get("model", {})
+        except ValueError:
+            s, recorded = {}, {}
+        if s:
+            m, ix = s.get("model") or {}, s.get("index") or {}
+            path = recorded.get("path") or ""
+            values.update(
+                model=path if path and Path(path).is_dir() else m.get("name"), strategy=s.get("strategy"),
+                mode=s.get("mode"), dtype=m.get("dtype"), macro_window=s.get("macro_window"),
+                macro_window_overlap=s.get("macro_window_overlap"), batch_tokens=m.get("batch_tokens", 16384),
+                index=ix.get("factory", "flat"), ef_construction=ix.get("ef_construction", 200),
+                ef_search=ix.get("ef_search", 128), precision=ix.get("precision", "float32"),
+                truncate_dim=ix.get("truncate_dim"), normalize=s.get("normalize", True),
+                include_special=s.get("include_special", False), long_documents=s.get("long_documents", "windows"),
+                group_tokens=s.get("group_tokens", DEFAULT_GROUP_TOKENS), late_pooling=s.get("late_pooling"),
+                dedup=s.get("dedup"))
+    return {k: v if v is not None else values[k] for k, v in given.items()}
 
 
 def _append(config, encoder, quiet: bool) -> None:
@@ -278,10 +375,25 @@ def _append(config, encoder, quiet: bool) -> None:
         res = append(config, encoder, progress=not quiet)
     except ValueError as err:
         _fail(str(err))
+    if not res.added:  # nothing embedded: the folder is as it was
+        _print_skipped(res.skipped, "the messages above")
+        _fail(f"nothing appended to {config.out}: none of the {len(res.skipped)} input item(s) was embedded "
+              "(the reasons are above); the folder is unchanged", code=1)
     c = res.manifest["counts"]
     typer.echo(f"appended {len(res.documents)}/{len(res.documents) + len(res.skipped)} documents -> {res.chunks} "
                f"chunks into {config.out} (now {c['chunks']} chunks from {c['documents_embedded']} documents)")
     _print_skipped(res.skipped, config.out / "manifest.json")
+    _print_ingest_notes(res.manifest, config.out / "manifest.json")
+
+
+def _print_ingest_notes(manifest: dict, where: Path) -> None:
+    """On stderr, plain text: each parse alarm of the manifest, and how many chunks ``--dedup`` dropped."""
+    for a in manifest.get("alarms", []):
+        typer.echo(a["message"], err=True)
+    d = manifest.get("dedup")
+    if d:
+        typer.echo(f"dedup: {d['chunks_dropped']} chunk(s) dropped as near-duplicates (cosine >= {d['threshold']}) "
+                   f"of earlier kept chunks; each is listed with the chunk it duplicates in {where}", err=True)
 
 
 #: skipped items printed one per line; the rest are counted (all of them are in the manifest)
@@ -328,11 +440,13 @@ def search(
     out: Annotated[Path, typer.Argument(help="A folder written by `latechunk embed`.")],
     query: Annotated[str, typer.Argument(help="The query text (embedded with the model's query prompt).")],
     k: Annotated[int, typer.Option("-k", help="Number of results.")] = 5,
-    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list of results, best first.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list of results, best first (each chunk's spans, heading path, title, section, header, source, url; with --expand, the contexts: span(s), text and the hits each holds).")] = False,
     device: DeviceOpt = "auto",
     model: Annotated[Optional[str], typer.Option("--model", "-m", help="Model for the query. Default: the model the index was built with (from its manifest).")] = None,
+    expand: Annotated[Optional[str], typer.Option("--expand", metavar="section|neighbors:N|document", help="Give each hit's context for a generator instead of the chunk alone: its heading section, N chunks on each side, or the document, reassembled from the chunk table; hits of one document whose contexts overlap or touch are merged (best score kept, hits listed).")] = None,
 ) -> None:
-    """Search an index: prints doc id, char span, score and a snippet of the best chunks."""
+    """Search an index: prints doc id, char span, score and a snippet of the best chunks (or, with --expand,
+    of their contexts)."""
     from latechunk.config import IndexConfig
     from latechunk.encoder import Encoder
     from latechunk.index import query_transform, search_index
@@ -342,6 +456,13 @@ def search(
         _fail(f"-k must be >= 1, got {k}")
     if not query.strip():
         _fail("the query is empty")
+    if expand is not None:
+        from latechunk.contexts import expand_hits, parse_expand
+
+        try:
+            parse_expand(expand)
+        except ValueError as err:
+            _fail(str(err))
     try:
         index, table, manifest = read_output(out)
     except ValueError as err:
@@ -373,17 +494,20 @@ def search(
               f"search with the model the index was built with ({m['name']})")
     D, I = search_index(index, xq, k)  # the query is normalised as the indexed vectors were (manifest)
     results = search_records(table, D[0], I[0])  # only the k rows are read, never the whole table
+    if expand is not None:  # the rows around each hit, within its document
+        results = expand_hits(table, results, expand)
     if as_json:
         typer.echo(json.dumps(results, ensure_ascii=False, indent=2))
         return
     from rich.console import Console
     from rich.table import Table
 
-    t = Table(title=f"top {len(results)} for: {query}")
-    for col in ("rank", "score", "doc_id", "char span", "snippet"):
+    t = Table(title=f"top {len(results)} {'contexts (' + expand + ')' if expand else ''} for: {query}")
+    for col in ("rank", "score", "doc_id", "char span", "section" if expand is None else "hits", "snippet"):
         t.add_column(col, overflow="fold")
     for r in results:
         t.add_row(str(r["rank"]), f"{r['score']:.4f}", r["doc_id"], f"[{r['char_start']}, {r['char_end']})",
+                  (r.get("section") or "") if expand is None else ", ".join(str(h["rank"]) for h in r["hits"]),
                   snippet(r["text"], query))
     Console().print(t)
 
@@ -535,11 +659,12 @@ def compare(
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Report folder (report.md, results.json, per_query.csv, plot.png). Default: compare-<dataset>.")] = None,
     model: ModelOpt = None,
     strategies: Annotated[Optional[list[str]], typer.Option("--strategies", "-s", help="SPEC (repeatable; several SPECs in one value split on spaces, or several words after it). Sweeps: fixed:size=128|256. Default: all five strategies.")] = None,
-    modes: Annotated[str, typer.Option("--modes", help="Comma list of late, naive.")] = "late,naive",
+    modes: Annotated[str, typer.Option("--modes", help="Comma list of late, naive, contextual (naive with a [title > section path] header).")] = "late,naive",
     k: Annotated[str, typer.Option("--k", "-k", help="Comma list of cut-offs, e.g. 1,5,10.")] = "1,5,10",
     macro_window: Annotated[Optional[str], typer.Option("--window", help="Late macro-window size in tokens; sweep with 128|256|512 (one late pass each). Default: the model's limit.")] = None,
     macro_window_overlap: Annotated[Optional[int], typer.Option("--window-overlap", help="Content tokens shared by consecutive macro windows. Default: a quarter of the macro window's content tokens (127 for 512).")] = None,
     dedup: Annotated[bool, typer.Option("--dedup", help="Drop retrieved chunks overlapping an earlier one of the same document (by char offsets) before scoring.")] = False,
+    dedup_threshold: Annotated[Optional[float], typer.Option("--dedup-threshold", metavar="THRESHOLD", help="Also score every system on the index `embed --dedup THRESHOLD` would write (chunks with cosine >= THRESHOLD to an earlier kept chunk dropped), beside the full one, with NearDup@k (share of a query's top k that are near-duplicates of a higher-ranked hit). Default: off.")] = None,
     index: Annotated[str, typer.Option("--index", help="flat (exact inner product) or hnsw; the same for every strategy and mode.")] = "flat",
     precision: Annotated[str, typer.Option("--precision", help="Comma list of index precisions (float32, float16, int8, ubinary): each system is indexed once per setting over the same vectors; the report shows each one's recall and index bytes. The first is the main index.")] = "float32",
     truncate_dim: Annotated[Optional[str], typer.Option("--truncate-dim", help="Comma list of dimensions N (Matryoshka truncation, renormalised; 'all' = no truncation), crossed with --precision. Default: all.")] = None,
@@ -562,7 +687,7 @@ def compare(
     Example: latechunk compare --dataset chroma --strategies "fixed recursive heading sentence_window semantic" --k 5
     """
     from latechunk.eval.harness import CompareConfig, run_compare
-    from latechunk.eval.report import print_table
+    from latechunk.eval.report import print_alarms, print_table
 
     if more_strategies and not strategies:
         _fail(f"unexpected extra argument(s) {' '.join(more_strategies)!r}: SPECs go after --strategies")
@@ -570,6 +695,7 @@ def compare(
         specs = [s for v in (*(strategies or []), *(more_strategies or [])) for s in v.split()]
         config = CompareConfig.from_options(dataset=dataset, model=model, strategies=specs or None, modes=modes, k=k,
                                             window=macro_window, window_overlap=macro_window_overlap, dedup=dedup,
+                                            dedup_threshold=dedup_threshold,
                                             index=index, precision=precision, truncate_dim=truncate_dim,
                                             doc_depth=doc_depth, device=device, n_resamples=resamples, seed=seed,
                                             max_queries=max_queries, use_cache=not no_cache,
@@ -587,6 +713,7 @@ def compare(
     except (ValueError, FileNotFoundError) as err:
         _fail(str(err))
     print_table(result)
+    print_alarms(result)  # plain text on stderr, as embed prints its alarms
     typer.echo(f"report: {out / 'report.md'} ({result.manifest['seconds']['total']:.1f} s)")
 
 
@@ -598,24 +725,35 @@ def export(
     collection: Annotated[str, typer.Option("--collection", "-c", help="Table (LanceDB) or collection name.")] = "latechunk",
     batch_size: Annotated[int, typer.Option("--batch-size", help="Rows read and written per batch.")] = 1024,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace a collection of that name that already holds rows.")] = False,
+    hnsw_ef: Annotated[Optional[int], typer.Option("--hnsw-ef", min=1, help="Chroma only: HNSW ef_search, candidates per query (default: the row count, clamped to 128-1024).")] = None,
+    hnsw_m: Annotated[Optional[int], typer.Option("--hnsw-m", min=1, help="Chroma only: HNSW max_neighbors, links per vector (default: 32; Chroma's own: 16).")] = None,
+    hnsw_ef_construction: Annotated[Optional[int], typer.Option("--hnsw-ef-construction", min=1, help="Chroma only: HNSW ef_construction (default: 256; Chroma's own: 100).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
     """Export an output folder's vectors and chunk records to LanceDB, Qdrant or Chroma (shard by shard).
 
     Row i is vector id i, with doc id, char and token spans, heading path, strategy, text and the sha256 of
-    manifest.json; cosine distance for normalised vectors, inner product for --no-normalize ones.
+    manifest.json; cosine distance for normalised vectors, inner product for --no-normalize ones. Chroma's HNSW
+    index gets settings sized to the collection (--hnsw-ef, --hnsw-m, --hnsw-ef-construction change them).
     Example: latechunk export out/chroma --to qdrant:out/qdrant --collection chroma_eval
     """
     from latechunk.export import export_folder
 
+    given = {"ef_search": hnsw_ef, "max_neighbors": hnsw_m, "ef_construction": hnsw_ef_construction}
+    hnsw = {k: v for k, v in given.items() if v is not None} or None
+    if hnsw and not to.strip().lower().startswith("chroma:"):
+        _fail(f"--hnsw-ef, --hnsw-m and --hnsw-ef-construction set Chroma's HNSW index, not {to!r}'s (LanceDB and "
+              "Qdrant's local mode search exactly)")
     try:
         res = export_folder(out, to, collection=collection, batch_size=batch_size, overwrite=overwrite,
-                            progress=not quiet)
+                            progress=not quiet, hnsw=hnsw)
     except (ValueError, ImportError) as err:
         _fail(str(err))
+    hnsw_note = "" if not res.hnsw else ", HNSW " + " ".join(
+        f"{k}={res.hnsw[k]}" for k in ("max_neighbors", "ef_construction", "ef_search"))
     typer.echo(f"exported {res.rows} vectors ({res.dim}-dim, {res.distance}) from {out} to {res.store}:{res.path} "
                f"{'table' if res.store == 'lancedb' else 'collection'} {res.collection!r} "
-               f"(manifest sha256 {res.manifest_sha256[:12]}, {res.seconds:.1f} s)")
+               f"(manifest sha256 {res.manifest_sha256[:12]}{hnsw_note}, {res.seconds:.1f} s)")
 
 
 @app.command()

@@ -49,8 +49,11 @@ __all__ = [
     "split_specs",
 ]
 
-Mode = Literal["late", "naive"]
-MODES: tuple[str, ...] = ("late", "naive")
+Mode = Literal["late", "naive", "contextual"]
+MODES: tuple[str, ...] = ("late", "naive", "contextual")
+"""The modes of chunk vectors: ``late`` (one pass over the document, mean of each chunk's token states), ``naive``
+(each chunk's text encoded on its own) and ``contextual`` (naive, with the chunk's contextual header
+``[title > section path]`` and a blank line before its text; :func:`latechunk.pipeline.contextual_texts`)."""
 DEFAULT_STRATEGY = "recursive:max_tokens=256"
 """``latechunk embed``'s default strategy SPEC."""
 DEFAULT_GROUP_TOKENS = 1 << 18
@@ -106,7 +109,7 @@ class PipelineConfig:
     Attributes:
         strategies: The strategies, as SPEC strings or :class:`~latechunk.strategies.base.Strategy` objects
             (stored as Strategy objects, in order; the same strategy twice is an error).
-        modes: A non-empty subset of ``("late", "naive")``, in order.
+        modes: A non-empty subset of :data:`MODES` (``"late"``, ``"naive"``, ``"contextual"``), in order.
         normalize: L2-normalise every chunk vector (done once, in the pipeline; the index never renormalises).
         include_special: Late mode: the first/last chunk absorb the frame tokens ([CLS], prompt, [SEP]), as
             jina's reference code does; default excluded.
@@ -145,9 +148,9 @@ class PipelineConfig:
         specs = [s.spec for s in strats]
         _require(len(set(specs)) == len(specs), f"the same strategy was given twice: {specs}")
         modes = (self.modes,) if isinstance(self.modes, str) else tuple(self.modes)
-        _require(bool(modes), "give at least one mode: late, naive")
+        _require(bool(modes), "give at least one mode: late, naive, contextual")
         for m in modes:
-            _require(m in MODES, f"mode must be 'late' or 'naive', got {m!r}")
+            _require(m in MODES, f"mode must be 'late', 'naive' or 'contextual', got {m!r}")
         _require(len(set(modes)) == len(modes), f"a mode is given twice: {list(modes)}")
         object.__setattr__(self, "strategies", strats)
         object.__setattr__(self, "modes", modes)
@@ -436,10 +439,12 @@ class EmbedConfig:
         index: The FAISS index.
         force: Remove a previous output in ``out`` first (never files latechunk did not write).
         resume: Continue an interrupted run in ``out`` (its settings must equal these).
+        dedup: ``--dedup``: drop a chunk whose cosine to an earlier kept chunk is at least this threshold
+            (``0 < dedup <= 1``; :mod:`latechunk.dedup`); None: off. A setting of the run (run.json).
 
     Raises:
-        ValueError: on a missing input, ``out`` that is a file, both ``force`` and ``resume``, or a pipeline
-            with other than one strategy and one mode.
+        ValueError: on a missing input, ``out`` that is a file, both ``force`` and ``resume``, a pipeline
+            with other than one strategy and one mode, or a dedup threshold outside ``(0, 1]``.
     """
 
     inputs: tuple[Path, ...]
@@ -449,6 +454,7 @@ class EmbedConfig:
     index: IndexConfig = field(default_factory=IndexConfig)
     force: bool = False
     resume: bool = False
+    dedup: float | None = None
 
     def __post_init__(self) -> None:
         inputs = tuple(Path(p) for p in ([self.inputs] if isinstance(self.inputs, (str, os.PathLike)) else self.inputs))
@@ -460,9 +466,13 @@ class EmbedConfig:
         _require(not (self.force and self.resume),
                  "--force (start over) and --resume (continue) exclude each other; give one")
         _require(len(self.pipeline.strategies) == 1, "embed takes exactly one strategy")
-        _require(len(self.pipeline.modes) == 1, "embed takes exactly one mode: late or naive")
+        _require(len(self.pipeline.modes) == 1, "embed takes exactly one mode: late, naive or contextual")
         object.__setattr__(self, "inputs", inputs)
         object.__setattr__(self, "out", out)
+        if self.dedup is not None:
+            from latechunk.dedup import check_threshold
+
+            object.__setattr__(self, "dedup", check_threshold(self.dedup))
         if self.index.truncate_dim is not None and self.index.renormalize != self.pipeline.normalize:
             # truncated vectors are renormalised exactly when the run normalises
             object.__setattr__(self, "index", dataclasses.replace(self.index, renormalize=self.pipeline.normalize))
@@ -474,7 +484,7 @@ class EmbedConfig:
 
     @property
     def mode(self) -> str:
-        """The run's one mode, ``late`` or ``naive``."""
+        """The run's one mode, ``late``, ``naive`` or ``contextual``."""
         return self.pipeline.modes[0]
 
     def to_dict(self) -> dict:
@@ -488,12 +498,14 @@ class EmbedConfig:
             ``inputs_from_out``, ``strategy`` (canonical SPEC), ``mode``, ``normalize``, ``include_special``,
             ``macro_window`` and ``macro_window_overlap`` (tokens, or None), ``long_documents``,
             ``group_tokens`` (tokens), ``index`` (:meth:`IndexConfig.to_dict`), ``model`` (name, dtype, batch_tokens,
-            trust_remote_code), and ``late_pooling`` only where it is set (so that folders written before the
-            setting existed still resume).
+            trust_remote_code), and ``late_pooling`` and ``dedup`` only where they are set (so that folders
+            written before the settings existed still resume).
         """
         out_abs = self.out.resolve()
         p = self.pipeline
         late = {"late_pooling": p.late_pooling} if p.late_pooling is not None else {}
+        if self.dedup is not None:
+            late["dedup"] = self.dedup
         return {
             "inputs_from_out": [os.path.relpath(Path(i).resolve(), out_abs) for i in self.inputs],
             "strategy": self.strategy.spec,

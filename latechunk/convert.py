@@ -8,13 +8,21 @@ its first row as the header) and fenced code blocks with the language of a ``cla
 
 Dropped with their content: ``<script>``, ``<style>``, ``<noscript>``, ``<template>``, ``<svg>``, ``<canvas>``,
 ``<iframe>``, ``<object>``, ``<embed>``, form controls (``<button>``, ``<input>``, ``<select>``, ``<textarea>``),
-elements marked ``hidden``, and the page's landmarks that are not its content: ``<nav>``, ``<aside>``, and a
+hidden elements (the ``hidden`` attribute, ``aria-hidden="true"``, or an inline ``style`` with ``display: none``
+or ``visibility: hidden``/``collapse``; a style sheet's rules are not applied), and the page's landmarks that are not its content: ``<nav>``, ``<aside>``, and a
 ``<header>`` or ``<footer>`` that is not inside an ``<article>``, ``<aside>``, ``<main>``, ``<nav>`` or
 ``<section>`` (the HTML-ARIA rule for the *banner* and *contentinfo* landmarks: an article's own header, with its
 ``<h1>``, stays), and any element whose ``role`` is ``navigation``, ``banner``, ``contentinfo``, ``complementary``
 or ``search``. Only ``<body>`` is converted (``<head>``'s ``<title>`` becomes the title). An inline image
 (``data:`` URI) keeps its alt text only. Markdown escapes of ``_`` and ``*`` are off: the words stay as written
 (``snake_case``, not ``snake\_case``), which is what a model should embed.
+
+Nesting: markdownify converts recursively (a few Python frames per level), so elements nested deeper than
+:data:`MAX_DEPTH` levels (old pages with hundreds of unclosed ``<font>`` tags, generated ``<div>`` towers) are
+unwrapped before conversion: their text stays, in order, their own markup (emphasis, a list's bullets) is lost.
+
+Bytes: :func:`decode_html` decodes a page by its byte-order mark, else the charset its ``<meta>`` declares
+(WHATWG's encoding sniffing, without the guessing), else UTF-8.
 """
 
 from __future__ import annotations
@@ -23,7 +31,7 @@ import functools
 import re
 from dataclasses import dataclass, field
 
-__all__ = ["HtmlMarkdown", "converter_name", "html_to_markdown"]
+__all__ = ["MAX_DEPTH", "HtmlMarkdown", "converter_name", "declared_charset", "decode_html", "html_to_markdown"]
 
 _DROP_TAGS = ("script", "style", "noscript", "template", "svg", "canvas", "iframe", "object", "embed", "button",
               "input", "select", "textarea", "nav", "aside")
@@ -31,6 +39,16 @@ _PAGE_LANDMARKS = ("header", "footer")
 _SECTIONING = ("article", "aside", "main", "nav", "section")
 _DROP_ROLES = frozenset({"navigation", "banner", "contentinfo", "complementary", "search"})
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+#: inline-style declarations that hide an element (and its content) from the reader
+_HIDING_STYLE = re.compile(r"(?:^|;)\s*(?:display\s*:\s*none|visibility\s*:\s*(?:hidden|collapse))\s*(?:!\s*important\s*)?(?:;|$)",
+                           re.IGNORECASE)
+#: elements nested deeper than this (below the converted root) are unwrapped before conversion: markdownify
+#: recurses a few Python frames per level, and Python's default limit of 1,000 frames failed at ~400 levels
+MAX_DEPTH = 128
+#: WHATWG Encoding Standard: the labels a browser decodes as windows-1252 (its superset of Latin-1 and ASCII)
+_WINDOWS_1252_LABELS = frozenset({"ascii", "us-ascii", "iso-8859-1", "iso8859-1", "iso_8859-1", "latin1", "latin-1",
+                                  "l1", "cp819", "ibm819", "iso-ir-100", "csisolatin1", "x-cp1252", "cp1252",
+                                  "windows-1252", "ansi_x3.4-1968"})
 
 
 @dataclass(frozen=True)
@@ -102,10 +120,54 @@ def _drop_furniture(soup) -> None:
     for el in soup.find_all(_PAGE_LANDMARKS):
         if not el.decomposed and el.find_parent(_SECTIONING) is None:
             el.decompose()
-    for el in soup.find_all(lambda t: t.has_attr("hidden")
-                            or str(t.get("role", "")).strip().lower() in _DROP_ROLES):
+    for el in soup.find_all(lambda t: _hidden(t) or str(t.get("role", "")).strip().lower() in _DROP_ROLES):
         if not el.decomposed:
             el.decompose()
+
+
+def _hidden(el) -> bool:
+    """Whether an element is hidden from readers: ``hidden``, ``aria-hidden="true"``, or an inline style with
+    ``display: none`` or ``visibility: hidden``/``collapse``."""
+    if el.has_attr("hidden") or str(el.get("aria-hidden", "")).strip().lower() == "true":
+        return True
+    style = el.get("style")
+    return bool(style) and _HIDING_STYLE.search(str(style)) is not None
+
+
+def _flatten(root, max_depth: int = MAX_DEPTH) -> int:
+    """Unwrap every element nested more than ``max_depth`` levels below ``root``, in place, so the recursive
+    conversion stays within Python's recursion limit: an element at depth ``max_depth`` with deeper elements
+    gets the strings of its subtree, in document order, as its only children (what unwrapping each deeper
+    element gives, without bs4's per-unwrap walk up the ancestors, quadratic in the depth).
+
+    Args:
+        root: The BeautifulSoup element to convert.
+        max_depth: Levels of elements kept below ``root`` (>= 1).
+
+    Returns:
+        The number of elements unwrapped.
+    """
+    from bs4 import NavigableString, Tag
+
+    depth = {id(root): 0}
+    cut: list = []
+    for el in root.descendants:  # bs4 walks the tree iteratively, parents before children
+        if isinstance(el, Tag):
+            d = depth[id(el.parent)] + 1
+            depth[id(el)] = d
+            if d == max_depth + 1 and (not cut or cut[-1] is not el.parent):
+                cut.append(el.parent)
+    removed = 0
+    for el in cut:
+        strings = []
+        for node in el.descendants:
+            if isinstance(node, Tag):
+                removed += 1
+            elif isinstance(node, NavigableString):
+                strings.append(type(node)(str(node)))
+        el.clear()
+        el.extend(strings)
+    return removed
 
 
 def _tidy(markdown: str) -> str:
@@ -146,6 +208,9 @@ def html_to_markdown(html: str) -> HtmlMarkdown:
 
     Raises:
         ImportError: if markdownify (or BeautifulSoup) is not installed.
+        RecursionError: if the conversion still recurses too deep (elements deeper than :data:`MAX_DEPTH` are
+            unwrapped first, so only when called with little stack left); ``latechunk.io`` lists such a file as
+            skipped.
     """
     converter = _converter_class()
     from bs4 import BeautifulSoup
@@ -156,6 +221,7 @@ def html_to_markdown(html: str) -> HtmlMarkdown:
         soup.head.decompose()
     _drop_furniture(soup)
     root = soup.body if soup.body is not None else soup
+    _flatten(root)
     markdown = converter(
         heading_style="ATX",
         bullets="-",
@@ -166,3 +232,69 @@ def html_to_markdown(html: str) -> HtmlMarkdown:
     ).convert_soup(root)
     meta = {"converted_from": "html", "converter": converter_name()}
     return HtmlMarkdown(_tidy(markdown), title, meta)
+
+
+def declared_charset(data: bytes) -> str | None:
+    """The character encoding an HTML page declares in its first bytes: ``<meta charset=...>`` or
+    ``<meta http-equiv="Content-Type" content="...; charset=...">`` (BeautifulSoup's ``EncodingDetector``), as a
+    Python codec name.
+
+    Labels follow the WHATWG Encoding Standard where it differs from Python: ``iso-8859-1``, ``us-ascii`` and
+    their aliases are decoded as ``windows-1252`` (as every browser does); a declared UTF-16/UTF-32 without a
+    byte-order mark is taken as UTF-8 (the bytes of a ``<meta>`` that can be read as ASCII are not UTF-16).
+
+    Args:
+        data: The page's bytes (the declaration is looked for in the first 2,048 bytes, or 5% of the file).
+
+    Returns:
+        The codec name (``"windows-1252"``, ``"shift_jis"``, ``"utf-8"``, ...), or ``None`` when the page declares
+        none or one Python does not know.
+    """
+    import codecs
+
+    from bs4.dammit import EncodingDetector
+
+    label = EncodingDetector.find_declared_encoding(data, is_html=True)
+    if not label:
+        return None
+    label = label.strip().lower()
+    if label in _WINDOWS_1252_LABELS:
+        return "windows-1252"
+    try:
+        name = codecs.lookup(label).name
+    except LookupError:
+        return None
+    return "utf-8" if name.startswith(("utf-16", "utf-32")) else name
+
+
+def decode_html(data: bytes, default: str = "utf-8") -> tuple[str, str]:
+    """Decode an HTML page's bytes (without a byte-order mark: the caller strips one and uses its encoding).
+
+    Args:
+        data: The bytes after any byte-order mark.
+        default: The codec when the page declares none (or an unknown one).
+
+    Returns:
+        ``(text, codec)``: the text and the codec it was decoded with. Bytes windows-1252 leaves undefined
+        (0x81, 0x8D, 0x8F, 0x90, 0x9D) decode to the C1 control of the same number, as browsers do.
+
+    Raises:
+        UnicodeDecodeError: if the bytes are not valid in that codec.
+    """
+    codec = declared_charset(data) or default
+    if codec == "windows-1252":  # WHATWG's windows-1252: Latin-1 with 0x80-0x9F remapped where defined
+        return data.decode("latin-1").translate(_WINDOWS_1252_C1), codec
+    return data.decode(codec), codec
+
+
+def _windows_1252_c1() -> dict[int, str]:
+    table = {}
+    for b in range(0x80, 0xA0):
+        try:
+            table[b] = bytes([b]).decode("windows-1252")
+        except UnicodeDecodeError:  # 0x81, 0x8D, 0x8F, 0x90, 0x9D: undefined, kept as the C1 control
+            pass
+    return table
+
+
+_WINDOWS_1252_C1 = _windows_1252_c1()

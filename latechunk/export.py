@@ -12,12 +12,17 @@ folder's shards one at a time, in batches of ``batch_size`` rows (the shard's pa
 - **Qdrant** (``QdrantClient(path=PATH)``, local mode, exact search): a collection of points whose id is the
   vector id, ``Distance.COSINE`` or ``Distance.DOT``, the fields below as payload.
 - **Chroma** (``chromadb.PersistentClient(PATH)``): a collection with ids ``str(vector_id)``, the chunk text as
-  its documents and the other fields as metadata; HNSW space ``cosine`` or ``ip``. Chroma refuses an empty list
-  as a metadata value, so ``heading_path`` is left out of a chunk's metadata when the chunk has none.
+  its documents and the other fields as metadata; HNSW space ``cosine`` or ``ip``, and HNSW settings sized to the
+  collection (:func:`chroma_hnsw`: Chroma's own defaults, ``max_neighbors`` 16 and ``ef_search`` 100, missed
+  FAISS's top hit of the README's credit-card question on the 1,468 vectors of Chroma's corpora). Chroma refuses
+  an empty list as a metadata value, so ``heading_path`` is left out of a chunk's metadata when the chunk has none.
 
 Each row carries :data:`FIELDS`: ``vector_id``, ``doc_id``, ``chunk_index``, the char span ``char_start``,
 ``char_end`` (characters, half-open) and token span ``token_start``, ``token_end`` (tokens), ``heading_path``
-(list of str), ``strategy`` (canonical SPEC), ``text`` and ``manifest_sha256``: the sha256 of the folder's
+(list of str), ``strategy`` (canonical SPEC), ``text``, the citation metadata of
+:data:`latechunk.output.SOURCE_COLUMNS` (``title``, ``title_from``, ``section``, ``header``, ``source``, ``url``;
+a folder written before them exports them filled as :func:`latechunk.output.fill_source_columns` reads them;
+Chroma leaves a None value, such as a missing ``url``, out of the chunk's metadata), and ``manifest_sha256``: the sha256 of the folder's
 ``manifest.json`` file (its bytes), which names the exact run (model and weight hash, settings, documents) the
 row came from; ``latechunk embed --append``/``Index.add`` rewrite the manifest, so rows exported before and after
 an append carry different hashes. The collection itself records the same hash, the model, the strategy and the
@@ -35,6 +40,7 @@ Tests: ``tests/test_export.py``.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import time
@@ -52,9 +58,11 @@ __all__ = [
     "COLLECTION_KEYS",
     "DEFAULT_BATCH_SIZE",
     "DEFAULT_COLLECTION",
+    "DEFAULT_HNSW",
     "FIELDS",
     "STORES",
     "ExportResult",
+    "chroma_hnsw",
     "export_folder",
     "parse_target",
     "to_chroma",
@@ -71,6 +79,9 @@ FIELDS = ("vector_id", *CHUNK_COLUMNS, "manifest_sha256")
 #: what the collection records about its source (LanceDB: schema metadata; Qdrant, Chroma: collection metadata)
 COLLECTION_KEYS = ("latechunk.manifest_sha256", "latechunk.model", "latechunk.model_sha256", "latechunk.strategy",
                    "latechunk.mode", "latechunk.normalize", "latechunk.distance", "latechunk.dim", "latechunk.rows")
+#: Chroma HNSW settings of an export (:func:`chroma_hnsw`): ``max_neighbors`` (HNSW's M) and ``ef_construction``
+#: fixed, ``ef_search`` the collection size clamped to [``ef_search_min``, ``ef_search_max``]
+DEFAULT_HNSW = {"max_neighbors": 32, "ef_construction": 256, "ef_search_min": 128, "ef_search_max": 1024}
 #: a collection name every store accepts (Chroma's rules are the strictest: 3-512 characters, [a-zA-Z0-9._-],
 #: starting and ending with a letter or digit)
 _COLLECTION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{1,510}[A-Za-z0-9]")
@@ -89,6 +100,8 @@ class ExportResult:
         distance: ``cosine`` (normalised vectors) or ``dot`` (inner product, ``--no-normalize``).
         manifest_sha256: sha256 of the output folder's ``manifest.json`` (carried by every row).
         seconds: Wall seconds of the export.
+        hnsw: Chroma: the collection's HNSW settings (``max_neighbors``, ``ef_construction``, ``ef_search``, and
+            any others given); ``None`` for LanceDB and Qdrant (exact search).
     """
 
     store: str
@@ -99,6 +112,49 @@ class ExportResult:
     distance: str
     manifest_sha256: str
     seconds: float
+    hnsw: dict | None = None
+
+
+def chroma_hnsw(rows: int, hnsw: Mapping | None = None) -> dict:
+    """The HNSW settings a Chroma export gets: :data:`DEFAULT_HNSW` sized to the collection, then ``hnsw``.
+
+    HNSW (Malkov & Yashunin, arXiv:1603.09320) is approximate; its recall grows with ``max_neighbors`` (M, links
+    per node), ``ef_construction`` (candidates kept while linking) and ``ef_search`` (candidates kept per query).
+    Chroma's defaults (16, 100, 100) missed FAISS's exact top hit of the README's credit-card question on the
+    1,468 vectors of Chroma's corpora (queried from a fresh client). Here M is 32 and ``ef_construction`` 256
+    (hnswlib's advice for recall near 1 on high-dimensional vectors), and ``ef_search`` is the number of rows,
+    clamped to [128, 1024]: a collection of up to 1,024 vectors is searched in effect exhaustively (every
+    vector a candidate), a larger one with
+    1,024 candidates per query (on the Chroma corpora 1.2 ms a query against 0.6 ms with Chroma's
+    defaults, batched, 2 CPUs).
+    ``README.md`` ("Vector stores") records the recall@5 against FAISS flat.
+
+    Args:
+        rows: Vectors in the collection.
+        hnsw: Settings that win over these (``max_neighbors``, ``ef_construction``, ``ef_search``,
+            ``num_threads``, ``batch_size``, ``sync_threshold``, ``resize_factor``: Chroma's ``configuration
+            ["hnsw"]`` keys); ``space`` is set by the export from the distance.
+
+    Returns:
+        The settings: ``{"max_neighbors", "ef_construction", "ef_search", ...}``.
+
+    Raises:
+        ValueError: if a value of ``max_neighbors``, ``ef_construction`` or ``ef_search`` is not an integer >= 1,
+            or ``hnsw`` holds ``space``.
+    """
+    d = DEFAULT_HNSW
+    out = {"max_neighbors": d["max_neighbors"], "ef_construction": d["ef_construction"],
+           "ef_search": int(min(max(rows, d["ef_search_min"]), d["ef_search_max"]))}
+    extra = dict(hnsw or {})
+    if "space" in extra:
+        raise ValueError("hnsw 'space' is set from the folder's distance (cosine for normalised vectors, ip for "
+                         "--no-normalize ones): leave it out")
+    for key in ("max_neighbors", "ef_construction", "ef_search"):
+        v = extra.get(key)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+            raise ValueError(f"hnsw {key} must be an integer >= 1, got {v!r}")
+    out.update({k: v for k, v in extra.items() if v is not None})
+    return out
 
 
 def parse_target(target: str) -> tuple[str, Path]:
@@ -222,11 +278,16 @@ class _Source:
         return query_transform(x, IndexConfig.from_dict(self.manifest["index"]))
 
     def metadata(self) -> dict[str, str]:
-        """The collection-level record (:data:`COLLECTION_KEYS`), every value a str."""
+        """The collection-level record (:data:`COLLECTION_KEYS`), every value a str: a plain string (hashes,
+        model, mode, distance) or JSON text (``latechunk.strategy``: the manifest's strategy object, keys sorted;
+        ``latechunk.normalize``: ``true``/``false``; ``latechunk.dim``, ``latechunk.rows``: integers)."""
         model = self.manifest.get("model") or {}
-        values = (self.manifest_sha256, model.get("name", ""), model.get("sha256") or "",
-                  self.manifest.get("strategy", ""), self.manifest.get("mode", ""), str(self.normalize).lower(),
-                  self.distance, str(self.out_dim), str(self.rows))
+        strategy = self.manifest.get("strategy")
+        strategy = json.dumps(strategy, sort_keys=True, ensure_ascii=False) if isinstance(strategy, dict) \
+            else str(strategy or "")
+        values = (self.manifest_sha256, model.get("name") or "", model.get("sha256") or "", strategy,
+                  self.manifest.get("mode") or "", json.dumps(self.normalize), self.distance, str(self.out_dim),
+                  str(self.rows))
         return {k: str(v) for k, v in zip(COLLECTION_KEYS, values)}
 
     def batches(self, batch_size: int) -> Iterator[tuple[np.ndarray, np.ndarray, object]]:
@@ -291,7 +352,19 @@ def _qdrant(source: _Source, path: Path, client, collection: str, overwrite: boo
     from qdrant_client import QdrantClient, models
 
     own = client is None
-    qc = QdrantClient(path=str(path)) if own else client
+    if own:
+        try:
+            qc = QdrantClient(path=str(path))
+        except RuntimeError as err:
+            if "already accessed" not in str(err):
+                raise
+            raise ValueError(
+                f"qdrant folder {path} is open in another QdrantClient (local mode allows one client per folder, "
+                "in this or another process): close that client first, or from Python pass it as "
+                "export_folder(..., client=qc)"
+            ) from err
+    else:
+        qc = client
     close = qc.close if own else (lambda: None)
     try:
         if qc.collection_exists(collection):
@@ -327,8 +400,8 @@ def _chroma(source: _Source, path: Path, client, collection: str, overwrite: boo
             raise _refuse("chroma", collection, path, n, "records")
         cc.delete_collection(collection)
     space = "cosine" if source.distance == "cosine" else "ip"
-    col = cc.create_collection(collection, configuration={"hnsw": {**hnsw, "space": space}}, metadata=source.metadata(),
-                               embedding_function=None)
+    col = cc.create_collection(collection, configuration={"hnsw": {**hnsw, "space": space}},
+                               metadata=source.metadata(), embedding_function=None)
     meta_cols = [c for c in CHUNK_COLUMNS if c != "text"]
     max_batch = cc.get_max_batch_size()
 
@@ -339,7 +412,7 @@ def _chroma(source: _Source, path: Path, client, collection: str, overwrite: boo
             m = {"vector_id": i, **{c: cols[c][r] for c in meta_cols}, "manifest_sha256": source.manifest_sha256}
             if not m["heading_path"]:  # Chroma refuses an empty list as a metadata value
                 del m["heading_path"]
-            metadatas.append(m)
+            metadatas.append({key: v for key, v in m.items() if v is not None})  # ... and None (no url)
         for a in range(0, len(ids), max_batch):  # Chroma caps one add at get_max_batch_size() records
             col.add(ids=[str(i) for i in ids[a:a + max_batch].tolist()], embeddings=x[a:a + max_batch],
                     documents=cols["text"][a:a + max_batch], metadatas=metadatas[a:a + max_batch])
@@ -373,18 +446,20 @@ def export_folder(folder: str | os.PathLike, target: str, *, collection: str = D
         client: An open client of that store to use instead of opening PATH (a ``lancedb`` connection, a
             ``QdrantClient`` or a Chroma client); it is left open. Local Qdrant allows one client per folder,
             so a process that holds one passes it here.
-        hnsw: Chroma only: settings of its HNSW index, merged into the collection's ``configuration["hnsw"]``
-            (``max_neighbors``, ``ef_construction``, ``ef_search``, ...; ``space`` is always set from the
-            distance). Chroma's search is approximate; over inner product with unnormalised vectors it can miss
-            a vector even with a large ``ef_search``, and ``max_neighbors`` of at least half the collection size
-            makes it exhaustive on a small collection. None: Chroma's defaults.
+        hnsw: Chroma only: settings of its HNSW index that win over :func:`chroma_hnsw`'s (``max_neighbors`` 32,
+            ``ef_construction`` 256, ``ef_search`` the row count clamped to [128, 1024]); the collection's
+            ``configuration["hnsw"]`` (``space`` is always set from the distance). Chroma's search is
+            approximate; over inner product with unnormalised vectors it can miss a vector even with a large
+            ``ef_search``, and ``max_neighbors`` of at least half the collection size makes it exhaustive on a
+            small collection. None: the sized defaults.
 
     Returns:
         The :class:`ExportResult`.
 
     Raises:
-        ValueError: on an unknown store or bad target, a bad collection name or ``batch_size``, an incomplete or
-            damaged folder, or a non-empty collection without ``overwrite`` (each message names the value).
+        ValueError: on an unknown store or bad target, a bad collection name, ``batch_size`` or ``hnsw`` value, an
+            incomplete or damaged folder, a non-empty collection without ``overwrite``, or a local Qdrant folder
+            that another client holds open (each message names the value).
         ImportError: if the store's client is not installed (the message names the extra:
             ``pip install 'latechunk[lancedb]'``).
     """
@@ -399,6 +474,7 @@ def export_folder(folder: str | os.PathLike, target: str, *, collection: str = D
         raise ValueError(f"hnsw settings are for chroma's index only, not {store} (LanceDB searches exactly "
                          "without an index; Qdrant's local mode is exact)")
     source = _Source(folder)
+    settings = chroma_hnsw(source.rows, hnsw) if store == "chroma" else None
     _client_module(store)  # a missing extra fails before the store's folder is made
     if client is None:
         if path.exists() and not path.is_dir():
@@ -406,7 +482,7 @@ def export_folder(folder: str | os.PathLike, target: str, *, collection: str = D
         path.mkdir(parents=True, exist_ok=True)
     from tqdm.auto import tqdm
 
-    writer = _WRITERS[store](source, path, client, collection, overwrite, dict(hnsw or {}))  # refuses a non-empty collection
+    writer = _WRITERS[store](source, path, client, collection, overwrite, settings or {})  # refuses a non-empty one
     try:
         with tqdm(total=source.rows, unit="vec", desc=f"export {store}", disable=not progress) as bar:
             for ids, x, rb in source.batches(batch_size):
@@ -420,7 +496,7 @@ def export_folder(folder: str | os.PathLike, target: str, *, collection: str = D
         writer.close()
     return ExportResult(store=store, path=path, collection=collection, rows=source.rows, dim=source.out_dim,
                         distance=source.distance, manifest_sha256=source.manifest_sha256,
-                        seconds=time.perf_counter() - t0)
+                        seconds=time.perf_counter() - t0, hnsw=settings)
 
 
 def to_lancedb(folder: str | os.PathLike, path: str | os.PathLike, **kwargs) -> ExportResult:

@@ -13,7 +13,7 @@ import re
 
 import tomllib
 
-__all__ = ["FRONT_MATTER", "INVISIBLE_MARKS", "front_matter_title"]
+__all__ = ["FRONT_MATTER", "INVISIBLE_MARKS", "front_matter_title", "front_matter_url"]
 
 #: zero-width format characters that hide line-start markdown syntax (a BOM, ZWSP, LRM/RLM, word joiner, ...)
 INVISIBLE_MARKS = "\ufeff\u200b\u200c\u200d\u200e\u200f\u2060\u2061\u2062\u2063\u2064\u00ad"
@@ -25,17 +25,8 @@ FRONT_MATTER = re.compile(
 )
 
 
-def front_matter_title(text: str) -> str | None:
-    """The ``title`` of a text's front matter.
-
-    Args:
-        text: A markdown text (characters).
-
-    Returns:
-        The title, stripped, when the text starts with YAML (``---``) or TOML (``+++``) front matter that parses
-        to a mapping whose ``title`` is a non-blank string (or a number, as text); else None. Front matter that
-        does not parse gives None: it is still kept out of the markdown parse, and never an error.
-    """
+def _front_matter_data(text: str) -> dict | None:
+    """The front matter of ``text`` parsed to a mapping, or None (no front matter, malformed, not a mapping)."""
     m = FRONT_MATTER.match(text)
     if m is None:
         return None
@@ -49,7 +40,38 @@ def front_matter_title(text: str) -> str | None:
             data = yaml.safe_load(body)
     except Exception:  # noqa: BLE001 - malformed front matter has no title; the document is still read
         return None
-    if not isinstance(data, dict):
+    return data if isinstance(data, dict) else None
+
+
+def front_matter_url(text: str) -> str | None:
+    """The ``url`` of a text's front matter (where the document is published: the citation of its chunks).
+
+    Args:
+        text: A markdown text (characters).
+
+    Returns:
+        The ``url`` value, stripped, when the front matter (YAML or TOML, as :func:`front_matter_title`) is a
+        mapping whose ``url`` is a non-blank string; else None (never an error). The value is not checked as a
+        URL: a site-relative ``/docs/setup/`` is kept as written.
+    """
+    data = _front_matter_data(text)
+    url = data.get("url") if data is not None else None
+    return url.strip() or None if isinstance(url, str) else None
+
+
+def front_matter_title(text: str) -> str | None:
+    """The ``title`` of a text's front matter.
+
+    Args:
+        text: A markdown text (characters).
+
+    Returns:
+        The title, stripped, when the text starts with YAML (``---``) or TOML (``+++``) front matter that parses
+        to a mapping whose ``title`` is a non-blank string (or a number, as text); else None. Front matter that
+        does not parse gives None: it is still kept out of the markdown parse, and never an error.
+    """
+    data = _front_matter_data(text)
+    if data is None:
         return None
     title = data.get("title")
     if isinstance(title, bool) or not isinstance(title, (str, int, float)):

@@ -44,8 +44,8 @@ from collections.abc import Iterator, Sequence
 from io import TextIOWrapper
 from pathlib import Path
 
-from latechunk.convert import html_to_markdown
-from latechunk.front_matter import front_matter_title
+from latechunk.convert import declared_charset, decode_html, html_to_markdown
+from latechunk.front_matter import front_matter_title, front_matter_url
 from latechunk.types import Document, Skipped
 
 __all__ = ["CODE_SUFFIXES", "HTML_SUFFIXES", "NOT_READ_REASONS", "SUPPORTED_SUFFIXES", "TABLE_SUFFIXES",
@@ -114,23 +114,37 @@ def _non_text_share(text: str) -> float:
     return bad / len(head)
 
 
-def read_text_file(path: Path) -> tuple[str | None, str]:
-    """Read a text file: UTF-8, or the encoding of its byte-order mark (UTF-8, UTF-16 LE/BE, UTF-32 LE/BE).
+def read_text_file(path: Path, html: bool = False) -> tuple[str | None, str]:
+    """Read a text file: UTF-8, or the encoding of its byte-order mark (UTF-8, UTF-16 LE/BE, UTF-32 LE/BE); an
+    HTML page without a BOM in the charset its ``<meta>`` declares (:func:`latechunk.convert.decode_html`).
 
     The BOM is removed; there is no newline translation, so offsets index the decoded text exactly as stored.
 
     Args:
         path: The file.
+        html: Read it as an HTML page (BOM, else declared charset, else UTF-8).
 
     Returns:
-        ``(text, "")`` or ``(None, reason)`` for an unreadable, binary, non-UTF-8 (without a BOM), undecodable
-        or empty file.
+        ``(text, "")`` or ``(None, reason)`` for an unreadable, binary, non-UTF-8 (without a BOM or declared
+        charset), undecodable or empty file.
     """
     try:
         data = path.read_bytes()
     except OSError as err:
         return None, f"unreadable: {err.strerror or err}"
     bom, codec, label = sniff_bom(data)
+    if html and not bom:
+        if b"\x00" in data[:_SNIFF_CHARS]:
+            return None, "binary file (NUL bytes; UTF-16 or UTF-32 text needs a byte-order mark)"
+        try:
+            text, codec = decode_html(data)
+        except UnicodeDecodeError as err:
+            why = ("as its <meta> declares" if declared_charset(data) else
+                   "no byte-order mark and no <meta charset> declaration, so read as UTF-8")
+            return None, f"invalid {err.encoding} at byte {err.start} ({why})"
+        if not text.strip():
+            return None, "empty or whitespace-only"
+        return text, ""
     if codec == "utf-8":
         if b"\x00" in data[: _SNIFF_CHARS + len(bom)]:
             return None, "binary file (NUL bytes; UTF-16 or UTF-32 text needs a byte-order mark)"
@@ -190,7 +204,7 @@ def _iter_jsonl(path: Path, root_name: str) -> Iterator[Document | Skipped]:
                 yield Skipped(where, "JSON line is not an object", where)
                 continue
             doc_id = obj.get("id", obj.get("_id", obj.get("doc_id")))
-            yield _record(doc_id, obj.get("text"), obj.get("title"), where)
+            yield _record(doc_id, obj.get("text"), obj.get("title"), where, url=obj.get("url"))
 
 
 def _utf8_lines(fh) -> Iterator[tuple[int, str | UnicodeDecodeError]]:
@@ -222,7 +236,10 @@ def _text_document(rel: str, text: str, suffix: str) -> Document | Skipped:
     ``converter`` and its ``<title>`` as ``title``; a page with no content left after conversion is Skipped."""
     meta = {"source": rel}
     if suffix in HTML_SUFFIXES:
-        page = html_to_markdown(text)
+        try:
+            page = html_to_markdown(text)
+        except RecursionError:  # elements past convert.MAX_DEPTH are unwrapped first: a last resort, never a crash
+            return Skipped(rel, "HTML nested too deeply to convert (RecursionError)", rel)
         if not page.markdown.strip():
             return Skipped(rel, "empty after HTML to markdown conversion (no content outside scripts, styles and "
                                 "navigation)", rel)
@@ -236,19 +253,23 @@ def _text_document(rel: str, text: str, suffix: str) -> Document | Skipped:
         if title:
             meta["title"] = title
             meta["title_from"] = "front_matter"
+        url = front_matter_url(text)  # the citation target beside the path (issue 12, chunk table ``url``)
+        if url:
+            meta["url"] = url
     return Document(rel, text, meta)
 
 
-def _record(doc_id, text, title, where: str) -> Document | Skipped:
-    r"""One JSONL line or parquet row as a Document (``title + "\n\n" + text`` when titled) or a Skipped."""
+def _record(doc_id, text, title, where: str, url=None) -> Document | Skipped:
+    r"""One JSONL line or parquet row as a Document (``title + "\n\n" + text`` when titled) or a Skipped; a
+    non-blank string ``url`` (a JSONL ``url`` field) goes to ``metadata["url"]``."""
     if doc_id is None:
         return Skipped(where, "no 'id' (or '_id', 'doc_id') field", where)
     if isinstance(doc_id, bool) or not isinstance(doc_id, (str, int)) or not str(doc_id).strip():
         return Skipped(where, f"'id' must be a non-blank string or an integer, got {doc_id!r}", where)
-    if not isinstance(text, str):
+    if not isinstance(text, str):  # listed under the record's own id (it has a valid one), its place as source
         if text is None:
-            return Skipped(where, "no 'text' field (or it is null)", where)
-        return Skipped(where, f"'text' must be a string, got {type(text).__name__}", where)
+            return Skipped(str(doc_id), "no 'text' field (or it is null)", where)
+        return Skipped(str(doc_id), f"'text' must be a string, got {type(text).__name__}", where)
     title = title if isinstance(title, str) else ""
     full = f"{title}\n\n{text}" if title else text
     if not full.strip():
@@ -257,6 +278,8 @@ def _record(doc_id, text, title, where: str) -> Document | Skipped:
     if title:
         meta["title"] = title
         meta["title_from"] = "record"
+    if isinstance(url, str) and url.strip():
+        meta["url"] = url.strip()
     return Document(str(doc_id), full, meta)
 
 
@@ -694,7 +717,7 @@ def iter_inputs(inputs: Sequence[str | os.PathLike]) -> Iterator[Document | Skip
             elif suffix == ".parquet":
                 stream = _iter_parquet(f, rel)
             else:
-                text, reason = read_text_file(f)
+                text, reason = read_text_file(f, html=suffix in HTML_SUFFIXES)
                 stream = iter([_text_document(rel, text, suffix) if text is not None else Skipped(rel, reason, rel)])
             for item in stream:
                 if isinstance(item, Document):

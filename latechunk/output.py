@@ -13,6 +13,10 @@ Layout of an output folder ``DIR`` (DESIGN.md)::
     shards/NNNNN.npy        (rows, dim) float32 chunk vectors, ``np.save(..., allow_pickle=False)``
     shards/NNNNN.json       shard record, format :data:`SHARD_FORMAT`, keys :data:`SHARD_KEYS`
     ranks/                  several processes only (:mod:`latechunk.ingest.ranks`), removed when the run completes
+    .latechunk.lock         the writer lock (:data:`LOCK_FILE`, :func:`latechunk.ingest.folder.writer_lock`): an
+                            ``fcntl.flock`` held by the one process writing the folder (embed, --resume, --append,
+                            ``Index.add``); holds that writer's pid. Never removed (removing a lock file races),
+                            never counts as content (an empty folder with only it is empty), never read by readers
 
 This module is the only code that knows these names, columns and keys, and the only code that reads or writes
 the three assembled files; :mod:`latechunk.ingest` writes shards and commits files through the names and
@@ -37,6 +41,8 @@ __all__ = [
     "CHUNKS_FILE",
     "CHUNK_COLUMNS",
     "INDEX_FILE",
+    "LEGACY_COLUMNS",
+    "LOCK_FILE",
     "MANIFEST_FILE",
     "MANIFEST_FORMAT",
     "OUTPUT_FILES",
@@ -49,11 +55,16 @@ __all__ = [
     "SHARDS_DIR",
     "SHARD_FORMAT",
     "SHARD_KEYS",
+    "SOURCE_COLUMNS",
+    "SECTION_SEPARATOR",
     "OutputFolder",
     "build_manifest",
     "chunk_rows",
     "chunk_schema",
     "chunk_table",
+    "fill_source_columns",
+    "section_text",
+    "source_metadata",
     "read_output",
     "search_records",
 ]
@@ -65,6 +76,8 @@ RUN_FILE = "run.json"
 PROGRESS_FILE = "progress.json"
 SHARDS_DIR = "shards"
 RANKS_DIR = "ranks"
+#: the writer lock of an output folder (see the layout above); not in :data:`OUTPUT_FILES`: ``--force`` leaves it
+LOCK_FILE = ".latechunk.lock"
 #: the files assembled from the shards at the end of a run (manifest last)
 ASSEMBLED_FILES = (INDEX_FILE, CHUNKS_FILE, MANIFEST_FILE)
 #: files and folders of an output folder that ``--force`` removes (nothing else there is touched)
@@ -75,6 +88,15 @@ MANIFEST_FORMAT = "latechunk-index/1"
 SHARD_FORMAT = "latechunk-shard/1"
 RANKS_FORMAT = "latechunk-ranks/1"
 
+#: the source metadata of each chunk, for citations (issue 12): ``title`` and ``title_from``
+#: (:func:`latechunk.titles.document_title`), ``section`` (the heading path joined with " > "), ``header``
+#: (:func:`latechunk.titles.contextual_header`), ``source`` (the document's path as read: a file relative to its
+#: input root, or ``file.jsonl:LINE``) and ``url`` (front matter or JSONL ``url``; null when none). An output folder
+#: written before them is read with them filled (:func:`fill_source_columns`).
+SOURCE_COLUMNS = ("title", "title_from", "section", "header", "source", "url")
+#: the columns of chunks.parquet before :data:`SOURCE_COLUMNS` (output folders of latechunk <= issue 11)
+LEGACY_COLUMNS = ("doc_id", "chunk_index", "char_start", "char_end", "token_start", "token_end", "text",
+                  "heading_path", "strategy")
 #: columns of chunks.parquet and of each shard's .parquet, in order; row i = vector id i
 CHUNK_COLUMNS = (
     "doc_id",
@@ -86,9 +108,11 @@ CHUNK_COLUMNS = (
     "text",
     "heading_path",
     "strategy",
+    *SOURCE_COLUMNS,
 )
-#: the columns of a chunk record as ``search`` prints it (after ``rank`` and ``score``)
-RECORD_COLUMNS = ("doc_id", "chunk_index", "char_start", "char_end", "token_start", "token_end", "heading_path", "text")
+#: the columns of a chunk record as ``search`` prints it (after ``rank``, ``score`` and ``vector_id``)
+RECORD_COLUMNS = ("doc_id", "chunk_index", "char_start", "char_end", "token_start", "token_end", "heading_path", "text",
+                  "strategy", *SOURCE_COLUMNS)
 
 #: keys of a shard record (``shards/NNNNN.json``):
 #: ``format``; ``shard`` (its number k) and ``name`` (``NNNNN``); ``inputs``: input items ``[start, end)``;
@@ -100,13 +124,20 @@ SHARD_KEYS = ("format", "shard", "name", "inputs", "inputs_digest", "rows", "dim
               "stats")
 
 
+SECTION_SEPARATOR = " > "
+
+
 def chunk_schema():
     """The ``pyarrow.Schema`` of chunks.parquet (and of every shard's .parquet).
 
     Returns:
         ``doc_id`` string; ``chunk_index``, ``char_start``, ``char_end``, ``token_start``, ``token_end`` int32
         (characters, tokens; half-open spans); ``text`` string; ``heading_path`` list of strings; ``strategy``
-        string (the canonical SPEC).
+        string (the canonical SPEC); then :data:`SOURCE_COLUMNS`, all strings: ``title`` (``""`` when the
+        document has none), ``title_from`` (one of :data:`latechunk.titles.TITLE_ORIGINS`), ``section``
+        (``""`` outside any heading), ``header`` (``""`` when there is neither title nor heading), ``source``,
+        ``url`` (null when the document has none). In a folder written before these columns, rows read back
+        have ``section`` and ``source`` filled and the others null (:func:`fill_source_columns`).
     """
     import pyarrow as pa
 
@@ -121,8 +152,44 @@ def chunk_schema():
             ("text", pa.string()),
             ("heading_path", pa.list_(pa.string())),
             ("strategy", pa.string()),
+            *((c, pa.string()) for c in SOURCE_COLUMNS),
         ]
     )
+
+
+def section_text(heading_path: Sequence[str] | None) -> str:
+    """A heading path as one line of text: the ``section`` column.
+
+    Args:
+        heading_path: Heading titles, outermost first (None or empty: no heading above the chunk).
+
+    Returns:
+        The titles joined with :data:`SECTION_SEPARATOR` (``("Setup", "Linux")`` -> ``"Setup > Linux"``), ``""``
+        for none.
+    """
+    return SECTION_SEPARATOR.join(heading_path or ())
+
+
+def source_metadata(doc: Document) -> dict:
+    """The per-document part of :data:`SOURCE_COLUMNS`: what a citation of the document names.
+
+    Args:
+        doc: The document; ``doc.metadata`` may hold ``source`` (set by :func:`latechunk.io.iter_inputs`),
+            ``url`` (front matter or a JSONL ``url`` field), and ``title``/``title_from``.
+
+    Returns:
+        ``{"title", "title_from", "source", "url"}``: the title and its origin from
+        :func:`latechunk.titles.document_title` (the one title rule: front matter > first heading > record title >
+        file name), ``source`` (``""`` when unknown) and ``url`` (None when the document has none).
+    """
+    from latechunk.titles import document_title
+
+    meta = doc.metadata or {}
+    title, origin = document_title(doc)
+    source = meta.get("source")
+    url = meta.get("url")
+    return {"title": title, "title_from": origin, "source": source if isinstance(source, str) else "",
+            "url": url.strip() if isinstance(url, str) and url.strip() else None}
 
 
 def chunk_rows(doc: Document, boundaries: Boundaries, strategy: str) -> list[dict]:
@@ -137,21 +204,74 @@ def chunk_rows(doc: Document, boundaries: Boundaries, strategy: str) -> list[dic
         strategy: The strategy's canonical SPEC, stored per row.
 
     Returns:
-        ``len(boundaries)`` dicts; ``text`` is ``doc.text[char_start:char_end]``, ``heading_path`` a list of str.
+        ``len(boundaries)`` dicts; ``text`` is ``doc.text[char_start:char_end]``, ``heading_path`` a list of str,
+        ``section`` :func:`section_text` of it, ``header`` :func:`latechunk.titles.contextual_header` of the
+        title and heading path, and the document's :func:`source_metadata` (the title rule runs once per
+        document).
 
     Raises:
         ValueError: if ``boundaries`` belong to another document.
     """
+    from latechunk.titles import contextual_header
+
     if doc.doc_id != boundaries.doc_id:
         raise ValueError(f"document {doc.doc_id!r} paired with boundaries of {boundaries.doc_id!r}")
     rows = []
+    if not len(boundaries):
+        return rows
+    meta = source_metadata(doc)
     texts = boundaries.texts(doc.text)
     for i, ((cs, ce), (ts, te), hp, text) in enumerate(zip(boundaries.char_spans.tolist(),
                                                             boundaries.token_spans.tolist(),
                                                             boundaries.heading_paths, texts)):
+        hp = list(hp)
         rows.append({"doc_id": doc.doc_id, "chunk_index": i, "char_start": cs, "char_end": ce, "token_start": ts,
-                     "token_end": te, "text": text, "heading_path": list(hp), "strategy": strategy})
+                     "token_end": te, "text": text, "heading_path": hp, "strategy": strategy,
+                     "title": meta["title"], "title_from": meta["title_from"], "section": section_text(hp),
+                     "header": contextual_header(meta["title"], hp), "source": meta["source"], "url": meta["url"]})
     return rows
+
+
+def fill_source_columns(table, sources: Mapping[str, str] | None = None):
+    """A chunk table (or record batch) written before :data:`SOURCE_COLUMNS`, with them added: the decision for
+    older output folders is to fill, not to refuse.
+
+    What the old rows tell is filled exactly: ``section`` from ``heading_path``, and ``source`` from the
+    document records (``sources``: the manifest's or the shard record's ``documents``); ``title``,
+    ``title_from``, ``header`` and ``url`` need the document itself and are null (the run never computed them:
+    null, not ``""``, so a reader can tell "not recorded" from "none"). A table that has the columns comes back
+    as it is. Read paths (:meth:`OutputFolder.read_chunks`, :meth:`OutputFolder.read_shard_table`,
+    :meth:`OutputFolder.iter_chunk_batches`) apply this, so ``search``, ``Index``, ``verify``, ``export`` and a
+    ``--resume``/``--append`` assembly see one schema; the old shard files themselves are never rewritten.
+
+    Args:
+        table: A ``pyarrow.Table`` or ``RecordBatch`` with (at least the needed ones of) :data:`LEGACY_COLUMNS`.
+        sources: ``{doc_id: source}``; None or a missing id: ``source`` null.
+
+    Returns:
+        The same kind of object with every column of :data:`CHUNK_COLUMNS` it had plus the filled ones, in
+        :data:`CHUNK_COLUMNS` order (extra columns, if any, after them).
+    """
+    import pyarrow as pa
+
+    names = list(table.schema.names)
+    missing = [c for c in SOURCE_COLUMNS if c not in names]
+    if not missing:
+        return table
+    n = table.num_rows
+    fill: dict = {}
+    for c in missing:
+        if c == "section" and "heading_path" in names:
+            fill[c] = pa.array([section_text(h) for h in table.column("heading_path").to_pylist()], pa.string())
+        elif c == "source" and sources is not None and "doc_id" in names:
+            fill[c] = pa.array([sources.get(d) for d in table.column("doc_id").to_pylist()], pa.string())
+        else:
+            fill[c] = pa.nulls(n, pa.string())
+    order = [c for c in CHUNK_COLUMNS if c in names or c in fill] + [c for c in names if c not in CHUNK_COLUMNS]
+    arrays = [fill[c] if c in fill else table.column(c) for c in order]
+    fields = [pa.field(c, pa.string()) if c in fill else table.schema.field(c) for c in order]
+    cls = pa.RecordBatch if isinstance(table, pa.RecordBatch) else pa.Table
+    return cls.from_arrays(arrays, schema=pa.schema(fields))
 
 
 def chunk_table(documents: Sequence[Document], boundaries: Sequence[Boundaries], strategy: str):
@@ -187,16 +307,17 @@ def search_records(table, D: np.ndarray, I: np.ndarray) -> list[dict]:
         I: (k,) int64 vector ids = table rows; ``-1`` (no result) is dropped.
 
     Returns:
-        One dict per hit: ``rank`` (1-based), ``score`` (float), then :data:`RECORD_COLUMNS`; an empty list when
-        there is no hit (an index with 0 vectors).
+        One dict per hit: ``rank`` (1-based), ``score`` (float), ``vector_id`` (int: the row), then
+        :data:`RECORD_COLUMNS` (a table without :data:`SOURCE_COLUMNS`, from an older folder, gives them as
+        None); an empty list when there is no hit (an index with 0 vectors).
     """
     import pyarrow as pa
 
     hits = [(score, int(i)) for score, i in zip(np.asarray(D).tolist(), np.asarray(I).tolist()) if i >= 0]
     # typed: an untyped empty list is a null array, which take() has no kernel for (an index with 0 vectors)
     rows = table.take(pa.array([i for _, i in hits], type=pa.int64())).to_pylist()
-    return [{"rank": rank, "score": float(score), **{c: row[c] for c in RECORD_COLUMNS}}
-            for rank, ((score, _), row) in enumerate(zip(hits, rows), 1)]
+    return [{"rank": rank, "score": float(score), "vector_id": i, **{c: row.get(c) for c in RECORD_COLUMNS}}
+            for rank, ((score, i), row) in enumerate(zip(hits, rows), 1)]
 
 
 def _json_bytes(obj, indent: int | None) -> bytes:
@@ -418,7 +539,19 @@ class OutputFolder:
         Raises:
             ValueError: if it is missing or unreadable.
         """
-        return read_chunk_table(self.chunks_path, columns)
+        return read_chunk_table(self.chunks_path, columns, sources=lambda: self._sources(self.chunks_path))
+
+    def _sources(self, path: Path) -> dict[str, str]:
+        """``{doc_id: source}`` from the record that lists the documents of a chunk table file (a shard's own
+        ``.json`` for a shard's .parquet, else the manifest); ``{}`` when that record is unreadable. Used only to
+        fill an older table's ``source`` (:func:`fill_source_columns`)."""
+        path = Path(path)
+        record = path.with_suffix(".json") if path.parent == self.shards_dir else self.manifest_path
+        try:
+            docs = self.read_json(record).get("documents") or []
+        except ValueError:
+            return {}
+        return {d["doc_id"]: d.get("source", "") for d in docs if isinstance(d, dict) and "doc_id" in d}
 
     def chunk_rows_count(self) -> int:
         """Rows of ``chunks.parquet`` from its footer (the file is not read).
@@ -444,7 +577,8 @@ class OutputFolder:
 
         Args:
             path: The parquet file; None: ``chunks.parquet``.
-            columns: Column names to read; None: all.
+            columns: Column names to read; None: all. A file written before :data:`SOURCE_COLUMNS` gives them
+                filled (:func:`fill_source_columns`).
             batch_size: Rows per batch (the last one may be shorter).
 
         Returns:
@@ -456,7 +590,23 @@ class OutputFolder:
         """
         import pyarrow.parquet as pq
 
-        return pq.ParquetFile(path or self.chunks_path).iter_batches(batch_size=batch_size, columns=columns)
+        path = Path(path or self.chunks_path)
+        pf = pq.ParquetFile(path)
+        have = set(pf.schema_arrow.names)
+        want = list(columns) if columns is not None else None
+        if all(c in have for c in (want if want is not None else SOURCE_COLUMNS)):
+            return pf.iter_batches(batch_size=batch_size, columns=want)
+        return self._filled_batches(pf, path, want, batch_size)
+
+    def _filled_batches(self, pf, path: Path, want: list[str] | None, batch_size: int) -> Iterator:
+        have = set(pf.schema_arrow.names)
+        read = None if want is None else [c for c in want if c in have]
+        if want is not None:  # what filling needs: heading_path (section), doc_id (source)
+            read += [c for c in ("doc_id", "heading_path") if c in have and c not in read]
+        sources = self._sources(path) if (want is None or "source" in want) else None
+        for batch in pf.iter_batches(batch_size=batch_size, columns=read):
+            batch = fill_source_columns(batch, sources)
+            yield batch if want is None else batch.select(want)
 
     # ---------------------------------------------------------------- shards
     def read_shard_vectors(self, name: str) -> np.ndarray:
@@ -485,18 +635,22 @@ class OutputFolder:
         Raises:
             ValueError: if it is missing or unreadable.
         """
-        return read_chunk_table(self.shards_dir / f"{name}.parquet")
+        path = self.shards_dir / f"{name}.parquet"
+        return read_chunk_table(path, sources=lambda: self._sources(path))
 
 
-def read_chunk_table(path: Path, columns: Sequence[str] | None = None):
+def read_chunk_table(path: Path, columns: Sequence[str] | None = None, sources=None):
     """A chunk table file (chunks.parquet or a shard's .parquet) as a ``pyarrow.Table``.
 
     Args:
         path: The parquet file.
         columns: Column names to read; None: all.
+        sources: For a file written before :data:`SOURCE_COLUMNS`: ``{doc_id: source}``, or a callable returning
+            it (called only for such a file), to fill ``source`` (:func:`fill_source_columns`); None: null.
 
     Returns:
-        The table (:func:`chunk_schema`, or those columns).
+        The table (:func:`chunk_schema`, or those columns); an older file's table has :data:`SOURCE_COLUMNS`
+        filled.
 
     Raises:
         ValueError: if it is missing or unreadable.
@@ -506,9 +660,17 @@ def read_chunk_table(path: Path, columns: Sequence[str] | None = None):
     if not Path(path).is_file():
         raise ValueError(f"{Path(path).name} is missing")
     try:
-        return pq.read_table(path, columns=list(columns) if columns is not None else None)
+        have = set(pq.ParquetFile(path).schema_arrow.names)
+        want = list(columns) if columns is not None else None
+        if all(c in have for c in (want if want is not None else SOURCE_COLUMNS)):
+            return pq.read_table(path, columns=want)
+        read = None if want is None else [c for c in want if c in have] + \
+            [c for c in ("doc_id", "heading_path") if c in have and c not in want]
+        table = pq.read_table(path, columns=read)
     except Exception as err:
         raise ValueError(f"{Path(path).name} is unreadable: {type(err).__name__}: {err}") from err
+    table = fill_source_columns(table, sources() if callable(sources) else sources)
+    return table if want is None else table.select(want)
 
 
 def write_chunk_table(tables: Iterable, path: Path) -> None:
@@ -559,11 +721,21 @@ def read_output(out: str | os.PathLike):
         vector id i) and the manifest dict.
 
     Raises:
-        ValueError: if a file is missing or unreadable, or the index and table disagree on the row count.
+        ValueError: if ``out`` does not exist or is not a folder, a file is missing (an unfinished run, one with a
+            run.json: the message says to finish it with ``--resume``) or unreadable, or the index and table
+            disagree on the row count.
     """
     folder = OutputFolder(Path(out))
+    if not folder.path.exists():
+        raise ValueError(f"{folder.path} does not exist (give an output folder of `latechunk embed`)")
+    if not folder.path.is_dir():
+        raise ValueError(f"{folder.path} is not a folder (give an output folder of `latechunk embed`)")
     for name in ASSEMBLED_FILES:
         if not (folder.path / name).is_file():
+            if folder.run_path.is_file():  # run.json is written first, the manifest last: a run that never ended
+                raise ValueError(f"{folder.path}: {name} is missing: the folder holds an unfinished `latechunk "
+                                 f"embed` run (killed or still running?); finish it with `latechunk embed INPUTS "
+                                 f"--out {folder.path} --resume` (the same options)")
             raise ValueError(f"{folder.path}: {name} is missing (not a latechunk output folder? run "
                              "`latechunk embed` first)")
     index = folder.read_index()

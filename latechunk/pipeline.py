@@ -3,7 +3,11 @@
 Late chunking (Günther, Mohr, Williams, Wang, Xiao 2024, "Late Chunking: Contextual Chunk Embeddings Using
 Long-Context Embedding Models", arXiv:2409.04701): the document is encoded once (or in overlapping macro windows)
 and each chunk vector is the mean of the token states in its token span. Naive chunking: each chunk's original
-substring is encoded on its own with the model's own pooling. Both modes use the *same* Boundaries.
+substring is encoded on its own with the model's own pooling. Contextual headers (seed 001 of the design notes;
+Anthropic, "Introducing Contextual Retrieval", 2024): each chunk is encoded as in naive mode, with its contextual
+header ``[title > section path]`` (:func:`latechunk.titles.contextual_header`) and a blank line before it, the other
+way to give a chunk its context. All modes use the *same* Boundaries; the stored chunk text is always the exact
+slice, never the header.
 
 In late mode the token states of one document serve every strategy of the run: N strategies cost one forward
 pass per document (or per macro window), not N. Input items are processed in groups (a token budget), so memory
@@ -25,7 +29,7 @@ Data flow of :func:`iter_embed` (two threads, one hand-off per group):
 - calling thread (`_Run.embed_group`): the split of strategies whose sentence vectors come from a named model,
   the streamed late pass (:meth:`Encoder.iter_token_states` into the segment sums), the split of strategies that
   read the late pass's sentence vectors (``semantic``), late vectors from the sums, and naive encoding
-  (:func:`naive_vectors`). Progress is reported in bytes of document text as forward batches finish
+  (:func:`naive_vectors`) and contextual encoding (:func:`contextual_vectors`). Progress is reported in bytes of document text as forward batches finish
   (``on_text_bytes``).
 
 Each :class:`GroupResult` carries its input positions (``start``, ``items``) and its own :class:`PipelineStats`,
@@ -51,6 +55,7 @@ from latechunk.encoder import Encoder, StateBatch
 from latechunk.pooling import segment_mean
 from latechunk.sentences import SentenceSegmenter
 from latechunk.strategies.base import SentenceVectors, Strategy, get_strategy
+from latechunk.titles import contextual_header, document_title
 from latechunk.types import Boundaries, ChunkVectors, Document, Skipped, Tokenization
 
 __all__ = [
@@ -60,6 +65,9 @@ __all__ = [
     "Skipped",
     "StrategyRun",
     "chunk_documents",
+    "contextual_headers",
+    "contextual_texts",
+    "contextual_vectors",
     "embed",
     "iter_embed",
     "late_vectors",
@@ -70,7 +78,7 @@ __all__ = [
 
 log = logging.getLogger("latechunk")
 
-STAGES = ("tokenize", "split", "late_encode", "pool", "naive_encode")
+STAGES = ("tokenize", "split", "late_encode", "pool", "naive_encode", "contextual_encode")
 """The timed stages of the pipeline (keys of :attr:`PipelineStats.seconds`)."""
 
 
@@ -82,12 +90,15 @@ class PipelineStats:
         documents_in: Documents read (input items that are documents; io-level skips not counted).
         content_tokens: Content tokens of the embedded documents (frame excluded).
         tokens: Tokens sent through the encoder per mode (``late``: the shared pass, frame and macro-window
-            overlaps included; ``naive``: every chunk's input).
+            overlaps included; ``naive``: every chunk's input; ``contextual``: every chunk's input with its
+            header, only where that mode runs).
         forward_calls: Encoder forward calls per mode.
         naive_tokens_by_strategy: Naive tokens per strategy SPEC.
+        contextual_tokens_by_strategy: Contextual tokens per strategy SPEC (empty unless that mode runs).
         seconds: Wall seconds per stage (:data:`STAGES`); ``late_encode`` includes adding each forward batch
             into the segment sums of the streamed late pass, ``pool`` the chunk means taken from them.
-        seconds_by_strategy: Per strategy SPEC: ``{"pool": s, "naive": s}``.
+        seconds_by_strategy: Per strategy SPEC: ``{"pool": s, "naive": s}`` (and ``"contextual": s`` where that
+            mode runs).
     """
 
     documents_in: int = 0
@@ -95,6 +106,7 @@ class PipelineStats:
     tokens: dict[str, int] = field(default_factory=lambda: {"late": 0, "naive": 0})
     forward_calls: dict[str, int] = field(default_factory=lambda: {"late": 0, "naive": 0})
     naive_tokens_by_strategy: dict[str, int] = field(default_factory=dict)
+    contextual_tokens_by_strategy: dict[str, int] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
     seconds_by_strategy: dict[str, dict[str, float]] = field(default_factory=dict)
 
@@ -108,6 +120,7 @@ class PipelineStats:
         self.content_tokens += other.content_tokens
         for mine, theirs in ((self.tokens, other.tokens), (self.forward_calls, other.forward_calls),
                              (self.naive_tokens_by_strategy, other.naive_tokens_by_strategy),
+                             (self.contextual_tokens_by_strategy, other.contextual_tokens_by_strategy),
                              (self.seconds, other.seconds)):
             for k, v in theirs.items():
                 mine[k] = mine.get(k, 0) + v
@@ -129,6 +142,8 @@ class PipelineStats:
             "tokens": dict(self.tokens),
             "forward_calls": dict(self.forward_calls),
             "naive_tokens_by_strategy": dict(self.naive_tokens_by_strategy),
+            **({"contextual_tokens_by_strategy": dict(self.contextual_tokens_by_strategy)}
+               if self.contextual_tokens_by_strategy else {}),
             "seconds": dict(self.seconds),
             "seconds_by_strategy": {k: dict(v) for k, v in self.seconds_by_strategy.items()},
         }
@@ -141,10 +156,11 @@ class StrategyRun:
     Attributes:
         strategy: The strategy.
         boundaries: One Boundaries per embedded document, in document order.
-        vectors: ``{"late": ChunkVectors, "naive": ChunkVectors}`` for the modes asked for; row i of each is
-            chunk i of the concatenated boundaries (identical chunk records in both modes).
+        vectors: ``{mode: ChunkVectors}`` (``late``, ``naive``, ``contextual``) for the modes asked for; row i of
+            each is chunk i of the concatenated boundaries (identical chunk records in every mode).
         tokens_encoded: Tokens through the encoder per mode (late: the shared pass, counted once per run).
-        seconds: Seconds per mode (late: the shared encode plus this strategy's pooling; naive: its encode).
+        seconds: Seconds per mode (late: the shared encode plus this strategy's pooling; naive and contextual: its
+            encode).
     """
 
     strategy: Strategy
@@ -299,6 +315,88 @@ def naive_vectors(
         if doc.doc_id != b.doc_id:
             raise ValueError(f"document {doc.doc_id!r} paired with boundaries of {b.doc_id!r}")
         texts.extend(naive_texts(doc, b))
+    before = dict(encoder.stats)
+    vectors = encoder.encode_document(texts, normalize=normalize)
+    tokens = encoder.stats["tokens"] - before["tokens"]
+    return vectors, tokens, encoder.stats["forward_calls"] - before["forward_calls"]
+
+
+CONTEXTUAL_SEPARATOR = "\n\n"
+"""What stands between a chunk's contextual header and its text in contextual mode (a blank line)."""
+
+
+def contextual_headers(doc: Document, b: Boundaries) -> list[str]:
+    """The contextual header of each of ``b``'s chunks: ``[title > section path]``.
+
+    The title is the document's (:func:`latechunk.titles.document_title`: front matter, first heading, record
+    title, file name), the section path the chunk's heading path (``b.heading_paths``; empty for strategies that
+    do not follow headings, whose chunks then get ``[title]``); both joined by
+    :func:`latechunk.titles.contextual_header`, so the chunk table's ``header`` column holds the same string.
+
+    Args:
+        doc: The document.
+        b: Its boundaries.
+
+    Returns:
+        ``len(b)`` strings, in chunk order; ``""`` for a chunk with neither title nor heading path.
+    """
+    title = document_title(doc)[0]
+    return [contextual_header(title, path) for path in b.heading_paths]
+
+
+def contextual_texts(doc: Document, b: Boundaries, headers: Sequence[str] | None = None) -> list[str]:
+    r"""The texts contextual mode encodes for ``b``'s chunks: ``header + "\n\n" + naive text``.
+
+    The naive text is :func:`naive_texts`'s (the exact chunk slice, after its embedding context line where it has
+    one); a chunk whose header is ``""`` is encoded exactly as in naive mode. The stored chunk text is never
+    changed: the header exists only in the encoder's input (and in the chunk table's ``header`` column).
+
+    Args:
+        doc: The document.
+        b: Its boundaries.
+        headers: The chunks' headers (default :func:`contextual_headers`).
+
+    Returns:
+        ``len(b)`` strings, in chunk order.
+
+    Raises:
+        ValueError: if ``headers`` does not have one entry per chunk.
+    """
+    heads = contextual_headers(doc, b) if headers is None else list(headers)
+    if len(heads) != len(b):
+        raise ValueError(f"document {doc.doc_id!r}: {len(heads)} contextual headers for {len(b)} chunks")
+    return [f"{h}{CONTEXTUAL_SEPARATOR}{t}" if h else t for h, t in zip(heads, naive_texts(doc, b))]
+
+
+def contextual_vectors(
+    encoder: Encoder, documents: Sequence[Document], boundaries: Sequence[Boundaries], normalize: bool = True
+) -> tuple[np.ndarray, int, int]:
+    """Contextual-mode vectors of the chunks of several documents, in one length-sorted encode call.
+
+    Each chunk's :func:`contextual_texts` entry (``[title > section path]``, a blank line, the chunk text) is
+    encoded on its own, with the document prompt and the model's own pooling (:meth:`Encoder.encode_document`),
+    as naive mode does: an input longer than the model goes through the same macro windows, never truncated.
+    Seed 001 of the design notes; Anthropic, "Introducing Contextual Retrieval" (2024), with a fixed header in
+    place of a generated one.
+
+    Args:
+        encoder: The encoder.
+        documents: The documents, in order.
+        boundaries: Their boundaries, same order.
+        normalize: L2-normalise each vector.
+
+    Returns:
+        ``(vectors, tokens, forward_calls)``: (total_chunks, dim) float32, rows in document then chunk order;
+        the tokens sent through the encoder (frame and headers included) and its forward calls.
+
+    Raises:
+        ValueError: if a document is paired with the boundaries of another document.
+    """
+    texts = []
+    for doc, b in zip(documents, boundaries):
+        if doc.doc_id != b.doc_id:
+            raise ValueError(f"document {doc.doc_id!r} paired with boundaries of {b.doc_id!r}")
+        texts.extend(contextual_texts(doc, b))
     before = dict(encoder.stats)
     vectors = encoder.encode_document(texts, normalize=normalize)
     tokens = encoder.stats["tokens"] - before["tokens"]
@@ -684,7 +782,7 @@ class _Run:
 
     # -------------------------------------------------------------------- calling thread
     def embed_group(self, g: GroupResult, entries: list[_Entry], progress: bool) -> GroupResult:
-        """Encode, split (sentence-vector strategies), pool and naive-encode one group, in place.
+        """Encode, split (sentence-vector strategies), pool, naive- and contextual-encode one group, in place.
 
         The late pass is streamed (:meth:`_late_pass`): each forward batch is pooled into the sums of the
         segments the group's spans need and dropped, so memory holds one batch and those sums, never a whole
@@ -766,6 +864,16 @@ class _Run:
                 stats.tokens["naive"] += n_tok
                 stats.naive_tokens_by_strategy[s.spec] = stats.naive_tokens_by_strategy.get(s.spec, 0) + n_tok
                 stats.forward_calls["naive"] += n_calls
+            if "contextual" in cfg.modes:  # header + blank line + naive text, one length-sorted encode call
+                t0 = time.perf_counter()
+                g.vectors[s.spec]["contextual"], n_tok, n_calls = contextual_vectors(enc, g.documents, b_list,
+                                                                                     cfg.normalize)
+                dt = time.perf_counter() - t0
+                stats.seconds["contextual_encode"] += dt
+                by["contextual"] = by.get("contextual", 0.0) + dt
+                stats.tokens["contextual"] = stats.tokens.get("contextual", 0) + n_tok
+                stats.contextual_tokens_by_strategy[s.spec] = stats.contextual_tokens_by_strategy.get(s.spec, 0) + n_tok
+                stats.forward_calls["contextual"] = stats.forward_calls.get("contextual", 0) + n_calls
         meter.finish()
         return g
 
@@ -965,7 +1073,8 @@ def embed(
     """Chunk and embed documents with several strategies and modes at once.
 
     Each document is tokenized once. In late mode its token states are computed once and pooled for every
-    strategy. Naive mode encodes every chunk's text on its own. Strategies needing sentence vectors
+    strategy. Naive mode encodes every chunk's text on its own; contextual mode the same text after its header
+    ``[title > section path]`` and a blank line. Strategies needing sentence vectors
     (``semantic``) get them from the same late states (``source=late``) or from the named model.
 
     Args:
@@ -1020,6 +1129,9 @@ def embed(
         if "naive" in config.modes:
             run.tokens_encoded["naive"] = stats.naive_tokens_by_strategy.get(s.spec, 0)
             run.seconds["naive"] = by["naive"]
+        if "contextual" in config.modes:
+            run.tokens_encoded["contextual"] = stats.contextual_tokens_by_strategy.get(s.spec, 0)
+            run.seconds["contextual"] = by.get("contextual", 0.0)
     return EmbedResult(embedded, toks_out, skipped, runs, stats)
 
 

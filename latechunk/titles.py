@@ -10,11 +10,14 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
+from latechunk.io import CODE_SUFFIXES
 from latechunk.strategies._markdown import markdown_parser, markdown_source
 from latechunk.types import Document
 
 __all__ = ["TITLE_ORIGINS", "contextual_header", "document_title", "first_heading"]
 
+#: a heading longer than this many characters, or of more than one line, is not taken as a title
+MAX_TITLE_CHARS = 120
 #: where a title came from, in the order they are tried
 TITLE_ORIGINS = ("front_matter", "heading", "record", "html", "file_name", "none")
 
@@ -22,23 +25,37 @@ TITLE_ORIGINS = ("front_matter", "heading", "record", "html", "file_name", "none
 def first_heading(text: str) -> str | None:
     """The plain text of the first markdown heading (ATX or setext) of ``text``, outside front matter and code.
 
+    Only the start of a long text is parsed (4,096 characters, doubled until a heading is found or the text ends):
+    a heading that ends before the last line of a prefix is the same in the whole text.
+
     Args:
         text: A markdown text.
 
     Returns:
-        The heading's inline text, whitespace collapsed, markup left as written (``# The *x* flag`` gives
-        ``"The *x* flag"``); None when there is no heading with text.
+        The first heading's inline text that is one line of at most :data:`MAX_TITLE_CHARS` characters,
+        whitespace collapsed, markup left as written (``# The *x* flag`` gives ``"The *x* flag"``); headings of
+        several lines (a paragraph over a setext underline, such as a figure caption followed by ``---``) or
+        longer ones are passed over; None when there is no such heading.
     """
     source = markdown_source(text)
     if "#" not in source and "\n=" not in source and "\n-" not in source:
         return None
-    tokens = markdown_parser().parse(source)
-    for i, t in enumerate(tokens):
-        if t.type == "heading_open" and i + 1 < len(tokens):
-            title = " ".join(tokens[i + 1].content.split())
-            if title:
-                return title
-    return None
+    n = 4096
+    while True:
+        whole = n >= len(source)
+        prefix = source if whole else source[:n]
+        lines = prefix.count("\n")
+        tokens = markdown_parser().parse(prefix)
+        for i, t in enumerate(tokens):
+            if t.type == "heading_open" and i + 1 < len(tokens) and (whole or t.map[1] < lines):
+                content = tokens[i + 1].content.strip()
+                title = " ".join(content.split())
+                # a setext underline under a paragraph (a figure caption) makes a "heading" of many lines: no title
+                if title and "\n" not in content and len(title) <= MAX_TITLE_CHARS:
+                    return title
+        if whole:
+            return None
+        n *= 2
 
 
 def document_title(doc: Document) -> tuple[str, str]:
@@ -61,12 +78,13 @@ def document_title(doc: Document) -> tuple[str, str]:
     origin = meta.get("title_from") or "record"
     if title and origin == "front_matter":
         return title, origin
-    heading = first_heading(doc.text)
+    source = meta.get("source")
+    is_code = isinstance(source, str) and PurePosixPath(source.split(":")[0]).suffix.lower() in CODE_SUFFIXES
+    heading = None if is_code else first_heading(doc.text)  # a code file's "# comment" is no heading
     if heading:
         return heading, "heading"
     if title:
         return title, origin if origin in TITLE_ORIGINS else "record"
-    source = meta.get("source")
     if isinstance(source, str) and source and ":" not in PurePosixPath(source).name:
         stem = PurePosixPath(source).stem
         if stem:

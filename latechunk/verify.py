@@ -12,8 +12,11 @@ Checked, each disagreement reported as one line:
 - rows: each row belongs to the document the manifest puts there, chunk indices run 0..n-1, spans are non-empty
   and the text length equals the char span;
 - vectors: finite, and unit-norm when the run normalised them;
-- sources (unless skipped): the inputs are read again; each embedded document's text has the recorded sha256 and
-  each chunk's text is the exact slice ``text[char_start:char_end]``; every source item is listed in the manifest
+- citations: each row's ``section`` is its heading path joined, its ``source`` its document record's;
+- sources (unless skipped): the inputs are read again; each embedded document's text has the recorded sha256,
+  each chunk's text is the exact slice ``text[char_start:char_end]``, and its ``title``, ``title_from``,
+  ``header`` and ``url`` are what the source gives now (rows of a folder written before these columns hold None
+  there, :func:`latechunk.output.fill_source_columns`, and are not checked); every source item is listed in the manifest
   and every listed document still exists. A file or folder never opened (unsupported type, symlinked or output
   folder, ...: :func:`latechunk.io.is_not_read`) that the manifest does not list is not counted: another index
   written into the corpus folder, or a .docx added since, changes nothing that was embedded.
@@ -32,7 +35,14 @@ import numpy as np
 
 from latechunk.ingest.files import sha256_file, sha256_text
 from latechunk.ingest.shards import check_shard_files
-from latechunk.output import CHUNKS_FILE, INDEX_FILE, MANIFEST_FILE, OutputFolder
+from latechunk.output import (
+    CHUNKS_FILE,
+    INDEX_FILE,
+    MANIFEST_FILE,
+    OutputFolder,
+    section_text,
+    source_metadata,
+)
 
 __all__ = ["verify_output"]
 
@@ -284,9 +294,17 @@ def _check_shards(folder: OutputFolder, manifest: dict, documents: list, skipped
 
 
 def _check_rows(table, docs: list[dict], where: str, P: _Problems) -> None:
-    cols = table.select(["doc_id", "chunk_index", "char_start", "char_end", "token_start", "token_end", "text"]).to_pydict()
+    cols = table.select(["doc_id", "chunk_index", "char_start", "char_end", "token_start", "token_end", "text",
+                         "heading_path", "section", "source"]).to_pydict()
     expect = [(d["doc_id"], i) for d in docs for i in range(int(d["chunks"]))]
-    for r, (doc_id, ci, cs, ce, ts, te, text) in enumerate(zip(*cols.values())):
+    sources = {d["doc_id"]: d.get("source", "") for d in docs}
+    for r, (doc_id, ci, cs, ce, ts, te, text, hp, section, source) in enumerate(zip(*cols.values())):
+        if section != section_text(hp):
+            P.add("rows", f"{where} row {r} ({doc_id!r}, chunk {ci}): section {section!r} is not its heading path "
+                          f"{hp!r} joined")
+        if source is not None and doc_id in sources and source != sources[doc_id]:
+            P.add("rows", f"{where} row {r} ({doc_id!r}, chunk {ci}): source {source!r} differs from its document "
+                          f"record's {sources[doc_id]!r}")
         if r < len(expect) and (doc_id, ci) != expect[r]:
             P.add("rows", f"{where} row {r} is ({doc_id!r}, chunk {ci}) but the record puts ({expect[r][0]!r}, chunk {expect[r][1]}) there")
         if not (0 <= cs < ce) or not (0 <= ts < te):
@@ -349,7 +367,8 @@ def _check_sources(folder: OutputFolder, manifest: dict, documents: list, skippe
     for i, d in enumerate(documents):
         by_id.setdefault(d["doc_id"], i)
     skipped_ids = {s["doc_id"] for s in skipped}
-    reader = _RowReader(folder, ["doc_id", "chunk_index", "char_start", "char_end", "text"]) if n_rows is not None else None
+    reader = _RowReader(folder, ["doc_id", "chunk_index", "char_start", "char_end", "text", "heading_path", "title",
+                                 "title_from", "header", "url"]) if n_rows is not None else None
     j = 0  # next manifest document in order (its rows are next in chunks.parquet)
     seen: set[str] = set()
     n_items = 0
@@ -389,11 +408,30 @@ def _check_sources(folder: OutputFolder, manifest: dict, documents: list, skippe
                 if item.text[cs:ce] != text:
                     P.add("rows", f"chunk {ci} of {item.doc_id!r} is not the exact slice text[{cs}:{ce}] of its source")
                     break
+            _check_citations(item, rows, P)
     for d in documents:
         if d["doc_id"] not in seen:
             P.add("source", f"source of {d['doc_id']!r} ({d.get('source', '')}) is gone")
     if n_items != manifest.get("counts", {}).get("documents_in"):
         P.add("source", f"the inputs now hold {n_items} items but the manifest accounts for {manifest.get('counts', {}).get('documents_in')}")
+
+
+def _check_citations(doc, rows, P: _Problems) -> None:
+    """The rows' title, title_from, header and url against the source document read again (rows of a folder
+    written before these columns hold None there and are not checked)."""
+    from latechunk.titles import contextual_header
+
+    want = source_metadata(doc)
+    for ci, hp, title, origin, header, url in zip(*(rows[c].to_pylist() for c in (
+            "chunk_index", "heading_path", "title", "title_from", "header", "url"))):
+        if origin is None:
+            continue
+        got = {"title": title, "title_from": origin, "url": url, "header": header}
+        exp = {**{k: want[k] for k in ("title", "title_from", "url")}, "header": contextual_header(want["title"], hp or [])}
+        bad = [f"{k} {got[k]!r} (source gives {exp[k]!r})" for k in got if got[k] != exp[k]]
+        if bad:
+            P.add("rows", f"chunk {ci} of {doc.doc_id!r}: " + ", ".join(bad))
+            return
 
 
 def _iter_sources(roots, P: _Problems) -> Iterator:

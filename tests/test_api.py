@@ -145,8 +145,8 @@ def test_bad_input_is_a_clear_error(chunker):
         list(chunker.map([("  ", "text")]))
     with pytest.raises(TypeError, match="LateChunker takes a str or a latechunk.Document"):
         chunker(["a list"])
-    with pytest.raises(ValueError, match="mode must be 'late' or 'naive'"):
-        latechunk.LateChunker(chunker.encoder, mode="contextual")
+    with pytest.raises(ValueError, match="mode must be one of 'late', 'naive', 'contextual', got 'early'"):
+        latechunk.LateChunker(chunker.encoder, mode="early")
     with pytest.raises(ValueError, match="unknown strategy"):
         latechunk.LateChunker(chunker.encoder, strategy="no_such_strategy")
     assert chunker("   ") == []
@@ -230,6 +230,7 @@ def test_add_then_verify_passes_and_search_finds_it(late_folder, tmp_path):
     assert manifest["appends"][0]["documents_embedded"] == 2 and manifest["counts"]["documents_embedded"] == 4
 
     # the same documents again: nothing added, each listed as skipped with its reason; verify still passes
+    shards_before = sorted(p.name for p in (out / "shards").iterdir())
     again = index.add([("etna", ETNA), ("etna", "Another text under the same id."), ("rivers.md", "New rivers text.")])
     assert again.added == () and again.chunks == 0 and len(index) == n0 + res.chunks
     reasons = [(s.doc_id, s.reason) for s in again.skipped]
@@ -237,6 +238,10 @@ def test_add_then_verify_passes_and_search_finds_it(late_folder, tmp_path):
     assert reasons[1][0] == "etna" and reasons[1][1].startswith("duplicate doc_id")
     assert reasons[2][0] == "rivers.md" and "already in the index with another text" in reasons[2][1]
     assert verify_output(out)[0] == []
+    # an add that embeds nothing leaves the folder as it was: no shard, no document file, skipped not grown
+    assert OutputFolder(out).read_manifest() == manifest
+    assert sorted(p.name for p in (out / "shards").iterdir()) == shards_before
+    assert sorted(p.name for p in (out / "appended").iterdir()) == ["00001.jsonl"]
     assert index.add([]) == latechunk.AddResult()
 
 
@@ -265,7 +270,117 @@ def test_embed_append_adds_and_refuses_other_settings(late_folder, tmp_path):
     assert verify_output(out)[0] == []
     res = runner.invoke(app, ["search", str(out), "active volcano in Sicily", "-k", "1", "--json"])
     assert res.exit_code == 0 and json.loads(res.stdout)[0]["doc_id"] == "etna.md"
-    again = runner.invoke(app, ["embed", str(new), "--out", str(out), "--append", "-q", "--device", "cpu",
-                                "--sentence-workers", "0"])
-    assert again.exit_code == 0 and "skipped etna.md: already in the index" in again.output
+    once = OutputFolder(out).read_manifest()
+    for _ in range(2):  # appending the same documents again adds nothing: exit 1, the folder unchanged
+        again = runner.invoke(app, ["embed", str(new), "--out", str(out), "--append", "-q", "--device", "cpu",
+                                    "--sentence-workers", "0"])
+        assert again.exit_code == 1 and "skipped etna.md: already in the index" in again.output
+        assert "nothing appended" in again.output and "unchanged" in again.output
+        assert OutputFolder(out).read_manifest() == once  # no empty shard, no duplicate skipped entries
+    assert len(list((out / "shards").glob("*.json"))) == len(once["shards"])
     assert verify_output(out)[0] == []
+
+
+def test_append_takes_the_folders_settings_for_options_not_given(corpus, tmp_path):
+    out = tmp_path / "o1"
+    _embed(corpus, "--out", out, "--precision", "int8", "--truncate-dim", "128", "--strategy", "fixed:size=32")
+    new = tmp_path / "new"
+    new.mkdir()
+    (new / "etna.md").write_text(ETNA + "\n", encoding="utf-8")
+    bad = runner.invoke(app, ["embed", str(new), "--out", str(out), "--append", "-q", "--precision", "float16"])
+    assert bad.exit_code == 2 and "index.precision was 'int8', now 'float16'" in bad.output
+    assert "renormalize" not in bad.output and "strategy" not in bad.output  # only what was given and differs
+    bad = runner.invoke(app, ["embed", str(new), "--out", str(out), "--append", "-q", "--no-normalize"])
+    assert bad.exit_code == 2 and "normalize was True, now False" in bad.output and "renormalize" not in bad.output
+    _embed(new, "--out", out, "--append")  # a plain --append: strategy, precision, truncate-dim from run.json
+    m = OutputFolder(out).read_manifest()
+    assert m["index"]["precision"] == "int8" and m["index"]["truncate_dim"] == 128
+    assert m["settings"]["strategy"].startswith("fixed:size=32") and m["documents"][-1]["doc_id"] == "etna.md"
+    assert verify_output(out)[0] == []
+    (new / "b.md").write_text(BREAD.replace("Sourdough", "Rye"), encoding="utf-8")  # options given and equal: fine
+    _embed(new, "--out", out, "--append", "--precision", "int8", "--truncate-dim", "128", "--strategy",
+           "fixed:size=32")
+    assert OutputFolder(out).read_manifest()["documents"][-1]["doc_id"] == "b.md"
+    hits = latechunk.Index.load(out, "cpu").search("Which volcano in Sicily erupts almost every year?", k=1)
+    assert hits[0].doc_id == "etna.md"
+
+
+def test_index_load_device_positional_model_checked_unfinished_run_named(late_folder, tmp_path):
+    index = latechunk.Index.load(late_folder, "cpu")  # device may be positional, as the README shows
+    assert index._device == "cpu"
+    with pytest.raises(ValueError, match="nonexistent"):  # a model that does not resolve fails at load
+        latechunk.Index.load(late_folder, model=tmp_path / "nonexistent")
+    half = tmp_path / "half"  # a killed run: run.json and shards, no assembled files
+    shutil.copytree(late_folder, half)
+    for name in ("index.faiss", "chunks.parquet", "manifest.json"):
+        (half / name).unlink()
+    with pytest.raises(ValueError, match="unfinished .*--resume"):
+        latechunk.Index.load(half)
+    res = runner.invoke(app, ["search", str(half), "rivers"])
+    assert res.exit_code == 2 and "--resume" in res.output
+    res = runner.invoke(app, ["search", str(tmp_path / "nowhere"), "rivers"])
+    assert res.exit_code == 2 and "does not exist" in res.output and "index.faiss" not in res.output
+
+
+def test_add_embeds_with_the_folders_model_when_queries_use_another(late_folder, tmp_path):
+    from tests.models import save_tiny_bert
+
+    tiny = tmp_path / "tiny"
+    save_tiny_bert(tiny)
+    out = tmp_path / "out"
+    shutil.copytree(late_folder, out)
+    index = latechunk.Index.load(out, "cpu", model=tiny)
+    res = index.add([("etna", ETNA)])  # the tiny model's 32-dim vectors would not fit the 384-dim folder
+    assert res.added == ("etna",) and verify_output(out)[0] == []
+    top = latechunk.Index.load(out, "cpu").search("Which volcano in Sicily erupts almost every year?", k=1)[0]
+    assert top.doc_id == "etna"
+
+
+_HOLD = """
+import sys
+from latechunk.ingest.folder import writer_lock
+with writer_lock(sys.argv[1]):
+    print("held", flush=True)
+    sys.stdin.read()
+"""
+
+
+def test_one_writer_at_a_time_a_second_fails_at_once_and_nothing_is_lost(late_folder, tmp_path):
+    from latechunk.ingest.folder import FolderLocked
+
+    out = tmp_path / "out"
+    shutil.copytree(late_folder, out)
+    new = tmp_path / "new"
+    new.mkdir()
+    (new / "etna.md").write_text(ETNA + "\n", encoding="utf-8")
+    before = OutputFolder(out).read_manifest()
+    holder = subprocess.Popen([sys.executable, "-c", _HOLD, str(out)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        res = runner.invoke(app, ["embed", str(new), "--out", str(out), "--append", "-q", "--device", "cpu"])
+        assert res.exit_code == 2 and "being written by another latechunk process" in res.output
+        assert f"pid {holder.pid}" in res.output and str(out) in res.output
+        res = runner.invoke(app, ["embed", str(new), "--out", str(out), "--force", "-q", "--device", "cpu"])
+        assert res.exit_code == 2 and "being written by another" in res.output
+        index = latechunk.Index.load(out, "cpu")
+        with pytest.raises(FolderLocked, match=f"pid {holder.pid}"):
+            index.add([("etna", ETNA)])
+        assert OutputFolder(out).read_manifest() == before and not (out / "appended").exists()
+    finally:
+        holder.communicate("", timeout=60)
+    # the holder is gone: both writers now succeed, one after the other, and every document is there
+    _embed(new, "--out", out, "--append")
+    assert index.add([("glacier", "Glaciers in the Alps lose ice every summer.")]).added == ("glacier",)
+    ids = [d["doc_id"] for d in OutputFolder(out).read_manifest()["documents"]]
+    assert ids == [d["doc_id"] for d in before["documents"]] + ["etna.md", "glacier"]
+    assert (out / ".latechunk.lock").is_file() and verify_output(out)[0] == []
+
+
+def test_the_lock_file_is_not_content(tmp_path, corpus):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / ".latechunk.lock").write_text("123\n")  # left by an earlier writer: the folder still counts as empty
+    _embed(corpus, "--out", out, "--strategy", "fixed:size=64")
+    _embed(corpus, "--out", out, "--strategy", "fixed:size=64", "--force")  # --force leaves the lock file alone
+    assert (out / ".latechunk.lock").is_file() and verify_output(out)[0] == []

@@ -230,6 +230,16 @@ def test_bad_parameters_name_the_option(spec, words):
         assert word in str(err.value)
 
 
+def test_default_min_tokens_never_exceeds_a_small_max_tokens():
+    # the user set only max_tokens: the default min_tokens (24) follows it down, as semantic's does
+    s = get_strategy("code:max_tokens=10")
+    assert (s.max_tokens, s.min_tokens) == (10, 10)
+    assert get_strategy(s.spec).min_tokens == 10
+    assert get_strategy("code").min_tokens == 24
+    with pytest.raises(ValueError, match="min_tokens=30"):  # a min_tokens the user gave is still checked
+        get_strategy("code:max_tokens=10,min_tokens=30")
+
+
 def test_registered_with_help_and_a_round_trip_spec():
     cls = registry()["code"]
     assert cls is Code and cls.bet

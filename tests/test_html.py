@@ -99,7 +99,8 @@ def test_html_files_are_read_as_markdown_with_the_conversion_recorded(tmp_path, 
     doc = items["manual.html"]
     assert isinstance(doc, Document) and doc.text == page_md.markdown
     assert doc.metadata == {"source": "manual.html", "converted_from": "html",
-                            "converter": f"markdownify {version('markdownify')}", "title": "Widget manual"}
+                            "converter": f"markdownify {version('markdownify')}", "title": "Widget manual",
+                            "title_from": "html"}
     assert isinstance(items["empty.htm"], Skipped) and "empty after HTML" in items["empty.htm"].reason
 
 
@@ -133,3 +134,72 @@ def test_the_manifest_records_the_conversion(tmp_path):
     assert docs["manual.html"]["converted_from"] == "html" and docs["manual.html"]["title"] == "Widget manual"
     assert docs["manual.html"]["converter"] == f"markdownify {version('markdownify')}"
     assert "converted_from" not in docs["notes.md"] and "converter" not in docs["notes.md"]
+
+
+def test_elements_hidden_by_inline_style_or_aria_are_dropped():
+    md = html_to_markdown(
+        '<p>Shown first.</p><div style="display:none">Also hidden</div>'
+        '<div style="color: red; DISPLAY : None !important">Hidden too</div>'
+        '<span style="visibility:hidden">Invisible</span><p aria-hidden="true">Aria hidden</p>'
+        '<p style="display: block">Shown block.</p><p style="x-display:none">Shown odd.</p>'
+        '<p aria-hidden="false">Shown aria.</p>').markdown
+    for word in ("Also hidden", "Hidden too", "Invisible", "Aria hidden"):
+        assert word not in md, word
+    for word in ("Shown first.", "Shown block.", "Shown odd.", "Shown aria."):
+        assert word in md, word
+
+
+def test_a_page_is_decoded_by_its_bom_else_its_declared_charset_else_utf8(tmp_path):
+    body = "<html><head>{meta}<title>Crème</title></head><body><p>Crème brûlée costs 5 €.</p></body></html>"
+    (tmp_path / "latin.html").write_bytes(body.format(meta="<meta charset='iso-8859-1'>").encode("windows-1252"))
+    (tmp_path / "equiv.htm").write_bytes(body.format(
+        meta='<meta http-equiv="Content-Type" content="text/html; charset=ISO-8859-15">').replace("€", "¤")
+        .encode("iso-8859-1"))  # 0xA4 is the euro sign in ISO-8859-15
+    (tmp_path / "bom.html").write_bytes(b"\xef\xbb\xbf" + body.format(meta="<meta charset='iso-8859-1'>").encode())
+    (tmp_path / "utf16.html").write_bytes(b"\xff\xfe" + body.format(meta="").encode("utf-16-le"))
+    (tmp_path / "plain.html").write_bytes(body.format(meta="").encode("utf-8"))
+    (tmp_path / "bad.html").write_bytes(body.format(meta="").encode("windows-1252"))
+    items = {i.doc_id: i for i in iter_inputs([tmp_path])}
+    for name in ("latin.html", "equiv.htm", "bom.html", "utf16.html", "plain.html"):
+        doc = items[name]
+        assert isinstance(doc, Document), (name, doc)
+        assert doc.text == "Crème brûlée costs 5 €.\n" and doc.metadata["title"] == "Crème", name
+    assert isinstance(items["bad.html"], Skipped)
+    assert items["bad.html"].reason.startswith("invalid utf-8 at byte ") and "no <meta charset>" in items["bad.html"].reason
+
+
+def test_deeply_nested_html_converts_and_embeds(tmp_path):
+    """5,000 nested <div>s and 400 unclosed <font>s (a RecursionError in markdownify stopped the whole run): the
+    deep elements are unwrapped, the text kept, and the run finishes with every file."""
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "deep.html").write_text("<html><body><h1>Tower</h1>" + "<div>" * 5000 + "Deep text at the top."
+                                   + "</div>" * 5000 + "<p>After the tower.</p></body></html>", encoding="utf-8")
+    (src / "font.html").write_text("<html><body>" + "<font size=2>" * 400 + "An old page.</body></html>",
+                                   encoding="utf-8")
+    (src / "notes.md").write_text("# Notes\n\nPlain markdown.\n", encoding="utf-8")
+    items = {i.doc_id: i for i in iter_inputs([src])}
+    assert items["deep.html"].text == "# Tower\n\nDeep text at the top.\n\nAfter the tower.\n"
+    assert items["font.html"].text == "An old page.\n"
+    save_tiny_bert(tmp_path / "model", layers=1)
+    out = tmp_path / "out"
+    res = runner.invoke(app, ["embed", str(src), "--out", str(out), "--device", "cpu", "--quiet",
+                              "--model", str(tmp_path / "model")])
+    assert res.exit_code == 0, res.output
+    docs = {d["doc_id"] for d in json.loads((out / "manifest.json").read_text())["documents"]}
+    assert docs == {"deep.html", "font.html", "notes.md"}
+
+
+def test_a_page_that_still_recurses_too_deep_is_skipped_with_its_reason(tmp_path, monkeypatch):
+    import latechunk.io as io_module
+
+    def recurse(html):
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(io_module, "html_to_markdown", recurse)
+    (tmp_path / "deep.html").write_text("<div><div>x</div></div>", encoding="utf-8")
+    (tmp_path / "notes.md").write_text("# Notes\n\nPlain.\n", encoding="utf-8")
+    items = {i.doc_id: i for i in iter_inputs([tmp_path])}
+    assert isinstance(items["notes.md"], Document)
+    assert isinstance(items["deep.html"], Skipped)
+    assert items["deep.html"].reason == "HTML nested too deeply to convert (RecursionError)"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import csv
+import hashlib
 import importlib
 import sys
 
@@ -26,6 +27,7 @@ from latechunk.integrations.langchain import (
     LateChunkingTransformer,
     add_late_chunks,
     chunk_id,
+    text_doc_id,
 )
 from latechunk.io import iter_inputs
 from latechunk.types import Document
@@ -107,7 +109,8 @@ def test_transformer_doc_ids(chunker):
             LCDocument(page_content="Zeta eta theta.", metadata={"source": "s2"}),
             LCDocument(page_content="Iota kappa.")]
     out = LateChunkingTransformer(chunker).transform_documents(docs)
-    assert [d.metadata["doc_id"] for d in out] == ["by-id", "7", "s2", "3"]
+    assert [d.metadata["doc_id"] for d in out] == ["by-id", "7", "s2", text_doc_id("Iota kappa.")]
+    assert text_doc_id("Iota kappa.") == "text-" + hashlib.sha256(b"Iota kappa.").hexdigest()[:16]
     with pytest.raises(ValueError, match=r"documents 0 and 1 have the same doc id 'a.pdf'"):
         LateChunkingTransformer(chunker).transform_documents(
             [LCDocument(page_content="One.", metadata={"source": "a.pdf"}),
@@ -260,3 +263,19 @@ def test_embeddings_follow_the_chunkers_normalize(chunker):
     assert abs(float(np.linalg.norm(q)) - 1.0) > 1e-3
     np.testing.assert_allclose(q, chunker.encoder.encode_query([QUESTION], normalize=False)[0], atol=1e-6)
     assert abs(float(np.linalg.norm(LateChunkEmbeddings(chunker).embed_query(QUESTION))) - 1.0) < 1e-5
+
+
+def test_documents_without_ids_never_collide_across_calls(chunker):
+    """The trial's two add_late_chunks calls of one Document each, neither with an id nor a source: both kept (a
+    position id gave both doc id "0" and the second call's chunk ids replaced the first's); the same text again
+    replaces its own chunks, and a repeated text in one call gives its chunks once."""
+    store = InMemoryVectorStore(LateChunkEmbeddings(chunker))
+    etna, danube = "Mount Etna erupts almost every year.", "The Danube flows to the Black Sea."
+    first = add_late_chunks(store, [LCDocument(page_content=etna)])
+    second = add_late_chunks(store, [LCDocument(page_content=danube)])
+    assert len(first) == len(second) == 1 and set(first).isdisjoint(second)
+    assert sorted(r["text"] for r in store.store.values()) == sorted([danube, etna])
+    assert add_late_chunks(store, [LCDocument(page_content=etna)]) == first and len(store.store) == 2
+    out = LateChunkingTransformer(chunker).transform_documents([LCDocument(page_content=etna),
+                                                                LCDocument(page_content=etna)])
+    assert [d.id for d in out] == first

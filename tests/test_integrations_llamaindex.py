@@ -176,3 +176,16 @@ def test_missing_llamaindex_names_the_extra(monkeypatch):
     monkeypatch.delitem(sys.modules, "latechunk.integrations.llamaindex", raising=False)
     with pytest.raises(ImportError, match=r"pip install 'latechunk\[llamaindex\]'"):
         importlib.import_module("latechunk.integrations.llamaindex")
+
+
+def test_documents_without_ids_never_collide_across_calls(chunker):
+    """Two parses of one Document each without an id_ (LlamaIndex gives each a random id, and each node a random
+    id): inserted into one index, both stay."""
+    parser = LateChunkNodeParser(chunker)
+    first = parser.get_nodes_from_documents([LIDocument(text="Mount Etna erupts almost every year.")])
+    second = parser.get_nodes_from_documents([LIDocument(text="The Danube flows to the Black Sea.")])
+    assert {n.node_id for n in first}.isdisjoint(n.node_id for n in second)
+    assert {n.metadata["doc_id"] for n in first}.isdisjoint(n.metadata["doc_id"] for n in second)
+    index = VectorStoreIndex(first, embed_model=LateChunkEmbedding(chunker))
+    index.insert_nodes(second)
+    assert len(index.vector_store.data.embedding_dict) == len(first) + len(second)

@@ -42,14 +42,17 @@ def test_chunk_table_schema_is_todays():
     """The columns and types of chunks.parquet are part of the contract (the file must stay byte-identical)."""
     schema = chunk_schema()
     assert tuple(schema.names) == CHUNK_COLUMNS == ("doc_id", "chunk_index", "char_start", "char_end", "token_start",
-                                                    "token_end", "text", "heading_path", "strategy")
+                                                    "token_end", "text", "heading_path", "strategy", "title",
+                                                    "title_from", "section", "header", "source", "url")
     assert [str(t) for t in schema.types] == ["string", "int32", "int32", "int32", "int32", "int32", "string",
-                                              "list<item: string>", "string"]
+                                              "list<item: string>", "string"] + ["string"] * 6
     table = chunk_table(DOCS, BOUNDS, "fixed:size=2")
     assert table.schema.equals(schema)
     assert table.to_pylist()[1] == {"doc_id": "a.md", "chunk_index": 1, "char_start": 6, "char_end": 16,
                                     "token_start": 2, "token_end": 4, "text": "beta gamma",
-                                    "heading_path": ["A", "B"], "strategy": "fixed:size=2"}
+                                    "heading_path": ["A", "B"], "strategy": "fixed:size=2", "title": "",
+                                    "title_from": "none", "section": "A > B", "header": "[A > B]", "source": "",
+                                    "url": None}
     assert chunk_table([], [], "fixed").num_rows == 0
 
 
@@ -71,7 +74,7 @@ def test_read_output_and_search_records_map_vector_ids_to_rows(tmp_path):
     records = search_records(table, D[0], I[0])
     assert [r["rank"] for r in records] == [1, 2]
     assert (records[0]["doc_id"], records[0]["chunk_index"], records[0]["text"]) == ("a.md", 1, "beta gamma")
-    assert list(records[0]) == ["rank", "score", *RECORD_COLUMNS]
+    assert list(records[0]) == ["rank", "score", "vector_id", *RECORD_COLUMNS]
     assert records[0]["score"] == pytest.approx(1.0, abs=1e-6)
     # -1 ids (fewer hits than asked) are dropped
     assert len(search_records(table, np.array([0.5, 0.0]), np.array([2, -1]))) == 1

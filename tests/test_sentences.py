@@ -380,8 +380,8 @@ def test_workers_ignore_sigint_sent_to_the_process_group(tmp_path):
         "from latechunk.sentences import SentenceSegmenter\n"
         "seg = SentenceSegmenter(2, min_pool_chars=0, task_chars=500)\n"
         "seg.start()\n"
-        "print('ready', flush=True)\n"
-        "try:\n"
+        "try:\n"  # 'ready' inside the try: the signal may come as soon as the parent reads it
+        "    print('ready', flush=True)\n"
         "    time.sleep(60)\n"
         "except KeyboardInterrupt:\n"
         "    alive = all(p.poll() is None for p in seg._pool.procs)\n"

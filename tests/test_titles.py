@@ -60,3 +60,20 @@ def test_contextual_header():
     assert contextual_header("", ("Install",)) == "[Install]"
     assert contextual_header("", ()) == ""
     assert contextual_header("T", ()) == "[T]"
+
+
+def test_a_code_files_comment_is_no_title_and_long_texts_parse_a_prefix():
+    code = Document("tool.py", "# helper script\n\ndef main():\n    pass\n", {"source": "src/tool.py"})
+    assert document_title(code) == ("tool", "file_name")
+    long = "para " * 3000 + "\n\n# Late heading\n\ntext\n"  # beyond the first prefixes
+    assert first_heading(long) == "Late heading"
+    fence = "```\n" + "# not a heading\n" * 600 + "```\n\n# Real\n"  # a fence longer than the first prefix
+    assert first_heading(fence) == "Real"
+
+
+def test_a_caption_over_a_setext_underline_is_no_title():
+    """Chroma's pubmed file: a long figure caption over ``---`` parses as a heading; it is no title."""
+    caption = "Figure 1. " + "The response of the cells to the treatment over time in three groups " * 4
+    text = caption + "\n" + "more caption\n---\n\n## Methods\n\nbody\n"
+    assert first_heading(text) == "Methods"
+    assert first_heading("A" * 121 + "\n===\n") is None

@@ -22,6 +22,11 @@ Guarantees:
   uninterrupted run: the input order is fixed (:func:`latechunk.io.iter_inputs` sorts), a shard is exactly one
   pipeline group, and a group's token budget restarts at every group boundary, so a run resumed at a boundary
   forms the same groups, the same forward batches and the same vectors as the run it continues.
+- ``--dedup THRESHOLD`` drops near-duplicate chunks (:mod:`latechunk.dedup`) in each group before its shard is
+  written (:func:`~latechunk.ingest.stream.write_group`), so rows, vectors and records agree everywhere; resume and
+  append rebuild the kept set from the shards already written. Single process only.
+- each document's record carries its source type and content tokens; assembly turns them into the manifest's
+  parse ``alarms`` (:mod:`latechunk.alarms`).
 - memory stays flat in the corpus size: inputs are streamed, one group is in memory at a time, and assembly reads
   one shard at a time (vectors memory-mapped). What grows is the FAISS index and the manifest's document lines.
 
@@ -31,13 +36,14 @@ Tests: ``tests/test_ingest.py`` (SIGKILL at three points, resume, compare with a
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 
 from latechunk.config import EmbedConfig, dist_env
 from latechunk.ingest.assemble import assemble
 from latechunk.ingest.files import sha256_file, sha256_text, write_json
-from latechunk.ingest.folder import prepare_output
+from latechunk.ingest.folder import FolderLocked, prepare_output, writer_lock
 from latechunk.ingest.shards import check_shard_files, clean_shards, scan_shards
 from latechunk.io import iter_inputs
 from latechunk.output import OutputFolder
@@ -53,7 +59,7 @@ def __getattr__(name: str):
         return RankError
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
-__all__ = ["RankError", "check_shard_files", "dist_env", "ingest", "prepare_output", "run_settings", "scan_shards",
+__all__ = ["FolderLocked", "RankError", "check_shard_files", "dist_env", "ingest", "prepare_output", "run_settings", "scan_shards",
            "sha256_file", "sha256_text"]
 
 #: the encoder facts that decide the vectors, recorded in the settings beside the config's model options
@@ -118,6 +124,8 @@ def ingest(
         The manifest (also written to ``out/manifest.json``); ``None`` on ranks other than 0.
 
     Raises:
+        FolderLocked: (a ValueError) at once, when another process is writing ``config.out`` (its writer lock,
+            :func:`~latechunk.ingest.folder.writer_lock`; rank 0 holds it for a run of several processes).
         ValueError: on ``rank``/``world_size`` out of range, a macro window that does not fit the model, a
             folder that may not be written (see :func:`prepare_output`), settings that differ from the
             interrupted run's, inputs that changed under a resumed run (:func:`~latechunk.ingest.stream.
@@ -128,7 +136,6 @@ def ingest(
     """
     from latechunk.ingest.ranks import ingest_rank
     from latechunk.ingest.ranks import rank_timeout as _rank_timeout
-    from latechunk.ingest.stream import ShardInput, skip_consumed, stream, write_group
 
     t_start = time.time()
     if rank is None or world_size is None:
@@ -137,10 +144,23 @@ def ingest(
         world_size = env_world if world_size is None else world_size
     if world_size < 1 or not 0 <= rank < world_size:
         raise ValueError(f"rank {rank} is outside 0..{world_size - 1} (world size {world_size})")
+    if config.dedup is not None and world_size > 1:
+        # a shard's drops depend on every earlier shard's kept chunks, which other ranks are still writing
+        raise ValueError(f"--dedup runs in one process ($WORLD_SIZE is {world_size}): whether a chunk is kept "
+                         "depends on every earlier shard")
     settings = run_settings(config, encoder)
-    if world_size > 1:
-        return ingest_rank(config, encoder, settings, header or {}, rank, world_size,
-                           _rank_timeout(rank_timeout), t_start, on_shard)
+    # one writer per folder: this process (rank 0 of several) holds the folder's lock for the whole run
+    with writer_lock(config.out) if rank == 0 else contextlib.nullcontext():
+        if world_size > 1:
+            return ingest_rank(config, encoder, settings, header or {}, rank, world_size,
+                               _rank_timeout(rank_timeout), t_start, on_shard)
+        return _ingest_one(config, encoder, settings, t_start, progress, header, on_shard)
+
+
+def _ingest_one(config: EmbedConfig, encoder, settings: dict, t_start: float, progress: bool, header: dict | None,
+                on_shard: Callable[[dict], None] | None) -> dict:
+    """One process's run (:func:`ingest` with ``world_size == 1``), under the folder's writer lock."""
+    from latechunk.ingest.stream import DedupState, ShardInput, skip_consumed, stream, write_group
 
     out = config.out
     folder = OutputFolder(out)
@@ -153,9 +173,11 @@ def ingest(
     if config.resume:
         n_kept = len(records)
         clean_shards(out, lambda i: i < n_kept)
+    # --dedup: the kept set, rebuilt from the kept shards on --resume (they hold only kept chunks)
+    dedup = None if config.dedup is None else DedupState.from_shards(folder, records, encoder.dim, config.dedup)
 
     def write(s: ShardInput) -> None:
-        rec = write_group(folder, config, encoder.dim, s)
+        rec = write_group(folder, config, encoder.dim, s, dedup)
         records.append(rec)
         if on_shard is not None:
             on_shard(rec)

@@ -15,8 +15,14 @@ when it finished, versions). run.json keeps the first run's settings. Documents 
 (:func:`write_documents`) are first written to ``DIR/appended/NNNNN.jsonl`` (``id``/``text``), an input like any
 other, so that ``verify`` can re-read and hash them.
 
+Under ``--dedup`` (a setting of the folder's run, so the append gives it too; :meth:`latechunk.Index.add
+<latechunk.api.Index.add>` repeats it from run.json) the new chunks are checked against every chunk already in
+the folder (the kept set rebuilt from its shards) and against each other, in input order.
+
 An append that is interrupted leaves the last manifest as the folder's state: the next append (or the same one
-again) removes the shards the manifest does not list and carries on. One writer at a time.
+again) removes the shards the manifest does not list and carries on. One writer at a time: an append holds the
+folder's writer lock (:func:`~latechunk.ingest.folder.writer_lock`), and a second writer fails at once. An append
+that embeds no document leaves the folder as it was (no shard; no skipped entries added).
 
 Tests: ``tests/test_api.py`` (``Index.add``, ``embed --append``).
 """
@@ -32,8 +38,8 @@ from pathlib import Path
 
 from latechunk.config import EmbedConfig, IndexConfig, ModelConfig, PipelineConfig
 from latechunk.ingest.assemble import assemble
-from latechunk.ingest.files import commit, sha256_file, sha256_text, tmp_path, write_json
-from latechunk.ingest.folder import APPENDED_DIR, diff_settings
+from latechunk.ingest.files import commit, sha256_file, sha256_text, tmp_path, write_atomic, write_json
+from latechunk.ingest.folder import APPENDED_DIR, diff_settings, writer_lock
 from latechunk.ingest.shards import scan_shards
 from latechunk.io import iter_inputs
 from latechunk.output import OutputFolder
@@ -60,12 +66,15 @@ class AppendResult:
         skipped: This append's skipped items (``doc_id``, ``reason``, ``source``), in input order: documents
             already in the folder, and whatever the reader or pipeline skipped.
         chunks: Chunks (= vectors) added.
+        added: False when the append embedded no document and left the folder unchanged (``manifest`` is the
+            folder's as it was).
     """
 
     manifest: dict
     documents: list[dict] = field(default_factory=list)
     skipped: list[dict] = field(default_factory=list)
     chunks: int = 0
+    added: bool = True
 
 
 def append_settings_diff(old: Mapping, new: Mapping) -> list[str]:
@@ -73,6 +82,7 @@ def append_settings_diff(old: Mapping, new: Mapping) -> list[str]:
 
     ``inputs_from_out`` may differ (an append has its own inputs), and ``model.name`` where both record the
     same non-empty weight hash (the same model named another way: a folder path instead of its alias).
+    ``index.renormalize`` is left out: it follows ``normalize``, which is compared (and named) itself.
 
     Args:
         old: The folder's settings (run.json's ``settings``).
@@ -88,6 +98,9 @@ def append_settings_diff(old: Mapping, new: Mapping) -> list[str]:
     if ma.get("sha256") and ma.get("sha256") == mb.get("sha256"):
         mb["name"] = ma.get("name")
     a["model"], b["model"] = ma, mb
+    for d in (a, b):  # index.renormalize follows normalize (not an option of its own): normalize names it
+        if isinstance(d.get("index"), dict):
+            d["index"] = {k: v for k, v in d["index"].items() if k != "renormalize"}
     return diff_settings(a, b)
 
 
@@ -175,6 +188,7 @@ def config_from_settings(settings: Mapping, inputs: Iterable[str | os.PathLike],
                 group_tokens=settings["group_tokens"], sentence_workers=sentence_workers,
                 late_pooling=settings.get("late_pooling")),
             index=index_config,
+            dedup=settings.get("dedup"),
         )
     except KeyError as err:
         raise ValueError(f"{out}: run.json's settings lack {err.args[0]!r} (written by another latechunk "
@@ -256,7 +270,12 @@ def _manifest_shards(folder: OutputFolder, manifest: dict) -> list[dict]:
 
 def append(config: EmbedConfig, encoder, *, progress: bool = False) -> AppendResult:
     """Embed ``config.inputs`` into the finished output folder ``config.out`` as new shards, and assemble the
-    folder again (see the module doc).
+    folder again (see the module doc), holding the folder's writer lock (:func:`~latechunk.ingest.folder.
+    writer_lock`) throughout.
+
+    An append that embeds no document (every item already in the folder, a duplicate id, or skipped by the
+    reader or pipeline) changes nothing: its shards are removed again, the manifest stays as it was (its
+    ``skipped`` does not grow), and the result lists the items skipped with their reasons and ``added`` False.
 
     Args:
         config: The append: its inputs and output folder, and settings that must equal the folder's
@@ -268,14 +287,23 @@ def append(config: EmbedConfig, encoder, *, progress: bool = False) -> AppendRes
         The :class:`AppendResult`.
 
     Raises:
+        FolderLocked: (a ValueError) at once, when another process is writing the folder.
         ValueError: if ``out`` is not a finished output folder (no manifest or run.json), its shards do not match
             its manifest, the settings differ from its run.json (naming each difference), ``force``/``resume``
             is set, or an input is missing.
         RuntimeError: if the shards do not add up (a bug).
         OSError: if a file cannot be written.
     """
+    if not Path(config.out).is_dir():
+        _read_settings(Path(config.out))  # the error for a missing folder, before the lock would create it
+    with writer_lock(config.out):
+        return _append_locked(config, encoder, progress)
+
+
+def _append_locked(config: EmbedConfig, encoder, progress: bool) -> AppendResult:
+    """:func:`append`, its lock held."""
     from latechunk.ingest import run_settings
-    from latechunk.ingest.stream import ShardInput, stream, write_group
+    from latechunk.ingest.stream import DedupState, ShardInput, stream, write_group
 
     t0 = time.time()
     out = Path(config.out)
@@ -296,20 +324,31 @@ def append(config: EmbedConfig, encoder, *, progress: bool = False) -> AppendRes
     skipped_before = {s["doc_id"]: s.get("reason", "") for s in manifest.get("skipped", [])}
     items = _screen(iter_inputs(config.inputs), known, skipped_before)
     new: list[dict] = []
+    # --dedup (a setting of the folder's run): the new chunks are checked against every chunk already indexed
+    dedup = None if config.dedup is None else DedupState.from_shards(folder, records, encoder.dim, config.dedup)
 
     def write(s: ShardInput) -> None:
-        rec = write_group(folder, config, encoder.dim, s)
+        rec = write_group(folder, config, encoder.dim, s, dedup)
         records.append(rec)
         new.append(rec)
         write_json(folder.progress_path, {"shards": s.k + 1, "inputs_consumed": s.end,
                                           "chunks": sum(r["rows"] for r in records),
                                           "seconds": round(time.time() - t0, 3)})
 
+    progress_before = folder.progress_path.read_bytes() if folder.progress_path.is_file() else None
     _, end, _ = stream(config, encoder, items, start, digest, n0, None, write, progress=progress, bar_start=0)
+    skipped = [s for r in new for s in r["skipped"]]
+    if not any(r["documents"] for r in new):  # nothing embedded: leave the folder as it was
+        for f in folder.shards_dir.iterdir():
+            k = folder.shard_number(f.name)
+            if f.name.endswith(".tmp") or k is None or k >= n0:
+                f.unlink()
+        if progress_before is not None:
+            write_atomic(folder.progress_path, lambda tmp: tmp.write_bytes(progress_before))
+        return AppendResult(manifest, [], skipped, 0, added=False)
     out_abs = out.resolve()
     rel = [os.path.relpath(Path(p).resolve(), out_abs) for p in config.inputs]
     documents = [d for r in new for d in r["documents"]]
-    skipped = [s for r in new for s in r["skipped"]]
     entry = {"inputs": [str(p) for p in config.inputs], "inputs_from_out": rel, "items": [start, end],
              "shards": [n0, len(records)], "documents_embedded": len(documents), "documents_skipped": len(skipped),
              "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "versions": versions()}

@@ -3,6 +3,11 @@
 The index gets the shard vectors as they are (normalised once, in the pipeline, when the run says so); an index
 type that needs training is trained on the first shards (:func:`latechunk.index.add_batches`). The chunk table is
 the concatenation of the shard tables. The manifest is written last, so a folder with a manifest is complete.
+
+Two accounts are made here from the shard records: ``alarms`` (:func:`latechunk.alarms.parse_alarms` over each
+document's source type, content tokens and chunks: the strategy's chunks, those dropped by ``--dedup``
+included) and, for a ``--dedup`` run, ``dedup`` (the threshold and every dropped chunk with the kept chunk it
+duplicates, in input order).
 Memory: one shard's table at a time, vectors memory-mapped; what grows is the index (``ntotal * dim * 4`` bytes
 for a flat one) and the manifest's per-document lines.
 """
@@ -12,12 +17,35 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from latechunk.alarms import parse_alarms
 from latechunk.config import IndexConfig
 from latechunk.index import add_batches
 from latechunk.ingest.files import commit, fault, sha256_file, tmp_path, write_json
 from latechunk.output import OutputFolder, build_manifest, write_chunk_table
 
-__all__ = ["assemble"]
+__all__ = ["alarm_rows", "assemble"]
+
+
+def alarm_rows(documents: list[dict]) -> list[dict]:
+    """The rows :func:`~latechunk.alarms.parse_alarms` reads, from the manifest's document records.
+
+    Args:
+        documents: Document records (:func:`~latechunk.ingest.shards.document_record`); those without
+            ``source_type`` and ``tokens`` (written before alarms existed) are left out.
+
+    Returns:
+        ``[{"doc_id", "source", "tokens", "chunks"}]``: ``chunks`` is the strategy's count (rows plus the
+        chunks ``--dedup`` dropped), so dedup never raises a parse alarm.
+    """
+    rows = []
+    for d in documents:
+        if "source_type" not in d or "tokens" not in d:
+            continue
+        chunks = int(d["chunks"]) + int(d.get("dropped", 0))
+        if int(d["tokens"]) >= 1 and chunks >= 1:
+            rows.append({"doc_id": d["doc_id"], "source": d["source_type"], "tokens": int(d["tokens"]),
+                         "chunks": chunks})
+    return rows
 
 
 def assemble(out: Path, records: list[dict], settings: dict, index_config: IndexConfig, dim: int, header: dict,
@@ -30,7 +58,10 @@ def assemble(out: Path, records: list[dict], settings: dict, index_config: Index
         settings: The run's settings (run.json's).
         index_config: The FAISS index.
         dim: Vector dimension.
-        header: Extra manifest fields (model, strategy, inputs, versions), written as given.
+        header: Extra manifest fields (model, strategy, inputs, versions), written as given; ``alarms`` (a list
+            of :meth:`Alarm.to_dict <latechunk.alarms.Alarm.to_dict>`) and, when ``settings`` has ``dedup``,
+            ``dedup`` (``threshold``, ``chunks_dropped``, ``dropped``: the shards' ``dedup`` records in order)
+            are added (replacing those of an earlier assembly).
         t_start: ``time.time()`` at the start of the run, in seconds (for ``seconds.total``).
         world_size: Processes that wrote the shards.
 
@@ -80,6 +111,11 @@ def assemble(out: Path, records: list[dict], settings: dict, index_config: Index
         for key, v in rec["stats"]["seconds"].items():
             seconds[key] = seconds.get(key, 0.0) + v
     seconds["assemble"] = time.perf_counter() - t0
+    header = {k: v for k, v in header.items() if k not in ("alarms", "dedup")}
+    header["alarms"] = [a.to_dict() for a in parse_alarms(alarm_rows(documents))]
+    if settings.get("dedup") is not None:
+        dropped = [x for rec in records for x in rec.get("dedup", [])]
+        header["dedup"] = {"threshold": settings["dedup"], "chunks_dropped": len(dropped), "dropped": dropped}
     run = folder.read_run()
     manifest = build_manifest(
         created=run.get("created", ""),

@@ -2,26 +2,118 @@
 
 The checks live here once each: :func:`check_not_empty` (a non-empty folder is never overwritten without a
 flag), :func:`check_same_settings` (the ``run.json`` settings diff of ``--resume``) and :func:`foreign_files`
-(what ``--force`` refuses to delete).
+(what ``--force`` refuses to delete), and :func:`writer_lock`: one writer per folder.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from latechunk.ingest.files import write_json
 from latechunk.ingest.shards import scan_shards
-from latechunk.output import OUTPUT_FILES, RUN_FORMAT, SHARDS_DIR, OutputFolder
+from latechunk.output import LOCK_FILE, OUTPUT_FILES, RUN_FORMAT, SHARDS_DIR, OutputFolder
 
-__all__ = ["APPENDED_DIR", "check_not_empty", "check_same_settings", "diff_settings", "foreign_files",
-           "prepare_output"]
+__all__ = ["APPENDED_DIR", "FolderLocked", "check_not_empty", "check_same_settings", "check_unlocked",
+           "diff_settings", "foreign_files", "prepare_output", "writer_lock"]
 
 APPENDED_DIR = "appended"
 """Folder of an output folder holding the documents appended from Python (``NNNNN.jsonl``, one per append;
 :mod:`latechunk.ingest.append`). ``--force`` removes those files with the rest of the output."""
+
+
+class FolderLocked(ValueError):
+    """Another process is writing the output folder (it holds :data:`~latechunk.output.LOCK_FILE`)."""
+
+
+#: locks this process holds: resolved folder -> [open lock file, depth] (re-entrant within a process: ``Index.add``
+#: holds the lock around its document file and the append it runs)
+_HELD: dict[str, list] = {}
+
+
+def _lock_message(out: Path, fh) -> str:
+    try:
+        fh.seek(0)
+        pid = fh.read().strip()
+    except OSError:
+        pid = ""
+    holder = f" (pid {pid})" if pid.isdigit() else ""
+    return (f"{out} is being written by another latechunk process{holder}: one writer at a time (embed, --resume, "
+            f"--append, Index.add); wait for it to finish, then run again")
+
+
+@contextlib.contextmanager
+def writer_lock(out: str | os.PathLike) -> Iterator[None]:
+    """Hold the folder's writer lock: an exclusive, non-blocking ``fcntl.flock`` on ``out/.latechunk.lock``
+    (:data:`~latechunk.output.LOCK_FILE`), taken before anything else is written and released when the block
+    ends (or the process dies: the kernel releases it). The file holds the writer's pid and is never removed
+    (removing a lock file lets two writers lock two different files). Re-entrant within one process.
+
+    Several processes of one run (``torchrun`` ranks): rank 0 holds it for the run (:func:`latechunk.ingest.ingest`).
+
+    Args:
+        out: The output folder (created when missing).
+
+    Yields:
+        Nothing; the lock is held inside the block.
+
+    Raises:
+        FolderLocked: at once, when another process holds the lock (the message names the folder and its pid).
+        ValueError: if ``out`` exists and is not a folder.
+        OSError: if the lock file cannot be created.
+    """
+    import fcntl
+
+    out = Path(out)
+    key = str(out.resolve())
+    held = _HELD.get(key)
+    if held is not None:
+        held[1] += 1
+        try:
+            yield
+        finally:
+            held[1] -= 1
+        return
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"output path {out} exists and is not a folder")
+    out.mkdir(parents=True, exist_ok=True)
+    fh = open(out / LOCK_FILE, "a+", encoding="ascii")  # noqa: SIM115 (held across the block)
+    try:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise FolderLocked(_lock_message(out, fh)) from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"{os.getpid()}\n")
+        fh.flush()
+        _HELD[key] = [fh, 1]
+        try:
+            yield
+        finally:
+            del _HELD[key]
+    finally:
+        fh.close()  # closing the file releases the flock
+
+
+def check_unlocked(out: str | os.PathLike) -> None:
+    """Fail early (before a model loads) when another process is writing ``out``; takes no lock itself.
+
+    Args:
+        out: The output folder (nothing happens when it or its lock file does not exist).
+
+    Raises:
+        FolderLocked: naming the folder and the writer's pid.
+    """
+    path = Path(out) / LOCK_FILE
+    if not path.is_file() or str(Path(out).resolve()) in _HELD:
+        return
+    with writer_lock(out):
+        pass
 
 
 def check_not_empty(out: Path, entries: Iterable[str] | None = None) -> None:
@@ -29,12 +121,14 @@ def check_not_empty(out: Path, entries: Iterable[str] | None = None) -> None:
 
     Args:
         out: The output folder.
-        entries: The entries that count (default: everything in ``out``).
+        entries: The entries that count (default: everything in ``out`` but the writer lock,
+            :data:`~latechunk.output.LOCK_FILE`).
 
     Raises:
         ValueError: when there is any.
     """
-    names = list(entries) if entries is not None else ([p.name for p in out.iterdir()] if out.is_dir() else [])
+    names = list(entries) if entries is not None else (
+        [p.name for p in out.iterdir() if p.name != LOCK_FILE] if out.is_dir() else [])
     if names:
         raise ValueError(f"output folder {out} exists and is not empty; pass --force to overwrite "
                          "(or --resume to continue an interrupted run)")
@@ -115,6 +209,8 @@ def foreign_files(out: Path) -> list[str]:
 def _holds_nothing(out: Path) -> bool:
     """True when ``out`` holds only an empty ``shards/`` and temp files of ours (a run killed at its start)."""
     for p in out.iterdir():
+        if p.name == LOCK_FILE:
+            continue
         if p.name == SHARDS_DIR and p.is_dir() and not any(p.iterdir()):
             continue
         if p.name.endswith(".tmp") and p.name[: -len(".tmp")] in OUTPUT_FILES:
@@ -177,7 +273,7 @@ def prepare_output(out: str | Path, settings: dict, force: bool = False, resume:
         raise ValueError("--force (start over) and --resume (continue) exclude each other; give one")
     if out.exists() and not out.is_dir():
         raise ValueError(f"output path {out} exists and is not a folder")
-    non_empty = out.is_dir() and any(out.iterdir())
+    non_empty = out.is_dir() and any(p.name != LOCK_FILE for p in out.iterdir())
     if non_empty and resume and not folder.run_path.is_file() and _holds_nothing(out):
         force = True  # killed before run.json was in place: nothing to continue, start fresh
     elif non_empty and resume:

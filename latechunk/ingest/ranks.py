@@ -43,7 +43,7 @@ from latechunk.ingest.folder import check_not_empty, check_same_settings, prepar
 from latechunk.ingest.shards import check_shard_files, clean_shards, complete_shards
 from latechunk.ingest.stream import ShardInput, stream, write_group
 from latechunk.io import iter_inputs
-from latechunk.output import RANKS_FORMAT, OutputFolder
+from latechunk.output import LOCK_FILE, RANKS_FORMAT, OutputFolder
 
 __all__ = ["DEFAULT_RANK_TIMEOUT", "RANK_TIMEOUT_ENV", "RankError", "dist_env", "ingest_rank", "rank_timeout"]
 
@@ -132,6 +132,8 @@ def _precheck_rank(out: Path, settings: dict, force: bool, resume: bool, since: 
         return
     old = set()
     for p in out.iterdir():
+        if p.name == LOCK_FILE:  # rank 0's writer lock (also left by earlier runs): never content
+            continue
         try:
             if p.stat().st_mtime < since:
                 old.add(p.name)

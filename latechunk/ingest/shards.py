@@ -30,18 +30,20 @@ __all__ = ["check_shard_files", "clean_shards", "document_record", "complete_sha
 
 
 
-def document_record(doc: Document, chunks: int) -> dict:
+def document_record(doc: Document, chunks: int, extra: dict | None = None) -> dict:
     """An embedded document's record in its shard and in the manifest's ``documents``.
 
     Args:
         doc: The document.
         chunks: How many chunks (rows) it has.
+        extra: More keys, appended as given (``embed`` adds ``source_type``, ``tokens`` and, under ``--dedup``,
+            ``dropped``: see :func:`latechunk.ingest.stream.write_group`).
 
     Returns:
         ``{"doc_id", "chunks", "sha256" (of the text as read), "source"}``, and ``"title"`` when the document has
         one (a JSONL/parquet ``title``, a markdown file's front-matter title, BR-022, an HTML ``<title>``), and
         ``"converted_from"``/``"converter"`` for a document whose text is a conversion (an HTML page's markdown:
-        ``"html"``, ``"markdownify 1.2.3"``; its offsets and sha256 are the markdown's).
+        ``"html"``, ``"markdownify 1.2.3"``; its offsets and sha256 are the markdown's); then ``extra``.
     """
     rec = {"doc_id": doc.doc_id, "chunks": int(chunks), "sha256": sha256_text(doc.text),
            "source": doc.metadata.get("source", "")}
@@ -49,11 +51,12 @@ def document_record(doc: Document, chunks: int) -> dict:
         value = doc.metadata.get(key)
         if isinstance(value, str) and value:
             rec[key] = value
+    rec.update(extra or {})
     return rec
 
 def write_shard(folder: OutputFolder, k: int, inputs: tuple[int, int], digest: str, documents: Sequence[Document],
                 boundaries: Sequence[Boundaries], vectors: np.ndarray, skipped: list[dict], strategy: str,
-                stats: dict) -> dict:
+                stats: dict, doc_extra: Sequence[dict] | None = None, dedup: list[dict] | None = None) -> dict:
     """Write shard ``k`` (parquet, then npy, then its record, each committed atomically) and return its record.
 
     Args:
@@ -67,9 +70,12 @@ def write_shard(folder: OutputFolder, k: int, inputs: tuple[int, int], digest: s
         skipped: Its skipped items ``{"doc_id", "reason", "source"}``, in input order.
         strategy: The strategy's canonical SPEC.
         stats: ``{"content_tokens", "tokens_encoded", "forward_calls", "seconds": {stage: s}}`` of its group.
+        doc_extra: Per document, more keys for its record (:func:`document_record`); None: none.
+        dedup: Under ``--dedup``: the chunks dropped from this shard (records of
+            :func:`latechunk.ingest.stream.write_group`), stored as the record's ``dedup``; None: no such key.
 
     Returns:
-        The shard record (keys :data:`latechunk.output.SHARD_KEYS`).
+        The shard record (keys :data:`latechunk.output.SHARD_KEYS`, and ``dedup`` when given).
 
     Raises:
         RuntimeError: if the vectors and the chunk rows differ in number (a bug).
@@ -98,11 +104,14 @@ def write_shard(folder: OutputFolder, k: int, inputs: tuple[int, int], digest: s
         "dim": int(vectors.shape[1]),
         "files": {p.name: {"bytes": p.stat().st_size, "sha256": sha256_file(p)} for p in (ppath, vpath)},
         "documents": [
-            document_record(d, len(b)) for d, b in zip(documents, boundaries)
+            document_record(d, len(b), doc_extra[i] if doc_extra is not None else None)
+            for i, (d, b) in enumerate(zip(documents, boundaries))
         ],
         "skipped": skipped,
         "stats": stats,
     }
+    if dedup is not None:
+        rec["dedup"] = dedup
     write_json(folder.shard_path(k, "json"), rec)
     fault(f"shard-{name}-json")
     return rec

@@ -10,21 +10,24 @@ group boundary, so the resumed run forms the same groups, forward batches and ve
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from latechunk.alarms import source_type
 from latechunk.config import EmbedConfig
+from latechunk.dedup import NearDuplicateFilter
 from latechunk.ingest.files import sha256_text
 from latechunk.ingest.shards import write_shard
 from latechunk.io import count_input_bytes, count_inputs
 from latechunk.output import OutputFolder
 from latechunk.pipeline import GroupResult, iter_embed
-from latechunk.types import Document, Skipped
+from latechunk.types import Boundaries, Document, Skipped
 
-__all__ = ["ShardInput", "chain", "shard_stats", "skip_consumed", "stream", "write_group"]
+__all__ = ["DedupState", "ShardInput", "chain", "shard_stats", "skip_consumed", "stream", "write_group"]
 
 
 def chain(digest: str, item: Document | Skipped) -> str:
@@ -135,14 +138,110 @@ def shard_stats(g: GroupResult | None, mode: str) -> dict:
             "forward_calls": s.forward_calls.get(mode, 0), "seconds": dict(s.seconds)}
 
 
-def write_group(folder: OutputFolder, config: EmbedConfig, dim: int, shard: ShardInput) -> dict:
+class DedupState:
+    """``embed --dedup``: the kept chunks of the run so far (:class:`~latechunk.dedup.NearDuplicateFilter`) and,
+    per kept chunk (= vector id), its ``(doc_id, chunk_index)`` for the records of the chunks it makes drop.
+
+    Args:
+        dim: Vector dimension.
+        threshold: The run's cosine threshold (``0 < t <= 1``).
+
+    Raises:
+        ValueError: on a threshold outside ``(0, 1]``.
+    """
+
+    def __init__(self, dim: int, threshold: float) -> None:
+        self.filter = NearDuplicateFilter(dim, threshold)
+        self.labels: list[tuple[str, int]] = []
+
+    @classmethod
+    def from_shards(cls, folder: OutputFolder, records: Sequence[dict], dim: int, threshold: float) -> DedupState:
+        """The kept set of the shards already written (``--resume``, ``--append``): their vectors and rows, in
+        order (they hold only kept chunks).
+
+        Args:
+            folder: The output folder.
+            records: The shard records kept, shard 0 first.
+            dim: Vector dimension.
+            threshold: The run's cosine threshold.
+
+        Returns:
+            The state, its ids continuing the shards' vector ids.
+
+        Raises:
+            ValueError: if a shard's files do not read back.
+        """
+        state = cls(dim, threshold)
+        for rec in records:
+            if not rec.get("rows"):
+                continue
+            state.filter.add_kept(folder.read_shard_vectors(rec["name"]))
+            cols = folder.read_shard_table(rec["name"]).select(["doc_id", "chunk_index"]).to_pydict()
+            state.labels.extend(zip(cols["doc_id"], cols["chunk_index"]))
+        if len(state.labels) != state.filter.ntotal:
+            raise ValueError(f"{folder.path}: the shards hold {state.filter.ntotal} vectors but "
+                             f"{len(state.labels)} chunk rows; run `latechunk verify {folder.path}`")
+        return state
+
+
+def _subset(b: Boundaries, keep: np.ndarray) -> Boundaries:
+    """The chunks of ``b`` where ``keep`` is True (their rows are numbered 0.. again in the chunk table)."""
+    idx = np.flatnonzero(keep)
+    return dataclasses.replace(b, token_spans=b.token_spans[idx], char_spans=b.char_spans[idx],
+                               heading_paths=tuple(b.heading_paths[i] for i in idx),
+                               contexts=tuple(b.contexts[i] for i in idx))
+
+
+def _dedup_group(docs: Sequence[Document], bounds: Sequence[Boundaries], vecs: np.ndarray, state: DedupState
+                 ) -> tuple[list[Boundaries], np.ndarray, list[int], list[dict]]:
+    """Drop the group's near-duplicate chunks before its shard is written: ``(kept boundaries per document,
+    kept vectors, chunks dropped per document, dropped-chunk records)``."""
+    decision = state.filter.filter(vecs)
+    kept_b, n_dropped, dropped = [], [], []
+    row = 0
+    for doc, b in zip(docs, bounds):
+        n = len(b)
+        keep = decision.keep[row:row + n]
+        n_kept = 0
+        for i in range(n):
+            r = row + i
+            if keep[i]:
+                state.labels.append((doc.doc_id, n_kept))
+                n_kept += 1
+                continue
+            vid = int(decision.duplicate_of[r])
+            (cs, ce), (ts, te) = b.char_spans[i].tolist(), b.token_spans[i].tolist()
+            kept_doc, kept_chunk = state.labels[vid]
+            dropped.append({"doc_id": doc.doc_id, "chunk": i, "char_start": cs, "char_end": ce, "token_start": ts,
+                            "token_end": te, "cosine": round(float(decision.cosine[r]), 6),
+                            "duplicate_of": {"vector_id": vid, "doc_id": kept_doc, "chunk_index": int(kept_chunk)}})
+        kept_b.append(_subset(b, keep) if not keep.all() else b)
+        n_dropped.append(n - n_kept)
+        row += n
+    return kept_b, np.ascontiguousarray(vecs[decision.keep]), n_dropped, dropped
+
+
+def write_group(folder: OutputFolder, config: EmbedConfig, dim: int, shard: ShardInput,
+                dedup: DedupState | None = None) -> dict:
     """Write ``shard`` (a selected group, or the empty shard) as shard ``shard.k``.
+
+    Each document's record gets ``source_type`` (:func:`latechunk.alarms.source_type`) and ``tokens`` (content
+    tokens), the per-document rows that :func:`latechunk.alarms.parse_alarms` reads at assembly.
+
+    With ``dedup`` (``embed --dedup``), the group's chunks are decided in order against the kept set
+    (:mod:`latechunk.dedup`) *before* the shard is written: a dropped chunk has no row and no vector, its
+    document's record says how many were ``dropped`` (``chunks`` counts the rows; the kept rows of a document are
+    numbered 0, 1, ... again), and the record's ``dedup`` lists each dropped chunk: ``doc_id``, ``chunk`` (its
+    index among the strategy's chunks of the document), ``char_start``/``char_end`` (characters),
+    ``token_start``/``token_end`` (tokens), ``cosine`` and ``duplicate_of`` (``vector_id``, ``doc_id``,
+    ``chunk_index`` of the kept chunk: its row in chunks.parquet).
 
     Args:
         folder: The output folder.
         config: The run (its one strategy and mode pick the group's boundaries and vectors).
         dim: Vector dimension (for the (0, dim) vectors of an empty shard).
         shard: The shard's group, positions and digest.
+        dedup: The run's kept set (``--dedup``), updated with this shard's kept chunks; None: no dedup.
 
     Returns:
         The shard record (:func:`~latechunk.ingest.shards.write_shard`).
@@ -156,8 +255,21 @@ def write_group(folder: OutputFolder, config: EmbedConfig, dim: int, shard: Shar
         if g is not None else ([], [], None)
     if vecs is None:
         vecs = np.zeros((0, dim), np.float32)
+    toks = g.tokenizations if g is not None else []
+    extra = [{"source_type": source_type(d.doc_id, str(d.metadata.get("source", ""))),
+              "tokens": int(t.n_content)} for d, t in zip(docs, toks)]
+    if len(extra) != len(docs):  # no tokenizations (not expected for a selected group): no alarm rows
+        extra = [{} for _ in docs]
+    dropped = None
+    if dedup is not None:
+        n_rows = sum(len(b) for b in bounds)
+        if vecs.shape[0] != n_rows:
+            raise RuntimeError(f"shard {folder.shard_name(shard.k)}: {vecs.shape[0]} vectors for {n_rows} chunks")
+        bounds, vecs, n_dropped, dropped = _dedup_group(docs, bounds, vecs, dedup)
+        for e, n in zip(extra, n_dropped):
+            e["dropped"] = n
     return write_shard(folder, shard.k, shard.inputs, shard.digest, docs, bounds, vecs, shard.skipped, spec,
-                       shard_stats(g, config.mode))
+                       shard_stats(g, config.mode), doc_extra=extra, dedup=dropped)
 
 
 def stream(config: EmbedConfig, encoder, items: Iterator, start: int, digest: str, k0: int,

@@ -44,11 +44,12 @@ except ImportError as err:  # the module is the optional part: it needs the fram
     ) from err
 
 from latechunk.api import Chunk, LateChunker
+from latechunk.ingest.files import sha256_text
 from latechunk.integrations import CHUNK_KEYS, as_chunker
 from latechunk.types import Document
 
 __all__ = ["EMBEDDING_KEY", "CHUNK_KEYS", "LateChunkingTransformer", "LateChunkEmbeddings", "add_late_chunks",
-           "chunk_to_document", "chunk_id"]
+           "chunk_to_document", "chunk_id", "text_doc_id"]
 
 #: metadata key of a chunk Document's late vector: a list of ``dim`` Python floats (JSON-serialisable)
 EMBEDDING_KEY = "embedding"
@@ -100,11 +101,30 @@ def chunk_to_document(chunk: Chunk, model: str | None = None) -> LCDocument:
                       page_content=chunk.text, metadata=metadata)
 
 
-def _doc_id(doc: LCDocument, position: int) -> str:
+def text_doc_id(text: str) -> str:
+    """The doc id of a document that names none: ``"text-"`` and the first 16 hex digits of its text's sha256.
+
+    The same as :meth:`latechunk.Index.add` gives a plain ``str``: a function of the text alone, so documents
+    added in separate calls never share an id (a position would: every call's first document was ``"0"``, and
+    its chunk ids then replaced the earlier call's in the store), and adding the same text again gives the same
+    chunk ids (a store that upserts by id replaces them instead of holding duplicates).
+
+    Args:
+        text: The document text.
+
+    Returns:
+        ``"text-" + sha256(text as UTF-8).hexdigest()[:16]``.
+    """
+    return f"text-{sha256_text(text)[:16]}"
+
+
+def _doc_id(doc: LCDocument) -> tuple[str, bool]:
+    """A Document's doc id and whether it was given (``Document.id``, metadata ``id``, metadata ``source``) rather
+    than made from its text (:func:`text_doc_id`)."""
     for value in (doc.id, doc.metadata.get("id"), doc.metadata.get("source")):
         if value is not None and str(value).strip():
-            return str(value)
-    return str(position)
+            return str(value), True
+    return text_doc_id(doc.page_content), False
 
 
 def _to_documents(documents: Sequence[LCDocument]) -> list[Document]:
@@ -113,14 +133,15 @@ def _to_documents(documents: Sequence[LCDocument]) -> list[Document]:
     for i, doc in enumerate(documents):
         if not isinstance(doc, LCDocument):
             raise TypeError(f"document {i}: expected a langchain_core.documents.Document, got {type(doc).__name__}")
-        doc_id = _doc_id(doc, i)
-        if doc_id in seen:
+        doc_id, given = _doc_id(doc)
+        if doc_id in seen and given:
             raise ValueError(
                 f"documents {seen[doc_id]} and {i} have the same doc id {doc_id!r} (taken from Document.id, else "
-                "metadata 'id', else metadata 'source', else the position): give each document its own "
-                "Document.id, e.g. Document(id=f'{source}#page={page}', ...)"
+                "metadata 'id', else metadata 'source'): give each document its own Document.id, e.g. "
+                "Document(id=f'{source}#page={page}', ...)"
             )
-        seen[doc_id] = i
+        # a repeated text without an id is the same document again: LateChunker.map keeps the first (and logs it)
+        seen.setdefault(doc_id, i)
         out.append(Document(doc_id, doc.page_content, dict(doc.metadata)))
     return out
 
@@ -141,8 +162,9 @@ class LateChunkingTransformer(BaseDocumentTransformer):
     store ``dim`` floats of JSON per chunk. Passing chunk Documents to a store's ``add_documents`` instead would
     re-embed their text alone and keep the vector as metadata: use :func:`add_late_chunks`.
 
-    A Document's doc id is its ``id``, else ``metadata["id"]``, else ``metadata["source"]``, else its position in
-    the call (``"0"``, ``"1"``, ...).
+    A Document's doc id is its ``id``, else ``metadata["id"]``, else ``metadata["source"]``, else
+    :func:`text_doc_id` of its text (``"text-"`` + 16 hex digits of its sha256, as ``Index.add`` names a plain
+    str), so chunk ids never collide across calls; a repeated text without an id gives its chunks once.
 
     Args:
         chunker: The LateChunker (model, strategy, mode, macro window), a model name for a LateChunker with the
@@ -169,7 +191,7 @@ class LateChunkingTransformer(BaseDocumentTransformer):
 
         Raises:
             TypeError: if an item is not a LangChain Document, or on unknown keyword arguments.
-            ValueError: if two documents have the same doc id.
+            ValueError: if two documents have the same given doc id (``id``, metadata ``id`` or ``source``).
         """
         if kwargs:
             raise TypeError(f"LateChunkingTransformer.transform_documents got unexpected arguments {sorted(kwargs)}")

@@ -68,6 +68,8 @@ _FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function
                               "class"})
 #: separator levels inside a definition that has no members to cut at (blank lines, lines, tokens; no sentences)
 _CODE_LEVELS = ("paragraph", "line", "token")
+#: code's default ``min_tokens`` (``max_tokens`` when that is smaller, as semantic's)
+_DEFAULT_MIN_TOKENS = 24
 
 
 def language_of(doc: Document) -> str:
@@ -230,7 +232,8 @@ class Code(Strategy):
     Args:
         max_tokens: Most content tokens per chunk (> 0); aliases ``chunk_size``, ``size``.
         min_tokens: Definitions shorter than this (tokens) are merged with small neighbours
-            (``0 <= min_tokens <= max_tokens``; 0: every definition is a chunk of its own).
+            (``0 <= min_tokens <= max_tokens``; 0: every definition is a chunk of its own). Default 24, or
+            ``max_tokens`` when that is smaller (so ``code:max_tokens=10`` is valid as given).
         language: A key of :data:`LANGUAGES`, or ``""`` (the default): from the document's suffix.
 
     Raises:
@@ -243,7 +246,9 @@ class Code(Strategy):
 
     max_tokens: int = field(default=256, metadata={"help": "most tokens per chunk (> 0); longer definitions are cut"})
     min_tokens: int = field(
-        default=24, metadata={"help": "definitions under this many tokens merge with small neighbours"}
+        default=_DEFAULT_MIN_TOKENS,
+        metadata={"help": "definitions under this many tokens merge with small neighbours (default 24, "
+                          "max_tokens when that is smaller)"},
     )
     language: str = field(
         default="", metadata={"help": "python|javascript|typescript|tsx|go|rust|java; empty: from the file suffix"}
@@ -252,6 +257,8 @@ class Code(Strategy):
     def __post_init__(self) -> None:
         check_int("code", "max_tokens", self.max_tokens)
         check_int("code", "min_tokens", self.min_tokens)
+        if self.min_tokens == _DEFAULT_MIN_TOKENS and 0 < self.max_tokens < _DEFAULT_MIN_TOKENS:
+            object.__setattr__(self, "min_tokens", self.max_tokens)  # the default never exceeds max_tokens
         if self.max_tokens <= 0 or not 0 <= self.min_tokens <= self.max_tokens:
             raise ValueError(
                 f"code: needs max_tokens > 0 and 0 <= min_tokens <= max_tokens, got max_tokens={self.max_tokens}, "

@@ -1,0 +1,75 @@
+"""compare's report: the boundary agreement of every strategy pair, parse alarms per strategy, and
+``--dedup-threshold`` (each system on the index ``embed --dedup`` would write, beside the full one, with NearDup@k).
+
+The tiny Chroma-format dataset of tests/test_eval_harness.py, plus a copy of one of its documents under another
+name (so near-duplicate chunks exist); the bundled all-MiniLM-L6-v2 on the CPU, late mode only (quick).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from latechunk.cli import app
+from latechunk.eval.metrics import near_duplicate_share
+from tests.test_eval_harness import _write_dataset
+
+
+def test_near_duplicate_share_counts_hits_that_repeat_a_higher_ranked_one():
+    v = np.array([[1, 0], [1, 0.001], [0, 1], [0.6, 0.8], [0, 1]], np.float32)
+    assert near_duplicate_share([0, 1, 2, 3, 4], v, 5, 0.95) == pytest.approx(2 / 5)  # rows 1 and 4
+    assert near_duplicate_share([0, 2, 3], v, 3, 0.95) == 0.0
+    assert near_duplicate_share([0, 1, -1], v, 3, 0.95) == pytest.approx(1 / 2)  # -1: no hit
+    assert near_duplicate_share([], v, 3, 0.95) == 0.0
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    root = _write_dataset(tmp_path_factory.mktemp("tiny") / "tiny_chroma")
+    shutil.copy(root / "corpora" / "cats.md", root / "corpora" / "zz_cats_copy.md")
+    out = tmp_path_factory.mktemp("report") / "out"
+    r = CliRunner().invoke(app, ["compare", "--dataset", str(root), "--out", str(out), "--device", "cpu",
+                                 "--strategies", "fixed:size=24 sentence_window", "--modes", "late", "--k", "1,3",
+                                 "--resamples", "100", "--dedup-threshold", "0.95", "--no-cache", "--quiet"],
+                           catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    return out, r, json.loads((out / "results.json").read_text())
+
+
+def test_compare_with_two_strategies_reports_their_boundary_agreement(report):
+    out, _, data = report
+    text = (out / "report.md").read_text()
+    assert "## Boundary agreement" in text and "| fixed | sentence_window |" in text
+    (pair,) = data["manifest"]["agreement"]["pairs"]
+    t = pair["total"]
+    assert t["documents"] == 4 and t["matched"] + t["residual_a"] == t["cuts_a"] > 0
+    assert "## Parse alarms" in text and set(data["manifest"]["alarms"]) == set(data["manifest"]["strategies"])
+
+
+def test_compare_dedup_threshold_puts_near_duplicates_and_recall_beside_the_full_index(report):
+    out, _, data = report
+    text = (out / "report.md").read_text()
+    assert "## Dedup at ingest (cosine ≥ 0.95)" in text
+    assert "| NearDup@3 | NearDup@3 (dedup) |" in text and "AR@3 (dedup)" in text
+    for s in data["systems"]:
+        m = s["metrics"]
+        # the copy's chunks are dropped: as many as the original has (at least)
+        assert s["costs"]["dedup_dropped"] >= s["costs"]["chunks"] // 4
+        assert m["NearDup@3"] > 0, "the copy's chunks come right after the original's for the cats questions"
+        assert m["dedup:NearDup@3"] == 0.0, "no two kept chunks are near-duplicates"
+        assert m["dedup:AR@3"] >= m["AR@3"] - 1e-9, "freed slots hold other chunks"
+    header = (out / "per_query.csv").read_text().splitlines()[0].split(",")
+    assert {"NearDup@1", "NearDup@3", "dedup:AR@3", "dedup:NearDup@3"} <= set(header)
+
+
+def test_report_reads_back_and_renders_the_same_sections(report):
+    from latechunk.eval.report import load_result, markdown_report
+
+    out, _, _ = report
+    again = markdown_report(load_result(out))
+    for section in ("## Boundary agreement", "## Parse alarms", "## Dedup at ingest"):
+        assert section in again
