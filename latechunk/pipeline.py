@@ -310,11 +310,17 @@ def naive_vectors(
     Raises:
         ValueError: if a document is paired with the boundaries of another document.
     """
+    return _encode_chunk_texts(encoder, documents, boundaries, naive_texts, normalize)
+
+
+def _encode_chunk_texts(encoder: Encoder, documents: Sequence[Document], boundaries: Sequence[Boundaries],
+                        texts_of: Callable[[Document, Boundaries], list[str]], normalize: bool):
+    """Encode ``texts_of(doc, b)`` of every document with the document prompt: ``(vectors, tokens, calls)``."""
     texts = []
     for doc, b in zip(documents, boundaries):
         if doc.doc_id != b.doc_id:
             raise ValueError(f"document {doc.doc_id!r} paired with boundaries of {b.doc_id!r}")
-        texts.extend(naive_texts(doc, b))
+        texts.extend(texts_of(doc, b))
     before = dict(encoder.stats)
     vectors = encoder.encode_document(texts, normalize=normalize)
     tokens = encoder.stats["tokens"] - before["tokens"]
@@ -392,15 +398,7 @@ def contextual_vectors(
     Raises:
         ValueError: if a document is paired with the boundaries of another document.
     """
-    texts = []
-    for doc, b in zip(documents, boundaries):
-        if doc.doc_id != b.doc_id:
-            raise ValueError(f"document {doc.doc_id!r} paired with boundaries of {b.doc_id!r}")
-        texts.extend(contextual_texts(doc, b))
-    before = dict(encoder.stats)
-    vectors = encoder.encode_document(texts, normalize=normalize)
-    tokens = encoder.stats["tokens"] - before["tokens"]
-    return vectors, tokens, encoder.stats["forward_calls"] - before["forward_calls"]
+    return _encode_chunk_texts(encoder, documents, boundaries, contextual_texts, normalize)
 
 
 def late_vectors(

@@ -4,8 +4,6 @@ answers the Chroma credit-card question with its top node (a retriever, never an
 
 from __future__ import annotations
 
-import ast
-import csv
 import importlib
 import sys
 
@@ -19,19 +17,11 @@ from llama_index.core import VectorStoreIndex
 from llama_index.core.schema import MetadataMode, NodeRelationship
 
 import latechunk
-from latechunk.eval.datasets import data_root
 from latechunk.integrations import CHUNK_KEYS
 from latechunk.integrations.llamaindex import LateChunkEmbedding, LateChunkNodeParser
-from latechunk.io import iter_inputs
 from latechunk.types import Document
+from tests.integration_data import ANSWER, CHROMA, QUESTION, TEXT, corpus_documents, reference_span
 from tests.models import minilm_encoder
-
-CHROMA = data_root() / "chroma_chunking_eval"
-QUESTION = "How much is the administration cutting credit card late fees to?"
-ANSWER = "My administration announced we’re cutting credit card late fees from $32 to $8."
-CORPORA = ("state_of_the_union.md", "chatlogs.md")  # the one that holds the answer, and one other
-TEXT = ("# Fees\n\nLate chunking encodes a document once. Each chunk vector is the mean of its token states.\n\n"
-        "## Cards\n\nThe late fee on a credit card falls from $32 to $8.\n")
 
 needs_data = pytest.mark.skipif(not CHROMA.is_dir(), reason=f"no Chroma data at {CHROMA}")
 
@@ -45,19 +35,12 @@ def chunker():
 @pytest.fixture(scope="module")
 def reference():
     """The answer's reference span in the Chroma questions file: (corpus, char_start, char_end)."""
-    with open(CHROMA / "questions_df.csv", encoding="utf-8") as f:
-        for row in csv.DictReader(f):
-            for ref in ast.literal_eval(row["references"]):
-                if ref["content"] == ANSWER:
-                    return row["corpus_id"] + ".md", ref["start_index"], ref["end_index"]
-    raise AssertionError(f"{ANSWER!r} is not a reference in questions_df.csv")
+    return reference_span()
 
 
 @pytest.fixture(scope="module")
 def corpus_docs():
-    docs = [d for d in iter_inputs([CHROMA / "corpora" / name for name in CORPORA]) if isinstance(d, Document)]
-    assert [d.doc_id for d in docs] == list(CORPORA)
-    return [LIDocument(text=d.text, id_=d.doc_id, metadata=dict(d.metadata)) for d in docs]
+    return [LIDocument(text=d.text, id_=d.doc_id, metadata=dict(d.metadata)) for d in corpus_documents()]
 
 
 @pytest.fixture(scope="module")
