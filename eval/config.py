@@ -35,11 +35,15 @@ class CompareConfig:
         strategies: SPECs; sweep SPECs (``fixed:size=128|256``) are expanded.
         modes: Subset of ``("late", "naive", "contextual")`` (:data:`latechunk.config.MODES`), in order.
         ks: Cut-offs for the span metrics (the document-level measures have their own).
-        windows: Late macro-window sizes in tokens (frame included); ``None`` = the model's limit. The first is
-            the main macro window (naive vectors are made in its pass). (Named ``windows``/``window_overlap``
-            like the ``--window`` option and the report's keys.)
-        window_overlap: Content tokens shared by consecutive macro windows; ``None`` = a quarter of the macro
-            window's content tokens.
+        windows: Late macro-window sizes in tokens (frame included); ``None`` = the model's default window
+            (:attr:`latechunk.models.ModelFacts.default_window`: its sentence-transformers ``max_seq_length``, 256
+            for all-MiniLM-L6-v2, else its input limit). The first is the main macro window (naive vectors are
+            made in its pass). (Named ``windows``/``window_overlap`` like the ``--window`` option and the report's
+            keys.)
+        window_overlap: Content tokens shared by consecutive macro windows, one late pass per (window, overlap)
+            pair, windows outer (``--window-overlap 0|32|64``); ``None`` =
+            :data:`latechunk.macro_window.DEFAULT_WINDOW_OVERLAP` (0). A single int is taken as a one-value
+            sweep.
         dedup: Drop retrieved chunks that overlap an earlier retrieved chunk of the same document (by char
             offsets) before scoring; the ranking is then read ``dedup_factor * max(ks)`` deep to refill.
         dedup_factor: See ``dedup``.
@@ -76,7 +80,7 @@ class CompareConfig:
     modes: tuple[str, ...] = ("late", "naive")
     ks: tuple[int, ...] = (1, 5, 10)
     windows: tuple[int | None, ...] = (None,)
-    window_overlap: int | None = None
+    window_overlap: tuple[int | None, ...] = (None,)
     dedup: bool = False
     dedup_factor: int = 10
     dedup_threshold: float | None = None
@@ -102,12 +106,23 @@ class CompareConfig:
     late_pooling: str | None = None
 
     def __post_init__(self) -> None:
+        if self.window_overlap is None or isinstance(self.window_overlap, int):  # one value (older results.json)
+            object.__setattr__(self, "window_overlap", (self.window_overlap,))
         _check_config(self)
+
+    def late_passes(self) -> list[tuple[int | None, int | None]]:
+        """The late passes of the comparison: one per (macro window, overlap) pair, windows outer.
+
+        Returns:
+            ``[(window, overlap), ...]`` in tokens (``None``: the model's default); the first is the main pass
+            (naive and contextual vectors are made in its call).
+        """
+        return [(w, o) for w in self.windows for o in self.window_overlap]
 
     @classmethod
     def from_options(
         cls, *, dataset: str, strategies=None, modes="late,naive", k="1,5,10", window=None, precision="float32",
-        truncate_dim=None, **kwargs
+        truncate_dim=None, window_overlap=None, **kwargs
     ) -> CompareConfig:
         """Build from command-line style values (``latechunk compare``'s options).
 
@@ -116,7 +131,8 @@ class CompareConfig:
             strategies: SPECs; ``None`` or empty = :data:`DEFAULT_STRATEGIES`.
             modes: ``"late,naive"`` style (``,`` or ``|`` separated), or a sequence.
             k: ``"1,5,10"`` style cut-offs, or a sequence.
-            window: ``"128|256"`` style macro-window sizes in tokens; ``None`` = the model's limit.
+            window: ``"128|256"`` style macro-window sizes in tokens; ``None`` = the model's default window.
+            window_overlap: ``"0|32|64"`` style overlaps in tokens, an int, or ``None`` (the default, 0).
             precision: ``"float32,int8,ubinary"`` style precisions (``,`` or ``|`` separated), or a sequence.
             truncate_dim: ``"128,256"`` style dimensions, an int, a sequence, or ``None`` (all dimensions).
             **kwargs: Any other field.
@@ -129,6 +145,9 @@ class CompareConfig:
         """
         ks = tuple(_to_int(v, "k") for v in _split_list(k, "k"))
         wins = tuple(_to_int(v, "window") for v in _split_list(window, "window")) or (None,)
+        overlaps = ((window_overlap,) if isinstance(window_overlap, int) else
+                    tuple(_to_int(v, "window-overlap") for v in _split_list(window_overlap, "window-overlap"))
+                    or (None,))
         dims = truncate_dim if isinstance(truncate_dim, int) else _split_list(truncate_dim, "truncate-dim")
         kwargs["precision"] = tuple(_split_list(precision, "precision")) or ("float32",)
         kwargs["truncate_dim"] = ((dims,) if isinstance(dims, int) else
@@ -140,6 +159,7 @@ class CompareConfig:
             modes=tuple(_split_list(modes, "modes")),
             ks=ks,
             windows=wins,
+            window_overlap=overlaps,
             **kwargs,
         )
 
@@ -215,7 +235,7 @@ class CompareConfig:
             ``{field: value}``, tuples as lists; :meth:`from_dict` reads it back.
         """
         d = asdict(self)
-        for key in ("strategies", "modes", "ks", "windows", "precision", "truncate_dim"):
+        for key in ("strategies", "modes", "ks", "windows", "window_overlap", "precision", "truncate_dim"):
             d[key] = list(d[key])
         return d
 
@@ -263,8 +283,14 @@ def _check_config(c: CompareConfig) -> None:
         raise ValueError(f"window sizes repeat: {list(c.windows)}")
     if len(c.windows) > 1 and "late" not in c.modes:
         raise ValueError("a window sweep (--window a|b) needs late mode: windows only change late vectors")
-    if c.window_overlap is not None and c.window_overlap < 0:
-        raise ValueError(f"window_overlap must be >= 0, got {c.window_overlap}")
+    if not c.window_overlap or any(o is not None and (isinstance(o, bool) or not isinstance(o, int) or o < 0)
+                                   for o in c.window_overlap):
+        raise ValueError(f"window overlaps must be integers >= 0 tokens (e.g. '0|32|64'), got {list(c.window_overlap)}")
+    if len(set(c.window_overlap)) != len(c.window_overlap):
+        raise ValueError(f"window overlaps repeat: {list(c.window_overlap)}")
+    if len(c.window_overlap) > 1 and "late" not in c.modes:
+        raise ValueError("a window-overlap sweep (--window-overlap a|b) needs late mode: overlaps only change late "
+                         "vectors")
     if c.sentence_workers < 0:
         raise ValueError(f"--sentence-workers (sentence_workers) must be >= 0 (0: segment in the main process), "
                          f"got {c.sentence_workers}")

@@ -5,8 +5,9 @@
 1. **Parse once.** The dataset is loaded through :func:`eval.cache.load_cached` (key: sha256 of its content).
 2. **Query vectors once.** All queries are encoded once, with the model's query prompt and pooling; every
    system searches with the same ``xq`` (its sha256 is in the manifest).
-3. **One late pass per macro window.** For each macro-window size (``--window 128|256|512``), one
-   :func:`latechunk.pipeline.embed` call runs every strategy: in late mode each document's token states are
+3. **One late pass per macro window and overlap.** For each macro-window size (``--window 128|256|512``) and
+   each window overlap (``--window-overlap 0|32|64``), one :func:`latechunk.pipeline.embed` call runs every
+   strategy: in late mode each document's token states are
    computed once and pooled for every strategy (a sweep ``fixed:size=128|256`` is just more strategies). Naive
    and contextual vectors (naive with the header ``[title > section path]``) are made once, in the first macro
    window's call, from the *same* Boundaries objects. A strategy whose boundaries depend on the late states
@@ -172,10 +173,12 @@ def _mean_std(values: dict[str, float]) -> tuple[float, float]:
     return mean, math.sqrt(var)
 
 
-def _label(mode: str, macro_window: int | None, multi: bool) -> str:
+def _label(mode: str, macro_window: int | None, multi: bool, overlap: int | None = None, multi_o: bool = False) -> str:
+    """A system's row label: ``late``, ``late w=256``, ``late w=256 o=32`` (an overlap sweep), ``naive``, ..."""
+    what = f"w={macro_window}" + (f" o={overlap}" if multi_o else "")
     if mode == "late":
-        return f"late w={macro_window}" if multi else "late"
-    return f"{mode} (w={macro_window} cuts)" if multi and macro_window is not None else mode
+        return f"late {what}" if multi or multi_o else "late"
+    return f"{mode} ({what} cuts)" if (multi or multi_o) and macro_window is not None else mode
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -231,17 +234,17 @@ def run_compare(
     seconds: dict[str, float] = {}
     specs = config.specs()
 
-    def run_config(i: int, w: int | None) -> PipelineConfig:  # macro window i's pipeline (naive in the first)
+    def run_config(i: int, w: int | None, ov: int | None) -> PipelineConfig:  # late pass i (naive in the first)
         return PipelineConfig(tuple(specs), modes=tuple(config.modes) if i == 0 else ("late",),
                               include_special=config.include_special, macro_window=w,
-                              macro_window_overlap=config.window_overlap, sentence_workers=config.sentence_workers,
+                              macro_window_overlap=ov, sentence_workers=config.sentence_workers,
                               late_pooling=config.late_pooling)
 
     # the settings that need the model (late pooling, each macro window) against its files, before the dataset is
     # parsed or a weight loads; embed() checks them again with the loaded encoder
     facts = encoder.facts if encoder is not None else ModelFacts.read(config.model)
-    for i, w in enumerate(config.windows):
-        run_config(i, w).check_model(facts)
+    for i, (w, ov) in enumerate(config.late_passes()):
+        run_config(i, w, ov).check_model(facts)
 
     # 1. the dataset, parsed once
     t0 = time.perf_counter()
@@ -265,13 +268,25 @@ def run_compare(
     if encoder is None:
         encoder = Encoder(config.model, device=config.device, dtype=config.dtype, batch_tokens=config.batch_tokens)
     base = encoder
-    macro_windows = [w if w is not None else base.max_length for w in config.windows]
+    default_size = base.macro_window().size  # the model's default window (its sentence-transformers max_seq_length)
+    macro_windows = [w if w is not None else default_size for w in config.windows]
     if len(set(macro_windows)) != len(macro_windows):
         raise ValueError(f"window sizes repeat once the default is resolved: {macro_windows}")
     for w in macro_windows:
         if w > base.max_length:
             raise ValueError(f"--window {w} exceeds the model's limit of {base.max_length} tokens")
-    plans = {w: base.macro_window(w, config.window_overlap) for w in macro_windows}  # checked before work
+    # the late passes: (window, overlap) in tokens, defaults resolved and checked before work
+    plans = {}
+    for w in macro_windows:
+        for ov in config.window_overlap:
+            plan = base.macro_window(w, ov)
+            if (plan.size, plan.overlap) in plans:
+                raise ValueError(f"window overlaps repeat once the default is resolved: {list(config.window_overlap)}")
+            plans[(plan.size, plan.overlap)] = plan
+    passes = list(plans)
+    first = passes[0]
+    overlaps = list(dict.fromkeys(ov for _, ov in passes))
+    multi_o = len(overlaps) > 1
     for spec in config.index_specs():
         spec.index_dim(base.dim)  # a --truncate-dim above the model's dimension fails before any embedding
     seconds["load_model"] = time.perf_counter() - t0
@@ -292,17 +307,18 @@ def run_compare(
     text_modes = [m for m in config.modes if m != "late"]
     # one segmenter for every macro window: each document's sentences are segmented once for the comparison
     segmenter = SentenceSegmenter(workers=config.sentence_workers)  # its workers also end at exit on an error
-    for i, w in enumerate(macro_windows):
+    for i, lp in enumerate(passes):
+        w, ov = lp
         modes = tuple(config.modes) if i == 0 else ("late",)
         t0 = time.perf_counter()
-        res = embed(list(ds.documents), base, run_config(i, w), progress=progress, segmenter=segmenter)
+        res = embed(list(ds.documents), base, run_config(i, w, ov), progress=progress, segmenter=segmenter)
         wall = time.perf_counter() - t0
         if not res.documents:  # nothing to index or score: say so instead of failing deep in a metric
             segmenter.close()
             why = "; ".join(f"{s.doc_id}: {s.reason}" for s in res.skipped[:3]) + ("; ..." if len(res.skipped) > 3 else "")
             raise ValueError(f"dataset {ds.name!r}: no document to embed ({len(ds.documents)} documents"
                              + (f", all skipped: {why})" if res.skipped else ")"))
-        embeds[w] = res
+        embeds[lp] = res
         extra_s = 0.0
         if i > 0:
             for spec in specs:
@@ -311,19 +327,19 @@ def run_compare(
                 for mode in text_modes:  # vectors exactly as embed() makes them, of this window's cuts
                     t1 = time.perf_counter()
                     v, tokens, calls = encoders_of[mode](base, res.documents, res.run(spec).boundaries)
-                    naive_extra[(mode, spec, w)] = (v, tokens, calls, time.perf_counter() - t1)
-                    extra_s += naive_extra[(mode, spec, w)][3]
+                    naive_extra[(mode, spec, lp)] = (v, tokens, calls, time.perf_counter() - t1)
+                    extra_s += naive_extra[(mode, spec, lp)][3]
         macro_window_info.append({
-            "window": w, "overlap": plans[w].overlap, "modes": list(modes),
+            "window": w, "overlap": ov, "modes": list(modes),
             "late_tokens": res.stats.tokens["late"], "late_forward_calls": res.stats.forward_calls["late"],
             "naive_tokens": res.stats.tokens["naive"]
-            + sum(v[1] for (m, s, ww), v in naive_extra.items() if ww == w and m == "naive"),
+            + sum(v[1] for (m, s, ww), v in naive_extra.items() if ww == lp and m == "naive"),
             "naive_forward_calls": res.stats.forward_calls["naive"]
-            + sum(v[2] for (m, s, ww), v in naive_extra.items() if ww == w and m == "naive"),
+            + sum(v[2] for (m, s, ww), v in naive_extra.items() if ww == lp and m == "naive"),
             **({"contextual_tokens": res.stats.tokens.get("contextual", 0)
-                + sum(v[1] for (m, s, ww), v in naive_extra.items() if ww == w and m == "contextual"),
+                + sum(v[1] for (m, s, ww), v in naive_extra.items() if ww == lp and m == "contextual"),
                 "contextual_forward_calls": res.stats.forward_calls.get("contextual", 0)
-                + sum(v[2] for (m, s, ww), v in naive_extra.items() if ww == w and m == "contextual")}
+                + sum(v[2] for (m, s, ww), v in naive_extra.items() if ww == lp and m == "contextual")}
                if "contextual" in config.modes else {}),
             "content_tokens": res.stats.content_tokens, "documents_in": res.stats.documents_in,
             "documents_embedded": len(res.documents),
@@ -331,45 +347,49 @@ def run_compare(
             "seconds": {**{k: float(v) for k, v in res.stats.seconds.items()}, "naive_extra": extra_s,
                         "wall": wall + extra_s},
         })
-        seconds[f"embed_w{w}"] = wall + extra_s
+        seconds[f"embed_w{w}" + (f"_o{ov}" if multi_o else "")] = wall + extra_s
     segmenter.close()
-    main = embeds[macro_windows[0]]
-    for w in macro_windows[1:]:
-        if [d.doc_id for d in embeds[w].documents] != [d.doc_id for d in main.documents]:
-            raise RuntimeError(f"window {w} embedded other documents than window {macro_windows[0]}")
+    main = embeds[first]
+    for lp in passes[1:]:
+        if [d.doc_id for d in embeds[lp].documents] != [d.doc_id for d in main.documents]:
+            raise RuntimeError(f"window {lp} embedded other documents than window {first}")
         for spec in specs:
-            if not _state_dependent(spec) and not _same_boundaries(embeds[w].run(spec).boundaries,
+            if not _state_dependent(spec) and not _same_boundaries(embeds[lp].run(spec).boundaries,
                                                                    main.run(spec).boundaries):
-                raise RuntimeError(f"{spec}: window {w} gave other boundaries than window {macro_windows[0]} (a bug)")
+                raise RuntimeError(f"{spec}: window {lp} gave other boundaries than window {first} (a bug)")
 
-    # 4. systems: (strategy, mode, window) with their boundaries and vectors
+    # 4. systems: (strategy, mode, window, overlap) with their boundaries and vectors
     multi = len(macro_windows) > 1
     n_content = {t_doc.doc_id: tok.n_content for t_doc, tok in zip(main.documents, main.tokenizations)}
     sys_inputs = []  # (System, boundaries, ChunkVectors, encode_seconds, tokens, forward_calls)
     for spec in specs:
         dep = _state_dependent(spec)
         if "late" in config.modes:
-            for w in macro_windows:
-                res = embeds[w]
+            for w, ov in passes:
+                res = embeds[(w, ov)]
                 run = res.run(spec)
                 late_s = res.stats.seconds["late_encode"]
-                sys_inputs.append((System(spec, "late", w, _label("late", w, multi)), run.boundaries,
+                sys_inputs.append((System(spec, "late", w, _label("late", w, multi, ov, multi_o), window_overlap=ov),
+                                   run.boundaries,
                                    run.vectors["late"], late_s, run.seconds.get("late", late_s) - late_s,
                                    res.stats.tokens["late"], res.stats.forward_calls["late"]))
         for mode in text_modes:  # naive, contextual: made in the first window's call (and per window if dep)
-            for i, w in enumerate(macro_windows if dep else macro_windows[:1]):
-                res = embeds[w]
+            for i, lp in enumerate(passes if dep else passes[:1]):
+                w, ov = lp
+                res = embeds[lp]
                 run = res.run(spec)
                 if i == 0:
                     vec = run.vectors[mode]
                     enc_s, tokens = run.seconds.get(mode, 0.0), run.tokens_encoded.get(mode, 0)
                     calls = None
                 else:
-                    v, tokens, calls, enc_s = naive_extra[(mode, spec, w)]
+                    v, tokens, calls, enc_s = naive_extra[(mode, spec, lp)]
                     late_vec = run.vectors["late"]
                     vec = ChunkVectors(v, late_vec.doc_ids, late_vec.chunk_index, late_vec.cu_chunks, mode,
                                        normalized=True)
-                sys_inputs.append((System(spec, mode, w if dep else None, _label(mode, w if dep else None, multi)),
+                sys_inputs.append((System(spec, mode, w if dep else None,
+                                          _label(mode, w if dep else None, multi, ov, multi_o),
+                                          window_overlap=ov if dep else None),
                                    run.boundaries, vec, enc_s, 0.0, tokens, calls))
 
     # 5. one index per system, one IndexConfig, one depth; then the metrics
@@ -498,8 +518,8 @@ def run_compare(
         for other in systems:
             if other is s or other.strategy != s.strategy or other.mode == s.mode:
                 continue
-            same = (s.window in (None, other.window) if other.mode == "late"
-                    else s.window == other.window)
+            same = (s.window is None or (s.window, s.window_overlap) == (other.window, other.window_overlap)
+                    if other.mode == "late" else (s.window, s.window_overlap) == (other.window, other.window_overlap))
             if same and other.chunks_sha256 != s.chunks_sha256:
                 raise RuntimeError(f"{s.strategy}: {other.mode} ({other.label}) and {s.mode} ({s.label}) index "
                                    "different chunk records; the comparison would not be fair")
@@ -511,7 +531,7 @@ def run_compare(
 
     # 6. statistics
     t0 = time.perf_counter()
-    comparisons = _comparisons(systems, config, metric_names, headline, macro_windows)
+    comparisons = _comparisons(systems, config, metric_names, headline, passes)
     seconds["bootstrap"] = time.perf_counter() - t0
     seconds["total"] = time.perf_counter() - t_start
 
@@ -525,7 +545,7 @@ def run_compare(
                     "queries_total": len(ds.queries), "queries": len(queries),
                     "queries_with_spans": sum(1 for q in queries if q.spans), "spans": len(all_spans),
                     "doc_qrels_queries": len(qrels), "qrels_source": "given" if ds.qrels is not None else "spans"},
-        "model": {**base.describe(plans[macro_windows[0]]), "batch_tokens": base.batch_tokens},
+        "model": {**base.describe(plans[first]), "batch_tokens": base.batch_tokens},
         "strategies": specs,
         "state_dependent_strategies": [s for s in specs if _state_dependent(s)],
         "modes": list(config.modes),
@@ -625,8 +645,12 @@ def _boot(a: dict, b: dict, config: CompareConfig) -> dict:
 
 
 def _comparisons(systems: Sequence[System], config: CompareConfig, metric_names: Sequence[str],
-                 headline: Sequence[str], macro_windows: Sequence[int]) -> list[dict]:
-    """Paired bootstrap comparisons (each dict: kind, a, b, strategy/mode/window, metric and the result)."""
+                 headline: Sequence[str], passes: Sequence[tuple[int, int]]) -> list[dict]:
+    """Paired bootstrap comparisons (each dict: kind, a, b, strategy/mode/window/window_overlap, metric and the
+    result). ``passes``: the late passes ``(window, overlap)`` in tokens, the first being the main one. Kinds: mode
+    pairs (:data:`MODE_PAIRS`) per strategy and pass; ``strategy`` (A minus B within a mode, late: the first
+    pass); ``window`` (window w minus the first window, both at the first overlap); ``overlap`` (overlap o minus
+    the first overlap, at the same window)."""
     out: list[dict] = []
     by_key = {s.key: s for s in systems}
     specs = list(dict.fromkeys(s.strategy for s in systems))
@@ -638,35 +662,39 @@ def _comparisons(systems: Sequence[System], config: CompareConfig, metric_names:
         for s in systems:
             if s.mode != mode_a:
                 continue
-            other = by_key.get((s.strategy, mode_b, s.window)) or by_key.get((s.strategy, mode_b, None))
+            other = (by_key.get((s.strategy, mode_b, s.window, s.window_overlap))
+                     or by_key.get((s.strategy, mode_b, None, None)))
             if other is None:
                 continue
             for m in paired_metrics:
                 if m in s.per_query and m in other.per_query:
                     out.append({"kind": f"{mode_a}-{mode_b}", "strategy": s.strategy, "window": s.window,
-                                "a": s.label, "b": other.label, "metric": m,
+                                "window_overlap": s.window_overlap, "a": s.label, "b": other.label, "metric": m,
                                 **_boot(s.per_query[m], other.per_query[m], config)})
     # strategy A minus B, within a mode (late: the first window)
     for mode in config.modes:
         group: list[System] = []
         for s in systems:  # the first system of each strategy in this mode (late: the first window)
-            if s.mode == mode and (mode == "naive" or s.window == macro_windows[0]) and s.strategy not in {g.strategy for g in group}:
+            if (s.mode == mode and (mode == "naive" or (s.window, s.window_overlap) == tuple(passes[0]))
+                    and s.strategy not in {g.strategy for g in group}):
                 group.append(s)
         for a, b in itertools.combinations(group, 2):
             for m in headline:
                 if m in a.per_query and m in b.per_query:
                     out.append({"kind": "strategy", "mode": mode, "window": a.window if mode == "late" else None,
-                                "a": a.strategy, "b": b.strategy, "metric": m,
+                                "window_overlap": a.window_overlap if mode == "late" else None, "a": a.strategy, "b": b.strategy, "metric": m,
                                 **_boot(a.per_query[m], b.per_query[m], config)})
-    # window w minus the first window, late
-    if len(macro_windows) > 1:
-        for spec in specs:
-            ref = by_key.get((spec, "late", macro_windows[0]))
-            for w in macro_windows[1:]:
-                s = by_key.get((spec, "late", w))
-                if ref is None or s is None:
-                    continue
-                for m in headline:
-                    out.append({"kind": "window", "strategy": spec, "window": w, "a": s.label, "b": ref.label,
-                                "metric": m, **_boot(s.per_query[m], ref.per_query[m], config)})
+    # window w minus the first window (at the first overlap), and overlap o minus the first overlap (same window)
+    windows = list(dict.fromkeys(w for w, _ in passes))
+    overlaps = list(dict.fromkeys(o for _, o in passes))
+    for spec in specs:
+        pairs = [("window", (w, overlaps[0]), (windows[0], overlaps[0])) for w in windows[1:]]
+        pairs += [("overlap", (w, o), (w, overlaps[0])) for w in windows for o in overlaps[1:]]
+        for kind, (w, o), (rw, ro) in pairs:
+            s, ref = by_key.get((spec, "late", w, o)), by_key.get((spec, "late", rw, ro))
+            if ref is None or s is None:
+                continue
+            for m in headline:
+                out.append({"kind": kind, "strategy": spec, "window": w, "window_overlap": o, "a": s.label,
+                            "b": ref.label, "metric": m, **_boot(s.per_query[m], ref.per_query[m], config)})
     return out

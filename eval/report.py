@@ -19,39 +19,18 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .config import CompareConfig
+from .plots import short_spec
 from .result import CompareResult, System
 from .stats import paired_bootstrap
 
 __all__ = ["REPORT_FILES", "add_diagnostics", "markdown_report", "per_query_rows", "print_alarms", "print_table",
-           "write_report"]
+           "short_spec", "write_report"]
 
 REPORT_FILES = ("report.md", "results.json", "per_query.csv", "plot.png")
 
 _LOWER_IS_BETTER = ("Dup@", "NearDup@", "dedup:Dup@", "dedup:NearDup@")
 _DEDUP = "dedup:"  # eval.metrics.DEDUP_PREFIX: a metric of the deduplicated index (compare --dedup-threshold)
 _DOC_NAMES = {"nDCG@10": "nDCG@10", "R@100": "R@100 (doc)", "RR@10": "MRR@10"}
-
-
-def short_spec(spec: str) -> str:
-    """A SPEC with only its non-default parameters: ``fixed:size=256,overlap=0`` -> ``fixed``.
-
-    Args:
-        spec: A SPEC string.
-
-    Returns:
-        ``name`` or ``name:key=value,...`` with the parameters that differ from the strategy's defaults.
-
-    Raises:
-        ValueError: as :func:`~latechunk.strategies.base.get_strategy` (unknown strategy or parameter).
-    """
-    from latechunk.strategies.base import get_strategy
-
-    strat = get_strategy(spec)
-    full = strat.spec.partition(":")[2].split(",") if ":" in strat.spec else []
-    default = type(strat)().spec
-    default_pairs = set(default.partition(":")[2].split(",")) if ":" in default else set()
-    diff = [pair for pair in full if pair and pair not in default_pairs]
-    return f"{strat.name}:{','.join(diff)}" if diff else strat.name
 
 
 def _is_pct(metric: str) -> bool:
@@ -164,7 +143,7 @@ def _late_naive_table(result, metrics: Sequence[str], kind: str = "late-naive") 
         a, b = by[(c["a"], c["strategy"])], by[(c["b"], c["strategy"])]
         m = c["metric"]
         sig = " *" if c["ci_low"] > 0 or c["ci_high"] < 0 else ""
-        rows.append([f"`{short_spec(c['strategy'])}`", "–" if c["window"] is None else str(c["window"]), _col_name(m),
+        rows.append([f"`{short_spec(c['strategy'])}`", _pass_name(result, c["window"], c.get("window_overlap")), _col_name(m),
                      _fmt(m, a.aggregates[m]),
                      _fmt(m, b.aggregates[m]), _ci(c, m) + sig, f"{c['p_le_zero']:.3f}"])
     return _table(["strategy", "window", "metric", mode_a, mode_b, f"{mode_a} − {mode_b} [95% CI]", "P(boot mean ≤ 0)"],
@@ -181,29 +160,45 @@ def _strategy_table(result, metric: str) -> str:
     return _table(["mode", "A", "B", f"A − B, {_col_name(metric)} [95% CI]"], rows)
 
 
+def _overlap_sweep(result) -> bool:
+    """Whether the result's late passes differ in window overlap (``--window-overlap 0|32|64``)."""
+    return len({w.get("overlap") for w in result.manifest.get("windows", [])}) > 1
+
+
+def _pass_name(result, window, overlap) -> str:
+    """A late pass in a table cell: ``256``, or ``256 o=32`` in an overlap sweep; ``–`` for no window."""
+    if window is None:
+        return "–"
+    return f"{window} o={overlap}" if _overlap_sweep(result) and overlap is not None else str(window)
+
+
 def _window_table(result) -> str:
     metrics = result.headline
-    comps = {(c["strategy"], c["window"], c["metric"]): c for c in result.comparisons if c["kind"] == "window"}
-    ln = {(c["strategy"], c["window"], c["metric"]): c for c in result.comparisons if c["kind"] == "late-naive"}
+    comps = {(c["strategy"], c["window"], c.get("window_overlap"), c["metric"]): c for c in result.comparisons
+             if c["kind"] in ("window", "overlap")}
+    ln = {(c["strategy"], c["window"], c.get("window_overlap"), c["metric"]): c for c in result.comparisons
+          if c["kind"] == "late-naive"}
     first = result.manifest["windows"][0]["window"]
+    first_o = result.manifest["windows"][0]["overlap"]
     ks = sorted(int(m.split("@")[1]) for m in metrics if m.startswith("AR@"))
     shown = list(dict.fromkeys(f"AR@{k}" for k in (ks[0], result.main_k) if f"AR@{k}" in metrics)) if ks else [metrics[0]]
     rows = []
     for s in result.systems:
         if s.mode != "late":
             continue
-        cells = [f"`{short_spec(s.strategy)}`", str(s.window), str(next(w["overlap"] for w in result.manifest["windows"]
-                                                                       if w["window"] == s.window))]
+        cells = [f"`{short_spec(s.strategy)}`", str(s.window), str(s.window_overlap)]
         cells += [_fmt(m, s.aggregates.get(m)) for m in metrics]
         for m in shown:
-            c = comps.get((s.strategy, s.window, m))
-            cells.append("(reference)" if s.window == first else (_ci(c, m) if c else "–"))
+            c = comps.get((s.strategy, s.window, s.window_overlap, m))
+            ref = (s.window, s.window_overlap) == (first, first_o)
+            cells.append("(reference)" if ref else (_ci(c, m) if c else "–"))
         for m in shown:
-            c = ln.get((s.strategy, s.window, m))
+            c = ln.get((s.strategy, s.window, s.window_overlap, m))
             cells.append(_ci(c, m) if c else "–")
         rows.append(cells)
+    ref_name = (f"w − w={first}, o − o={first_o} at the same w" if _overlap_sweep(result) else f"w − w={first}")
     return _table(["strategy", "window", "overlap"] + [_col_name(m) for m in metrics]
-                  + [f"{m}: w − w={first} [95% CI]" for m in shown] + [f"{m}: late − naive [95% CI]" for m in shown], rows)
+                  + [f"{m}: {ref_name} [95% CI]" for m in shown] + [f"{m}: late − naive [95% CI]" for m in shown], rows)
 
 
 def markdown_report(result) -> str:
@@ -371,12 +366,23 @@ def markdown_report(result) -> str:
         parts.append("")
         parts.append(_window_table(result))
         parts.append("")
+    parts += _map_section(result)
     parts += _dedup_section(result)
     parts += _alarm_section(result)
     parts += _agreement_section(result)
     parts.append("![late vs naive per strategy; cost vs quality](plot.png)")
     parts.append("")
     return "\n".join(parts)
+
+
+def _map_section(result) -> list[str]:
+    """The late − naive map (chunk size x macro window x overlap) and the quality/cost frontier, where the result
+    has several late passes and both modes (:mod:`.plots`)."""
+    from .plots import has_map, map_markdown
+
+    if not has_map(result):
+        return []
+    return [map_markdown(result, images=True), ""]
 
 
 def _dedup_section(result) -> list[str]:
@@ -459,7 +465,8 @@ def add_diagnostics(result) -> None:
     man = result.manifest
     if not result.embeds or ("alarms" in man and "agreement" in man):
         return
-    first = man["windows"][0]["window"] if man.get("windows") else next(iter(result.embeds))
+    first = ((man["windows"][0]["window"], man["windows"][0]["overlap"]) if man.get("windows")
+             else next(iter(result.embeds)))
     res = result.embeds.get(first) or next(iter(result.embeds.values()))
     specs = list(dict.fromkeys(s.strategy for s in result.systems))
     alarms = {}
@@ -477,7 +484,7 @@ def add_diagnostics(result) -> None:
             return
         for pair in rep["pairs"]:
             pair.pop("documents", None)
-        man["agreement"] = {**rep, "window": first}
+        man["agreement"] = {**rep, "window": first[0] if isinstance(first, tuple) else first}
 
 
 def print_alarms(result, file=None) -> None:
@@ -502,10 +509,11 @@ def per_query_rows(result) -> tuple[list[str], list[list]]:
 
     Returns:
         ``(header, rows)``: ``dataset``, ``query_id``, ``strategy``, ``mode``, ``window`` (the macro window in
-        tokens, blank for naive systems whose chunks no macro window changes), ``label``, then the metric
+        tokens, blank for naive systems whose chunks no macro window changes), ``window_overlap`` (its overlap in
+        tokens, blank likewise), ``label``, then the metric
         names; values as ``repr(float)`` (never rounded). Rows whose every metric is undefined are left out.
     """
-    header = ["dataset", "query_id", "strategy", "mode", "window", "label"] + list(result.metric_names)
+    header = ["dataset", "query_id", "strategy", "mode", "window", "window_overlap", "label"] + list(result.metric_names)
     if result.dataset is not None:
         qids = [q.query_id for q in result.dataset.queries]
     else:  # a result read back by load_result: first-seen order
@@ -517,7 +525,8 @@ def per_query_rows(result) -> tuple[list[str], list[list]]:
             if all(v is None for v in vals):
                 continue
             rows.append([result.manifest["dataset"]["name"], qid, s.strategy, s.mode,
-                         "" if s.window is None else s.window, s.label] + ["" if v is None else repr(float(v)) for v in vals])
+                         "" if s.window is None else s.window, "" if s.window_overlap is None else s.window_overlap,
+                         s.label] + ["" if v is None else repr(float(v)) for v in vals])
     return header, rows
 
 
@@ -649,6 +658,11 @@ def write_report(result, out_dir: str | os.PathLike, plot: bool = True) -> Path:
     _write_text(out / "report.md", markdown_report(result))
     if plot:
         write_plot(result, out / "plot.png")
+        from .plots import has_map, write_frontier, write_map
+
+        if has_map(result):
+            write_map(result, out / "map.png")
+            write_frontier(result, out / "frontier.png")
     return out
 
 
@@ -663,20 +677,35 @@ def load_result(out_dir: str | os.PathLike):
         The result, without ``dataset`` and ``embeds`` (per-query values in first-seen query order).
 
     Raises:
-        FileNotFoundError: if ``results.json`` or ``per_query.csv`` is missing.
+        FileNotFoundError: if ``results.json`` or ``per_query.csv`` (or ``per_query.csv.gz``) is missing.
         KeyError: if a file lacks a field or a row names an unknown system.
         ValueError: if ``results.json`` is not JSON.
     """
     out = Path(out_dir)
     data = json.loads((out / "results.json").read_text(encoding="utf-8"))
     systems = []
+    # results.json before overlap sweeps: one overlap per window, found in the manifest's late passes
+    pass_overlap = {w["window"]: w.get("overlap") for w in data["manifest"].get("windows", [])}
     for d in data["systems"]:
+        ov = d.get("window_overlap", pass_overlap.get(d["window"]) if d["window"] is not None else None)
         systems.append(System(d["strategy"], d["mode"], d["window"], d["label"], d["chunks_sha256"],
-                              {}, dict(d["metrics"]), dict(d["std"]), dict(d["costs"]), dict(d.get("compact", {}))))
+                              {}, dict(d["metrics"]), dict(d["std"]), dict(d["costs"]), dict(d.get("compact", {})),
+                              window_overlap=ov))
+    for c in data["comparisons"]:
+        if c.get("window") is not None and "window_overlap" not in c:
+            c["window_overlap"] = pass_overlap.get(c["window"])
     by_label = {(s.strategy, s.label): s for s in systems}
-    with open(out / "per_query.csv", newline="", encoding="utf-8") as f:
+    per_query = out / "per_query.csv"
+    if not per_query.exists() and (out / "per_query.csv.gz").exists():  # recorded folders keep it compressed
+        import gzip
+
+        opener, per_query = gzip.open, out / "per_query.csv.gz"
+    else:
+        opener = open
+    with opener(per_query, "rt", newline="", encoding="utf-8") as f:
         reader = csv.DictReader(f)
-        metrics = [c for c in reader.fieldnames or [] if c not in ("dataset", "query_id", "strategy", "mode", "window", "label")]
+        metrics = [c for c in reader.fieldnames or []
+                   if c not in ("dataset", "query_id", "strategy", "mode", "window", "window_overlap", "label")]
         for row in reader:
             s = by_label[(row["strategy"], row["label"])]
             for m in metrics:
@@ -694,7 +723,9 @@ def print_table(result, console=None) -> None:
         console: A ``rich.console.Console``; None: a new one (200 columns wide when not a terminal).
     """
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
+    from rich.text import Text
 
     if console is None:
         console = Console()
@@ -703,19 +734,20 @@ def print_table(result, console=None) -> None:
     k = result.main_k
     metrics = list(result.headline) + [m for m in (f"SpanIoU@{k}", "PrecisionOmega", f"Dup@{k}", "nDCG@10")
                                        if m in result.metric_names and m not in result.headline]
-    t = Table(title=f"latechunk compare: {result.manifest['dataset']['name']} "
-                    f"({result.manifest['dataset']['queries']} queries, %, best in bold)")
+    # names (dataset, strategy SPECs, labels, faiss factories) are data, printed literally, never as rich markup:
+    # every cell is a Text or escaped (a dataset folder "docs [v2]" or a SPEC with a [/...] path stays as written)
+    t = Table(title=escape(f"latechunk compare: {result.manifest['dataset']['name']} "
+                           f"({result.manifest['dataset']['queries']} queries, %, best in bold)"))
     for col in ["strategy", "mode"] + [_col_name(m) for m in metrics] + ["chunks", "tokens enc.", "index bytes", "s"]:
-        t.add_column(col, overflow="fold")
+        t.add_column(escape(col), overflow="fold")
     best = {m: _best([s.aggregates.get(m) for s in result.systems], m) for m in metrics}
     for s in result.systems:
-        cells = [short_spec(s.strategy), s.label]
+        cells = [Text(short_spec(s.strategy)), Text(s.label)]
         for m in metrics:
             v = s.aggregates.get(m)
-            text = _fmt(m, v)
-            cells.append(f"[bold]{text}[/bold]" if v is not None and v == best[m] else text)
-        cells += [f"{s.costs['chunks']:,}", f"{s.costs['tokens_encoded']:,}", f"{s.costs['index_bytes']:,}",
-                  f"{s.costs['seconds']:.1f}"]
+            cells.append(Text(_fmt(m, v), style="bold" if v is not None and v == best[m] else ""))
+        cells += [Text(f"{s.costs['chunks']:,}"), Text(f"{s.costs['tokens_encoded']:,}"),
+                  Text(f"{s.costs['index_bytes']:,}"), Text(f"{s.costs['seconds']:.1f}")]
         t.add_row(*cells)
     console.print(t)
     if any(s.compact for s in result.systems):  # one row per system and compact-vector setting
@@ -723,10 +755,11 @@ def print_table(result, console=None) -> None:
         c = Table(title="compact vectors: each setting beside the first (same vectors, same queries)")
         for col in ["strategy", "mode", "setting", "faiss"] + [_col_name(m) for m in cm] + ["top-k kept %",
                                                                                             "index bytes"]:
-            c.add_column(col, overflow="fold")
+            c.add_column(escape(col), overflow="fold")
         for s in result.systems:
             for label, x in s.compact.items():
-                c.add_row(short_spec(s.strategy), s.label, label, x["faiss_factory"],
-                          *[_fmt(m, x["metrics"].get(m)) for m in cm], f"{100 * x['overlap_with_main']:.1f}",
-                          f"{x['index_bytes']:,}")
+                c.add_row(*(Text(str(v)) for v in (
+                    short_spec(s.strategy), s.label, label, x["faiss_factory"],
+                    *[_fmt(m, x["metrics"].get(m)) for m in cm], f"{100 * x['overlap_with_main']:.1f}",
+                    f"{x['index_bytes']:,}")))
         console.print(c)

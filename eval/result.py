@@ -30,6 +30,7 @@ class System:
         aggregates: ``{metric: mean over queries}``.
         std: ``{metric: population standard deviation over queries}`` (Chroma reports mean ± std).
         costs: Chunk counts, tokens, overlap, index bytes, seconds.
+        window_overlap: The late pass's window overlap (content tokens) where ``window`` is set; else ``None``.
         compact: With several compact-vector settings (``--precision``, ``--truncate-dim``): ``{label: {
             "precision", "truncate_dim", "faiss_factory", "metrics": {metric: mean}, "index_bytes",
             "index_ntotal", "overlap_k", "overlap_with_main" (mean share of the main index's top-k chunks in this
@@ -46,11 +47,12 @@ class System:
     std: dict[str, float] = field(default_factory=dict)
     costs: dict = field(default_factory=dict)
     compact: dict = field(default_factory=dict)
+    window_overlap: int | None = None
 
     @property
-    def key(self) -> tuple[str, str, int | None]:
-        """``(strategy, mode, window)``, unique within a result."""
-        return (self.strategy, self.mode, self.window)
+    def key(self) -> tuple[str, str, int | None, int | None]:
+        """``(strategy, mode, window, window_overlap)``, unique within a result."""
+        return (self.strategy, self.mode, self.window, self.window_overlap)
 
     def to_dict(self, per_query: bool = False) -> dict:
         """The system as a JSON-ready dict.
@@ -66,6 +68,7 @@ class System:
             "strategy": self.strategy,
             "mode": self.mode,
             "window": self.window,
+            "window_overlap": self.window_overlap,
             "label": self.label,
             "chunks_sha256": self.chunks_sha256,
             "metrics": dict(self.aggregates),
@@ -95,7 +98,7 @@ class CompareResult:
         manifest: Dataset, model, index, windows, query vectors, versions, machine, seconds, command line, and
             ``titles`` (``{"origins": {origin: documents}, "examples": [...]}``: where each document's title came
             from, :func:`latechunk.titles.document_title`).
-        embeds: ``{window: EmbedResult}`` (kept for inspection and tests).
+        embeds: ``{(window, overlap): EmbedResult}``, one per late pass (tokens; kept for inspection and tests).
         dataset: The evaluated dataset (queries cut to ``max_queries``).
     """
 
@@ -109,13 +112,15 @@ class CompareResult:
     embeds: dict = field(default_factory=dict, repr=False)
     dataset: EvalDataset | None = field(default=None, repr=False)
 
-    def system(self, strategy: str, mode: str, window: int | None = "first") -> System:  # type: ignore[assignment]
+    def system(self, strategy: str, mode: str, window: int | None = "first",  # type: ignore[assignment]
+               window_overlap: int | None = "any") -> System:  # type: ignore[assignment]
         """The system of a strategy (any SPEC form) and mode.
 
         Args:
             strategy: A SPEC, canonical or not (``fixed`` = ``fixed:size=256,overlap=0``).
             mode: ``"late"``, ``"naive"`` or ``"contextual"``.
             window: A macro window (tokens), ``None``, or ``"first"``: the first matching system.
+            window_overlap: A window overlap (tokens), ``None``, or ``"any"``.
 
         Returns:
             The first matching system in report order.
@@ -130,6 +135,8 @@ class CompareResult:
         cands = [s for s in self.systems if s.strategy == spec and s.mode == mode]
         if window != "first":
             cands = [s for s in cands if s.window == window]
+        if window_overlap != "any":
+            cands = [s for s in cands if s.window_overlap == window_overlap]
         if not cands:
             raise KeyError(f"no system {spec!r} {mode} window={window}")
         return cands[0]

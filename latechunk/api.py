@@ -222,11 +222,14 @@ class LateChunker:
         strategy: A SPEC (``"fixed:size=256,overlap=32"``; ``latechunk strategies`` lists them) or a Strategy;
             ``None``: ``embed``'s default, :data:`latechunk.config.DEFAULT_STRATEGY` (``recursive:max_tokens=256``).
         mode: ``"late"``, ``"naive"`` or ``"contextual"`` (naive over ``header + "\n\n" + text``).
-        macro_window: Macro-window size in tokens, frame included (``None``: the model's input limit).
+        macro_window: Macro-window size in tokens, frame included (``None``: the model's sentence-transformers
+            ``max_seq_length`` where it has one, 256 for all-MiniLM-L6-v2, else its input limit).
         device: ``"auto"`` (CUDA when present), ``"cpu"``, ``"cuda"``, ``"cuda:N"``, ``"mps"``.
         normalize: L2-normalise every chunk vector.
         trust_remote_code: Run the model repository's own code (only for models that need it).
         progress: Show a progress bar (documents) in :meth:`map`.
+        backend: ``"torch"`` (default), ``"onnx"`` or ``"onnx-int8"``: ONNX Runtime on the CPU
+            (:class:`~latechunk.encoder.Encoder`'s ``backend``; not for a model given as an Encoder).
 
     Raises:
         ValueError: on an unknown strategy or mode, a bad parameter, a model that does not load, a macro window
@@ -245,6 +248,7 @@ class LateChunker:
         normalize: bool = True,
         trust_remote_code: bool = False,
         progress: bool = False,
+        backend: str = "torch",
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(map(repr, MODES))}, got {mode!r}")
@@ -258,7 +262,7 @@ class LateChunker:
         else:
             if not isinstance(model, LoadedModel):  # what the model's files tell, before torch loads a weight
                 self.config.check_model(ModelFacts.read(None if model is None else str(model)))
-            encoder = Encoder(model, device=device, trust_remote_code=trust_remote_code)
+            encoder = Encoder(model, device=device, trust_remote_code=trust_remote_code, backend=backend)
         self.config.check_model(encoder.facts)
         self.encoder: Encoder = encoder
         """The :class:`~latechunk.encoder.Encoder` (speaks sentence-transformers: ``encode``, ``encode_query``,
@@ -530,8 +534,8 @@ class Index:
         path = m.get("path") or ""
         return path if path and Path(path).is_dir() else m.get("name")
 
-    def search(self, query: str | Sequence[str], k: int = 5, *,
-               expand: str | None = None) -> list[Hit] | list[list[Hit]] | list[Context] | list[list[Context]]:
+    def search(self, query: str | Sequence[str], k: int = 5, *, expand: str | None = None,
+               nprobe: int | None = None) -> list[Hit] | list[list[Hit]] | list[Context] | list[list[Context]]:
         """The ``k`` chunks nearest to a query (inner product), best first; with ``expand``, their contexts.
 
         The query is encoded as ``latechunk search`` does: the folder's model with its query prompt,
@@ -543,14 +547,18 @@ class Index:
             expand: None: the hits. ``"section"``, ``"neighbors:N"`` or ``"document"``: each hit widened to the
                 context a generator should read, hits of one document whose contexts overlap or touch merged
                 into one (:func:`latechunk.contexts.expand_hits`), so fewer than ``k`` contexts may come back.
+            nprobe: An IVF index (``--index IVF1024,PQ32``, ...): inverted lists probed per query (more: slower
+                and closer to exact; clipped to ``nlist``). None: the index's own, ``min(16, nlist)`` as
+                assembled (:data:`latechunk.index.DEFAULT_NPROBE`; the manifest's ``index.nprobe``).
 
         Returns:
             ``list[Hit]`` for one query, ``list[list[Hit]]`` for a list; with ``expand``, :class:`Context` s in
             their place, best first. ``[]`` per query for an empty index (no model is loaded then).
 
         Raises:
-            ValueError: on ``k < 1``, a bad ``expand``, an empty query, a model that does not load, or query
-                vectors whose dimension does not fit the index (another model).
+            ValueError: on ``k < 1``, a bad ``expand``, an ``nprobe`` below 1 or for an index that is not IVF, an
+                empty query, a model that does not load, or query vectors whose dimension does not fit the index
+                (another model).
             TypeError: if a query is not a str.
         """
         single = isinstance(query, str)
@@ -566,6 +574,10 @@ class Index:
             from latechunk.contexts import parse_expand
 
             parse_expand(expand)
+        if nprobe is not None:
+            from latechunk.index import check_nprobe
+
+            check_nprobe(self._faiss, nprobe)
         if len(self) == 0 or not queries:
             results: list[list[Hit]] = [[] for _ in queries]
         else:
@@ -578,7 +590,7 @@ class Index:
                 raise ValueError(f"the model gives {xq.shape[1]}-dim query vectors but the index holds "
                                  f"{self._faiss.d}-dim ones; search with the model it was built with "
                                  f"({self.model_name})")
-            D, I = search_index(self._faiss, xq, k)
+            D, I = search_index(self._faiss, xq, k, nprobe=nprobe)
             results = [self._hits(D[q], I[q]) for q in range(len(queries))]
         if expand is not None:
             results = [self.expand(hits, expand) for hits in results]

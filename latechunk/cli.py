@@ -10,8 +10,8 @@ import dataclasses
 import json
 import logging
 import os
-import re
 import shlex
+import shutil
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -19,6 +19,7 @@ from typing import Annotated, Optional
 import typer
 
 from latechunk.config import DEFAULT_GROUP_TOKENS, DEFAULT_STRATEGY
+from latechunk.console import format_hits, snippet  # noqa: F401  (snippet: kept importable here)
 
 app = typer.Typer(
     help=(
@@ -28,6 +29,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # help text is printed as written: "[title > section path]" is text, not a rich tag
 )
 
 
@@ -70,7 +72,8 @@ MacroWindowOpt = Annotated[
     Optional[int],
     typer.Option("--macro-window", "--window", help="Macro-window size in tokens, frame included (at least the "
                  "frame + 16). Documents longer than this are encoded in overlapping macro windows. Default: the "
-                 "model's input limit."),
+                 "model's sentence-transformers max_seq_length (the length it was trained on; 256 for the bundled "
+                 "all-MiniLM-L6-v2), else its input limit."),
 ]
 LatePoolingOpt = Annotated[
     Optional[str],
@@ -82,7 +85,7 @@ LatePoolingOpt = Annotated[
 MacroWindowOverlapOpt = Annotated[
     Optional[int],
     typer.Option("--macro-window-overlap", "--window-overlap", help="Content tokens shared by consecutive macro "
-                 "windows. Default: a quarter of the macro window's content tokens (127 for 512)."),
+                 "windows. Default: 0 (each token encoded once; measured: eval/results/map.md)."),
 ]
 
 
@@ -133,7 +136,8 @@ def embed(
     macro_window: MacroWindowOpt = None,
     macro_window_overlap: MacroWindowOverlapOpt = None,
     batch_tokens: Annotated[Optional[int], typer.Option(show_default="16384", help="Token budget per forward batch (padded tokens).")] = None,
-    index: Annotated[Optional[str], typer.Option("--index", show_default="flat", help="A faiss index_factory string (Flat, HNSW32, IVF1024,Flat, ...); aliases: flat (= Flat), hnsw (= HNSW{--hnsw-m}). Inner product; vectors are L2-normalised unless --no-normalize.")] = None,
+    backend: Annotated[str, typer.Option("--backend", help="What runs the model: torch (any device), onnx (ONNX Runtime on the CPU, fp32, token states within 1e-4 of torch; exported once, cached under $LATECHUNK_CACHE/onnx, default ~/.cache/latechunk/onnx) or onnx-int8 (the export dynamically quantized to int8: faster, a small recall cost). ONNX needs pip install 'latechunk[onnx]'.")] = "torch",
+    index: Annotated[Optional[str], typer.Option("--index", show_default="flat", help="A faiss index_factory string (Flat, HNSW32, IVF4096,Flat, IVF1024,PQ32, IVF65536,PQ64, ...); aliases: flat (= Flat), hnsw (= HNSW{--hnsw-m}). Inner product; vectors are L2-normalised unless --no-normalize. Checked against the model's dimension before anything is encoded. An IVF index is trained on a seeded sample of the vectors (max(65536, 64*nlist) rows, at most 2^20) and its inverted lists are merged on disk into index.ivfdata, one shard at a time: it may be larger than RAM; search it with --nprobe. With fewer than 39*nlist vectors, nlist becomes n//39 (recorded in the manifest). Every other type (Flat, HNSW32, PQ32) is built in memory. --precision float16/int8 turn Flat storage into SQfp16/SQ8 (Flat, HNSW{M}, IVF{n},Flat); a string with its own codes (PQ, SQ) needs --precision float32; ubinary needs flat. --truncate-dim applies to every type.")] = None,
     hnsw_m: Annotated[Optional[int], typer.Option(show_default="32", help="With --index hnsw: graph degree M.")] = None,
     ef_construction: Annotated[Optional[int], typer.Option(show_default="200", help="HNSW: build beam width.")] = None,
     ef_search: Annotated[Optional[int], typer.Option(show_default="128", help="HNSW: search beam width.")] = None,
@@ -151,6 +155,9 @@ def embed(
     sentence_workers: SentenceWorkersOpt = None,
     late_pooling: LatePoolingOpt = None,
     dedup: Annotated[Optional[float], typer.Option("--dedup", metavar="THRESHOLD", help="Drop a chunk whose cosine to an earlier kept chunk (input order; chunks of one document too) is >= THRESHOLD (0 < THRESHOLD <= 1; exact FAISS range search); each dropped chunk is listed in manifest.json's dedup with the chunk it duplicates. A setting of the run. Default: off.")] = None,
+    engine: Annotated[str, typer.Option("--engine", help="local: this process (or torchrun ranks); ray: a Ray cluster (pip install 'latechunk[ray]'): CPU tasks segment and split, one encoder actor per GPU (CPU actors without GPUs) writes the same shards, this process assembles. Same output either way.")] = "local",
+    ray_address: Annotated[Optional[str], typer.Option("--ray-address", help="--engine ray: auto (the cluster of this machine or $RAY_ADDRESS), HOST:PORT of its head, or ray://HOST:PORT. Default: a new local cluster on this machine.")] = None,
+    ray_actors: Annotated[Optional[int], typer.Option("--ray-actors", help="--engine ray: encoder actors. Default: one per GPU of the cluster; without GPUs one per two CPUs.")] = None,
 ) -> None:
     """Chunk and embed documents; write a FAISS index, the chunk table and a manifest.
 
@@ -160,6 +167,7 @@ def embed(
 
     Several GPUs: `torchrun --nproc-per-node N -m latechunk embed ...` or `accelerate launch -m latechunk embed ...`
     (one process per GPU, from $RANK/$WORLD_SIZE/$LOCAL_RANK): each encodes every N-th shard, rank 0 assembles.
+    A Ray cluster: `--engine ray --ray-address auto` (same shards, resumable with --resume either way).
 
     Example: latechunk embed ../shared/data/chroma_chunking_eval/corpora --out out/chroma --strategy fixed:size=256
     """
@@ -205,7 +213,7 @@ def embed(
             inputs=tuple(inputs),
             out=out,
             model=ModelConfig(name=model, device=device, dtype=dtype, batch_tokens=batch_tokens,
-                              trust_remote_code=trust_remote_code),
+                              trust_remote_code=trust_remote_code, backend=backend),
             pipeline=PipelineConfig(
                 strategies=(strategy,), modes=(mode,), normalize=normalize, include_special=include_special,
                 macro_window=macro_window, macro_window_overlap=macro_window_overlap,
@@ -219,6 +227,8 @@ def embed(
         )
     except ValueError as err:
         _fail(str(err))
+    _check_engine(engine, ray_address, ray_actors, world_size=world_size, append=append, dedup=dedup,
+                  sentence_workers=sentence_workers)
     if append:  # the folder's settings, as far as the options tell them, before the model loads
         from latechunk.ingest.append import check_append_options
 
@@ -290,8 +300,14 @@ def embed(
         _append(config, encoder, quiet)
         return
     try:
-        manifest = ingest(config, encoder, progress=not quiet and rank == 0, header=header, rank=rank,
-                          world_size=world_size)
+        if engine == "ray":
+            from latechunk.ingest.ray_engine import ingest_ray
+
+            manifest = ingest_ray(config, encoder, header=header, address=ray_address, actors=ray_actors,
+                                  progress=not quiet)
+        else:
+            manifest = ingest(config, encoder, progress=not quiet and rank == 0, header=header, rank=rank,
+                              world_size=world_size)
     except ValueError as err:
         _fail(str(err))
     except RankError as err:
@@ -365,6 +381,31 @@ def _resolve_embed_options(given: dict, append_to: Path | None) -> dict:
                 group_tokens=s.get("group_tokens", DEFAULT_GROUP_TOKENS), late_pooling=s.get("late_pooling"),
                 dedup=s.get("dedup"))
     return {k: v if v is not None else values[k] for k, v in given.items()}
+
+
+def _check_engine(engine: str, address: str | None, actors: int | None, *, world_size: int, append: bool,
+                  dedup: float | None, sentence_workers: int | None) -> None:
+    """``--engine`` and its options checked before the model loads (exit 2 naming the option); ``ray`` must import."""
+    if engine not in ("local", "ray"):
+        _fail(f"--engine must be local or ray, got {engine!r}")
+    if engine == "local":
+        if address is not None or actors is not None:
+            _fail("--ray-address and --ray-actors apply to --engine ray")
+        return
+    clash = [name for name, on in (("torchrun/accelerate ($WORLD_SIZE > 1)", world_size > 1), ("--append", append),
+                                   ("--dedup", dedup is not None), ("--sentence-workers", sentence_workers is not None))
+             if on]
+    if clash:
+        _fail(f"--engine ray does not combine with {', '.join(clash)} (Ray runs the processes and segments "
+              "sentences in its CPU stage; --dedup and --append run in one process)")
+    if actors is not None and actors < 1:
+        _fail(f"--ray-actors must be >= 1, got {actors}")
+    from latechunk.ingest.ray_engine import import_ray
+
+    try:
+        import_ray()
+    except ImportError as err:
+        _fail(str(err))
 
 
 def _append(config, encoder, quiet: bool) -> None:
@@ -444,12 +485,20 @@ def search(
     device: DeviceOpt = "auto",
     model: Annotated[Optional[str], typer.Option("--model", "-m", help="Model for the query. Default: the model the index was built with (from its manifest).")] = None,
     expand: Annotated[Optional[str], typer.Option("--expand", metavar="section|neighbors:N|document", help="Give each hit's context for a generator instead of the chunk alone: its heading section, N chunks on each side, or the document, reassembled from the chunk table; hits of one document whose contexts overlap or touch are merged (best score kept, hits listed).")] = None,
+    nprobe: Annotated[Optional[int], typer.Option("--nprobe", show_default="the index's: min(16, nlist)", help="IVF indexes (--index IVF1024,PQ32, ...): inverted lists probed per query; more is slower and closer to exact (nlist: every list). An error for other index types.")] = None,
 ) -> None:
-    """Search an index: prints doc id, char span, score and a snippet of the best chunks (or, with --expand,
-    of their contexts)."""
+    """Search an index: per hit, its rank, doc id, char span and score on one line, then its heading path and a
+    snippet around the query's words (with --expand: of its context). Text is printed as written (brackets
+    included); on a terminal the snippet is wrapped to its width, piped every field stays on one line.
+
+    \b
+    Examples:
+      latechunk search out/docs "how do I set the cache folder" -k 3
+      latechunk search out/docs "cache folder" --expand section --json | jq -r '.[0].text'
+    """  # noqa: D301  (\b: click's marker for a paragraph it must not rewrap, the examples)
     from latechunk.config import IndexConfig
     from latechunk.encoder import Encoder
-    from latechunk.index import query_transform, search_index
+    from latechunk.index import check_nprobe, query_transform, search_index
     from latechunk.output import read_output, search_records
 
     if k < 1:
@@ -465,6 +514,10 @@ def search(
             _fail(str(err))
     try:
         index, table, manifest = read_output(out)
+    except ValueError as err:
+        _fail(str(err))
+    try:
+        check_nprobe(index, nprobe)
     except ValueError as err:
         _fail(str(err))
     if index.ntotal == 0:  # nothing to search: say why, give the empty result, load no model
@@ -492,59 +545,21 @@ def search(
     if xq.shape[1] != index.d:
         _fail(f"the model gives {xq.shape[1]}-dim vectors but the index holds {index.d}-dim ones; "
               f"search with the model the index was built with ({m['name']})")
-    D, I = search_index(index, xq, k)  # the query is normalised as the indexed vectors were (manifest)
+    D, I = search_index(index, xq, k, nprobe=nprobe)  # the query is normalised as the indexed vectors were
     results = search_records(table, D[0], I[0])  # only the k rows are read, never the whole table
     if expand is not None:  # the rows around each hit, within its document
         results = expand_hits(table, results, expand)
     if as_json:
         typer.echo(json.dumps(results, ensure_ascii=False, indent=2))
         return
-    from rich.console import Console
-    from rich.table import Table
-
-    t = Table(title=f"top {len(results)} {'contexts (' + expand + ')' if expand else ''} for: {query}")
-    for col in ("rank", "score", "doc_id", "char span", "section" if expand is None else "hits", "snippet"):
-        t.add_column(col, overflow="fold")
-    for r in results:
-        t.add_row(str(r["rank"]), f"{r['score']:.4f}", r["doc_id"], f"[{r['char_start']}, {r['char_end']})",
-                  (r.get("section") or "") if expand is None else ", ".join(str(h["rank"]) for h in r["hits"]),
-                  snippet(r["text"], query))
-    Console().print(t)
-
-
-_WORD = re.compile(r"\w{3,}")
-
-
-def snippet(text: str, query: str, width: int = 200) -> str:
-    """A ``width``-character excerpt of ``text`` (whitespace collapsed) holding the most occurrences of the
-    query's words (3+ letters, case-insensitive); the start of the text when none occurs. "…" marks a cut.
-
-    Args:
-        text: A chunk text.
-        query: The query.
-        width: Characters of ``text`` to show.
-
-    Returns:
-        The excerpt, at most ``width`` characters plus a leading and a trailing "…" where it was cut.
-    """
-    flat = " ".join(text.split())
-    if len(flat) <= width:
-        return flat
-    words = {w.lower() for w in _WORD.findall(query)}
-    hits = [m.start() for m in _WORD.finditer(flat) if m.group().lower() in words]
-    start = 0
-    if hits:
-        best = 0
-        for i, h in enumerate(hits):  # the excerpt that starts a little before hit i and holds the most hits
-            n = sum(1 for x in hits[i:] if x < h + width - 20)
-            if n > best:
-                best, start = n, max(0, h - 20)
-        start = min(start, len(flat) - width)
-        if start > 0:  # begin at a word
-            space = flat.find(" ", start)
-            start = space + 1 if 0 <= space < start + 20 else start
-    end = min(len(flat), start + width)
-    return ("…" if start > 0 else "") + flat[start:end] + ("…" if end < len(flat) else "")
+    # plain text, never rich markup: chunk text, query and doc ids are printed as written (issue 16); wrapped to
+    # the terminal's width on a terminal, one line per field when piped (no width taken from the terminal then)
+    width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
+    for line, emphasis in format_hits(results, query, expand=expand, width=width):
+        if emphasis:
+            typer.secho(line, bold=True)  # bold on a terminal; click drops the codes when piped
+        else:
+            typer.echo(line)
 
 
 @app.command()
@@ -555,18 +570,27 @@ def chunk(
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write JSONL here (default: stdout).")] = None,
     device: DeviceOpt = "auto",
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing --out file.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar (shown on a terminal's stderr only).")] = False,
 ) -> None:
-    """Write chunk records as JSONL (one line per chunk). Needs the model's tokenizer only, except `semantic`.
+    """Write chunk records as JSONL (one line per chunk), streamed document by document. Needs the model's
+    tokenizer only, except `semantic`.
 
-    Documents are tokenized exactly as `embed` tokenizes them (the model's document prompt included), so the
-    token spans of a chunk are the same in both commands.
-    """
+    Give files, folders (read as `embed` reads them: every supported file under them, doc ids relative to the
+    folder) or both, all in one call: the tokenizer loads once, so a folder costs about one start-up, not one per
+    file. Every input not chunked is listed on stderr with its reason (an unsupported type, an empty file, a
+    repeated doc id), then a summary line. Documents are tokenized exactly as `embed` tokenizes them (the model's
+    document prompt included), so the token spans of a chunk are the same in both commands.
+
+    \b
+    Examples:
+      latechunk chunk docs/ --strategy heading --out chunks.jsonl
+      latechunk chunk README.md docs/guides/ notes.txt -s fixed:size=128,overlap=16 | jq -r .text
+    """  # noqa: D301  (\b: click's marker for a paragraph it must not rewrap, the examples)
     from latechunk.config import PipelineConfig
     from latechunk.io import iter_inputs, require_documents
     from latechunk.models import ModelSettings, resolve_model_path
     from latechunk.output import chunk_rows
-    from latechunk.pipeline import Skipped, chunk_documents
-    from latechunk.pipeline import embed as run_embed
+    from latechunk.pipeline import Skipped, chunk_documents, iter_embed
     from latechunk.strategies import get_strategy
     from latechunk.tokenize import DocumentTokenizer
 
@@ -583,7 +607,6 @@ def chunk(
         if strat.needs_sentence_vectors:
             from latechunk.encoder import Encoder
 
-            items = list(iter_inputs(inputs))
             encoder = Encoder(model, device=device)
         else:  # the tokenizer embed uses: the model's tokenizer with its document prompt
             path = resolve_model_path(model)
@@ -591,7 +614,11 @@ def chunk(
     except (ValueError, OSError) as err:
         _fail(str(err))
 
+    n_skipped = 0
+
     def skip(doc_id: str, reason: str) -> None:  # every item not chunked, with its reason (as embed's manifest)
+        nonlocal n_skipped
+        n_skipped += 1
         typer.secho(f"skipped {doc_id}: {reason}", fg="yellow", err=True)
 
     def documents():
@@ -602,10 +629,15 @@ def chunk(
                 yield d
 
     n_chunks = n_docs = 0
+    from tqdm.auto import tqdm
+
     with contextlib.ExitStack() as stack:
         # written to a temporary name and renamed at the end: a failed run never clobbers an existing file
         tmp = out.with_name(out.name + ".tmp") if out else None
         fh = stack.enter_context(open(tmp, "w", encoding="utf-8")) if tmp else sys.stdout
+        # documents done, on stderr when it is a terminal (disable=None: off when not a tty)
+        bar = stack.enter_context(tqdm(unit="doc", desc="chunk", file=sys.stderr, disable=True if quiet else None,
+                                       leave=False))
 
         def emit(doc, b) -> None:
             nonlocal n_chunks, n_docs
@@ -613,26 +645,34 @@ def chunk(
                 fh.write(json.dumps(row, ensure_ascii=False) + "\n")
             n_docs += 1
             n_chunks += len(b)
+            bar.update(1)
 
-        if strat.needs_sentence_vectors:
-            res = run_embed(items, encoder, PipelineConfig(strategies=(strat,), modes=("late",)))
-            for d, b in zip(res.documents, res.runs[strat.spec].boundaries):
-                emit(d, b)
-            for s in res.skipped:
-                skip(s.doc_id, s.reason)
-        else:
-            for doc, b, reason in chunk_documents(documents(), strat, tokenizer):
-                if b is None:
-                    skip(doc.doc_id, reason)
-                else:
-                    emit(doc, b)
+        try:
+            if strat.needs_sentence_vectors:  # streamed per group of documents (late pass, semantic's vectors)
+                config = PipelineConfig(strategies=(strat,), modes=("late",))
+                for g in iter_embed(iter_inputs(inputs), encoder, config):
+                    for d, b in zip(g.documents, g.boundaries[strat.spec]):
+                        emit(d, b)
+                    for s in g.skipped:
+                        skip(s.doc_id, s.reason)
+            else:
+                for doc, b, reason in chunk_documents(documents(), strat, tokenizer):
+                    if b is None:
+                        skip(doc.doc_id, reason)
+                    else:
+                        emit(doc, b)
+        except BrokenPipeError:  # stdout closed early (`| head`): stop quietly, no traceback (Python's docs recipe:
+            # point stdout at devnull so that the interpreter's final flush does not fail again)
+            with contextlib.suppress(OSError, ValueError):
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            raise typer.Exit(0) from None
     if n_docs == 0:  # every input had a document, but none was chunked (see the reasons above)
         if tmp is not None:
             tmp.unlink(missing_ok=True)
         _fail(f"no document was chunked from {', '.join(str(p) for p in inputs)} (the reasons are above)", code=1)
     if out:
         os.replace(tmp, out)
-        typer.echo(f"{n_chunks} chunks from {n_docs} documents -> {out}", err=True)
+    typer.echo(f"{n_chunks} chunks from {n_docs} documents ({n_skipped} skipped) -> {out or 'stdout'}", err=True)
 
 
 @app.command()
@@ -661,8 +701,8 @@ def compare(
     strategies: Annotated[Optional[list[str]], typer.Option("--strategies", "-s", help="SPEC (repeatable; several SPECs in one value split on spaces, or several words after it). Sweeps: fixed:size=128|256. Default: all five strategies.")] = None,
     modes: Annotated[str, typer.Option("--modes", help="Comma list of late, naive, contextual (naive with a [title > section path] header).")] = "late,naive",
     k: Annotated[str, typer.Option("--k", "-k", help="Comma list of cut-offs, e.g. 1,5,10.")] = "1,5,10",
-    macro_window: Annotated[Optional[str], typer.Option("--window", help="Late macro-window size in tokens; sweep with 128|256|512 (one late pass each). Default: the model's limit.")] = None,
-    macro_window_overlap: Annotated[Optional[int], typer.Option("--window-overlap", help="Content tokens shared by consecutive macro windows. Default: a quarter of the macro window's content tokens (127 for 512).")] = None,
+    macro_window: Annotated[Optional[str], typer.Option("--window", help="Late macro-window size in tokens; sweep with 128|256|512 (one late pass each). Default: the model's sentence-transformers max_seq_length (256 for all-MiniLM-L6-v2), else its limit.")] = None,
+    macro_window_overlap: Annotated[Optional[str], typer.Option("--window-overlap", help="Content tokens shared by consecutive macro windows; sweep with 0|32|64 (one late pass per window and overlap; the report then draws the late - naive map: map.png, frontier.png). Default: 0.")] = None,
     dedup: Annotated[bool, typer.Option("--dedup", help="Drop retrieved chunks overlapping an earlier one of the same document (by char offsets) before scoring.")] = False,
     dedup_threshold: Annotated[Optional[float], typer.Option("--dedup-threshold", metavar="THRESHOLD", help="Also score every system on the index `embed --dedup THRESHOLD` would write (chunks with cosine >= THRESHOLD to an earlier kept chunk dropped), beside the full one, with NearDup@k (share of a query's top k that are near-duplicates of a higher-ranked hit). Default: off.")] = None,
     index: Annotated[str, typer.Option("--index", help="flat (exact inner product) or hnsw; the same for every strategy and mode.")] = "flat",
@@ -715,6 +755,48 @@ def compare(
     print_table(result)
     print_alarms(result)  # plain text on stderr, as embed prints its alarms
     typer.echo(f"report: {out / 'report.md'} ({result.manifest['seconds']['total']:.1f} s)")
+
+
+@app.command()
+def train(
+    out: Annotated[Path, typer.Option("--out", "-o", help="The model folder to write (new or empty): a sentence-transformers folder that --model loads in embed, compare and LateChunker.")],
+    dataset: Annotated[Optional[str], typer.Option("--dataset", "-d", help="Queries with answer spans, any format compare reads: chroma, xquad, a Chroma folder, a SQuAD .json. Never evaluate on what you trained on.")] = None,
+    ict: Annotated[Optional[list[str]], typer.Option("--ict", metavar="CORPUS", help="Train without labels on your own documents (files/folders as embed reads; repeatable): inverse cloze, a sentence held out of its passage is the query and the chunk where it stood the target.")] = None,
+    model: ModelOpt = None,
+    strategy: Annotated[str, typer.Option("--strategy", "-s", help="Chunking SPEC whose chunks are trained on (not semantic). Small chunks are where late chunking gains most.")] = "fixed:size=64",
+    macro_window: Annotated[Optional[int], typer.Option("--macro-window", "--window", help="Macro-window size in tokens, frame included, as embed's. Default: the model's sentence-transformers max_seq_length (256 for MiniLM), else its input limit.")] = None,
+    macro_window_overlap: MacroWindowOverlapOpt = None,
+    epochs: Annotated[int, typer.Option("--epochs", help="Passes over the training queries.")] = 1,
+    lr: Annotated[float, typer.Option("--lr", help="Peak AdamW learning rate (linear warm-up over the first 10% of steps, then linear decay to 0).")] = 2e-5,
+    batch_size: Annotated[int, typer.Option("--batch-size", help="Queries per step; every chunk held whole by the step's macro windows is a candidate (in-batch and in-sequence negatives).")] = 32,
+    naive_weight: Annotated[float, typer.Option("--naive-weight", help="Weight of the naive InfoNCE term (each target chunk encoded on its own), so naive mode stays good; 0: late term only.")] = 0.5,
+    temperature: Annotated[float, typer.Option("--temperature", help="InfoNCE temperature: cosine similarity / temperature (0.05 = sentence-transformers' scale 20).")] = 0.05,
+    ict_queries: Annotated[int, typer.Option("--ict-queries", help="Inverse-cloze queries drawn from --ict CORPUS.")] = 1000,
+    max_queries: Annotated[Optional[int], typer.Option("--max-queries", help="Train on at most N queries (after the seeded shuffle). Default: all.")] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the shuffle, dropout and the inverse-cloze draw.")] = 0,
+    device: DeviceOpt = "auto",
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
+) -> None:
+    """Fine-tune a model for late chunking: queries pulled toward the late-pooled vector of the chunk holding
+    their answer (InfoNCE against in-batch and in-sequence negatives; arXiv:2409.04701, arXiv:2505.24782).
+
+    Example: latechunk train --dataset xquad --out models/minilm-late --strategy fixed:size=64 --window 256, then
+    latechunk compare --dataset chroma --model models/minilm-late ...
+    """
+    from latechunk.train import TrainConfig
+    from latechunk.train import train as run_train
+
+    try:
+        config = TrainConfig(out=str(out), dataset=dataset, ict=tuple(ict) if ict else None, model=model,
+                             strategy=strategy, macro_window=macro_window, window_overlap=macro_window_overlap,
+                             epochs=epochs, lr=lr, batch_size=batch_size, naive_weight=naive_weight,
+                             temperature=temperature, ict_queries=ict_queries, max_queries=max_queries, seed=seed,
+                             device=device)
+        result = run_train(config, progress=not quiet, log=lambda m: typer.echo(m, err=True))
+    except (ValueError, TypeError, FileNotFoundError) as err:
+        _fail(str(err))
+    typer.echo(f"model: {result.out} ({result.n_examples} queries x {config.epochs} epochs, {result.steps} steps, "
+               f"{result.seconds:.1f} s); use it with --model {result.out}")
 
 
 @app.command()

@@ -85,9 +85,12 @@ class ModelConfig:
         dtype: ``float32``, ``bfloat16`` or ``float16``; ``None`` = bf16 on CUDA, fp32 elsewhere.
         batch_tokens: Token budget of one forward batch (padded tokens: rows x longest row).
         trust_remote_code: Run the model repository's own Python code (only for models that need it).
+        backend: ``torch`` (any device), ``onnx`` or ``onnx-int8`` (ONNX Runtime on the CPU, float32 only;
+            :mod:`latechunk.onnx_backend`).
 
     Raises:
-        ValueError: on an unknown device or dtype, or ``batch_tokens < 1``.
+        ValueError: on an unknown device, dtype or backend, an ONNX backend on CUDA or with a 16-bit dtype, or
+            ``batch_tokens < 1``.
     """
 
     name: str | None = None
@@ -95,11 +98,17 @@ class ModelConfig:
     dtype: str | None = None
     batch_tokens: int = 16384
     trust_remote_code: bool = False
+    backend: str = "torch"
 
     def __post_init__(self) -> None:
         _require(bool(DEVICES.match(self.device)), f"device must be auto, cpu, cuda or cuda:N, got {self.device!r}")
         _require(self.dtype is None or self.dtype in DTYPES, f"dtype must be one of {list(DTYPES)}, got {self.dtype!r}")
         _positive_int("batch_tokens", self.batch_tokens)
+        _require(self.backend in ("torch", "onnx", "onnx-int8"),
+                 f"backend must be torch, onnx or onnx-int8, got {self.backend!r}")
+        _require(self.backend == "torch" or (not self.device.startswith("cuda") and self.dtype in (None, "float32")),
+                 f"backend {self.backend!r} runs on the CPU in float32 (got device {self.device!r}, dtype "
+                 f"{self.dtype!r}); on a GPU use --backend torch")
 
 
 @dataclass(frozen=True)
@@ -113,9 +122,11 @@ class PipelineConfig:
         normalize: L2-normalise every chunk vector (done once, in the pipeline; the index never renormalises).
         include_special: Late mode: the first/last chunk absorb the frame tokens ([CLS], prompt, [SEP]), as
             jina's reference code does; default excluded.
-        macro_window: Macro-window size in tokens, frame included; ``None`` = the model's input limit.
-        macro_window_overlap: Content tokens shared by consecutive macro windows; ``None`` = a quarter of the
-            window's content tokens.
+        macro_window: Macro-window size in tokens, frame included; ``None`` = the model's default window
+            (:attr:`~latechunk.models.ModelFacts.default_window`: its sentence-transformers ``max_seq_length``,
+            256 for all-MiniLM-L6-v2, else its input limit).
+        macro_window_overlap: Content tokens shared by consecutive macro windows; ``None`` =
+            :data:`~latechunk.macro_window.DEFAULT_WINDOW_OVERLAP` (0, chosen by measurement: eval/results/map.md).
         long_documents: ``"windows"``: a document longer than the macro window is encoded in overlapping macro
             windows; ``"skip"``: it is skipped with its token count (never silently truncated).
         group_tokens: Documents are processed in groups of about this many tokens (bounds memory; one group is
@@ -217,7 +228,7 @@ class PipelineConfig:
         if model.input_limit is None or model.document_frame is None:
             return None
         return MacroWindow.default(model.input_limit, model.document_frame, self.macro_window,
-                                   self.macro_window_overlap)
+                                   self.macro_window_overlap, default_size=model.default_window)
 
     def to_dict(self) -> dict:
         """JSON-ready settings (strategies as SPEC strings).

@@ -32,6 +32,7 @@ import torch
 
 from latechunk.macro_window import MIN_WINDOW_CONTENT_TOKENS, MacroWindow, PlannedWindow
 from latechunk.models import HubProbe, LoadedModel, ModelFacts
+from latechunk.onnx_backend import BACKENDS
 from latechunk.tokenize import DocumentTokenizer
 from latechunk.types import Tokenization
 
@@ -106,9 +107,14 @@ class Encoder:
             a warning is given).
         document_prompt / query_prompt: Override the model's prompts (``None`` = the model's own).
         hub_probe: The hub probe for a hub id (:class:`~latechunk.models.HubProbe`; default a new one).
+        backend: What runs the forward passes: ``"torch"`` (default, any device), ``"onnx"`` (ONNX Runtime on
+            the CPU, fp32; the model exported once and cached by its weight hash,
+            :mod:`latechunk.onnx_backend`) or ``"onnx-int8"`` (the export dynamically quantized to int8). The
+            ONNX backends need ``device`` cpu (or auto without CUDA), dtype float32 and the extra ``[onnx]``.
 
     Raises:
-        ValueError: on a model that does not resolve or load, a bad device/dtype/``batch_tokens``,
+        ValueError: on a bad ``backend`` (or an ONNX backend on a GPU or with a 16-bit dtype), on a model that
+            does not resolve or load, a bad device/dtype/``batch_tokens``,
             ``max_length`` out of range, or ``trust_remote_code`` with a model already loaded.
         TypeError: if the tokenizer is not a fast tokenizer (character offsets are needed).
     """
@@ -124,8 +130,17 @@ class Encoder:
         document_prompt: str | None = None,
         query_prompt: str | None = None,
         hub_probe: HubProbe | None = None,
+        backend: str = "torch",
     ) -> None:
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+        self.backend = backend
+        if backend != "torch" and device == "auto":
+            device = "cpu"
         self.device = _pick_device(device)
+        if backend != "torch" and (self.device.type != "cpu" or dtype not in (None, "float32")):
+            raise ValueError(f"backend {backend!r} runs on the CPU in float32 (got device {str(self.device)!r}, dtype "
+                             f"{dtype!r}); on a GPU use --backend torch")
         if dtype is None:
             dtype = "bfloat16" if self.device.type == "cuda" else "float32"
         if dtype not in _DTYPES:
@@ -165,6 +180,12 @@ class Encoder:
         self.dim = int(getattr(self.model.config, "hidden_size", 0) or 0)
         #: counters for accounting and instrumentation
         self.stats = {"forward_calls": 0, "rows": 0, "tokens": 0, "padded_tokens": 0, "seconds": 0.0}
+        self._onnx = None
+        if backend != "torch":
+            from latechunk.onnx_backend import OnnxRunner, export_onnx
+
+            variant = "int8" if backend == "onnx-int8" else "fp32"
+            self._onnx = OnnxRunner(export_onnx(self.model, self.model_hash, variant))
 
     @classmethod
     def from_config(cls, config: ModelConfig, **overrides) -> Encoder:
@@ -182,7 +203,7 @@ class Encoder:
             ValueError / TypeError: as the constructor.
         """
         kwargs = {"device": config.device, "dtype": config.dtype, "batch_tokens": config.batch_tokens,
-                  "trust_remote_code": config.trust_remote_code}
+                  "trust_remote_code": config.trust_remote_code, "backend": getattr(config, "backend", "torch")}
         return cls(config.name, **(kwargs | overrides))
 
     # ------------------------------------------------------------------ the loaded model
@@ -242,10 +263,11 @@ class Encoder:
         <latechunk.macro_window.MacroWindow.check>`) against the document frame and :attr:`max_length`.
 
         Args:
-            size: Tokens per macro window, frame included; ``None`` = :attr:`max_length`.
-            overlap: Content tokens shared by consecutive macro windows; ``None`` = a quarter of the macro
-                window's content tokens, ``(size - n_frame) // 4`` with the document tokenizer's frame (127 for 512 tokens and
-                a 2-token frame).
+            size: Tokens per macro window, frame included; ``None`` = :attr:`max_seq_length` (the model's
+                sentence-transformers ``max_seq_length`` where it has one, 256 for all-MiniLM-L6-v2; else
+                :attr:`max_length`).
+            overlap: Content tokens shared by consecutive macro windows; ``None`` =
+                :data:`~latechunk.macro_window.DEFAULT_WINDOW_OVERLAP` (0).
 
         Returns:
             The :class:`~latechunk.macro_window.MacroWindow`.
@@ -254,7 +276,8 @@ class Encoder:
             ValueError: if ``size > max_length``, ``size`` is under the frame plus 16 content tokens, or the
                 overlap is outside ``[0, size - n_frame)``.
         """
-        return MacroWindow.default(self.max_length, self.tokenizer.n_frame, size, overlap)
+        return MacroWindow.default(self.max_length, self.tokenizer.n_frame, size, overlap,
+                                   default_size=self.max_seq_length)
 
     def describe(self, macro_window: MacroWindow | None = None) -> dict:
         """The manifest's model block.
@@ -265,7 +288,9 @@ class Encoder:
 
         Returns:
             ``name``, ``path``, ``sha256``, ``dim``, ``dtype``, ``device``, ``max_length`` (tokens), ``window``,
-            ``window_overlap`` (tokens), ``pooling``, ``normalize``, ``document_prompt``, ``query_prompt``.
+            ``window_overlap`` (tokens), ``pooling``, ``normalize``, ``document_prompt``, ``query_prompt``,
+            and ``backend`` (``onnx`` or ``onnx-int8``) only where the model runs on ONNX Runtime (a torch run keeps
+            the manifest keys it always had).
         """
         mw = macro_window or self.macro_window()
         return {
@@ -282,6 +307,7 @@ class Encoder:
             "normalize": self.settings.normalize,
             "document_prompt": self.tokenizer.prefix,
             "query_prompt": self.query_tokenizer.prefix,
+            **({"backend": self.backend} if self.backend != "torch" else {}),
         }
 
     # ------------------------------------------------------------------ forward
@@ -297,6 +323,10 @@ class Encoder:
         for i, r in enumerate(rows):
             ids[i, : len(r)] = r
             mask[i, : len(r)] = 1
+        if self._onnx is not None:
+            t0 = time.perf_counter()
+            hidden = torch.from_numpy(self._onnx(ids, mask))
+            return self._account(n, longest, int(mask.sum()), hidden, t0)
         ids_t = torch.from_numpy(ids)
         mask_t = torch.from_numpy(mask)
         if self.device.type == "cuda":
@@ -307,9 +337,13 @@ class Encoder:
             out = self.model(input_ids=ids_t, attention_mask=mask_t)
         hidden = out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]
         del out
+        return self._account(n, longest, int(mask.sum()), hidden, t0)
+
+    def _account(self, n: int, longest: int, tokens: int, hidden: torch.Tensor, t0: float) -> tuple[torch.Tensor, int]:
+        """Count one forward batch in :attr:`stats`; its states as (n * longest, dim) float32 and ``longest``."""
         self.stats["forward_calls"] += 1
         self.stats["rows"] += n
-        self.stats["tokens"] += int(mask.sum())
+        self.stats["tokens"] += tokens
         self.stats["padded_tokens"] += n * longest
         states = hidden.float().reshape(n * longest, hidden.shape[-1])
         self.stats["seconds"] += time.perf_counter() - t0
@@ -452,7 +486,7 @@ class Encoder:
 
         Args:
             toks: Tokenizations (from ``self.tokenizer`` or another of this encoder's tokenizers).
-            macro_window: The macro-window plan; default :meth:`macro_window` (the input limit, a quarter
+            macro_window: The macro-window plan; default :meth:`macro_window` (:attr:`max_seq_length`, no
                 overlap).
             allow_windows: If False, a document longer than the macro window raises instead of being
                 encoded in several macro windows.

@@ -6,10 +6,24 @@ pipeline (the manifest records ``normalize``); nothing here normalises, so an in
 was given, and queries are normalised by the encoder the same way at search time. A flat index is an
 ``IndexFlatIP`` (the same bytes as ``faiss.IndexFlatIP(d)``).
 
-Index types that need training (``IVF...``, ``PQ...``) are trained before any vector is added: on all vectors
-with :func:`build_index`, and by :func:`add_batches` on the first batches up to :data:`TRAIN_MAX_ROWS` rows
-(assembly reads the shards one at a time; faiss's own k-means samples at most 256 points per centroid, so more
-rows than that cap would not be used for typical ``nlist``).
+Index types that need training (``IVF...``, ``PQ...``, ``SQ8``) are trained before any vector is added: on all
+vectors with :func:`build_index`, by :func:`add_batches` on the first batches up to :data:`TRAIN_MAX_ROWS` rows,
+and by :func:`build_batched` (what assembly uses) on a **seeded uniform sample** of all rows
+(:func:`train_sample_size` rows: ``min(n, max(TRAIN_MIN_ROWS, TRAIN_PER_LIST * nlist), SAMPLE_MAX_ROWS)``, drawn
+without replacement by ``numpy.random.default_rng(seed)``; faiss's k-means warns below 39 points per centroid
+and uses at most 256, and a ``PQ`` sub-quantizer's 256 centroids use at most 65,536 points).
+
+**Indexes larger than RAM** (:func:`build_batched` with ``ivfdata``): an IVF index (any factory string whose index
+faiss's ``extract_index_ivf`` finds: ``IVF4096,Flat``, ``IVF65536,PQ64``, ``IVF1024,SQ8``, ``OPQ16,IVF1024,PQ16``)
+is trained on the sample, then each batch (shard) is added to its own copy of the trained empty index with its
+global row numbers as ids, written to a part file, and the parts' inverted lists are merged on disk with faiss
+contrib's ``merge_ondisk`` into an ``.ivfdata`` file beside ``index.faiss`` (``OnDiskInvertedLists``, memory-mapped
+when searched; Jégou et al., "Product quantization for nearest neighbor search", TPAMI 2011, for IVF/PQ; the
+faiss wiki's "Indexes that do not fit in RAM"). Only the training sample and one shard are ever in memory. Other
+factory strings (``Flat``, ``HNSW32``, ``PQ32``, ...) are built in memory: their size is the index's own.
+When a corpus has fewer than ``39 * nlist`` vectors, ``nlist`` is lowered to ``max(1, n // 39)`` (:func:`fit_nlist`,
+recorded in the manifest as ``nlist`` and ``built``). An IVF index is searched with ``nprobe`` lists
+(:data:`DEFAULT_NPROBE`, stored in the index file, or ``search_index(..., nprobe=)``).
 
 **Compact vectors** (:attr:`IndexConfig.precision <latechunk.config.IndexConfig.precision>`,
 :attr:`~latechunk.config.IndexConfig.truncate_dim`), with the semantics of sentence-transformers'
@@ -33,32 +47,69 @@ Tests: ``tests/test_index.py``.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import itertools
+import os
 import re
-from collections.abc import Callable, Iterable
+import shutil
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 
 import numpy as np
 
 from latechunk.config import RESCORE_MULTIPLIER, IndexConfig
 
 __all__ = [
+    "DEFAULT_NPROBE",
+    "MIN_POINTS_PER_LIST",
     "RESCORE_MULTIPLIER",
+    "SAMPLE_MAX_ROWS",
     "TRAIN_MAX_ROWS",
+    "TRAIN_MIN_ROWS",
+    "TRAIN_PER_LIST",
+    "TRAIN_SEED",
+    "BuildFacts",
     "IndexConfig",
     "add_batches",
     "add_vectors",
     "as_float32_rows",
+    "build_batched",
     "build_index",
+    "check_ivf_rows",
+    "check_nprobe",
     "check_rows",
     "faiss_gpu_available",
+    "fit_nlist",
+    "has_exact_codes",
     "index_bytes",
     "is_binary_index",
+    "ivf_of",
     "new_index",
     "query_transform",
     "search_index",
+    "self_search",
+    "set_ondisk_name",
+    "train_sample_size",
 ]
 
-#: rows a trained index type (IVF, PQ) is trained on when built from batches (the first batches, in order)
+#: rows a trained index type (IVF, PQ) is trained on by :func:`add_batches` (the first batches, in order)
 TRAIN_MAX_ROWS = 1 << 17
+#: :func:`build_batched`: the training sample has at least this many rows (or all of them): 65,536 = 256 points
+#: for each of a PQ sub-quantizer's 256 centroids, faiss's own cap
+TRAIN_MIN_ROWS = 1 << 16
+#: :func:`build_batched`: sample rows per IVF list (faiss's k-means warns below 39 and uses at most 256)
+TRAIN_PER_LIST = 64
+#: :func:`build_batched`: the sample's cap in rows (1,048,576: 1.6 GB of float32 at 384 dimensions); an
+#: ``IVF65536`` gets 16 points per list at this cap, so train it with ``train_rows`` given
+SAMPLE_MAX_ROWS = 1 << 20
+#: the seed of the training sample (``numpy.random.default_rng``), recorded in the manifest
+TRAIN_SEED = 0
+#: fewer training vectors per list than this and :func:`fit_nlist` lowers ``nlist`` (faiss's k-means minimum)
+MIN_POINTS_PER_LIST = 39
+#: IVF lists probed per query by default (stored in index.faiss at assembly; at most ``nlist``)
+DEFAULT_NPROBE = 16
 
 
 def faiss_gpu_available() -> bool:
@@ -178,6 +229,11 @@ def new_index(config: IndexConfig, dim: int):
         raise ValueError(f"--index {config.factory!r} is not a faiss index_factory string this faiss knows "
                          f"(e.g. Flat, HNSW32, IVF1024,Flat; see the faiss wiki 'The index factory'): "
                          f"{_faiss_message(err)}") from err
+    ivf = ivf_of(index)
+    if ivf is not None and hasattr(faiss.downcast_index(ivf), "do_polysemous_training"):
+        # index_factory turns polysemous training on for IVF..,PQ: a simulated annealing that only serves a Hamming
+        # pre-filter (polysemous_ht) latechunk never uses, and triples training time; inner products are the same
+        faiss.downcast_index(ivf).do_polysemous_training = False
     hnsw = getattr(index, "hnsw", None)  # faiss's Python layer returns the concrete class (IndexHNSWFlat, ...)
     if hnsw is not None:
         hnsw.efConstruction = config.ef_construction
@@ -288,6 +344,278 @@ def add_batches(config: IndexConfig, dim: int, batches: Callable[[], Iterable[np
     return index
 
 
+def ivf_of(index):
+    """The ``faiss.IndexIVF`` inside ``index`` (itself, or under a pre-transform such as ``OPQ``), or None.
+
+    Args:
+        index: A faiss index (or binary index).
+
+    Returns:
+        The IVF index (sharing ``index``'s memory), or None for a non-IVF index (Flat, HNSW, PQ, binary).
+    """
+    import faiss
+
+    if is_binary_index(index):
+        return None
+    try:
+        return faiss.extract_index_ivf(index)
+    except (RuntimeError, AttributeError, TypeError):
+        return None
+
+
+def fit_nlist(config: IndexConfig, dim: int, n: int) -> tuple[IndexConfig, int | None, int | None]:
+    """The config actually built for ``n`` vectors: an IVF factory whose ``nlist`` needs more training vectors
+    than the corpus has (fewer than :data:`MIN_POINTS_PER_LIST` per list) gets ``nlist = max(1, n // 39)``
+    (the first ``IVF{nlist}`` of the string rewritten); every other config is returned as is.
+
+    Args:
+        config: The index settings.
+        dim: The input vectors' dimension.
+        n: Vectors in the corpus.
+
+    Returns:
+        ``(config, requested nlist, built nlist)``; both None for a non-IVF factory.
+
+    Raises:
+        ValueError: as :func:`new_index`.
+    """
+    ivf = ivf_of(new_index(config, dim))
+    if ivf is None:
+        return config, None, None
+    want = int(ivf.nlist)
+    if n <= 0 or n >= MIN_POINTS_PER_LIST * want:
+        return config, want, want
+    got = max(1, n // MIN_POINTS_PER_LIST)
+    factory, hits = re.subn(r"IVF\d+", f"IVF{got}", config.factory, count=1)
+    if not hits:  # nlist not spelled IVF<n> (cannot happen for faiss's factory grammar): keep it, faiss decides
+        return config, want, want
+    return dataclasses.replace(config, factory=factory), want, got
+
+
+def train_sample_size(n: int, nlist: int | None = None, cap: int = SAMPLE_MAX_ROWS) -> int:
+    """Rows an index is trained on by :func:`build_batched`: ``min(n, max(TRAIN_MIN_ROWS, TRAIN_PER_LIST * nlist),
+    cap)``.
+
+    Args:
+        n: Vectors in the corpus.
+        nlist: IVF lists (None or 0 for a non-IVF index).
+        cap: Upper bound in rows.
+
+    Returns:
+        The sample size in rows (0 when ``n`` is 0).
+    """
+    return int(min(n, max(TRAIN_MIN_ROWS, TRAIN_PER_LIST * int(nlist or 0)), cap))
+
+
+def _sample_ids(sizes: Sequence[int], size: int, seed: int) -> list[np.ndarray]:
+    """Per batch, the sorted local rows of a uniform sample (without replacement) of ``size`` global rows."""
+    n = int(sum(sizes))
+    rows = np.sort(np.random.default_rng(seed).choice(n, size=size, replace=False)) if size < n else np.arange(n)
+    bounds = np.cumsum([0, *sizes])
+    return [rows[(rows >= a) & (rows < b)] - a for a, b in itertools.pairwise(bounds)]
+
+
+@dataclasses.dataclass(frozen=True)
+class BuildFacts:
+    """How :func:`build_batched` built an index (recorded in the manifest's ``index`` record).
+
+    Attributes:
+        factory: The faiss factory string built (``config.faiss_factory`` after :func:`fit_nlist`).
+        train_rows: Rows of the training sample (0 for an index that needs no training).
+        train_seed: The sample's seed.
+        nlist: IVF lists built (None for a non-IVF index); ``nlist_requested`` what the factory string asked.
+        nprobe: The default ``nprobe`` stored in the index (None for a non-IVF index).
+        ondisk: True when the inverted lists were merged on disk into the ``.ivfdata`` file.
+    """
+
+    factory: str
+    train_rows: int = 0
+    train_seed: int = TRAIN_SEED
+    nlist: int | None = None
+    nlist_requested: int | None = None
+    nprobe: int | None = None
+    ondisk: bool = False
+
+    def to_dict(self) -> dict:
+        """The manifest form: ``train`` (``rows``, ``seed``, ``sample``) when trained; ``nlist``, ``nprobe`` and
+        ``ondisk`` for IVF; ``built`` (the faiss string) and ``nlist_requested`` when :func:`fit_nlist` changed
+        ``nlist``.
+
+        Returns:
+            A JSON-ready dict.
+        """
+        d: dict = {}
+        if self.train_rows:
+            d["train"] = {"rows": self.train_rows, "seed": self.train_seed,
+                          "sample": "uniform without replacement over all rows (numpy default_rng(seed))"}
+        if self.nlist is not None:
+            d.update(nlist=self.nlist, nprobe=self.nprobe, ondisk=self.ondisk)
+            if self.nlist != self.nlist_requested:
+                d.update(built=self.factory, nlist_requested=self.nlist_requested)
+        return d
+
+
+def build_batched(config: IndexConfig, dim: int, batches: Callable[[], Iterable[np.ndarray]], sizes: Sequence[int],
+                  *, ivfdata: Path | None = None, work_dir: Path | None = None, seed: int = TRAIN_SEED,
+                  train_rows: int | None = None, progress: Callable[[str], None] | None = None):
+    """Build a CPU index from vectors that arrive in batches (one shard at a time), in order; row j of the index
+    is row j of the concatenated batches. What assembly uses (see the module doc).
+
+    A type that needs training is trained on a seeded uniform sample of all rows (:func:`train_sample_size`,
+    read from the batches: ``batches`` is called twice then). An IVF index with ``ivfdata`` given is then filled
+    on disk: each non-empty batch is added (ids = its global rows) to a copy of the trained empty index and
+    written as a part file under ``work_dir``; ``faiss.contrib.ondisk.merge_ondisk`` merges the parts' inverted
+    lists into ``ivfdata`` (the parts are deleted afterwards; disk holds both for a while). Peak memory: the
+    training sample plus one batch (plus what faiss maps of the parts while merging). Any other index is filled
+    in memory (:func:`add_vectors`). IVF lists are fitted to the corpus (:func:`fit_nlist`) and the index's
+    ``nprobe`` set to ``min(DEFAULT_NPROBE, nlist)``.
+
+    Args:
+        config: Index settings.
+        dim: The input vectors' dimension.
+        batches: Returns a fresh iterable of (sizes[i], dim) float arrays (e.g. memory-mapped shard vectors).
+        sizes: Rows of each batch, in order (all batches, empty ones included).
+        ivfdata: Where the merged inverted lists go (e.g. ``DIR/index.ivfdata.tmp``; the index records this name,
+            so read it back with ``faiss.IO_FLAG_ONDISK_SAME_DIR`` after renaming); None: an IVF index is built
+            in memory.
+        work_dir: A folder for the part files (created, then removed); default ``ivfdata`` + ``.parts``.
+        seed: Seed of the training sample.
+        train_rows: Sample size in rows; default :func:`train_sample_size`.
+        progress: Called with a short message before each stage (train, add shard k/n, merge).
+
+    Returns:
+        ``(index, facts)``: the CPU ``faiss.Index`` (an empty, untrained one when there are no vectors, as
+        :func:`build_index` gives it; then no ``ivfdata`` is written) and its :class:`BuildFacts`.
+
+    Raises:
+        ValueError: as :func:`new_index`, when training fails, or a batch's length differs from ``sizes``.
+    """
+    import faiss
+
+    say = progress or (lambda msg: None)
+    n = int(sum(sizes))
+    config, want, nlist = fit_nlist(config, dim, n)
+    index = new_index(config, dim)
+    ivf = ivf_of(index)
+    facts = BuildFacts(factory=config.faiss_factory, train_seed=seed, nlist=nlist, nlist_requested=want,
+                       nprobe=min(DEFAULT_NPROBE, nlist) if nlist else None)
+    if n == 0:
+        return index, facts
+    if not index.is_trained:
+        size = train_sample_size(n, nlist) if train_rows is None else int(min(n, train_rows))
+        say(f"training {config.faiss_factory} on {size:,} of {n:,} vectors (seed {seed})")
+        picks, parts = _sample_ids(sizes, size, seed), []
+        for i, v in enumerate(batches()):
+            if len(v) != sizes[i]:
+                raise ValueError(f"batch {i} has {len(v)} rows but sizes says {sizes[i]}")
+            if len(picks[i]):
+                parts.append(_encode_rows(np.asarray(v[picks[i]]), config))
+        xt = np.concatenate(parts)
+        del parts
+        _train(index, xt, config.faiss_factory)
+        del xt
+        facts = dataclasses.replace(facts, train_rows=size)
+    if ivf is not None:
+        ivf.nprobe = facts.nprobe
+    if ivf is None or ivfdata is None:
+        for i, v in enumerate(batches()):
+            say(f"adding batch {i + 1}/{len(sizes)}")
+            if len(v):
+                add_vectors(index, v, config)
+        return index, facts
+    from faiss.contrib import ondisk
+
+    ivfdata = Path(ivfdata)
+    work = Path(work_dir) if work_dir is not None else ivfdata.with_name(ivfdata.name + ".parts")
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    try:
+        trained = faiss.serialize_index(index)
+        names, offset = [], 0
+        for i, v in enumerate(batches()):
+            if len(v) != sizes[i]:
+                raise ValueError(f"batch {i} has {len(v)} rows but sizes says {sizes[i]}")
+            if not len(v):
+                continue
+            say(f"adding batch {i + 1}/{len(sizes)} to its part")
+            part = faiss.deserialize_index(trained)  # a copy of the trained, empty index
+            x = _encode_rows(v, config)
+            part.add_with_ids(x, np.arange(offset, offset + len(x), dtype=np.int64))
+            offset += len(x)
+            names.append(str(work / f"{i:05d}.index"))
+            faiss.write_index(part, names[-1])
+            del part, x
+        say(f"merging {len(names)} parts into {ivfdata.name}")
+        if ivfdata.exists():
+            ivfdata.unlink()
+        with _quiet_c_stdout():
+            ondisk.merge_ondisk(index, names, str(ivfdata))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return index, dataclasses.replace(facts, ondisk=True)
+
+
+@contextlib.contextmanager
+def _quiet_c_stdout():
+    """Send file descriptor 1 to /dev/null for the duration.
+
+    faiss's on-disk inverted lists ``printf`` progress
+    ("resizing ...") to the C stdout, which would mix into a command's output. (output.py has its twin for
+    reading: sibling modules do not import each other.)"""
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # no fd 1 (a daemon): nothing to silence
+        yield
+        return
+    try:
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), 1)
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def set_ondisk_name(index, name: str) -> None:
+    """Record ``name`` as the ``.ivfdata`` file of an on-disk IVF index (before writing it; read it back with
+    ``faiss.IO_FLAG_ONDISK_SAME_DIR``, which takes the file name from here and the folder from index.faiss's).
+
+    Args:
+        index: An index whose inverted lists are ``faiss.OnDiskInvertedLists`` (from :func:`build_batched`).
+        name: The file name (e.g. ``index.ivfdata``).
+
+    Raises:
+        TypeError: if the index has no on-disk inverted lists.
+    """
+    import faiss
+
+    ivf = ivf_of(index)
+    lists = faiss.downcast_InvertedLists(ivf.invlists) if ivf is not None else None
+    if not isinstance(lists, faiss.OnDiskInvertedLists):
+        raise TypeError("not an index with on-disk inverted lists")
+    lists.filename = name
+
+
+def has_exact_codes(index) -> bool:
+    """Whether an IVF index stores vectors well enough that a stored vector finds itself first (``Flat``,
+    ``SQfp16``, ``SQ8`` codes; not ``PQ``, whose codes are a lossy product quantization).
+
+    Args:
+        index: A faiss index.
+
+    Returns:
+        True for ``IndexIVFFlat`` and ``IndexIVFScalarQuantizer``; False for other IVF codes and non-IVF indexes.
+    """
+    import faiss
+
+    ivf = ivf_of(index)
+    if ivf is None:
+        return False
+    ivf = faiss.downcast_index(ivf)
+    return isinstance(ivf, (faiss.IndexIVFFlat, faiss.IndexIVFScalarQuantizer))
+
+
 def add_vectors(index, vectors, config: IndexConfig) -> None:
     """Append vectors to an index built with ``config`` (vector ids continue from ``index.ntotal``): the one way
     rows enter an index, so an appended row is stored as a built one (``--append``, ``Index.add``).
@@ -316,7 +644,7 @@ def add_vectors(index, vectors, config: IndexConfig) -> None:
     index.add(x)
 
 
-def search_index(index, xq, k: int, rescore_multiplier: int = RESCORE_MULTIPLIER):
+def search_index(index, xq, k: int, rescore_multiplier: int = RESCORE_MULTIPLIER, nprobe: int | None = None):
     """Search ``index`` with query vectors (as given: normalise them as the indexed vectors were, and apply
     :func:`query_transform` of the index's config).
 
@@ -334,6 +662,9 @@ def search_index(index, xq, k: int, rescore_multiplier: int = RESCORE_MULTIPLIER
         xq: (n_queries, dim), any float dtype/layout (copied); ``dim == index.d``.
         k: Results per query (clipped to ``index.ntotal``).
         rescore_multiplier: Binary indexes: candidates fetched per result before rescoring (>= 1).
+        nprobe: IVF indexes: inverted lists probed per query (clipped to ``nlist``; more: slower, closer to
+            exact; ``nprobe == nlist`` is exact for ``IVF...,Flat``); None: the index's own (what assembly
+            stored: ``min(DEFAULT_NPROBE, nlist)``). The index is not changed (faiss ``SearchParametersIVF``).
 
     Returns:
         ``(D, I)``: (n_queries, k') float32 scores (inner products; rescored cosines for a binary index) and
@@ -342,7 +673,8 @@ def search_index(index, xq, k: int, rescore_multiplier: int = RESCORE_MULTIPLIER
 
     Raises:
         ValueError: if ``k < 1`` or ``rescore_multiplier < 1``, or ``xq`` is not 2-D, holds NaN/inf or has
-            another dimension than the index (a query without :func:`query_transform`?).
+            another dimension than the index (a query without :func:`query_transform`?), or ``nprobe`` is given
+            for a non-IVF index or is below 1.
     """
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
@@ -355,9 +687,42 @@ def search_index(index, xq, k: int, rescore_multiplier: int = RESCORE_MULTIPLIER
     k_eff = min(k, index.ntotal)
     if k_eff == 0:
         return np.zeros((q.shape[0], 0), np.float32), np.zeros((q.shape[0], 0), np.int64)
+    params = _nprobe_params(index, nprobe)
     if not is_binary_index(index):
-        return index.search(q, k_eff)
+        return index.search(q, k_eff) if params is None else index.search(q, k_eff, params=params)
     return _search_binary(index, q, k_eff, rescore_multiplier)
+
+
+def check_nprobe(index, nprobe: int | None) -> None:
+    """Fail early (before a query model loads) on an ``nprobe`` that :func:`search_index` would refuse.
+
+    Args:
+        index: The index to be searched.
+        nprobe: IVF lists per query, or None (the index's own).
+
+    Raises:
+        ValueError: if ``nprobe`` is below 1, not an integer, or given for a non-IVF index.
+    """
+    _nprobe_params(index, nprobe)
+
+
+def _nprobe_params(index, nprobe: int | None):
+    """The faiss search parameters setting ``nprobe`` (wrapped for a pre-transformed IVF index), or None."""
+    import faiss
+
+    if nprobe is None:
+        return None
+    if isinstance(nprobe, bool) or not isinstance(nprobe, (int, np.integer)) or nprobe < 1:
+        raise ValueError(f"nprobe must be an integer >= 1, got {nprobe!r}")
+    ivf = ivf_of(index)
+    if ivf is None:
+        kind = "a binary flat" if is_binary_index(index) else type(faiss.downcast_index(index)).__name__
+        raise ValueError(f"--nprobe applies to IVF indexes (e.g. --index IVF1024,PQ32); this index is {kind}"
+                         + (" (its search beam is --ef-search, set when it is built)" if "HNSW" in kind else ""))
+    params = faiss.SearchParametersIVF(nprobe=int(min(nprobe, ivf.nlist)))
+    if isinstance(faiss.downcast_index(index), faiss.IndexPreTransform):
+        params = faiss.SearchParametersPreTransform(index_params=params)
+    return params
 
 
 def _binary_codes(index, ids: np.ndarray) -> np.ndarray:
@@ -416,8 +781,8 @@ def check_rows(index, config: IndexConfig, vectors, offset: int) -> str | None:
         offset: Row of ``vectors[0]`` in the index.
 
     Returns:
-        ``None`` when they agree or the index type cannot give its rows back (IVF without a direct map); else
-        a one-line description of the first difference.
+        ``None`` when they agree or the index type cannot give its rows back; else a one-line description of the
+        first difference. An IVF index is checked on a sample of the rows (:func:`check_ivf_rows`).
     """
     n = len(vectors)
     if n == 0:
@@ -427,9 +792,11 @@ def check_rows(index, config: IndexConfig, vectors, offset: int) -> str | None:
         got = _binary_codes(index, np.arange(offset, offset + n))
         bad = np.flatnonzero((got != x).any(axis=1))
         return None if not bad.size else f"binary codes of row {offset + int(bad[0])} differ from the vector's signs"
+    if ivf_of(index) is not None:  # no direct map: a sample of rows, looked up in their inverted lists
+        return check_ivf_rows(index, config, vectors, offset)
     try:
         got = index.reconstruct_n(offset, n)
-    except RuntimeError:  # an index type that cannot reconstruct (IVF without a direct map)
+    except RuntimeError:  # an index type that cannot reconstruct
         return None
     err = np.abs(got - x)
     if config.precision == "float16":
@@ -444,6 +811,86 @@ def check_rows(index, config: IndexConfig, vectors, offset: int) -> str | None:
     r, c = (int(v) for v in bad[0])
     return (f"row {offset + r} dimension {c} holds {got[r, c]:.6g} but the vector gives {x[r, c]:.6g} "
             f"({config.label}, max abs diff {float(err.max()):.2e})")
+
+
+#: rows of each shard :func:`check_ivf_rows` looks up (seeded by the shard's first row)
+CHECK_ROWS_PER_BATCH = 32
+
+
+def check_ivf_rows(index, config: IndexConfig, vectors, offset: int, sample: int = CHECK_ROWS_PER_BATCH) -> str | None:
+    """Whether a seeded sample of rows ``[offset, offset + n)`` is stored in an IVF index as ``config`` stores
+    ``vectors``: each sampled row's id is in the inverted list its vector is assigned to (the quantizer's nearest
+    centroid, as ``add`` did), and the code stored there is the vector's code encoded again
+    (``IndexIVF.encode_vectors``), byte for byte, after the index's pre-transforms (``OPQ``, ``PCA``). This holds
+    for every code type, ``PQ`` included (encoding is deterministic); it proves id i = row i.
+
+    Args:
+        index: An IVF index (read back from ``index.faiss``; on disk or in memory).
+        config: Its settings.
+        vectors: (n, dim) float32 vectors of those rows (a shard's), the model's dimension.
+        offset: Row of ``vectors[0]`` in the index.
+        sample: Rows looked up (all when ``n`` is smaller); the sample is ``default_rng(offset)``'s.
+
+    Returns:
+        None when every sampled row agrees; else a one-line description of the first that does not.
+
+    Raises:
+        ValueError: if ``index`` is not an IVF index.
+    """
+    import faiss
+
+    ivf = ivf_of(index)
+    if ivf is None:
+        raise ValueError("check_ivf_rows needs an IVF index")
+    n = len(vectors)
+    rows = np.sort(np.random.default_rng(offset).choice(n, size=min(n, sample), replace=False))
+    x = _encode_rows(np.asarray(vectors[rows]), config)
+    pre = faiss.downcast_index(index)
+    if isinstance(pre, faiss.IndexPreTransform):  # OPQ, PCA, ...: the vectors as the IVF index sees them
+        for i in range(pre.chain.size()):
+            x = np.ascontiguousarray(pre.chain.at(i).apply(x), dtype=np.float32)
+    _, lists = ivf.quantizer.search(x, 1)
+    lists = lists[:, 0].astype(np.int64)
+    codes = np.empty((len(x), ivf.code_size), np.uint8)
+    ivf.encode_vectors(len(x), faiss.swig_ptr(x), faiss.swig_ptr(lists), faiss.swig_ptr(codes), False)
+    inv = ivf.invlists
+    for r, lst, code in zip(rows.tolist(), lists.tolist(), codes):
+        row = offset + r
+        size = inv.list_size(lst)
+        ids = faiss.rev_swig_ptr(inv.get_ids(lst), size) if size else np.zeros(0, np.int64)
+        where = np.flatnonzero(ids == row)
+        if not where.size:
+            return f"row {row} is not in inverted list {lst}, the list its vector is assigned to ({config.label})"
+        stored = faiss.rev_swig_ptr(inv.get_codes(lst), size * ivf.code_size).reshape(size, ivf.code_size)
+        if not np.array_equal(stored[where[0]], code):
+            return (f"row {row}: the code stored in inverted list {lst} differs from its vector's code "
+                    f"({config.faiss_factory})")
+    return None
+
+
+def self_search(index, vectors, ids, k: int = 10, nprobe: int | None = None) -> tuple[float, list[int]]:
+    """Search the index with some of its own vectors: the rate at which each finds itself among the first
+    ``k`` (a row counts as found when a tie explains its absence: the ``k``-th score is at least its own
+    inner product minus 1e-4, i.e. duplicates).
+
+    Args:
+        index: A float index (not binary).
+        vectors: (m, d) float32 vectors as the index holds them (after :func:`query_transform`).
+        ids: (m,) their rows.
+        k: Results per query.
+        nprobe: IVF lists probed (None: the index's own).
+
+    Returns:
+        ``(rate, missed)``: the fraction found, in [0, 1] (1.0 for m = 0), and the rows not found.
+    """
+    ids = np.asarray(ids, np.int64)
+    if not len(ids):
+        return 1.0, []
+    q = as_float32_rows(vectors)
+    D, I = search_index(index, q, k, nprobe=nprobe)
+    own = np.einsum("ij,ij->i", q, q)
+    found = (I == ids[:, None]).any(axis=1) | ((D.shape[1] == k) & (D[:, -1] >= own - 1e-4))
+    return float(found.mean()), ids[~found].tolist()
 
 
 def _sq_step(index) -> np.ndarray:

@@ -44,6 +44,7 @@ __all__ = [
     "ModelFacts",
     "ModelSettings",
     "config_input_limit",
+    "default_window",
     "hub_reachable",
     "input_limit",
     "resolve_model_path",
@@ -432,6 +433,29 @@ def input_limit(model: torch.nn.Module, tokenizer: Any) -> int:
     return config_input_limit(model.config, getattr(tokenizer, "model_max_length", None))
 
 
+def default_window(settings: ModelSettings, input_limit: int) -> int:
+    """The default macro window of a model: the length it was trained to embed, not the longest it can take.
+
+    A sentence-transformers model states the input length it was trained and evaluated at as ``max_seq_length``
+    (``sentence_bert_config.json``; 256 word pieces for all-MiniLM-L6-v2, whose position table holds 512).
+    Token states from a longer window are further from anything the model saw in training; latechunk's own
+    measurement (eval/results/map.md: ``latechunk compare`` over chunk size x macro window x overlap on Chroma
+    and XQuAD) finds late chunking at a 256-token window level with or ahead of 512 for MiniLM.
+
+    Args:
+        settings: The model's sentence-transformers settings (:class:`ModelSettings`).
+        input_limit: Its input limit in tokens, frame included (:func:`config_input_limit`).
+
+    Returns:
+        ``min(max_seq_length, input_limit)`` where ``max_seq_length`` is a positive int, else ``input_limit``
+        (tokens, frame included).
+    """
+    st = settings.max_seq_length
+    if isinstance(st, int) and not isinstance(st, bool) and st > 0:
+        return min(int(st), int(input_limit))
+    return int(input_limit)
+
+
 # ------------------------------------------------------------------------------------------------ facts
 class _FileTokenizer:
     """A model's ``tokenizer.json`` through the ``tokenizers`` library (no transformers, no torch), callable as
@@ -485,6 +509,9 @@ class ModelFacts:
         document_frame: Frame tokens of a document input (special tokens and the document prompt), from
             ``tokenizer.json``; ``None`` where the model has none (e.g. only ``vocab.txt`` or a sentencepiece
             file): then the macro window is checked once the tokenizer is loaded.
+        default_window: The default macro window in tokens, frame included (:func:`default_window`): the
+            sentence-transformers ``max_seq_length`` where the model has one (256 for all-MiniLM-L6-v2), else
+            the input limit; ``None`` where neither is known yet.
     """
 
     name: str
@@ -492,6 +519,15 @@ class ModelFacts:
     settings: ModelSettings = field(default_factory=ModelSettings)
     input_limit: int | None = None
     document_frame: int | None = None
+
+    @property
+    def default_window(self) -> int | None:
+        """The default macro window in tokens, frame included (:func:`default_window` of the settings and the
+        input limit); ``None`` where the model states neither a ``max_seq_length`` nor an input limit."""
+        if self.input_limit is None:
+            st = self.settings.max_seq_length
+            return int(st) if isinstance(st, int) and not isinstance(st, bool) and st > 0 else None
+        return default_window(self.settings, self.input_limit)
 
     @classmethod
     def read(cls, name_or_path: str | os.PathLike | None = None, probe: HubProbe | None = None) -> ModelFacts:

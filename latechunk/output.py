@@ -4,6 +4,7 @@ Layout of an output folder ``DIR`` (DESIGN.md)::
 
     index.faiss             FAISS index over inner products (a binary one, Hamming, for --precision ubinary);
                             vector id i is row i of chunks.parquet
+    index.ivfdata           an IVF index only: its inverted lists, merged on disk (:data:`IVFDATA_FILE`)
     chunks.parquet          one row per chunk, columns :data:`CHUNK_COLUMNS` (schema :data:`CHUNK_SCHEMA`)
     manifest.json           format :data:`MANIFEST_FORMAT`: settings, model, counts, documents, skipped, shards
     run.json                format :data:`RUN_FORMAT`: the run's settings, written first (``--resume`` compares them)
@@ -27,8 +28,10 @@ Tests: ``tests/test_output.py``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +44,8 @@ __all__ = [
     "CHUNKS_FILE",
     "CHUNK_COLUMNS",
     "INDEX_FILE",
+    "IVFDATA_FILE",
+    "IVF_PARTS_DIR",
     "LEGACY_COLUMNS",
     "LOCK_FILE",
     "MANIFEST_FILE",
@@ -70,6 +75,11 @@ __all__ = [
 ]
 
 INDEX_FILE = "index.faiss"
+#: the inverted lists of an IVF index, merged on disk at assembly (faiss ``OnDiskInvertedLists``); index.faiss
+#: names it and is read with ``faiss.IO_FLAG_ONDISK_SAME_DIR``, so the folder can move
+IVFDATA_FILE = "index.ivfdata"
+#: a folder of per-shard IVF part files while assembly merges them (removed when it ends)
+IVF_PARTS_DIR = "index.ivfparts.tmp"
 CHUNKS_FILE = "chunks.parquet"
 MANIFEST_FILE = "manifest.json"
 RUN_FILE = "run.json"
@@ -81,7 +91,8 @@ LOCK_FILE = ".latechunk.lock"
 #: the files assembled from the shards at the end of a run (manifest last)
 ASSEMBLED_FILES = (INDEX_FILE, CHUNKS_FILE, MANIFEST_FILE)
 #: files and folders of an output folder that ``--force`` removes (nothing else there is touched)
-OUTPUT_FILES = (INDEX_FILE, CHUNKS_FILE, MANIFEST_FILE, RUN_FILE, PROGRESS_FILE, SHARDS_DIR, RANKS_DIR)
+OUTPUT_FILES = (INDEX_FILE, IVFDATA_FILE, CHUNKS_FILE, MANIFEST_FILE, RUN_FILE, PROGRESS_FILE, SHARDS_DIR,
+                RANKS_DIR)
 
 RUN_FORMAT = "latechunk-run/1"
 MANIFEST_FORMAT = "latechunk-index/1"
@@ -344,6 +355,16 @@ class OutputFolder:
         return self.path / INDEX_FILE
 
     @property
+    def ivfdata_path(self) -> Path:
+        """``DIR/index.ivfdata`` (an IVF index's inverted lists, :data:`IVFDATA_FILE`)."""
+        return self.path / IVFDATA_FILE
+
+    @property
+    def ivf_parts_path(self) -> Path:
+        """``DIR/index.ivfparts.tmp``: per-shard IVF part files while assembly merges them (:data:`IVF_PARTS_DIR`)."""
+        return self.path / IVF_PARTS_DIR
+
+    @property
     def chunks_path(self) -> Path:
         """``DIR/chunks.parquet``."""
         return self.path / CHUNKS_FILE
@@ -504,8 +525,10 @@ class OutputFolder:
         try:
             with open(self.index_path, "rb") as f:
                 binary = f.read(2) == b"IB"
-            read = faiss.read_index_binary if binary else faiss.read_index
-            return read(str(self.index_path))
+            if binary:
+                return faiss.read_index_binary(str(self.index_path))
+            with _quiet_c_stdout():  # an IVF index's index.ivfdata is looked up beside index.faiss (faiss prints that)
+                return faiss.read_index(str(self.index_path), faiss.IO_FLAG_ONDISK_SAME_DIR)
         except RuntimeError as err:
             raise ValueError(f"{self.index_path} is unreadable ({str(err).splitlines()[0] if str(err) else err}; "
                              f"truncated or not a FAISS index); run `latechunk verify {self.path}`") from err
@@ -708,6 +731,25 @@ def write_shard_table(table, path: Path) -> None:
     import pyarrow.parquet as pq
 
     pq.write_table(table, path)
+
+
+@contextlib.contextmanager
+def _quiet_c_stdout():
+    """File descriptor 1 to /dev/null for the duration: faiss ``printf``s to the C stdout when it opens on-disk
+    inverted lists, which would mix into ``search --json`` (latechunk.index has its twin for building)."""
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:
+        yield
+        return
+    try:
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), 1)
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 def read_output(out: str | os.PathLike):

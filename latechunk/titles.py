@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 
 from latechunk.io import CODE_SUFFIXES
-from latechunk.strategies._markdown import markdown_parser, markdown_source
+from latechunk.strategies._markdown import heading_plain_text, markdown_parser, markdown_source
 from latechunk.types import Document
 
 __all__ = ["TITLE_ORIGINS", "contextual_header", "document_title", "first_heading"]
@@ -32,10 +32,12 @@ def first_heading(text: str) -> str | None:
         text: A markdown text.
 
     Returns:
-        The first heading's inline text that is one line of at most :data:`MAX_TITLE_CHARS` characters,
-        whitespace collapsed, markup left as written (``# The *x* flag`` gives ``"The *x* flag"``); headings of
-        several lines (a paragraph over a setext underline, such as a figure caption followed by ``---``) or
-        longer ones are passed over; None when there is no such heading.
+        The first heading's plain text (the rule of the heading paths,
+        :func:`latechunk.strategies._markdown.heading_plain_text`: ``# The *x* flag { #x }`` gives
+        ``"The x flag"``, HTML tags, comments and link syntax dropped) that is one line of at most
+        :data:`MAX_TITLE_CHARS` characters, whitespace collapsed; headings of several lines (a paragraph over a
+        setext underline, such as a figure caption followed by ``---``), longer ones and ones with no text (a
+        lone ``<!-- comment -->``) are passed over; None when there is no such heading.
     """
     source = markdown_source(text)
     if "#" not in source and "\n=" not in source and "\n-" not in source:
@@ -49,7 +51,7 @@ def first_heading(text: str) -> str | None:
         for i, t in enumerate(tokens):
             if t.type == "heading_open" and i + 1 < len(tokens) and (whole or t.map[1] < lines):
                 content = tokens[i + 1].content.strip()
-                title = " ".join(content.split())
+                title = heading_plain_text(content, anchor_fallback=False) if "\n" not in content else ""
                 # a setext underline under a paragraph (a figure caption) makes a "heading" of many lines: no title
                 if title and "\n" not in content and len(title) <= MAX_TITLE_CHARS:
                     return title

@@ -11,7 +11,15 @@ Checked, each disagreement reported as one line:
   manifest's, chunks.parquet is the concatenation of the shard tables, and the index holds the shard vectors;
 - rows: each row belongs to the document the manifest puts there, chunk indices run 0..n-1, spans are non-empty
   and the text length equals the char span;
-- vectors: finite, and unit-norm when the run normalised them;
+- vectors: finite, and unit-norm when the run normalised them; the index holds them (a flat/HNSW index row by
+  row; an IVF index on a sample of each shard's rows: each in the inverted list its vector is assigned to, with
+  the code its vector encodes to, :func:`latechunk.index.check_ivf_rows`);
+- IVF indexes: ``index.ivfdata`` (the on-disk inverted lists) has the manifest's size and sha256, and a seeded
+  sample of the vectors finds itself among its 10 nearest at the index's ``nprobe``
+  (:func:`latechunk.index.self_search`). That is a check for codes that hold a vector (nearly) exactly
+  (``IVF...,Flat``, ``SQfp16``, ``SQ8``); a ``PQ`` code is lossy (another vector may score above a vector's own
+  code), so for PQ the self-recall@10 is reported in the summary, not checked; the codes themselves are
+  checked byte for byte above;
 - citations: each row's ``section`` is its heading path joined, its ``source`` its document record's;
 - sources (unless skipped): the inputs are read again; each embedded document's text has the recorded sha256,
   each chunk's text is the exact slice ``text[char_start:char_end]``, and its ``title``, ``title_from``,
@@ -197,12 +205,16 @@ def verify_output(out: str | os.PathLike, inputs: Sequence[os.PathLike] | None =
     # ---- shards, rows, vectors
     _check_shards(folder, manifest, documents, skipped, index, n_rows, P)
 
+    # ---- IVF: the on-disk lists and a self-search
+    ivf_note = _check_ivf(folder, manifest, index, P)
+
     # ---- sources
     if check_sources:
         _check_sources(folder, manifest, documents, skipped, inputs, n_rows, P)
 
     summary = (f"{ntotal} vectors, {n_rows} rows, {len(documents)} documents embedded, {len(skipped)} skipped, "
-               f"{len(manifest.get('shards', []))} shards" + (", sources hashed" if check_sources else ""))
+               f"{len(manifest.get('shards', []))} shards" + (", sources hashed" if check_sources else "")
+               + (f", {ivf_note}" if ivf_note else ""))
     return P.finish(), summary
 
 
@@ -291,6 +303,66 @@ def _check_shards(folder: OutputFolder, manifest: dict, documents: list, skipped
         P.add("manifest", f"the manifest's skipped list differs from the shard records ({len(skipped)} listed, {len(skips_seen)} in the shards)")
     if prev_end != manifest.get("counts", {}).get("documents_in"):
         P.add("count", f"the shards consumed {prev_end} input items but counts.documents_in is {manifest.get('counts', {}).get('documents_in')}")
+
+
+#: rows per shard (at most :data:`SELF_SEARCH_ROWS` in all) that search for themselves in an IVF index
+SELF_SEARCH_PER_SHARD = 16
+SELF_SEARCH_ROWS = 256
+SELF_SEARCH_K = 10
+
+
+def _check_ivf(folder: OutputFolder, manifest: dict, index, P: _Problems) -> str:
+    """``index.ivfdata`` against the manifest, and the self-search of an IVF index; returns a summary note."""
+    from latechunk.output import IVFDATA_FILE
+
+    rec = manifest.get("index", {}).get("ivfdata")
+    if rec:
+        path = folder.path / rec.get("file", IVFDATA_FILE)
+        if not path.is_file():
+            P.add("file", f"{path.name} is missing (the inverted lists of the IVF index in {INDEX_FILE})")
+        elif path.stat().st_size != rec.get("bytes"):
+            P.add("file", f"{path.name} has {path.stat().st_size} bytes, the manifest says {rec.get('bytes')} "
+                          "(truncated or replaced)")
+        elif sha256_file(path) != rec.get("sha256"):
+            P.add("file", f"{path.name}: sha256 differs from the manifest's (corrupted or replaced)")
+    if index is None:
+        return ""
+    from latechunk.index import has_exact_codes, ivf_of, query_transform, self_search
+
+    ivf = ivf_of(index)
+    if ivf is None or index.ntotal == 0:
+        return ""
+    config = _index_config(manifest)
+    vecs, ids, offset = [], [], 0
+    for s in manifest.get("shards", []):
+        rows = int(s.get("rows", 0))
+        take = min(rows, SELF_SEARCH_PER_SHARD, SELF_SEARCH_ROWS - sum(len(i) for i in ids))
+        if take > 0:
+            try:
+                v = folder.read_shard_vectors(s["name"])
+            except (OSError, ValueError, KeyError):
+                v = None
+            if v is not None and v.ndim == 2 and len(v) == rows:
+                r = np.sort(np.random.default_rng(offset).choice(rows, size=take, replace=False))
+                vecs.append(np.asarray(v[r], np.float32))
+                ids.append(offset + r)
+        offset += rows
+    if not ids or offset != index.ntotal:
+        return ""
+    try:
+        q = query_transform(np.concatenate(vecs), config)
+        rate, missed = self_search(index, q, np.concatenate(ids), k=SELF_SEARCH_K)
+    except ValueError as err:
+        P.add("vectors", f"IVF self-search failed: {err}")
+        return ""
+    n = sum(len(i) for i in ids)
+    note = f"IVF self-recall@{SELF_SEARCH_K} {rate:.3f} over {n} sampled rows at nprobe {ivf.nprobe}"
+    if has_exact_codes(index):
+        for row in missed:
+            P.add("vectors", f"row {row} is not among the {SELF_SEARCH_K} nearest of its own vector at nprobe "
+                             f"{ivf.nprobe} (its IVF list and code were checked; the index is {config.faiss_factory})")
+        return note
+    return note + " (lossy codes: reported, not checked)"
 
 
 def _check_rows(table, docs: list[dict], where: str, P: _Problems) -> None:

@@ -139,12 +139,15 @@ def agree_run(tmp_path_factory):
 def test_heading_and_semantic_disagree_in_exactly_one_place(agree_run):
     out, _ = agree_run
     (doc,) = out["documents"]
-    assert doc["chunks"] == {"heading": 6, "semantic": 5}
+    # semantic's sentence vectors are late-pooled at the default macro window (256 for MiniLM since issue 14;
+    # at 512 it also cuts between the volcano and bread sections and gives 5 chunks, 4 matched)
+    assert doc["chunks"] == {"heading": 6, "semantic": 4}
     (pair,) = doc["pairs"]
-    assert (pair["matched"], pair["exact"], pair["residual_a"], pair["residual_b"]) == (4, 4, 1, 0)
-    (res,) = pair["residuals_a"]  # the section introduction leading into its first subsection
-    assert res["after"].startswith("### Kneading the dough") and "dough is handled." in res["before"]
-    assert out["total"][0]["matched"] == 4 and out["tolerance"] == 2
+    assert (pair["matched"], pair["exact"], pair["residual_a"], pair["residual_b"]) == (3, 3, 2, 0)
+    first, second = pair["residuals_a"]  # the two heading cuts semantic does not make
+    assert first["after"].startswith("## Baking bread") and "whole continent." in first["before"]
+    assert second["after"].startswith("### Kneading the dough") and "dough is handled." in second["before"]
+    assert out["total"][0]["matched"] == 3 and out["tolerance"] == 2
 
 
 def test_agree_refuses_a_single_strategy(tmp_path):
@@ -173,8 +176,8 @@ def test_the_html_view_renders_the_cuts_in_a_headless_browser(agree_run, tmp_pat
     dom = subprocess.run([CHROMIUM, *FLAGS, "--dump-dom", page.as_uri()], capture_output=True, text=True,
                          timeout=120, check=True).stdout
     assert len(re.findall(r'class="cut s0(?: residual)?"', dom)) == 5  # heading's cuts, as the browser parsed them
-    assert len(re.findall(r'class="cut s1"', dom)) == 4
-    assert len(re.findall(r'class="cut s0 residual"', dom)) == 1
+    assert len(re.findall(r'class="cut s1"', dom)) == 3  # semantic's cuts
+    assert len(re.findall(r'class="cut s0 residual"', dom)) == 2
     shot = tmp_path / "view.png"
     subprocess.run([CHROMIUM, *FLAGS, "--window-size=1200,1400", f"--screenshot={shot}", page.as_uri()],
                    capture_output=True, timeout=120, check=True)

@@ -301,7 +301,13 @@ def test_late_mode_with_a_model_that_does_not_mean_pool_is_refused_naming_model_
 
 def test_late_mode_with_a_model_that_does_not_mean_pool_runs_with_late_pooling_mean_given_explicitly():
     plan = PipelineConfig(("fixed",), late_pooling="mean").check_model(_facts("cls"))
-    assert (plan.size, plan.overlap) == (512, 127)
+    assert (plan.size, plan.overlap) == (512, 0)  # no sentence-transformers max_seq_length: the input limit
+    from latechunk.models import ModelFacts, ModelSettings
+
+    st = ModelFacts(name="m", path="m", settings=ModelSettings(max_seq_length=256), input_limit=512, document_frame=2)
+    assert st.default_window == 256
+    plan = PipelineConfig(("fixed",)).check_model(st)
+    assert (plan.size, plan.overlap) == (256, 0)  # issue 14: the model's max_seq_length, no overlap
     assert PipelineConfig(("fixed",), modes=("naive",)).check_model(_facts("cls")) is not None  # no late pooling
     assert PipelineConfig(("fixed",)).check_model(_facts("mean")) is not None
 

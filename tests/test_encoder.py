@@ -104,10 +104,14 @@ def test_bad_settings_raise_before_work():
         Encoder(minilm_loaded(), device="cpu", trust_remote_code=True)
 
 
-def test_macro_window_defaults_as_before():
+def test_macro_window_defaults_to_max_seq_length_and_no_overlap():
+    """Issue 14: MiniLM's default window is its sentence-transformers max_seq_length (256 of its 512 positions),
+    with no overlap (the measured defaults, eval/results/map.md)."""
     enc = minilm_encoder()
-    assert enc.macro_window() == MacroWindow(512, (512 - 2) // 4)
-    assert enc.macro_window(128) == MacroWindow(128, (128 - 2) // 4)  # a quarter of the window's content
+    assert enc.max_seq_length == 256 and enc.max_length == 512
+    assert enc.macro_window() == MacroWindow(256, 0)
+    assert enc.macro_window(128) == MacroWindow(128, 0)
+    assert enc.macro_window(512) == MacroWindow(512, 0)
     assert enc.macro_window(128, 32) == MacroWindow(128, 32)
     with pytest.raises(ValueError, match="overlap"):
         enc.macro_window(128, 200)
@@ -115,7 +119,7 @@ def test_macro_window_defaults_as_before():
         enc.macro_window(513)
     prompted = minilm_encoder(document_prompt="search_document: ")
     n_frame = prompted.tokenizer.n_frame
-    assert n_frame > 2 and prompted.macro_window(128).overlap == (128 - n_frame) // 4
+    assert n_frame > 2 and prompted.macro_window(128).overlap == 0 and prompted.macro_window(128, 64).overlap == 64
     minimum = n_frame + MIN_WINDOW_CONTENT_TOKENS
     with pytest.raises(ValueError, match=rf"window={minimum - 1} is too small: the minimum is {minimum} tokens"):
         prompted.macro_window(minimum - 1)
@@ -178,7 +182,7 @@ def test_one_encoder_serves_every_window():
     by_plan = {w: enc.token_states([tok], enc.macro_window(w))[0] for w in (64, 512)}
     fresh = minilm_encoder()
     for w, states in by_plan.items():
-        torch.testing.assert_close(states, fresh.token_states([tok], MacroWindow(w, (w - 2) // 4))[0], atol=0, rtol=0)
+        torch.testing.assert_close(states, fresh.token_states([tok], MacroWindow(w, 0))[0], atol=0, rtol=0)
     assert not torch.allclose(by_plan[64], by_plan[512], atol=1e-3)
 
 
@@ -194,8 +198,10 @@ def test_window_longer_than_document_equals_single_pass():
 def test_document_longer_than_the_window_raises_when_windows_are_not_allowed():
     enc = minilm_encoder()
     tok = enc.tokenizer(LONG)
-    with pytest.raises(ValueError, match=rf"{len(tok)} tokens, more than max_length=512"):
+    with pytest.raises(ValueError, match=rf"{len(tok)} tokens, more than max_length=256"):  # the default window
         enc.token_states([tok], allow_windows=False)
+    with pytest.raises(ValueError, match=rf"{len(tok)} tokens, more than max_length=512"):
+        enc.token_states([tok], enc.macro_window(512), allow_windows=False)
 
 
 def test_batching_restores_input_order_and_is_padding_invariant():
@@ -235,7 +241,7 @@ def test_describe_keeps_the_manifest_keys_and_records_the_plan():
     enc = minilm_encoder()
     d = enc.describe()
     assert list(d) == DESCRIBE_KEYS
-    assert (d["window"], d["window_overlap"], d["max_length"], d["dim"]) == (512, 127, 512, 384)
+    assert (d["window"], d["window_overlap"], d["max_length"], d["dim"]) == (256, 0, 512, 384)
     assert (d["pooling"], d["normalize"], d["dtype"], d["device"]) == ("mean", True, "float32", "cpu")
     d = enc.describe(enc.macro_window(128, 32))
     assert (d["window"], d["window_overlap"]) == (128, 32)
@@ -301,7 +307,7 @@ def test_br013_no_silent_truncation():
     assert sims.max() < 1 - 1e-6  # no copies among chunks past position 512
     tok = res.tokenizations[0]
     with pytest.raises(ValueError, match=rf"{len(tok)} tokens.*max_length=512"):
-        enc.token_states([tok], allow_windows=False)
+        enc.token_states([tok], enc.macro_window(512), allow_windows=False)
     off = embed([Document("notes", NOTES)], enc, PipelineConfig((SENT0,), long_documents="skip"))
     assert off.documents == [] and "macro windows are off" in off.skipped[0].reason
 

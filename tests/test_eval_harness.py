@@ -107,7 +107,7 @@ def sweep(tiny_root, tmp_path_factory):
 
 
 def test_late_and_naive_get_identical_chunk_records(sweep):
-    res = sweep.embeds[64]  # the first window's embed() call made both modes
+    res = sweep.embeds[(64, 0)]  # the first window's embed() call made both modes
     for spec in ("fixed:size=24,overlap=0", "sentence_window:window=1,stride=1", "semantic"):
         run = res.run(spec)
         late, naive = run.vectors["late"], run.vectors["naive"]

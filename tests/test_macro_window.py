@@ -53,11 +53,20 @@ def test_plan_matches_the_reference_loop(n, cap, data):
     assert [tuple(w) for w in MacroWindow(cap + FRAME, ov).plan(n, FRAME)] == _plan_ref(n, cap, ov)
 
 
-def test_default_resolves_size_and_a_quarter_overlap():
-    assert MacroWindow.default(512, FRAME) == MacroWindow(512, 127)
-    assert MacroWindow.default(512, FRAME, size=128) == MacroWindow(128, (128 - FRAME) // 4)
-    assert MacroWindow.default(512, 5, size=128) == MacroWindow(128, (128 - 5) // 4)  # the frame counts
-    assert MacroWindow.default(512, FRAME, size=128, overlap=0) == MacroWindow(128, 0)
+def test_default_resolves_size_to_the_model_default_window_and_no_overlap():
+    """Issue 14: the default window is the model's sentence-transformers max_seq_length (``default_size``), capped
+    at the input limit; the default overlap is DEFAULT_WINDOW_OVERLAP (0, the cheapest point on the measured
+    quality/cost front)."""
+    from latechunk.macro_window import DEFAULT_WINDOW_OVERLAP
+
+    assert DEFAULT_WINDOW_OVERLAP == 0
+    assert MacroWindow.default(512, FRAME) == MacroWindow(512, 0)  # no default_size: the input limit
+    assert MacroWindow.default(512, FRAME, default_size=256) == MacroWindow(256, 0)
+    assert MacroWindow.default(512, FRAME, default_size=8192) == MacroWindow(512, 0)  # capped at the limit
+    assert MacroWindow.default(512, FRAME, size=128, default_size=256) == MacroWindow(128, 0)  # a size wins
+    assert MacroWindow.default(512, FRAME, size=128, overlap=32) == MacroWindow(128, 32)
+    with pytest.raises(ValueError, match="window_overlap=126 must be >= 0 and < 126"):
+        MacroWindow.default(512, FRAME, size=128, overlap=126)
 
 
 def test_one_validation_names_the_bound():

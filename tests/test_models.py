@@ -292,6 +292,20 @@ def test_model_facts_from_the_files_equal_those_of_the_loaded_model(tmp_path):
     loaded = Encoder(str(model), device="cpu").facts
     assert facts == dataclasses.replace(loaded, name=str(model), path=str(model))
     assert (facts.input_limit, facts.document_frame) == (300, 4)  # [CLS] passage : ... [SEP]
+    assert facts.default_window == 256 == facts.settings.max_seq_length  # its max_seq_length, under the limit
+
+
+def test_default_window_is_max_seq_length_capped_at_the_input_limit():
+    """Issue 14: the default macro window is the model's sentence-transformers max_seq_length (256 for MiniLM)."""
+    from latechunk.models import ModelFacts, ModelSettings, default_window
+
+    assert ModelFacts.read(None).default_window == 256  # the bundled MiniLM: 256 of its 512 positions
+    assert default_window(ModelSettings(max_seq_length=256), 512) == 256
+    assert default_window(ModelSettings(max_seq_length=8192), 512) == 512
+    assert default_window(ModelSettings(), 512) == 512
+    assert default_window(ModelSettings(max_seq_length=0), 384) == 384
+    assert ModelFacts("m", "m", ModelSettings(max_seq_length=128), input_limit=None).default_window == 128
+    assert ModelFacts("m", "m", ModelSettings(), input_limit=None).default_window is None
 
 
 def test_model_facts_leave_unknown_what_the_files_do_not_give(tmp_path):

@@ -8,6 +8,8 @@ The folder's layout, file names and keys are :mod:`latechunk.output`'s. The piec
 - :mod:`~latechunk.ingest.folder`: the folder policy (fresh / ``--force`` / ``--resume``, the settings diff);
 - :mod:`~latechunk.ingest.stream`: the pipeline groups as shards, and resume;
 - :mod:`~latechunk.ingest.ranks`: several processes sharing one run (file rendezvous);
+- :mod:`~latechunk.ingest.ray_engine`: ``embed --engine ray``, the same shards from a Ray Data pipeline (a CPU
+  stage and an encoder actor pool), assembled by this process;
 - :mod:`~latechunk.ingest.assemble`: index.faiss, chunks.parquet and manifest.json from the shards;
 - :mod:`~latechunk.ingest.append`: new inputs added to a finished folder (``embed --append``,
   ``latechunk.Index.add``): new shards, then assembled again.

@@ -1,29 +1,40 @@
 """Assembly: ``index.faiss``, ``chunks.parquet`` and ``manifest.json`` from the shards, one shard at a time.
 
 The index gets the shard vectors as they are (normalised once, in the pipeline, when the run says so); an index
-type that needs training is trained on the first shards (:func:`latechunk.index.add_batches`). The chunk table is
-the concatenation of the shard tables. The manifest is written last, so a folder with a manifest is complete.
+type that needs training is trained on a seeded sample of all shards' vectors (:func:`latechunk.index.build_batched`:
+``train_sample_size`` rows, seed ``TRAIN_SEED``, both recorded in the manifest's ``index.train``). An IVF index
+(``--index IVF4096,Flat``, ``IVF65536,PQ64``, ...) is built on disk: each shard's vectors go into a copy of the
+trained empty index (a part file under ``index.ivfparts.tmp/``), and faiss contrib's ``merge_ondisk`` merges the
+parts' inverted lists into ``index.ivfdata`` beside ``index.faiss`` (manifest ``index.ivfdata``: file, bytes,
+sha256), so assembly never holds all vectors: peak memory is the training sample plus one shard. Other index
+types are built in memory. The chunk table is the concatenation of the shard tables. The manifest is written
+last, so a folder with a manifest is complete.
 
 Two accounts are made here from the shard records: ``alarms`` (:func:`latechunk.alarms.parse_alarms` over each
 document's source type, content tokens and chunks: the strategy's chunks, those dropped by ``--dedup``
 included) and, for a ``--dedup`` run, ``dedup`` (the threshold and every dropped chunk with the kept chunk it
 duplicates, in input order).
-Memory: one shard's table at a time, vectors memory-mapped; what grows is the index (``ntotal * dim * 4`` bytes
-for a flat one) and the manifest's per-document lines.
+Memory: one shard's table at a time, vectors memory-mapped; what grows is an in-memory index (``ntotal * dim * 4``
+bytes for a flat one; an IVF index's lists are on disk) and the manifest's per-document lines.
 """
 
 from __future__ import annotations
 
+import shutil
 import time
 from pathlib import Path
 
+import numpy as np
+
 from latechunk.alarms import parse_alarms
 from latechunk.config import IndexConfig
-from latechunk.index import add_batches
+from latechunk.index import build_batched, set_ondisk_name
 from latechunk.ingest.files import commit, fault, sha256_file, tmp_path, write_json
-from latechunk.output import OutputFolder, build_manifest, write_chunk_table
+from latechunk.output import IVFDATA_FILE, OutputFolder, build_manifest, write_chunk_table
 
 __all__ = ["alarm_rows", "assemble"]
+
+_EMPTY = np.zeros((0, 0), np.float32)  # the vectors of a shard without rows (never read from disk)
 
 
 def alarm_rows(documents: list[dict]) -> list[dict]:
@@ -77,12 +88,25 @@ def assemble(out: Path, records: list[dict], settings: dict, index_config: Index
     folder = OutputFolder(out)
     t0 = time.perf_counter()
 
-    def vectors():
+    shutil.rmtree(folder.ivf_parts_path, ignore_errors=True)  # part files of an assembly that was killed
+    def shard_vectors():
         for rec in records:
-            if rec["rows"]:
-                yield folder.read_shard_vectors(rec["name"])
+            yield folder.read_shard_vectors(rec["name"]) if rec["rows"] else _EMPTY
 
-    index = add_batches(index_config, dim, vectors)
+    ivfdata_tmp = tmp_path(folder.ivfdata_path)
+    def stage(msg: str) -> None:  # fault injection: killed with the part files written, before the merge
+        if msg.startswith("merging"):
+            fault("assemble-ivf-merge")
+
+    index, facts = build_batched(index_config, dim, shard_vectors, [int(rec["rows"]) for rec in records],
+                                 ivfdata=ivfdata_tmp, work_dir=folder.ivf_parts_path, progress=stage)
+    ivfdata = None
+    if facts.ondisk:  # index.faiss names index.ivfdata (read back with faiss.IO_FLAG_ONDISK_SAME_DIR)
+        set_ondisk_name(index, IVFDATA_FILE)
+        ivfdata = {"file": IVFDATA_FILE, "bytes": ivfdata_tmp.stat().st_size, "sha256": sha256_file(ivfdata_tmp)}
+        commit(ivfdata_tmp, folder.ivfdata_path)
+    elif folder.ivfdata_path.exists():  # left by an earlier assembly of another index type
+        folder.ivfdata_path.unlink()
     folder.write_index(index, tmp_path(folder.index_path))
     commit(tmp_path(folder.index_path), folder.index_path)
     ntotal = int(index.ntotal)
@@ -123,7 +147,8 @@ def assemble(out: Path, records: list[dict], settings: dict, index_config: Index
         header=header,
         settings=settings,
         dim=dim,
-        index={**index_config.to_dict(), "ntotal": ntotal},
+        index={**index_config.to_dict(), "ntotal": ntotal, **facts.to_dict(),
+               **({"ivfdata": ivfdata} if ivfdata else {})},
         world_size=world_size,
         counts={
             "documents_in": n_in,

@@ -24,6 +24,9 @@ the rest; each rank then skips the kept shards it meets and writes the missing o
 that a kept shard covers exactly the input items (and digest) this run puts in that group. A shard does not
 depend on which rank or how many wrote it, so a run may be resumed with another number of processes, or with a
 single one (which keeps the shards up to the first gap and redoes the rest).
+
+Kept beside ``embed --engine ray`` (:mod:`latechunk.ingest.ray_engine`) for one machine's GPUs: no cluster to
+start and no extra dependency (the measurement: eval/results/engines.md); several machines take the Ray engine.
 """
 
 from __future__ import annotations

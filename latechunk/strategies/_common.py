@@ -21,6 +21,7 @@ from numbers import Integral
 import numpy as np
 
 from latechunk.sentences import LINE_BREAK, PARAGRAPH_BREAK, SentenceSegmenter
+from latechunk.strategies._markdown import content_counts
 from latechunk.strategies.base import make_boundaries
 from latechunk.tokenize import ContentTokens, content_tokens
 from latechunk.types import Boundaries, Document, Tokenization
@@ -32,6 +33,8 @@ __all__ = [
     "check_size_overlap",
     "content_offsets",
     "finish",
+    "join_markup_only",
+    "content_prefix",
     "merge_pieces",
     "or_fresh_segmenter",
     "snap_down",
@@ -253,6 +256,11 @@ class PieceSplitter:
     A run of tokens with no allowed cut inside (the wordpieces of one character) stays whole even when it is
     longer than the budget: that is the only way a piece can exceed ``max_tokens``.
 
+    Markdown blocks (issue 16, :meth:`set_blocks`): a paragraph-level cut never falls inside a code block
+    (fenced or indented, also inside a list item or an admonition) or an admonition/content tab, unless the
+    range being cut lies inside that block: so a block that fits is one piece; a code block that alone exceeds
+    the budget is cut at lines (then tokens), a container at its own paragraphs.
+
     Args:
         text: The document text.
         tok: Its tokenization.
@@ -279,6 +287,39 @@ class PieceSplitter:
         self.allowed = allowed_cuts(self.offs, self.content)
         self.max_tokens = max_tokens
         self._global: dict[str, np.ndarray] = {}
+        self.blocks = _EMPTY.copy()  # (k, 2) token ranges that paragraph cuts do not enter
+        self._containers: set[tuple[int, int]] = set()
+
+    def set_blocks(self, code, containers, line_starts) -> None:
+        """Keep paragraph-level cuts out of markdown blocks (see the class docstring).
+
+        Args:
+            code: ``(first_line, end_line)`` of code blocks (:func:`latechunk.strategies._markdown.block_units`).
+            containers: ``(first_line, end_line)`` of admonitions and content tabs.
+            line_starts: (n_lines + 1,), int. The character where each line starts, then ``len(text)``.
+        """
+        ranges = []
+        n_lines = len(line_starts) - 1
+        for kind, items in (("code", code), ("container", containers)):
+            for l0, l1 in items:
+                chars = [line_starts[min(l0, n_lines)], line_starts[min(l1, n_lines)]]
+                a, b = np.searchsorted(self.content.keys, np.asarray(chars, dtype=np.int64), side="left").tolist()
+                if b - a > 1:
+                    ranges.append((a, b))
+                    if kind == "container":
+                        self._containers.add((a, b))
+        self.blocks = np.asarray(sorted(ranges), dtype=np.int64).reshape(-1, 2)
+
+    def _outside_blocks(self, cut: np.ndarray, a: int, b: int) -> np.ndarray:
+        """The cuts that fall inside no block, blocks holding the whole range ``[a, b)`` aside."""
+        if cut.size == 0 or self.blocks.shape[0] == 0:
+            return cut
+        keep = np.ones(cut.shape[0], dtype=bool)
+        for s, e in self.blocks.tolist():
+            if e <= a or s >= b or (s <= a and e >= b):
+                continue
+            keep &= ~((cut > s) & (cut < e))
+        return cut[keep]
 
     def tokens_at_chars(self, chars) -> np.ndarray:
         """Token cuts at character positions: the allowed cut before the first token that starts at or after
@@ -354,6 +395,8 @@ class PieceSplitter:
         if not levels:  # one character's wordpieces, longer than the budget: never split a character
             return np.asarray([[a, b]], dtype=np.int64)
         cut = self.cuts(levels[0], a, b)
+        if levels[0] == "paragraph":
+            cut = self._outside_blocks(cut, a, b)
         if cut.size == 0:
             return self.pieces(a, b, levels[1:], budget)
         bounds = np.concatenate([[a], cut, [b]]).astype(np.int64)
@@ -365,10 +408,118 @@ class PieceSplitter:
         prev = 0
         for i in long.tolist():
             parts.append(p[prev:i])
-            parts.append(self.pieces(int(p[i, 0]), int(p[i, 1]), levels[1:], budget))
+            x, y = int(p[i, 0]), int(p[i, 1])
+            # a container too long for the budget is cut at its own paragraphs first
+            sub = levels if levels[0] == "paragraph" and (x, y) in self._containers else levels[1:]
+            parts.append(self.pieces(x, y, sub, budget))
             prev = i + 1
         parts.append(p[prev:])
         return np.concatenate(parts)
+
+
+def join_markup_only(
+    spans: np.ndarray,
+    content: np.ndarray,
+    budget: int | None,
+    cost: np.ndarray | None = None,
+    cuts: tuple[np.ndarray, ...] = (),
+) -> tuple[np.ndarray, np.ndarray]:
+    """Join each markup-only chunk to a neighbour (issue 16): to the next chunk when the joined span fits the
+    budget, else to the previous one when that fits; with ``budget=None`` always (the next, or the previous for
+    the last chunk). When neither fits whole, the previous chunk hands over its tail from the last of ``cuts``
+    (tried coarse first: paragraphs, then lines) after which the tail and the markup fit together, so the
+    markup is held with the text before it. A markup-only chunk that still fits nowhere stays as it is: the
+    budget is a hard limit.
+
+    Args:
+        spans: (k, 2), int. Chunk token spans, starts strictly increasing (they may overlap).
+        content: (n + 1,), int. Prefix counts of the tokens that carry content (:func:`content_prefix`): chunk
+            ``[a, b)`` is markup-only when ``content[b] == content[a]``.
+        budget: Most tokens per joined chunk; None: no limit.
+        cost: (k,), int or None. Extra tokens chunk i costs (a table header context); a joined chunk costs the
+            cost of the chunk whose content it holds.
+        cuts: Sorted int arrays of positions where a chunk may be cut (same units as ``spans``), coarse first.
+
+    Returns:
+        ``(spans, keep)``: (m, 2) int64 joined spans, and (m,) int64 the index of the input chunk whose extras
+        (heading path, context) each joined chunk takes.
+    """
+    spans = np.asarray(spans, dtype=np.int64).reshape(-1, 2)
+    k = spans.shape[0]
+    content = np.asarray(content, dtype=np.int64)
+    is_markup = content[spans[:, 1]] == content[spans[:, 0]]
+    if k <= 1 or not is_markup.any():
+        return spans, np.arange(k, dtype=np.int64)
+    cost_l = [0] * k if cost is None else np.asarray(cost).tolist()
+    rows = [[int(a), int(b), i, bool(m)] for i, ((a, b), m) in enumerate(zip(spans.tolist(), np.asarray(is_markup)))]
+
+    def fits(a, b, owner):
+        return budget is None or b - a <= budget - cost_l[owner]
+
+    changed = True
+    while changed and len(rows) > 1:
+        changed = False
+        for i, (a, b, owner, markup) in enumerate(rows):
+            if not markup:
+                continue
+            if i + 1 < len(rows) and not rows[i + 1][3] and fits(a, max(b, rows[i + 1][1]), rows[i + 1][2]):
+                nxt = rows[i + 1]
+                rows[i : i + 2] = [[a, max(b, nxt[1]), nxt[2], False]]
+            elif i > 0 and not rows[i - 1][3] and fits(rows[i - 1][0], max(b, rows[i - 1][1]), rows[i - 1][2]):
+                prv = rows[i - 1]
+                rows[i - 1 : i + 1] = [[prv[0], max(b, prv[1]), prv[2], False]]
+            elif i + 1 < len(rows) and rows[i + 1][3] and fits(a, max(b, rows[i + 1][1]), owner):
+                rows[i : i + 2] = [[a, max(b, rows[i + 1][1]), owner, True]]  # a run of markup first
+            elif (
+                budget is not None
+                and i > 0
+                and not rows[i - 1][3]
+                and (p := _tail_cut(rows[i - 1], a, b, budget - cost_l[rows[i - 1][2]], cuts, content)) is not None
+            ):
+                prv = rows[i - 1]
+                rows[i - 1 : i + 1] = [[prv[0], p, prv[2], False], [p, max(b, prv[1]), prv[2], False]]
+            elif budget is None and i + 1 < len(rows):
+                nxt = rows[i + 1]
+                rows[i : i + 2] = [[a, max(b, nxt[1]), nxt[2], nxt[3]]]
+            elif budget is None and i > 0:
+                prv = rows[i - 1]
+                rows[i - 1 : i + 1] = [[prv[0], max(b, prv[1]), prv[2], prv[3]]]
+            else:
+                continue
+            changed = True
+            break
+    out = np.asarray([r[:2] for r in rows], dtype=np.int64).reshape(-1, 2)
+    return out, np.asarray([r[2] for r in rows], dtype=np.int64)
+
+
+def _tail_cut(prev, a, b, budget, cuts, content):
+    """The cut inside ``prev`` from which its tail (holding content, as what stays before it) and the markup chunk
+    ``[a, b)`` fit ``budget`` together."""
+    lo, end = prev[0], max(b, prev[1])
+    for level in cuts:
+        level = np.asarray(level, dtype=np.int64)
+        inside = level[(level > lo) & (level < a)]
+        ok = inside[(end - inside <= budget) & (content[a] > content[inside]) & (content[inside] > content[lo])]
+        if ok.size:
+            return int(ok[-1])  # the shortest tail: the least text moved
+    return None
+
+
+def content_prefix(text: str, offs: np.ndarray) -> np.ndarray:
+    """Prefix counts of the content tokens that carry content, not markup alone
+    (:func:`latechunk.strategies._markdown.content_counts`).
+
+    Args:
+        text: The document text.
+        offs: (n, 2), int. Character offsets of the content tokens (:func:`content_offsets`).
+
+    Returns:
+        (n + 1,), int64. ``c[b] - c[a]``: tokens of ``[a, b)`` that cover a content character.
+    """
+    counts = content_counts(text)
+    offs = np.clip(np.asarray(offs, dtype=np.int64), 0, len(text))
+    carries = counts[offs[:, 1]] > counts[offs[:, 0]]
+    return np.concatenate([[0], np.cumsum(carries)]).astype(np.int64)
 
 
 def finish(

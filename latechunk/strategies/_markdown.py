@@ -16,15 +16,42 @@ always index the text as given.
   taken off by the file reader, but text given through the Python API, a JSONL line or a parquet cell (where a
   title puts the text's start at the start of a later line) reaches the strategy as given. Such marks at the
   start of any line are left out of the parsed text (never out of the document: offsets still index it).
+- **Admonitions and content tabs** (issue 16): Python-Markdown / MkDocs admonitions (``!!! type "Title"``,
+  collapsible ``??? type`` and ``???+ type``; mdit-py-plugins' ``admon_plugin``,
+  https://python-markdown.github.io/extensions/admonition/) and pymdownx content tabs (``=== "Tab"``,
+  ``===+``, ``===!``; https://facelessuser.github.io/pymdown-extensions/extensions/tabbed/, a block rule here
+  written on the model of the admonition plugin) are blocks whose 4-space-indented body belongs to their title
+  line (:func:`block_units`).
+- **Heading text** (issue 16): a heading path holds what a reader sees (:func:`heading_plain_text`): the
+  heading's inline tokens rendered to text (HTML tags and comments dropped, their text kept; links and images
+  as their text; code spans as their content) after a trailing attribute list (``{ #id .class key=value }``,
+  Python-Markdown ``attr_list``) is taken off; a heading whose text is then empty is named by its ``#id``.
+- **Markup-only text** (issue 16): :func:`markup_only` tells a span that carries no content (thematic breaks,
+  front matter, fence markers, link reference definitions, HTML comments and bare tags, attribute lists).
 """
 
 from __future__ import annotations
 
 import re
 
-from latechunk.front_matter import FRONT_MATTER, INVISIBLE_MARKS
+import numpy as np
 
-__all__ = ["FRONT_MATTER", "INVISIBLE_MARKS", "markdown_parser", "markdown_source"]
+from latechunk.front_matter import FRONT_MATTER, INVISIBLE_MARKS
+from latechunk.sentences import LINE_BREAK
+
+__all__ = [
+    "FRONT_MATTER",
+    "INVISIBLE_MARKS",
+    "block_units",
+    "heading_plain_text",
+    "is_markdown_input",
+    "markdown_parser",
+    "markdown_source",
+    "content_counts",
+    "front_matter_end",
+    "markup_only",
+    "reference_runs",
+]
 
 _LEADING_MARKS = re.compile(f"(?<![^\\r\\n])[{INVISIBLE_MARKS}]+")
 _LINE_TEXT = re.compile(r"[^\r\n]+")
@@ -36,21 +63,282 @@ _MAYBE_LEAD_IN = re.compile(
 )
 
 _MD = None
+_INLINE = None
+#: a content tab's title line (pymdownx.tabbed): ``=== "Title"``, ``===+ "Title"`` (selected), ``===! "Title"``
+_TAB_LINE = re.compile(r'===[+!]{0,2}[ \t]+"[^"\r\n]*"[ \t]*$')
+#: a trailing attribute list (Python-Markdown attr_list): ``{ #id .class key=value key="v" bare }``, ``{: ...}``
+_ATTR_LIST = re.compile(
+    r"[ \t]*\{:?[ \t]*((?:[#.]?[\w:.-]+(?:=(?:\"[^\"]*\"|'[^']*'|[^\s}]+))?[ \t]*)+)\}[ \t]*$"
+)
+_ATTR_ID = re.compile(r"(?:^|\s)#([\w:.-]+)")
+
+
+def _content_tab(state, start_line: int, end_line: int, silent: bool) -> bool:
+    """markdown-it block rule: a pymdownx content tab, its title line and the 4-space-indented lines under it."""
+    if state.sCount[start_line] - state.blkIndent >= 4:  # an indented code line
+        return False
+    start = state.bMarks[start_line] + state.tShift[start_line]
+    maximum = state.eMarks[start_line]
+    if state.src[start : start + 3] != "===" or not _TAB_LINE.match(state.src, start, maximum):
+        return False
+    if silent:
+        return True
+    old_parent, old_line_max, old_indent = state.parentType, state.lineMax, state.blkIndent
+    state.parentType = "content_tab"
+    state.blkIndent += 4
+    next_line, was_empty = start_line, False
+    while True:  # the body: lines indented past the title, blank lines; two blank lines end it
+        next_line += 1
+        if next_line >= end_line:
+            break
+        pos = state.bMarks[next_line] + state.tShift[next_line]
+        is_empty = state.sCount[next_line] < state.blkIndent
+        if is_empty and was_empty:
+            break
+        was_empty = is_empty
+        if pos < state.eMarks[next_line] and state.sCount[next_line] < state.blkIndent:
+            break
+    state.lineMax = next_line
+    token = state.push("content_tab_open", "div", 1)
+    token.block = True
+    token.markup = "==="
+    token.info = state.src[start:maximum]
+    token.map = [start_line, next_line]
+    state.md.block.tokenize(state, start_line + 1, next_line)
+    token = state.push("content_tab_close", "div", -1)
+    token.block = True
+    state.parentType, state.lineMax, state.blkIndent = old_parent, old_line_max, old_indent
+    state.line = next_line
+    return True
 
 
 def markdown_parser():
-    """The shared markdown-it-py parser: CommonMark with GFM tables, block rules only (built once).
+    """The shared markdown-it-py parser: CommonMark with GFM tables, admonitions and content tabs, block rules
+    only (built once).
 
     Returns:
         A ``markdown_it.MarkdownIt`` whose ``parse`` gives block tokens (the inline parse is never read by the
-        strategies and was half the time).
+        strategies and was half the time; :func:`heading_plain_text` parses a heading's inline text alone).
+        Admonitions give ``admonition_open``/``admonition_close`` tokens, content tabs
+        ``content_tab_open``/``content_tab_close`` (``map``: the title line to the end of the body).
     """
     global _MD
     if _MD is None:
         from markdown_it import MarkdownIt
+        from mdit_py_plugins.admon import admon_plugin
 
-        _MD = MarkdownIt("commonmark").enable("table").disable("inline")
+        md = MarkdownIt("commonmark").enable("table").disable("inline").use(admon_plugin)
+        md.block.ruler.before(
+            "fence", "content_tab", _content_tab, {"alt": ["paragraph", "reference", "blockquote", "list"]}
+        )
+        _MD = md
     return _MD
+
+
+def _inline_parser():
+    global _INLINE
+    if _INLINE is None:
+        from markdown_it import MarkdownIt
+
+        _INLINE = MarkdownIt("commonmark")
+    return _INLINE
+
+
+def heading_plain_text(source: str, anchor_fallback: bool = True) -> str:
+    """A heading's text as a reader sees it, from the heading's inline source (``Token.content`` of its
+    ``inline`` token).
+
+    Rule (issue 16): a trailing attribute list (``{ #id .class key=value }``, Python-Markdown ``attr_list``,
+    https://python-markdown.github.io/extensions/attr_list/) is taken off; the rest is parsed by markdown-it-py's
+    inline rules and rendered to text: text and entities as text, code spans as their content, links and
+    emphasis as their text, images as their alt text, HTML tags and comments dropped (the text between tags
+    kept), line breaks as spaces; whitespace is collapsed. A heading whose text is then empty is named by the
+    attribute list's ``#id`` (its anchor), if it has one; else the result is ``""`` (the caller leaves it out).
+
+    Args:
+        source: The heading's inline markdown, e.g. ``"Release 2.0 <small>May 2024</small> { #r2 }"``.
+        anchor_fallback: Name an empty heading by its ``#id`` (heading paths); False: ``""`` (titles).
+
+    Returns:
+        The plain text, e.g. ``"Release 2.0 May 2024"``; ``"r2"`` for ``"<!-- note --> { #r2 }"``; ``""`` for
+        ``"<!-- md:option cache.dir -->"``.
+    """
+    anchor = ""
+    m = _ATTR_LIST.search(source)
+    if m:
+        ids = _ATTR_ID.findall(m.group(1))
+        anchor = ids[-1] if ids else ""
+        source = source[: m.start()]
+    parts: list[str] = []
+    if any(c in source for c in "\\`*_[]<>!&"):
+        for tok in _inline_parser().parseInline(source):
+            for child in tok.children or ():
+                if child.type in ("text", "code_inline"):
+                    parts.append(child.content)
+                elif child.type in ("softbreak", "hardbreak"):
+                    parts.append(" ")
+                elif child.type == "image":
+                    parts.append("".join(c.content for c in child.children or ()))
+    else:
+        parts.append(source)
+    text = " ".join("".join(parts).split())
+    return text or (anchor if anchor_fallback else "")
+
+
+def is_markdown_input(doc) -> bool:
+    """Whether a document is markdown input: a ``.md``/``.markdown`` file, or an HTML page converted to markdown.
+
+    Args:
+        doc: A :class:`~latechunk.types.Document`; its ``metadata`` ``source`` (the file, relative) and
+            ``converted_from`` (set for HTML pages) are read.
+
+    Returns:
+        True for markdown input; False for text, records (JSONL, parquet) and text given through the API, whose
+        lines are taken as written.
+    """
+    meta = doc.metadata or {}
+    if meta.get("converted_from"):
+        return True
+    source = meta.get("source")
+    if not isinstance(source, str):
+        return False
+    return source.lower().endswith((".md", ".markdown"))
+
+
+def block_units(text: str, tokens=None) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """The blocks that a paragraph-level cut must not enter: fenced and indented code, and admonitions and
+    content tabs (their title line with its indented body), at any depth (inside list items, quotes, other
+    admonitions).
+
+    Args:
+        text: The document text.
+        tokens: ``markdown_parser().parse(markdown_source(text))`` if the caller has it; None: parsed here.
+
+    Returns:
+        ``(code, containers)``: lists of ``(first_line, end_line)``, 0-based half-open line ranges (line breaks
+        as :data:`latechunk.sentences.LINE_BREAK`). A code block is cut inside only at lines (when it alone
+        exceeds a budget); a container at its own paragraphs, its title line kept with what follows.
+    """
+    if tokens is None:
+        source = markdown_source(text)
+        if "```" not in source and "~~~" not in source and "    " not in source and "\t" not in source:
+            return [], []
+        tokens = markdown_parser().parse(source)
+    code, containers = [], []
+    for t in tokens:
+        if t.map is None:
+            continue
+        if t.type in ("fence", "code_block"):
+            code.append((t.map[0], t.map[1]))
+        elif t.type in ("admonition_open", "content_tab_open"):
+            containers.append((t.map[0], t.map[1]))
+    return code, containers
+
+
+_REFERENCE_DEF = re.compile(r" {0,3}\[[^\]\r\n]+\]:[ \t]*\S")
+
+
+def reference_runs(text: str, code: list[tuple[int, int]]) -> list[int]:
+    """The first lines of runs of link reference definitions (``[name]: url``) that start a block: after a blank
+    line, outside code blocks. markdown-it keeps no token for them (they join the paragraph block before them in
+    a strategy's view); ``heading`` cuts before such a run so that it can join a neighbour as markup.
+
+    Args:
+        text: The document text.
+        code: Code blocks' ``(first_line, end_line)`` (:func:`block_units`), where no definition is read.
+
+    Returns:
+        Sorted 0-based line numbers.
+    """
+    if "]:" not in text:
+        return []
+    lines = LINE_BREAK.split(markdown_source(text))
+    in_code = np.zeros(len(lines) + 1, dtype=bool)
+    for l0, l1 in code:
+        in_code[l0:l1] = True
+    out = []
+    for i, line in enumerate(lines):
+        if i and not in_code[i] and (not lines[i - 1].strip()) and _REFERENCE_DEF.match(line):
+            out.append(i)
+    return out
+
+
+#: lines that carry no content: thematic breaks, fence markers (with an info string), link reference
+#: definitions, HTML comments or bare tags, attribute lists, table delimiter rows, setext underlines
+_MARKUP_LINE = re.compile(
+    r"[ \t]*(?:"
+    r"(?:[-*_][ \t]*){3,}"
+    r"|=+"
+    r"|(?:`{3,}|~{3,})[^`\r\n]*"
+    r"|\[[^\]\r\n^][^\]\r\n]*\]:[ \t]*\S+(?:[ \t]+(?:\"[^\"]*\"|'[^']*'|\([^)]*\)))?"
+    r"|(?:<!--.*?-->[ \t]*)+"
+    r"|(?:</?[A-Za-z][^<>]*>[ \t]*)+"
+    r"|\{:?[ \t]*(?:[#.]?[\w:.-]+(?:=(?:\"[^\"]*\"|'[^']*'|[^\s}]+))?[ \t]*)+\}"
+    r"|\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?"
+    r")[ \t]*"
+)
+_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+_SPACE = re.compile(r"\s+")
+
+
+def content_counts(text: str) -> np.ndarray:
+    """Prefix counts of content characters: non-whitespace characters outside markup that carries no content
+    (front matter; HTML comments, also over several lines; lines that are a thematic break or setext underline,
+    a fence marker with or without an info string, link reference definitions, bare HTML tags, an attribute list
+    such as ``{ .annotate }``, or a table delimiter row, once comments are blanked).
+
+    Args:
+        text: The document text.
+
+    Returns:
+        (len(text) + 1,), int64. ``c[j] - c[i]``: content characters in ``text[i:j]``.
+    """
+    n = len(text)
+    markup = np.zeros(n, dtype=bool)
+    fm = front_matter_end(text)
+    markup[:fm] = True
+    blanked = text
+    if "<!--" in text:
+        for m in _COMMENT.finditer(text):
+            markup[m.start() : m.end()] = True
+        blanked = _COMMENT.sub(lambda m: re.sub(r"[^\r\n]", " ", m.group(0)), text)
+    pos = 0
+    for line in blanked.splitlines(keepends=True):
+        body = line.rstrip("\r\n")
+        if body.strip() and _MARKUP_LINE.fullmatch(body):
+            markup[pos : pos + len(body)] = True
+        pos += len(line)
+    if n == 0:
+        return np.zeros(1, dtype=np.int64)
+    space = np.zeros(n, dtype=bool)
+    for m in _SPACE.finditer(text):
+        space[m.start() : m.end()] = True
+    return np.concatenate([[0], np.cumsum(~space & ~markup)]).astype(np.int64)
+
+
+def markup_only(text: str, start: int, end: int, counts: np.ndarray | None = None) -> bool:
+    """Whether ``text[start:end]`` is markup that carries no content: it holds no content character
+    (:func:`content_counts`; front matter, HTML comments, thematic breaks, fence markers, link reference
+    definitions, bare HTML tags, attribute lists and table delimiter rows are markup). A span that starts or ends
+    inside a comment is judged with the whole comment.
+
+    Args:
+        text: The document text.
+        start: First character of the span.
+        end: One past its last character.
+        counts: ``content_counts(text)`` when the caller asks for many spans of one text; None: computed.
+
+    Returns:
+        True when the span holds no content character (a span of whitespace alone too).
+    """
+    c = content_counts(text) if counts is None else counts
+    return bool(c[end] - c[start] == 0)
+
+
+def front_matter_end(text: str) -> int:
+    """The end (characters) of ``text``'s front matter (:data:`FRONT_MATTER`), 0 when it has none."""
+    m = FRONT_MATTER.match(text)
+    return m.end() if m else 0
 
 
 def markdown_source(text: str) -> str:
@@ -70,29 +358,39 @@ def markdown_source(text: str) -> str:
     return _LEADING_MARKS.sub("", text)
 
 
-def lead_in_lines(text: str) -> list[int]:
+def lead_in_lines(text: str, tokens=None) -> list[int]:
     """Lines that a chunk should not start with, because the line before them belongs to what follows: the line
     after each heading (ATX, or setext with its underline) and, in each table, the lines after its header row and
-    after its delimiter row (so a table's header stays with its first body row). Headings inside code fences,
-    and front matter, are not headings (:func:`markdown_source`).
+    after its delimiter row (so a table's header stays with its first body row), and the line after each
+    admonition's or content tab's title line (issue 16). Headings inside code fences, and front matter, are not
+    headings (:func:`markdown_source`).
 
     Args:
         text: The document text.
+        tokens: ``markdown_parser().parse(markdown_source(text))`` if the caller has it; None: parsed here.
 
     Returns:
         Sorted 0-based line numbers (line breaks as :data:`latechunk.sentences.LINE_BREAK`); a number may equal
         the count of lines (a heading on the last line).
     """
-    source = markdown_source(text)
-    if not _MAYBE_LEAD_IN.search(source.replace("\r", "\n")):
-        return []
+    if tokens is None:
+        source = markdown_source(text)
+        if (
+            not _MAYBE_LEAD_IN.search(source.replace("\r", "\n"))
+            and "!!!" not in source
+            and "???" not in source
+            and "===" not in source
+        ):
+            return []
+        tokens = markdown_parser().parse(source)
     out = set()
-    tokens = markdown_parser().parse(source)
     body_line = None
     for t in reversed(tokens):  # a table's tbody comes after its table_open: walk backwards
         if t.map is None:
             continue
-        if t.type == "heading_open":
+        if t.type in ("admonition_open", "content_tab_open"):  # the title line belongs to the body
+            out.add(t.map[0] + 1)
+        elif t.type == "heading_open":
             out.add(t.map[1])
         elif t.type == "tbody_open":
             body_line = t.map[0]

@@ -12,9 +12,12 @@ from latechunk.strategies._common import (
     allowed_cuts,
     check_size_overlap,
     content_offsets,
+    content_prefix,
     finish,
+    join_markup_only,
     strided_spans,
 )
+from latechunk.strategies._markdown import is_markdown_input
 from latechunk.strategies.base import SentenceVectors, Strategy, register
 from latechunk.tokenize import content_tokens
 from latechunk.types import Boundaries, Document, Tokenization
@@ -77,9 +80,31 @@ class Fixed(Strategy):
         n = offs.shape[0]
         content = content_tokens(doc.text, tok)
         allowed = allowed_cuts(offs, content)
-        if allowed.all():
-            return finish(doc, tok, strided_spans(0, n, self.size, self.overlap), self.spec, content=content)
-        return finish(doc, tok, self._spans_whole_chars(allowed), self.spec, content=content)
+        spans = strided_spans(0, n, self.size, self.overlap) if allowed.all() else self._spans_whole_chars(allowed)
+        if spans.shape[0] > 1 and is_markdown_input(doc):
+            spans = self._no_markup_only(doc.text, offs, spans, allowed)
+        return finish(doc, tok, spans, self.spec, content=content)
+
+    def _no_markup_only(self, text, offs, spans, allowed):
+        """Markdown input (issue 16): a window of markup alone joins a neighbour when the two fit ``size``, else
+        it starts earlier, taking in the text before it up to ``size`` tokens (never before the previous
+        window's start, so starts still increase and every token stays covered)."""
+        content = content_prefix(text, offs)
+        spans, _ = join_markup_only(spans, content, self.size)
+        flags = content[spans[:, 1]] == content[spans[:, 0]]
+        if not flags[1:].any():
+            return spans
+        n = allowed.shape[0] - 1
+        next_ge = np.minimum.accumulate(np.where(allowed, np.arange(n + 1), n)[::-1])[::-1]
+        spans = spans.copy()
+        for i in np.flatnonzero(flags).tolist():
+            if i == 0:
+                continue
+            s, e = int(spans[i, 0]), int(spans[i, 1])
+            start = int(next_ge[max(e - self.size, int(spans[i - 1, 0]) + 1)])
+            if start < s:
+                spans[i, 0] = start
+        return spans
 
     def _spans_whole_chars(self, allowed: np.ndarray) -> np.ndarray:
         """Chunks whose edges are allowed cuts (never inside one character's wordpieces).

@@ -14,12 +14,22 @@ from latechunk.strategies._common import (
     check_int,
     check_size_overlap,
     content_offsets,
+    content_prefix,
     finish,
+    join_markup_only,
     merge_pieces,
     or_fresh_segmenter,
     snap_table,
 )
-from latechunk.strategies._markdown import markdown_parser, markdown_source
+from latechunk.strategies._markdown import (
+    block_units,
+    heading_plain_text,
+    is_markdown_input,
+    lead_in_lines,
+    markdown_parser,
+    markdown_source,
+    reference_runs,
+)
 from latechunk.strategies.base import SentenceVectors, Strategy, register
 from latechunk.types import Boundaries, Document, Tokenization
 
@@ -37,11 +47,27 @@ class Heading(Strategy):
        code (BR-006), and ``---`` after a blank line is a thematic break (BR-007). Each chunk keeps its section's
        heading path, outermost first (``("Setup", "Usage")``). A section that holds only its heading line (a
        parent heading right before a sub-heading) is joined to the next section.
+       A path holds each heading's plain text, as a reader sees it (issue 16,
+       :func:`~latechunk.strategies._markdown.heading_plain_text`): ``## Release 2.0 <small>May 2024</small>
+       { #r2 }`` is ``"Release 2.0 May 2024"``, ``### The `--force` flag and [mirrors](m.md)`` is ``"The --force
+       flag and mirrors"``. A heading whose text is empty after that (``### <!-- md:option cache.dir -->``) is
+       named by the ``#id`` of its attribute list if it has one, else left out of the path; it still starts a
+       section (under its parent's path).
     2. A section that fits ``max_tokens`` is one chunk; sections are never merged with each other. A longer
        section is cut at its top-level blocks (paragraph, list, fence, table, ...); a block that does not fit is
        cut like ``recursive`` (blank lines, lines, sentences, tokens), and the pieces of the section are merged
        greedily up to ``max_tokens`` with ``overlap``.
-    3. Tables (BR-008): a table that fits stays whole. A longer one is cut between rows only (a row line is never
+    3. Markdown blocks (issue 16): a code fence (``````` or ``~~~``, also indented in a list item or nested), an
+       admonition (``!!! type "Title"``, ``??? type``, ``???+ type``) and a content tab (``=== "Tab"``) are one
+       unit when a long block is cut: cut inside only when the block alone exceeds ``max_tokens`` (a fence at
+       lines, an admonition or tab at its own paragraphs). A heading, an admonition's or tab's title line, and a
+       table's header do not end a chunk when they fit at the start of the next one with what follows. Runs of
+       link reference definitions are blocks of their own. On markdown input
+       (:func:`~latechunk.strategies._markdown.is_markdown_input`) a chunk of markup alone (front matter, a
+       thematic break, a fence marker, link reference definitions, an HTML comment) joins the next chunk, else
+       the previous one (whose tail it may take from a block, paragraph or line cut), within ``max_tokens``,
+       taking that chunk's heading path (:func:`~latechunk.strategies._common.join_markup_only`).
+    4. Tables (BR-008): a table that fits stays whole. A longer one is cut between rows only (a row line is never
        cut unless it alone is over budget); a chunk that starts with body rows gets the header and delimiter lines
        as its ``context`` (``"| Part | Unit | Price |\n|---|---|---|"``), and their tokens count against its
        budget. The chunk text stays an exact slice. A header longer than ``max_tokens // 2`` is not repeated.
@@ -137,9 +163,13 @@ class Heading(Strategy):
             return int(snapped[int(np.searchsorted(tok_starts, char, side="left"))])
 
         md_tokens = markdown_parser().parse(markdown_source(text))  # front matter, line-start marks: BR-022, BR-025
+        code, containers = block_units(text, md_tokens)
+        splitter.set_blocks(code, containers, line_starts)
         blocks = []  # (start token, index into md_tokens)
         sections = []  # [start token, token after the heading line(s), heading path]
         stack: list[tuple[int, str]] = []
+        for line in reference_runs(text, code):  # link definitions: no token of their own (issue 16)
+            blocks.append((tok_at_line(line), -1))
         for i, t in enumerate(md_tokens):
             if t.level != 0 or t.nesting < 0 or t.map is None:
                 continue
@@ -148,13 +178,14 @@ class Heading(Strategy):
             if t.type != "heading_open":
                 continue
             level = int(t.tag[1:])
-            title = md_tokens[i + 1].content.strip() if i + 1 < len(md_tokens) else ""
-            if level not in self.levels or not title:
+            source = md_tokens[i + 1].content.strip() if i + 1 < len(md_tokens) else ""
+            if level not in self.levels or not source:
                 continue
+            title = heading_plain_text(source)  # what a reader sees; "" leaves it out of the path (issue 16)
             while stack and stack[-1][0] >= level:
                 stack.pop()
             stack.append((level, title))
-            sections.append([start, tok_at_line(t.map[1]), tuple(title for _, title in stack)])
+            sections.append([start, tok_at_line(t.map[1]), tuple(title for _, title in stack if title)])
         # the preamble: text before the first section heading
         if not sections or sections[0][0] > 0:
             sections.insert(0, [0, 0, ()])
@@ -175,23 +206,38 @@ class Heading(Strategy):
         if carry is not None:  # only empty sections followed it: it stays a chunk of its own
             merged.append((carry[0], n, carry[1]))
 
+        blocks.sort()
         block_starts = np.asarray([b[0] for b in blocks], dtype=np.int64)
         block_md = [b[1] for b in blocks]
-        spans, paths, contexts = [], [], []
+        # a heading, an admonition's or tab's title line, a table's header stay with what follows (issue 16)
+        lead_in = lead_in_lines(text, md_tokens)
+        sticky_at = splitter.tokens_at_chars([int(line_starts[min(ln, n_lines)]) for ln in lead_in])
+        spans, paths, contexts, costs = [], [], [], []
         for start, end, path in merged:
-            chunks, ctx = self._section(
-                text, splitter, md_tokens, block_starts, block_md, tok_at_line, start, end
+            chunks, ctx, cost = self._section(
+                text, splitter, md_tokens, block_starts, block_md, tok_at_line, start, end, sticky_at
             )
+            costs.extend(cost)
             spans.append(chunks)
             paths.extend([path] * chunks.shape[0])
             contexts.extend(ctx)
         out = np.concatenate(spans) if spans else np.zeros((0, 2), np.int64)
+        if is_markdown_input(doc) and out.shape[0] > 1:  # no chunk of markup alone (issue 16)
+            out, owner = join_markup_only(
+                out,
+                content_prefix(text, splitter.offs),
+                self.max_tokens,
+                np.asarray(costs, dtype=np.int64),
+                (block_starts, splitter.cuts("paragraph", 0, n), splitter.cuts("line", 0, n)),
+            )
+            paths = [paths[o] for o in owner.tolist()]
+            contexts = [contexts[o] for o in owner.tolist()]
         return finish(doc, tok, out, self.spec, tuple(paths), tuple(contexts), splitter.content)
 
-    def _section(self, text, splitter, md_tokens, block_starts, block_md, tok_at_line, start, end):
-        """Chunks (k, 2) of one section's token range and their contexts."""
+    def _section(self, text, splitter, md_tokens, block_starts, block_md, tok_at_line, start, end, sticky_at=None):
+        """Chunks (k, 2) of one section's token range, their contexts and the tokens each context costs."""
         if end - start <= self.max_tokens:
-            return np.asarray([[start, end]], dtype=np.int64), [""]
+            return np.asarray([[start, end]], dtype=np.int64), [""], [0]
         lo = np.searchsorted(block_starts, start, side="left")
         hi = np.searchsorted(block_starts, end, side="left")
         inner = [(int(block_starts[j]), block_md[j]) for j in range(lo, hi) if start <= block_starts[j] < end]
@@ -208,7 +254,7 @@ class Heading(Strategy):
                 pieces.append(np.asarray([[x, y]], dtype=np.int64))
                 costs.append(np.zeros(1, np.int64))
                 ctx_of.append(np.zeros(1, np.int64))
-            elif j is not None and md_tokens[j].type == "table_open":
+            elif j is not None and j >= 0 and md_tokens[j].type == "table_open":
                 p, c, ctx_id = self._table(text, splitter, md_tokens, j, tok_at_line, x, y, table_ctx)
                 pieces.append(p)
                 costs.append(c)
@@ -221,9 +267,10 @@ class Heading(Strategy):
         p = np.concatenate(pieces)
         c = np.concatenate(costs)
         ctx_id = np.concatenate(ctx_of)
-        chunks = merge_pieces(p, self.max_tokens, self.overlap, c)
+        sticky = np.isin(p[:, 1], sticky_at) if sticky_at is not None and sticky_at.size else None
+        chunks = merge_pieces(p, self.max_tokens, self.overlap, c, sticky)
         first = np.searchsorted(p[:, 0], chunks[:, 0], side="left")
-        return chunks, [table_ctx[int(ctx_id[f])] for f in first]
+        return chunks, [table_ctx[int(ctx_id[f])] for f in first], [int(c[f]) for f in first]
 
     def _table(self, text, splitter, md_tokens, j, tok_at_line, x, y, table_ctx):
         """Row pieces of a table that does not fit: header piece, then one piece per body row line."""

@@ -11,11 +11,19 @@ from latechunk.sentences import LINE_BREAK, SentenceSegmenter
 from latechunk.strategies._common import (
     PieceSplitter,
     check_size_overlap,
+    content_prefix,
     finish,
+    join_markup_only,
     merge_pieces,
     or_fresh_segmenter,
 )
-from latechunk.strategies._markdown import lead_in_lines
+from latechunk.strategies._markdown import (
+    block_units,
+    is_markdown_input,
+    lead_in_lines,
+    markdown_parser,
+    markdown_source,
+)
 from latechunk.strategies.base import SentenceVectors, Strategy, register
 from latechunk.types import Boundaries, Document, Tokenization
 
@@ -37,6 +45,14 @@ class Recursive(Strategy):
        a table's header and delimiter rows, belong to what follows them (parsed with markdown-it-py, so a ``#``
        in a code fence or front matter is no heading): a chunk does not end with them when they fit at the
        start of the next chunk with the piece after them.
+    3. Markdown blocks (issue 16, parsed with markdown-it-py and mdit-py-plugins): a code fence (also indented,
+       in a list item or nested), an admonition (``!!! type "Title"``, ``??? type``) or a content tab
+       (``=== "Tab"``) is one unit at the paragraph level: it is cut inside only when it alone exceeds
+       ``max_tokens`` (a fence then at lines, a container at its own paragraphs), and a container's title line
+       stays with its body. On markdown input (:func:`~latechunk.strategies._markdown.is_markdown_input`) a chunk
+       of markup alone (a thematic break, front matter, a fence marker, link reference definitions, an HTML
+       comment) joins the next chunk, or else the previous one, when the joined chunk fits ``max_tokens``
+       (:func:`~latechunk.strategies._common.join_markup_only`).
 
     Cuts fall between tokens, so separators are never duplicated or dropped (BR-002) and each chunk's text is
     the exact slice of its tokens. The one way a chunk can exceed ``max_tokens``: the wordpieces of one
@@ -98,13 +114,26 @@ class Recursive(Strategy):
             and their exact int32 (n_chunks, 2) char spans.
         """
         splitter = PieceSplitter(doc.text, tok, self.max_tokens, or_fresh_segmenter(sentences))
+        line_starts = md_tokens = None
+        if splitter.n > self.max_tokens:  # fences, admonitions and tabs stay whole when they fit (issue 16)
+            md_tokens = markdown_parser().parse(markdown_source(doc.text))
+            code, containers = block_units(doc.text, md_tokens)
+            if code or containers:
+                line_starts = [0] + [m.end() for m in LINE_BREAK.finditer(doc.text)] + [len(doc.text)]
+                splitter.set_blocks(code, containers, line_starts)
         pieces = splitter.pieces(0, splitter.n)
         sticky = None
         if pieces.shape[0] > 1:
-            lines = lead_in_lines(doc.text)
+            lines = lead_in_lines(doc.text, md_tokens)
             if lines:
-                line_starts = [0] + [m.end() for m in LINE_BREAK.finditer(doc.text)] + [len(doc.text)]
+                if line_starts is None:
+                    line_starts = [0] + [m.end() for m in LINE_BREAK.finditer(doc.text)] + [len(doc.text)]
                 chars = [line_starts[min(n, len(line_starts) - 1)] for n in lines]
                 sticky = np.isin(pieces[:, 1], splitter.tokens_at_chars(chars))
         chunks = merge_pieces(pieces, self.max_tokens, self.overlap, sticky=sticky)
+        if chunks.shape[0] > 1 and is_markdown_input(doc):  # no chunk of markup alone (issue 16)
+            cuts = (pieces[:, 0], splitter.cuts("paragraph", 0, splitter.n), splitter.cuts("line", 0, splitter.n))
+            chunks, _ = join_markup_only(
+                chunks, content_prefix(doc.text, splitter.offs), self.max_tokens, cuts=cuts
+            )
         return finish(doc, tok, chunks, self.spec, content=splitter.content)

@@ -10,7 +10,17 @@ from typing import ClassVar
 import numpy as np
 
 from latechunk.sentences import SentenceSegmenter
-from latechunk.strategies._common import PieceSplitter, check_int, finish, merge_pieces, or_fresh_segmenter
+from latechunk.strategies._common import (
+    PieceSplitter,
+    check_int,
+    content_offsets,
+    content_prefix,
+    finish,
+    join_markup_only,
+    merge_pieces,
+    or_fresh_segmenter,
+)
+from latechunk.strategies._markdown import is_markdown_input
 from latechunk.strategies.base import SentenceVectors, Strategy, register
 from latechunk.tokenize import ContentTokens, content_tokens
 from latechunk.types import Boundaries, Document, Tokenization
@@ -51,6 +61,9 @@ class Semantic(Strategy):
        while they fit ``max_tokens`` (LangChain's ``min_chunk_size``: a cut is skipped while the chunk is too
        short), and a short last chunk joins the one before it. So a lone heading or code fence, a sentence of its
        own that the similarity cut leaves alone, stays with the text it introduces.
+    5. On markdown input a chunk of markup alone (thematic break, front matter, fence marker, link reference
+       definitions, HTML comment) joins the next chunk, else the previous one, when the two fit ``max_tokens``
+       (issue 16, :func:`~latechunk.strategies._common.join_markup_only`).
 
     0 sentences give 0 chunks and 1 sentence gives 1 chunk, without asking for sentence vectors (BR-010): the threshold
     is never a percentile of an empty list.
@@ -210,6 +223,10 @@ class Semantic(Strategy):
             group_ends = np.append(cut_after + 1, m)
             groups = np.stack([rel[group_starts, 0], rel[group_ends - 1, 1]], axis=1)
         groups = self._fit(doc.text, tok, rel, groups, sentences, content)
+        if groups.shape[0] > 1 and is_markdown_input(doc):  # no chunk of markup alone (issue 16)
+            groups, _ = join_markup_only(
+                groups, content_prefix(doc.text, content_offsets(tok)), self.limit, cuts=(rel[:, 0],)
+            )
         return finish(doc, tok, groups, self.spec, content=content)
 
     def cut_points(

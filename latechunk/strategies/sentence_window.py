@@ -8,7 +8,16 @@ from typing import ClassVar
 import numpy as np
 
 from latechunk.sentences import SentenceSegmenter
-from latechunk.strategies._common import check_int, finish, or_fresh_segmenter, strided_spans
+from latechunk.strategies._common import (
+    check_int,
+    content_offsets,
+    content_prefix,
+    finish,
+    join_markup_only,
+    or_fresh_segmenter,
+    strided_spans,
+)
+from latechunk.strategies._markdown import is_markdown_input
 from latechunk.strategies.base import SentenceVectors, Strategy, register
 from latechunk.tokenize import content_tokens
 from latechunk.types import Boundaries, Document, Tokenization
@@ -27,7 +36,10 @@ class SentenceWindow(Strategy):
     previous one. ``window=0`` gives one chunk per sentence (BR-009, BR-011). Sentences come from
     :meth:`latechunk.sentences.SentenceSegmenter.token_spans`; a window's token span runs from its first
     sentence's first token to its last sentence's last token. (Sentence-window retrieval as in LlamaIndex's
-    ``SentenceWindowNodeParser``, here as the chunk itself.)
+    ``SentenceWindowNodeParser``, here as the chunk itself.) On markdown input a window of markup alone (a
+    thematic break, front matter, a fence marker, link reference definitions, an HTML comment: pysbd makes
+    sentences of them) joins the next window, or the previous one at the end (issue 16; this strategy has no
+    token budget).
 
     Args:
         window: Sentences on each side of the middle one (>= 0); alias ``window_size``.
@@ -89,4 +101,6 @@ class SentenceWindow(Strategy):
         m = sent.shape[0]
         w = strided_spans(0, m, 2 * self.window + 1, 2 * self.window + 1 - self.stride)
         spans = np.stack([sent[w[:, 0], 0], sent[w[:, 1] - 1, 1]], axis=1) if m else w
+        if spans.shape[0] > 1 and is_markdown_input(doc):  # no window of markup alone (issue 16)
+            spans, _ = join_markup_only(spans, content_prefix(doc.text, content_offsets(tok)), None)
         return finish(doc, tok, spans, self.spec, content=content)

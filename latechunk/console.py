@@ -1,0 +1,125 @@
+"""Terminal output of search results: a layout a person can read, printed literally.
+
+Chunk text, queries, doc ids and heading paths are data, never markup: nothing here goes through rich markup (a
+``[/var/cache]`` in a document or a ``[/note]`` in a query is printed as written). Each hit is a block of lines::
+
+    1. guides/storage [v2].md  chars 0-105  score 0.6123
+       Storage > Cache
+       Keep the cache under [/var/cache/demo] and read the [backup guide] before you delete anything.
+
+The first line holds the rank, the doc id (never folded: it stays one piece, to copy), the char span and the
+score; the second the heading path (left out when the chunk has none); then a snippet around the query's words
+(:func:`snippet`; the chunk's leading heading lines, already on the path line, left out). On a terminal the snippet is wrapped to its width; piped (``width=None``), every field stays on
+one line, whatever the terminal's width, so ``grep`` and ``cut`` see whole lines.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+
+__all__ = ["format_hits", "heading_path_text", "snippet"]
+
+_WORD = re.compile(r"\w{3,}")
+
+#: indent of a hit's heading path and snippet lines, under its rank
+INDENT = "   "
+
+
+def snippet(text: str, query: str, width: int = 200) -> str:
+    """A ``width``-character excerpt of ``text`` (whitespace collapsed) holding the most occurrences of the
+    query's words (3+ letters, case-insensitive); the start of the text when none occurs. "…" marks a cut.
+
+    Args:
+        text: A chunk text.
+        query: The query.
+        width: Characters of ``text`` to show.
+
+    Returns:
+        The excerpt, at most ``width`` characters plus a leading and a trailing "…" where it was cut.
+    """
+    flat = " ".join(text.split())
+    if len(flat) <= width:
+        return flat
+    words = {w.lower() for w in _WORD.findall(query)}
+    hits = [m.start() for m in _WORD.finditer(flat) if m.group().lower() in words]
+    start = 0
+    if hits:
+        best = 0
+        for i, h in enumerate(hits):  # the excerpt that starts a little before hit i and holds the most hits
+            n = sum(1 for x in hits[i:] if x < h + width - 20)
+            if n > best:
+                best, start = n, max(0, h - 20)
+        start = min(start, len(flat) - width)
+        if start > 0:  # begin at a word
+            space = flat.find(" ", start)
+            start = space + 1 if 0 <= space < start + 20 else start
+    end = min(len(flat), start + width)
+    return ("…" if start > 0 else "") + flat[start:end] + ("…" if end < len(flat) else "")
+
+
+_ATX_HEADING = re.compile(r"[ ]{0,3}#{1,6}(?:[ \t][^\n]*)?(?:\n|$)")
+
+
+def _drop_leading_headings(text: str) -> str:
+    """``text`` without the markdown ATX heading lines (``# Title``) and blank lines it starts with; ``text`` itself
+    when nothing else is left."""
+    rest = text.lstrip()
+    while (m := _ATX_HEADING.match(rest)) and m.end() > 0:
+        rest = rest[m.end():].lstrip()
+    return rest if rest.strip() else text
+
+
+def heading_path_text(record: dict) -> str:
+    """A hit's heading path as one line: its ``heading_path`` joined with " > ", else its ``section``.
+
+    Args:
+        record: A search record (``latechunk.output.search_records``) or an expanded context
+            (``latechunk.contexts.expand_hits``), which has ``section`` but no ``heading_path``.
+
+    Returns:
+        The path, whitespace collapsed; "" when the chunk is under no heading.
+    """
+    path = record.get("heading_path")
+    text = " > ".join(p for p in path if p) if path else (record.get("section") or "")
+    return " ".join(str(text).split())
+
+
+def format_hits(results: list[dict], query: str, *, expand: str | None = None, width: int | None = None,
+                snippet_chars: int = 200) -> list[tuple[str, bool]]:
+    """The lines that ``latechunk search`` prints for its results, best first.
+
+    Args:
+        results: Search records (``latechunk.output.search_records``: rank, score, doc_id, char_start, char_end,
+            heading_path, text) or, with ``expand``, contexts (``latechunk.contexts.expand_hits``: with ``hits``).
+        query: The query (its words choose each snippet; printed as given).
+        expand: The ``--expand`` value the contexts were made with, or None for plain hits.
+        width: Terminal columns: the heading path and snippet are wrapped to it (a doc id never is). None (output
+            piped): no wrapping, each field on one line.
+        snippet_chars: Characters of chunk text in each snippet (:func:`snippet`).
+
+    Returns:
+        ``(line, emphasis)`` pairs, in order: a title line, then per hit its first line (emphasis True: rank, doc
+        id, char span, score), its heading path, its snippet line(s) and a blank line. Lines are plain text: the
+        caller prints them without markup.
+    """
+    what = f"contexts ({expand})" if expand else ("result" if len(results) == 1 else "results")
+    lines: list[tuple[str, bool]] = [(f"top {len(results)} {what} for: {query}", True), ("", False)]
+    avail = None if width is None else max(20, width - len(INDENT))
+    for r in results:
+        head = f"{r['rank']}. {r['doc_id']}  chars {r['char_start']}-{r['char_end']}  score {r['score']:.4f}"
+        if expand:
+            head += "  hits " + ", ".join(str(h["rank"]) for h in r.get("hits", []))
+        lines.append((head, True))
+        path = heading_path_text(r)
+        text = r.get("text") or ""
+        if path:  # the heading is on the path line: the snippet starts at the text under it
+            text = _drop_leading_headings(text)
+        body = [path, snippet(text, query, snippet_chars)]
+        for field in body:
+            if not field:
+                continue
+            parts = [field] if avail is None else textwrap.wrap(field, avail, break_on_hyphens=False) or [""]
+            lines += [(INDENT + p, False) for p in parts]
+        lines.append(("", False))
+    return lines

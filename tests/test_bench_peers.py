@@ -1,0 +1,55 @@
+"""scripts/bench_peers.py (issue 15 part 1): a dry run on a tiny model and two small documents writes the table."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("chonkie")
+pytest.importorskip("sentence_transformers")
+
+from tests.models import save_tiny_bert
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "bench_peers.py"
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("bench_peers", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_dry_run_writes_every_system(tmp_path):
+    bench = _script()
+    data = tmp_path / "corpora"
+    data.mkdir()
+    (data / "a.md").write_text("# Alpha\n\n" + "Late chunking pools token states per chunk. " * 60, encoding="utf-8")
+    (data / "b.md").write_text("Short document.\nSecond line of it.\n", encoding="utf-8")
+    model = save_tiny_bert(tmp_path / "tiny")
+    out = tmp_path / "peers.md"
+    res = bench.main(["--data", str(data), "--corpora", "a", "b", "--fraction", "1", "--model", str(model),
+                      "--rounds", "1", "--batch-sizes", "2", "--window", "128", "--overlap", "0",
+                      "--strategy", "fixed:size=32", "--out", str(out), "--note", "dry run"])
+    text = out.read_text(encoding="utf-8")
+    for name in ("raw model(...) bs=2", "latechunk late", "latechunk late x5", "latechunk naive",
+                 "chonkie LateChunker", "st naive (same spans)"):
+        assert f"| {name} |" in text
+        assert res["median_s"][name] > 0
+    assert "macro window 128, overlap 0" in text and "note: dry run" in text
+    assert 0 <= res["padding"] < 1
+    assert res["corpus_tokens"] > 3 * 128  # a.md needs several 128-token windows
+
+
+def test_raw_rows_cover_the_corpus_once():
+    bench = _script()
+    from latechunk.tokenize import DocumentTokenizer
+    from latechunk.types import Document
+    from tests.models import minilm_parts
+
+    tok = DocumentTokenizer(minilm_parts()[1])(Document("d", "word " * 300))
+    rows = bench.raw_rows([tok], 128)
+    assert all(len(r) <= 128 for r in rows)
+    assert sum(len(r) - 2 for r in rows) == tok.n_content  # no overlap, nothing dropped

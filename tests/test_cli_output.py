@@ -1,0 +1,245 @@
+"""Terminal output prints text literally (issue 16, part 1) and reads well (part 6): chunk text, queries, file
+names, doc ids and error messages never go through rich markup; search's layout keeps doc ids whole at 80 columns
+and when piped, shows the heading path and a snippet around the query's words; `chunk` takes folders and several
+paths in one start-up.
+
+A tiny random BERT (tests/models.py) where the ranking does not matter; the bundled all-MiniLM-L6-v2 only for the
+issue's own two searches (the right chunk must come first).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from latechunk.cli import app
+from latechunk.console import format_hits, snippet
+from tests.models import save_tiny_bert
+
+runner = CliRunner()
+
+STORAGE = ("# Storage\n\nKeep the cache under [/var/cache/demo] and read the [backup guide] before you delete "
+           "anything.\n")
+COLOURS = "# Colours\n\nPick a colour from the [colour chart] to style the header bar.\n"
+#: a JSONL record whose id has brackets and a closing-tag look
+NOTE_ID = "notes [/tmp] [bold]draft[/bold]"
+NOTE = "# Notes\n\nThe [red]release[/red] notes say: run [/usr/bin/demo --check] first.\n"
+
+
+def _run(*args, **kwargs):
+    return runner.invoke(app, [str(a) for a in args], catch_exceptions=False, **kwargs)
+
+
+def _issue_corpus(root: Path, colours_name: str = "colours.md") -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "storage.md").write_text(STORAGE, encoding="utf-8")
+    (root / colours_name).write_text(COLOURS, encoding="utf-8")
+    return root
+
+
+@pytest.fixture(scope="module")
+def tiny_index(tmp_path_factory):
+    """An index (heading strategy, tiny random model) of the issue's two files, the colours file named with
+    brackets, and a JSONL record whose doc id holds rich-markup look-alikes."""
+    tmp = tmp_path_factory.mktemp("out_tiny")
+    model = save_tiny_bert(tmp / "model")
+    src = _issue_corpus(tmp / "docs [v2]", "colours [red] [v2].md")
+    (src / "notes.jsonl").write_text(json.dumps({"id": NOTE_ID, "text": NOTE}) + "\n", encoding="utf-8")
+    out = tmp / "idx"
+    res = _run("embed", src, "--out", out, "--model", model, "--strategy", "heading", "--device", "cpu", "--quiet")
+    assert res.exit_code == 0, res.output
+    return src, out, model
+
+
+@pytest.fixture(scope="module")
+def minilm_index(tmp_path_factory):
+    """The issue's exact case: storage.md and colours.md embedded with `heading` by the bundled MiniLM."""
+    tmp = tmp_path_factory.mktemp("out_minilm")
+    src = _issue_corpus(tmp / "docs")
+    out = tmp / "idx"
+    res = _run("embed", src, "--out", out, "--strategy", "heading", "--device", "cpu", "--quiet")
+    assert res.exit_code == 0, res.output
+    return out
+
+
+# ------------------------------------------------------------------------------------------ printed literally
+def test_search_prints_bracketed_chunk_text_of_the_issue_literally(minilm_index):
+    """Issue 16 part 1, as reported: the colours chunk lost "[colour chart]"; the storage chunk crashed search
+    with MarkupError (closing tag '[/var/cache/demo]')."""
+    res = _run("search", minilm_index, "which colour can the header bar use", "-k", 1)
+    assert res.exit_code == 0, res.output
+    assert "Pick a colour from the [colour chart] to style the header bar." in res.output
+    res = _run("search", minilm_index, "where is the cache kept", "-k", 1)
+    assert res.exit_code == 0, res.output
+    assert "Keep the cache under [/var/cache/demo] and read the [backup guide] before you delete anything." in res.output
+
+
+def test_search_prints_query_doc_ids_and_file_names_with_brackets_literally(tiny_index):
+    _, out, _ = tiny_index
+    query = "what does [/note] say about [bold]the cache[/bold]?"
+    res = _run("search", out, query, "-k", 3)
+    assert res.exit_code == 0, res.output
+    text = res.output
+    assert f"for: {query}" in text
+    assert "colours [red] [v2].md" in text and NOTE_ID in text  # file name and JSONL id, as written
+    assert "[/var/cache/demo]" in text and "[colour chart]" in text
+    assert "The [red]release[/red] notes say: run [/usr/bin/demo --check] first." in text
+    assert "\x1b[" not in text  # piped: no colour codes either
+
+
+def test_search_expand_prints_contexts_literally(tiny_index):
+    _, out, _ = tiny_index
+    res = _run("search", out, "[/x] cache", "-k", 3, "--expand", "section")
+    assert res.exit_code == 0, res.output
+    assert "contexts (section) for: [/x] cache" in res.output and "[/var/cache/demo]" in res.output
+    assert "hits 1" in res.output or "hits 2" in res.output or "hits 3" in res.output
+
+
+def test_search_json_is_unchanged_by_the_layout(tiny_index):
+    _, out, _ = tiny_index
+    res = _run("search", out, "cache [/note]", "-k", 3, "--json")
+    hits = json.loads(res.stdout)
+    assert {h["doc_id"] for h in hits} == {"storage.md", "colours [red] [v2].md", NOTE_ID}
+    assert {"rank", "score", "doc_id", "char_start", "char_end", "heading_path", "text"} <= set(hits[0])
+
+
+def test_errors_name_paths_with_brackets_literally(tmp_path):
+    missing = tmp_path / "idx [/old]"
+    res = runner.invoke(app, ["search", str(missing), "query"])
+    assert res.exit_code == 2 and str(missing) in res.output
+    res = runner.invoke(app, ["chunk", str(tmp_path / "a [/b].md")])
+    assert res.exit_code == 2 and "a [/b].md" in res.output
+    res = runner.invoke(app, ["verify", str(tmp_path / "v [/x]")])
+    assert res.exit_code == 2 and "v [/x] is not a folder" in res.output
+
+
+def test_verify_problems_name_doc_ids_with_brackets_literally(tmp_path, tiny_index):
+    src, out, _ = tiny_index
+    moved = tmp_path / "sources"
+    moved.mkdir()
+    (moved / "storage.md").write_text(STORAGE, encoding="utf-8")  # the bracketed file name is missing here
+    (moved / "notes.jsonl").write_text((src / "notes.jsonl").read_text(encoding="utf-8"), encoding="utf-8")
+    res = runner.invoke(app, ["verify", str(out), "--inputs", str(moved)])
+    assert res.exit_code == 1, res.output
+    assert "colours [red] [v2].md" in res.output
+
+
+def test_help_text_is_printed_as_written():
+    """Help strings are not rich markup either: embed's --mode help names the header "[title > section path]"
+    (rich read it as a style tag and dropped it)."""
+    res = runner.invoke(app, ["embed", "--help"], env={"COLUMNS": "200"})
+    assert res.exit_code == 0
+    assert "[title > section path]" in " ".join(res.output.split())
+
+
+def test_compare_table_prints_names_literally():
+    """print_table: dataset names, SPECs and labels are data (a folder "docs [/v2]" once crashed rich)."""
+    from rich.console import Console
+
+    from latechunk.eval.report import load_result, print_table
+
+    folder = Path(__file__).resolve().parents[1] / "eval" / "results" / "chroma_precision"
+    result = load_result(folder)
+    result.manifest["dataset"]["name"] = "docs [/v2] [bold]x"
+    result.systems[0].label = "late [/y]"
+    buf = io.StringIO()
+    print_table(result, console=Console(file=buf, width=400, color_system=None))
+    text = buf.getvalue()
+    assert "docs [/v2] [bold]x" in text and "late [/y]" in text
+
+
+# ------------------------------------------------------------------------------------------ search layout
+def _long_results() -> list[dict]:
+    doc_id = "reference/configuration/very-long-folder-name-for-plugins/[draft] social-cards-and-more.md"
+    text = ("Intro words that say nothing in particular. " * 12 +
+            "Set the cache directory with the cache_dir option of the social plugin.")
+    return [{"rank": 1, "score": 0.61234, "doc_id": doc_id, "char_start": 120, "char_end": 720,
+             "heading_path": ["Setup", "Social cards [beta]", "Caching"], "text": text}]
+
+
+def test_layout_at_80_columns_keeps_doc_ids_whole_and_wraps_the_rest():
+    results = _long_results()
+    lines = [line for line, _ in format_hits(results, "where is the cache directory set", width=80)]
+    doc_id = results[0]["doc_id"]
+    assert any(line.startswith(f"1. {doc_id}  chars 120-720  score 0.6123") for line in lines)  # one piece
+    assert "   Setup > Social cards [beta] > Caching" in lines  # the heading path, on its own line
+    assert all(len(line) <= 80 for line in lines if doc_id not in line)
+    body = " ".join(line.strip() for line in lines[3:])
+    assert "cache_dir" in body and body.startswith("Setup > Social cards [beta] > Caching …")  # snippet at the hit
+
+
+def test_layout_leaves_the_heading_line_to_the_path_line():
+    hit = {"rank": 2, "score": 0.5, "doc_id": "a.md", "char_start": 0, "char_end": 40, "heading_path": ["Caching"],
+           "text": "## Caching\n\nSet the cache folder [/var/cache]."}
+    lines = [line for line, _ in format_hits([hit], "cache", width=None)]
+    assert lines[2:5] == ["2. a.md  chars 0-40  score 0.5000", "   Caching", "   Set the cache folder [/var/cache]."]
+    no_path = [line for line, _ in format_hits([{**hit, "heading_path": []}], "cache", width=None)]
+    assert "   ## Caching Set the cache folder [/var/cache]." in no_path  # no path line: the heading stays
+
+
+def test_layout_when_piped_takes_no_width_and_cuts_nothing():
+    results = _long_results()
+    lines = [line for line, _ in format_hits(results, "where is the cache directory set", width=None)]
+    snip = snippet(results[0]["text"], "where is the cache directory set")
+    assert "   " + snip in lines and len("   " + snip) > 80
+
+
+def test_search_at_columns_80_piped_keeps_long_doc_ids_on_one_line(tmp_path, tiny_index):
+    """The CLI, piped (CliRunner), with COLUMNS=80 in the environment: the terminal's width is not used, a long doc
+    id is never folded."""
+    _, _, model = tiny_index
+    doc_id = "guides/" + "a-rather-long-section-folder/" * 3 + "[v2] storage and cache settings.md"
+    src = tmp_path / "docs"
+    (src / Path(doc_id).parent).mkdir(parents=True)
+    (src / doc_id).write_text("# Cache\n\n" + "The cache lives under [/var/cache/demo]. " * 10, encoding="utf-8")
+    out = tmp_path / "idx"
+    assert _run("embed", src, "--out", out, "--model", model, "--strategy", "heading", "--device", "cpu",
+                "--quiet").exit_code == 0
+    res = _run("search", out, "where is the cache", "-k", 1, env={"COLUMNS": "80"})
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    assert any(line.startswith(f"1. {doc_id}  chars 0-") for line in lines), res.output
+    assert "   Cache" in lines and any(len(line) > 80 and "[/var/cache/demo]" in line for line in lines)
+
+
+# ------------------------------------------------------------------------------------------ chunk over folders
+def test_chunk_takes_folders_and_files_in_one_call_and_lists_what_it_skips(tmp_path, tiny_index):
+    _, _, model = tiny_index
+    src = _issue_corpus(tmp_path / "docs")
+    (src / "sub").mkdir()
+    (src / "sub" / "deep.md").write_text("# Deep\n\nA nested page about rivers.\n", encoding="utf-8")
+    (src / "empty.md").write_text("  \n", encoding="utf-8")
+    (src / "manual.pdf").write_bytes(b"%PDF-1.4")
+    extra = tmp_path / "extra.txt"
+    extra.write_text("A loose text file given beside the folder.\n", encoding="utf-8")
+    out = tmp_path / "chunks.jsonl"
+    res = _run("chunk", src, extra, "--strategy", "heading", "--model", model, "--out", out)
+    assert res.exit_code == 0, res.output
+    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert {r["doc_id"] for r in rows} == {"colours.md", "storage.md", "sub/deep.md", "extra.txt"}
+    assert "skipped empty.md: empty" in res.output and "skipped manual.pdf: unsupported type .pdf" in res.output
+    assert "chunks from 4 documents (2 skipped) -> " in res.output
+    # the same records as chunking each file alone (doc ids aside)
+    alone = _run("chunk", src / "storage.md", "--strategy", "heading", "--model", model)
+    one = [json.loads(line) for line in alone.stdout.splitlines()]
+    assert [(r["char_start"], r["char_end"], r["token_start"], r["token_end"]) for r in one] == [
+        (r["char_start"], r["char_end"], r["token_start"], r["token_end"]) for r in rows if r["doc_id"] == "storage.md"]
+
+
+def test_chunk_semantic_streams_a_folder_through_the_late_pass(tmp_path, tiny_index):
+    src, _, model = tiny_index
+    res = _run("chunk", src, "--strategy", "semantic", "--model", model, "--device", "cpu")
+    assert res.exit_code == 0, res.output
+    rows = [json.loads(line) for line in res.stdout.splitlines()]
+    assert {r["doc_id"] for r in rows} == {"storage.md", "colours [red] [v2].md", NOTE_ID}
+    assert "(0 skipped) -> stdout" in res.stderr
+
+
+def test_chunk_help_teaches_folders_with_examples():
+    res = runner.invoke(app, ["chunk", "--help"], env={"COLUMNS": "120"})
+    assert "latechunk chunk docs/ --strategy heading --out chunks.jsonl" in res.output
+    assert "one start-up" in " ".join(res.output.split())

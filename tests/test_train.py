@@ -1,0 +1,166 @@
+"""``latechunk train`` (latechunk/train.py) on a tiny random BERT: the loss falls, the saved folder loads and
+differs from the base, the training forward pools as ``embed`` does, ``--ict`` runs, bad input fails clearly."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from models import save_tiny_bert
+from typer.testing import CliRunner
+
+from latechunk.cli import app
+from latechunk.train import (
+    TrainConfig,
+    TrainExample,
+    _late_step_vectors,
+    _plan_documents,
+    ict_examples,
+    train,
+)
+from latechunk.types import Document
+
+TOPICS = [
+    ("Volcanoes", ["Mount Etna erupts often and lava reaches the villages below.",
+                   "The crater of Vesuvius buried Pompeii under ash in the year 79.",
+                   "Geologists measure sulfur gas to forecast the next eruption.",
+                   "Basalt forms when lava cools quickly near the surface."]),
+    ("Bakery", ["Sourdough bread rises slowly because of wild yeast in the starter.",
+                "Croissants need cold butter folded into the dough many times.",
+                "The oven must reach two hundred and fifty degrees for baguettes.",
+                "Rye flour gives a dense crumb and a sour taste."]),
+    ("Chess", ["The queen is the strongest piece on the chess board.",
+               "Castling moves the king two squares toward a rook.",
+               "A pawn that reaches the last rank becomes a queen or a knight.",
+               "The Sicilian defence answers the king pawn opening with c5."]),
+]
+
+
+def _squad(tmp_path):
+    """A SQuAD file: one article per topic, one paragraph per sentence, one question per sentence."""
+    data = []
+    for title, sents in TOPICS:
+        paragraphs = []
+        for i, s in enumerate(sents):
+            words = s.rstrip(".").split()
+            answer = " ".join(words[-2:])
+            q = f"What about {' '.join(words[:4]).lower()}?"
+            paragraphs.append({"context": s, "qas": [{"id": f"{title}-{i}", "question": q,
+                                                       "answers": [{"text": answer, "answer_start": s.index(answer)}]}]})
+        data.append({"title": title, "paragraphs": paragraphs})
+    path = tmp_path / "toy.json"
+    path.write_text(json.dumps({"version": "1.1", "data": data}), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    return save_tiny_bert(tmp_path_factory.mktemp("tiny") / "base")
+
+
+@pytest.fixture(scope="module")
+def trained(tiny, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("train")
+    out = tmp / "model"
+    cfg = TrainConfig(out=str(out), dataset=str(_squad(tmp)), model=str(tiny), strategy="fixed:size=8",
+                      macro_window=32, window_overlap=4, epochs=6, lr=2e-3, batch_size=6, naive_weight=0.5,
+                      device="cpu", seed=0)
+    return train(cfg, progress=False)
+
+
+def test_loss_decreases(trained):
+    means = trained.epoch_means()
+    assert trained.steps == 12 and len(trained.losses) == 12  # 12 queries, 6 per step, 6 epochs
+    assert all(np.isfinite(trained.losses))
+    assert means[-1] < 0.8 * means[0], means
+    assert trained.n_examples == 12 and not trained.n_skipped
+
+
+def test_saved_folder_loads_and_differs(trained, tiny):
+    from latechunk.encoder import Encoder
+
+    out = trained.out
+    for name in ("model.safetensors", "config.json", "modules.json", "config_sentence_transformers.json",
+                 "sentence_bert_config.json", "tokenizer.json", "latechunk_train.json"):
+        assert (out / name).is_file(), name
+    record = json.loads((out / "latechunk_train.json").read_text())
+    assert record["loss"] == trained.losses and record["macro_window"] == {"size": 32, "overlap": 4}
+    base, new = Encoder(str(tiny), device="cpu"), Encoder(str(out), device="cpu")
+    assert new.settings.pooling == "mean" and new.max_seq_length == base.max_seq_length
+    texts = ["Where did the lava go?", TOPICS[0][1][0]]
+    vb, vn = base.encode(texts), new.encode(texts)
+    assert vb.shape == vn.shape
+    assert not np.allclose(vb, vn, atol=1e-3)
+
+
+def test_training_forward_pools_as_embed(tiny):
+    """In eval mode the step's late vectors are embed's late vectors of the same chunks (macro windows included)."""
+    from latechunk.encoder import Encoder
+    from latechunk.pipeline import late_vectors
+
+    enc = Encoder(str(tiny), device="cpu")
+    text = " ".join(s for _, sents in TOPICS for s in sents)
+    doc = Document("long", text)
+    mw = enc.macro_window(32, 4)
+    exs = [TrainExample("q0", "lava", doc, (5, 10)), TrainExample("q1", "queen", doc, (len(text) - 20, len(text) - 2))]
+    plans, pairs, _ = _plan_documents(exs, enc, "fixed:size=8", mw, progress=False)
+    p = plans["long"]
+    assert len(p.plan) > 2  # the document needs several macro windows
+    with torch.no_grad():
+        vecs, targets, keys = _late_step_vectors(pairs, plans, enc, pad_id=0)
+    states = enc.token_states([p.tok], mw)
+    ref = late_vectors(states, [p.tok], [p.bounds], normalize=False)
+    got = vecs.numpy()
+    rows = [j for _, j in keys]
+    np.testing.assert_allclose(got, ref[rows], atol=1e-4)
+    assert [keys[t][1] for t in targets] == [j for _, j in pairs]
+    cs = p.bounds.char_spans
+    assert pairs[0][1] == 0
+    assert cs[pairs[1][1], 0] <= len(text) - 11 < cs[pairs[1][1], 1]  # the chunk holding most of the answer span
+
+
+def test_ict_examples_masking_rule():
+    docs = [Document("d", " ".join(s for _, sents in TOPICS for s in sents))]
+    exs = ict_examples(docs, n_queries=20, passage_chars=400, seed=1, keep_prob=0.0)
+    assert exs
+    for ex in exs:
+        assert ex.query not in ex.doc.text  # held out of its passage
+        s, e = ex.span
+        assert 0 <= s < e <= len(ex.doc.text)
+    kept = ict_examples(docs, n_queries=5, passage_chars=400, seed=1, keep_prob=1.0)
+    assert all(ex.doc.text[ex.span[0]:ex.span[1]] == ex.query for ex in kept)
+
+
+def test_cli_ict_runs(tiny, tmp_path):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for title, sents in TOPICS:
+        (corpus / f"{title}.md").write_text(f"# {title}\n\n" + " ".join(sents * 2) + "\n", encoding="utf-8")
+    out = tmp_path / "ict-model"
+    res = CliRunner().invoke(app, ["train", "--ict", str(corpus), "--out", str(out), "--model", str(tiny),
+                                   "--strategy", "fixed:size=8", "--window", "32", "--ict-queries", "8",
+                                   "--batch-size", "4", "--device", "cpu", "--quiet"])
+    assert res.exit_code == 0, res.output
+    assert (out / "model.safetensors").is_file()
+    record = json.loads((out / "latechunk_train.json").read_text())
+    assert record["examples"] == 8 and record["steps"] == 2 and "inverse cloze" in record["data"]
+
+
+def test_cli_bad_dataset_fails_clearly(tiny, tmp_path):
+    beir = tmp_path / "beir"
+    (beir / "qrels").mkdir(parents=True)
+    (beir / "corpus.jsonl").write_text('{"_id": "d1", "title": "", "text": "Some text here."}\n', encoding="utf-8")
+    (beir / "queries.jsonl").write_text('{"_id": "q1", "text": "what text"}\n', encoding="utf-8")
+    (beir / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n", encoding="utf-8")
+    runner = CliRunner()
+    res = runner.invoke(app, ["train", "--dataset", str(beir), "--out", str(tmp_path / "m"), "--model", str(tiny),
+                              "--device", "cpu", "--quiet"])
+    assert res.exit_code == 2
+    assert "no answer spans" in res.output and "--ict" in res.output
+    assert not (tmp_path / "m").exists()
+    res = runner.invoke(app, ["train", "--out", str(tmp_path / "m"), "--model", str(tiny)])
+    assert res.exit_code == 2 and "exactly one of --dataset" in res.output
+    res = runner.invoke(app, ["train", "--dataset", str(beir), "--out", str(tmp_path / "m"), "--strategy", "semantic"])
+    assert res.exit_code == 2 and "semantic" in res.output
