@@ -47,19 +47,17 @@ Tests: ``tests/test_index.py``.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import itertools
-import os
 import re
 import shutil
-import sys
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from latechunk.config import RESCORE_MULTIPLIER, IndexConfig
+from latechunk.io import quiet_c_stdout
 
 __all__ = [
     "DEFAULT_NPROBE",
@@ -548,33 +546,11 @@ def build_batched(config: IndexConfig, dim: int, batches: Callable[[], Iterable[
         say(f"merging {len(names)} parts into {ivfdata.name}")
         if ivfdata.exists():
             ivfdata.unlink()
-        with _quiet_c_stdout():
+        with quiet_c_stdout():
             ondisk.merge_ondisk(index, names, str(ivfdata))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return index, dataclasses.replace(facts, ondisk=True)
-
-
-@contextlib.contextmanager
-def _quiet_c_stdout():
-    """Send file descriptor 1 to /dev/null for the duration.
-
-    faiss's on-disk inverted lists ``printf`` progress
-    ("resizing ...") to the C stdout, which would mix into a command's output. (output.py has its twin for
-    reading: sibling modules do not import each other.)"""
-    sys.stdout.flush()
-    try:
-        saved = os.dup(1)
-    except OSError:  # no fd 1 (a daemon): nothing to silence
-        yield
-        return
-    try:
-        with open(os.devnull, "wb") as null:
-            os.dup2(null.fileno(), 1)
-        yield
-    finally:
-        os.dup2(saved, 1)
-        os.close(saved)
 
 
 def set_ondisk_name(index, name: str) -> None:

@@ -28,16 +28,15 @@ Tests: ``tests/test_output.py``.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from latechunk.io import quiet_c_stdout
 from latechunk.types import Boundaries, Document
 
 __all__ = [
@@ -527,7 +526,7 @@ class OutputFolder:
                 binary = f.read(2) == b"IB"
             if binary:
                 return faiss.read_index_binary(str(self.index_path))
-            with _quiet_c_stdout():  # an IVF index's index.ivfdata is looked up beside index.faiss (faiss prints that)
+            with quiet_c_stdout():  # an IVF index's index.ivfdata is looked up beside index.faiss (faiss prints that)
                 return faiss.read_index(str(self.index_path), faiss.IO_FLAG_ONDISK_SAME_DIR)
         except RuntimeError as err:
             raise ValueError(f"{self.index_path} is unreadable ({str(err).splitlines()[0] if str(err) else err}; "
@@ -732,24 +731,6 @@ def write_shard_table(table, path: Path) -> None:
 
     pq.write_table(table, path)
 
-
-@contextlib.contextmanager
-def _quiet_c_stdout():
-    """File descriptor 1 to /dev/null for the duration: faiss ``printf``s to the C stdout when it opens on-disk
-    inverted lists, which would mix into ``search --json`` (latechunk.index has its twin for building)."""
-    sys.stdout.flush()
-    try:
-        saved = os.dup(1)
-    except OSError:
-        yield
-        return
-    try:
-        with open(os.devnull, "wb") as null:
-            os.dup2(null.fileno(), 1)
-        yield
-    finally:
-        os.dup2(saved, 1)
-        os.close(saved)
 
 
 def read_output(out: str | os.PathLike):

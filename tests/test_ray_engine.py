@@ -125,11 +125,16 @@ def test_ray_resume_keeps_complete_shards_and_equals_one_process(ray_cluster, co
     res = runner.invoke(app, ["embed", str(corpus_dir), "--out", str(out), "--model", str(model), *ARGS,
                               "--engine", "ray", "--resume"], catch_exceptions=False)
     assert res.exit_code == 0, res.output
+    _assert_resumed(out, kept, n_ref, reference)
+    assert not (out / "shards" / "00002.npy.tmp").exists()
+
+
+def _assert_resumed(out, kept, n_ref, reference):
+    """The resumed folder reused the kept shards, wrote the others, and equals the single-process reference."""
     after = _shard_stamps(out)
     assert {k: after[k] for k in kept} == kept  # the complete shards were reused, not written again
     assert set(after) == set(range(n_ref))
     assert all(after[k] > max(kept.values()) for k in set(after) - set(kept))  # the others were written now
-    assert not (out / "shards" / "00002.npy.tmp").exists()
     assert (out / "chunks.parquet").read_bytes() == (reference / "chunks.parquet").read_bytes()
     assert_same_output(reference, out)
     manifest = json.loads((out / "manifest.json").read_text())
@@ -155,17 +160,7 @@ def test_ray_stopped_midway_then_resumed_equals_one_process(ray_cluster, corpus,
     monkeypatch.delenv(RAY_STOP_ENV)
     res = runner.invoke(app, [*cmd, "--resume"], catch_exceptions=False)
     assert res.exit_code == 0, res.output
-    after = _shard_stamps(out)
-    assert {k: after[k] for k in kept} == kept  # the complete shards were reused, not written again
-    assert set(after) == set(range(n_ref))
-    assert all(after[k] > max(kept.values()) for k in set(after) - set(kept))  # the others were written now
-    assert (out / "chunks.parquet").read_bytes() == (reference / "chunks.parquet").read_bytes()
-    assert_same_output(reference, out)
-    manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["engine"] == "ray"
-    assert manifest["cluster_resources"]["CPU"] == 2.0
-    assert manifest["ray_actors"]["actors"] == 1 and manifest["ray_actors"]["device"] == "cpu"
-    assert [s["doc_id"] for s in manifest["skipped"]] == ["empty.md"]  # the bad input is still listed
+    _assert_resumed(out, kept, n_ref, reference)
 
 
 # ---------------------------------------------------------------------------------------------- slow: full corpora
