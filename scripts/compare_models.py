@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import gzip
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -35,7 +36,7 @@ def read_per_query(folder: Path) -> tuple[str, dict[tuple[str, str, str], dict[s
     """One report folder's per-query scores.
 
     Args:
-        folder: A ``latechunk compare`` report folder (holding ``per_query.csv``).
+        folder: A ``latechunk compare`` report folder (holding ``per_query.csv`` or ``per_query.csv.gz``).
 
     Returns:
         ``(dataset, {(strategy, mode, window): {metric: {query_id: score}}})``; ``window`` is ``""`` for naive
@@ -46,11 +47,14 @@ def read_per_query(folder: Path) -> tuple[str, dict[tuple[str, str, str], dict[s
         ValueError: if the file holds several datasets or none.
     """
     path = Path(folder) / "per_query.csv"
+    if not path.is_file() and path.with_suffix(".csv.gz").is_file():
+        path = path.with_suffix(".csv.gz")  # the repository keeps report folders' per-query scores gzipped
     if not path.is_file():
         raise FileNotFoundError(f"{path} not found: give a report folder written by `latechunk compare`")
     systems: dict = defaultdict(lambda: defaultdict(dict))
     datasets = set()
-    with open(path, newline="", encoding="utf-8") as f:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", newline="", encoding="utf-8") as f:
         reader = csv.DictReader(f)
         fixed = {"dataset", "query_id", "strategy", "mode", "window", "label"}
         metrics = [m for m in reader.fieldnames or () if m not in fixed]

@@ -12,6 +12,12 @@ from hypothesis import settings
 
 SEED = 0
 
+# Without CUDA the Triton kernels run in Triton's interpreter (tests/test_kernels.py). The flag is read when triton
+# is first imported, and some test modules import libraries that import triton at collection (chonkie and
+# sentence-transformers, tests/test_bench_peers.py), before test_kernels.py is collected: set it here, first.
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
 # CI: hypothesis draws the same examples every run (a red CI is then reproducible); locally it explores.
 settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
 settings.register_profile("dev", deadline=None, print_blob=True)
