@@ -71,7 +71,8 @@ SentenceWorkersOpt = Annotated[
 MacroWindowOpt = Annotated[
     Optional[int],
     typer.Option("--macro-window", "--window", help="Macro-window size in tokens, frame included (at least the "
-                 "frame + 16). Documents longer than this are encoded in overlapping macro windows. Default: the "
+                 "frame + 16). Documents longer than this are encoded in consecutive macro windows (sharing "
+                 "--macro-window-overlap tokens; default 0, chosen by measurement: eval/results/map.md). Default: the "
                  "model's sentence-transformers max_seq_length (the length it was trained on; 256 for the bundled "
                  "all-MiniLM-L6-v2), else its input limit."),
 ]
@@ -107,14 +108,13 @@ TruncateDimOpt = Annotated[Optional[int], typer.Option("--truncate-dim", help="I
 
 
 def _check_index_dim(index_config, facts) -> None:
-    """``--truncate-dim`` (and ubinary's multiple of 8) against the model's dimension from its ``config.json``
-    (``hidden_size``), before torch loads; silent where the file does not state it (checked again once loaded).
+    """``--truncate-dim`` (and ubinary's multiple of 8) and the ``--index`` factory string against the model's
+    dimension from its ``config.json`` (``hidden_size``), before torch loads; silent where the file does not state
+    it (checked again once loaded).
 
     Raises:
         ValueError: if the dimension does not fit.
     """
-    if index_config.truncate_dim is None and not index_config.is_binary:
-        return
     try:
         cfg = json.loads((Path(facts.path) / "config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError, TypeError):
@@ -122,6 +122,9 @@ def _check_index_dim(index_config, facts) -> None:
     dim = cfg.get("hidden_size") or cfg.get("d_model")
     if isinstance(dim, int) and dim > 0:
         index_config.index_dim(dim)
+        from latechunk.index import check_factory  # faiss only, no torch
+
+        check_factory(index_config, dim)  # IVF0, IDMap, refine wrappers, no inner product: refused before encoding
 
 
 @app.command()
@@ -145,7 +148,7 @@ def embed(
     truncate_dim: TruncateDimOpt = None,
     normalize: Annotated[Optional[bool], typer.Option("--normalize/--no-normalize", show_default="normalize", help="L2-normalise chunk vectors (cosine search).")] = None,
     include_special: Annotated[Optional[bool], typer.Option("--include-special/--no-include-special", show_default="no-include-special", help="Late mode: first/last chunk absorb [CLS]/prefix/[SEP] states.")] = None,
-    long_documents: Annotated[Optional[str], typer.Option("--long-documents", show_default="windows", help="windows: encode documents longer than the macro window in overlapping macro windows; skip: skip them (listed with their token count). Never truncated.")] = None,
+    long_documents: Annotated[Optional[str], typer.Option("--long-documents", show_default="windows", help="windows: encode documents longer than the macro window in consecutive macro windows; skip: skip them (listed with their token count). Never truncated.")] = None,
     trust_remote_code: Annotated[bool, typer.Option("--trust-remote-code", help="Run the model repository's own code (only for models that need it). Never taken from run.json: --append asks for it again.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing output folder.")] = False,
     resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted run in --out (same options); ends with the output of an uninterrupted run.")] = False,
@@ -406,6 +409,18 @@ def _check_engine(engine: str, address: str | None, actors: int | None, *, world
         import_ray()
     except ImportError as err:
         _fail(str(err))
+    if address and address != "auto":  # a mistyped or unreachable head fails now, before --force empties DIR
+        import socket
+
+        hostport = address.removeprefix("ray://")
+        host, _, port = hostport.rpartition(":")
+        if not host or not port.isdigit():
+            _fail(f"--ray-address must be auto, HOST:PORT or ray://HOST:PORT, got {address!r}")
+        try:
+            socket.create_connection((host, int(port)), timeout=5).close()
+        except OSError as err:
+            _fail(f"--ray-address {address}: cannot connect to {host}:{port} ({err.strerror or err}); is the head "
+                  "node running (`ray start --head`) and is the port open?")
 
 
 def _append(config, encoder, quiet: bool) -> None:
@@ -932,7 +947,15 @@ def agree(
 def main() -> None:  # pragma: no cover
     """The ``latechunk`` console script; ``$LATECHUNK_LOG`` sets the log level (default WARNING)."""
     logging.basicConfig(level=os.environ.get("LATECHUNK_LOG", "WARNING"))
-    app()
+    try:
+        app()
+    except (KeyboardInterrupt, SystemExit) as stop:  # typer turns Ctrl-C into exit 130, silently
+        if isinstance(stop, KeyboardInterrupt) or stop.code == 130:
+            embed = len(sys.argv) > 1 and sys.argv[1] == "embed"
+            typer.echo("interrupted (Ctrl-C)" + ("; complete shards are kept: run the same command with --resume "
+                                                 "to continue" if embed else ""), err=True)
+            raise SystemExit(130) from None
+        raise
 
 
 if __name__ == "__main__":  # pragma: no cover

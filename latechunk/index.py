@@ -71,6 +71,7 @@ __all__ = [
     "BuildFacts",
     "IndexConfig",
     "add_batches",
+    "check_factory",
     "add_vectors",
     "as_float32_rows",
     "build_batched",
@@ -224,8 +225,9 @@ def new_index(config: IndexConfig, dim: int):
     try:
         index = faiss.index_factory(d, config.faiss_factory, faiss.METRIC_INNER_PRODUCT)
     except RuntimeError as err:
-        raise ValueError(f"--index {config.factory!r} is not a faiss index_factory string this faiss knows "
-                         f"(e.g. Flat, HNSW32, IVF1024,Flat; see the faiss wiki 'The index factory'): "
+        raise ValueError(f"--index {config.factory!r}: faiss cannot build this index_factory string for inner-product "
+                         f"search at dimension {d} (an unknown string, or an index without inner product such as LSH; e.g. "
+                         f"Flat, HNSW32, IVF1024,Flat; see the faiss wiki 'The index factory'): "
                          f"{_faiss_message(err)}") from err
     ivf = ivf_of(index)
     if ivf is not None and hasattr(faiss.downcast_index(ivf), "do_polysemous_training"):
@@ -340,6 +342,40 @@ def add_batches(config: IndexConfig, dim: int, batches: Callable[[], Iterable[np
         if len(v):
             add_vectors(index, v, config)
     return index
+
+
+def check_factory(config: IndexConfig, dim: int) -> None:
+    """Refuse, before anything is encoded, a factory string that faiss knows but latechunk cannot build.
+
+    latechunk numbers vectors by chunk-table row itself (``add_with_ids`` for IVF parts, ``add`` otherwise) and
+    searches by inner product, so these are refused: an IVF with fewer than 1 inverted list (``IVF0``), an ID map
+    (``IDMap``/``IDMap2``: ids are the row numbers already) and a refine wrapper (``...,RFlat``/``Refine(...)``:
+    use ``--precision`` with rescoring instead), besides what :func:`new_index` refuses (unknown strings, indexes
+    without inner product such as ``LSH``).
+
+    Args:
+        config: The run's index settings.
+        dim: The model's embedding dimension (before ``truncate_dim``).
+
+    Raises:
+        ValueError: naming ``--index`` and the reason.
+    """
+    import faiss
+
+    if config.is_binary:
+        return
+    index = new_index(config, dim)
+    kind = type(index).__name__
+    if "IDMap" in kind:
+        raise ValueError(f"--index {config.factory!r}: an ID map is not needed (vector id i is row i of "
+                         "chunks.parquet already); use the index inside it, e.g. 'Flat'")
+    if "Refine" in kind:
+        raise ValueError(f"--index {config.factory!r}: refine wrappers (RFlat, Refine(...)) are not supported; "
+                         "use the base index with --precision (compact codes are rescored with float vectors)")
+    ivf = ivf_of(index)
+    if ivf is not None and faiss.downcast_index(ivf).nlist < 1:
+        raise ValueError(f"--index {config.factory!r}: an IVF index needs at least 1 inverted list (IVF<nlist>, "
+                         "e.g. IVF1024,Flat)")
 
 
 def ivf_of(index):

@@ -527,8 +527,14 @@ class OutputFolder:
             if binary:
                 return faiss.read_index_binary(str(self.index_path))
             with quiet_c_stdout():  # an IVF index's index.ivfdata is looked up beside index.faiss (faiss prints that)
-                return faiss.read_index(str(self.index_path), faiss.IO_FLAG_ONDISK_SAME_DIR)
+                # read-only: index.ivfdata is memory-mapped for reading, so a read-only folder (a shared mount,
+                # a container's :ro volume) searches and verifies
+                return faiss.read_index(str(self.index_path), faiss.IO_FLAG_ONDISK_SAME_DIR | faiss.IO_FLAG_READ_ONLY)
         except RuntimeError as err:
+            if IVFDATA_FILE in str(err):  # the IVF index reads but its inverted lists do not
+                raise ValueError(f"{self.ivfdata_path} (the inverted lists of this IVF index) is missing or "
+                                 f"unreadable ({str(err).splitlines()[0]}); run `latechunk verify {self.path}`"
+                                 ) from err
             raise ValueError(f"{self.index_path} is unreadable ({str(err).splitlines()[0] if str(err) else err}; "
                              f"truncated or not a FAISS index); run `latechunk verify {self.path}`") from err
 

@@ -243,3 +243,24 @@ def test_resume_after_a_kill_before_the_merge_gives_the_uninterrupted_output(tmp
     assert m_new["index"] == m_ref["index"]  # same training sample, lists, and ivfdata bytes (sha256)
     assert pq.read_table(out / "chunks.parquet").equals(pq.read_table(ref / "chunks.parquet"))
     assert verify_output(out)[0] == []
+
+
+@pytest.mark.parametrize(("factory", "reason"), [
+    ("IVF0,Flat", "at least 1 inverted list"),
+    ("IDMap,Flat", "ID map is not needed"),
+    ("IVF4,Flat,RFlat", "refine wrappers"),
+    ("LSH", "inner-product"),
+])
+def test_factory_strings_latechunk_cannot_build_are_refused_before_encoding(tmp_path, factory, reason):
+    """Trial of issue 13: these encoded everything, then failed at assembly with a faiss traceback."""
+    from tests.models import save_tiny_bert
+
+    model = save_tiny_bert(tmp_path / "tiny")
+    src = tmp_path / "docs"
+    src.mkdir()
+    (src / "a.md").write_text("Rivers flow to the sea. " * 20, encoding="utf-8")
+    out = tmp_path / "o"
+    res = runner.invoke(app, ["embed", str(src), "--out", str(out), "--model", str(model), "--device", "cpu",
+                              "--quiet", "--index", factory])
+    assert res.exit_code == 2 and repr(factory) in res.output and reason in res.output, res.output
+    assert not (out / "shards").exists() or not any((out / "shards").iterdir())

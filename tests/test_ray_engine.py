@@ -197,3 +197,19 @@ def test_ray_full_chroma_killed_then_resumed(tmp_path):
     assert {k: after[k] for k in kept} == kept
     assert (out / "chunks.parquet").read_bytes() == (ref / "chunks.parquet").read_bytes()
     assert_same_output(ref, out)
+
+
+def test_an_unreachable_ray_address_fails_at_once_and_leaves_the_folder_alone(tmp_path):
+    """Trial of issue 13: a wrong --ray-address hung for minutes in Ray's retries after --force emptied DIR."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "keep.txt").write_text("an earlier run", encoding="utf-8")
+    src = tmp_path / "docs"
+    src.mkdir()
+    (src / "a.md").write_text("Rivers flow to the sea.", encoding="utf-8")
+    res = runner.invoke(app, ["embed", str(src), "--out", str(out), "--force", "--quiet", "--engine", "ray",
+                              "--ray-address", "127.0.0.1:1"])
+    assert res.exit_code == 2 and "cannot connect to 127.0.0.1:1" in res.output, res.output
+    assert (out / "keep.txt").exists()
+    res = runner.invoke(app, ["embed", str(src), "--out", str(out), "--engine", "ray", "--ray-address", "nowhere"])
+    assert res.exit_code == 2 and "HOST:PORT" in res.output
