@@ -48,3 +48,21 @@ def test_different_datasets_refused(tmp_path, capsys):
     b = _write(tmp_path / "b", [1.0], [0.0], dataset="xquad")
     assert mod.main(["--a", str(a), "--b", str(b)]) == 2
     assert "paired test needs one dataset" in capsys.readouterr().err
+
+
+def test_gzipped_per_query_read(tmp_path):
+    """The repository keeps report folders' per-query scores as per_query.csv.gz: the script reads that form too."""
+    import gzip
+    import shutil
+
+    mod = _load()
+    a = _write(tmp_path / "a", late=[1.0] * 5, naive=[0.5] * 5)
+    b = _write(tmp_path / "b", late=[0.5] * 5, naive=[0.0] * 5)
+    with open(b / "per_query.csv", "rb") as src, gzip.open(b / "per_query.csv.gz", "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    (b / "per_query.csv").unlink()
+    _, rows = mod.compare(a, b, ["SpanRecall@5"], "trained", "base", resamples=100)
+    got = {r["comparison"]: r["diff"] for r in rows}
+    assert got["late(trained) - naive(base)"] == pytest.approx(100.0)
+    with pytest.raises(FileNotFoundError):
+        mod.read_per_query(tmp_path / "missing")
