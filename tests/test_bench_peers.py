@@ -2,24 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
 pytest.importorskip("chonkie")
 pytest.importorskip("sentence_transformers")
 
 from tests.models import save_tiny_bert
-
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "bench_peers.py"
+from tests.scripts import load_script
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("bench_peers", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("bench_peers")
 
 
 def test_dry_run_writes_every_system(tmp_path):

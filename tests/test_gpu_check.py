@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
 import subprocess
@@ -10,6 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from tests.scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "gpu_check.py"
@@ -38,11 +39,7 @@ EXPECTED_ROWS = (
 
 def load_gpu_check():
     """The script as a module (scripts/ is not a package)."""
-    spec = importlib.util.spec_from_file_location("gpu_check", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
+    return load_script("gpu_check")
 
 
 def parse_table(stdout: str) -> tuple[dict[str, str], str]:

@@ -9,7 +9,6 @@ reads, through ``write_shard``); the 1M x 384 run of that script is the benchmar
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -37,6 +36,7 @@ from latechunk.index import (
 )
 from latechunk.output import read_output
 from latechunk.verify import verify_output
+from tests.scripts import load_script
 
 REPO = Path(__file__).resolve().parents[1]
 ROWS, DIM, SHARDS = 6000, 32, 5
@@ -46,11 +46,7 @@ runner = CliRunner()
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("bench_ondisk_index", REPO / "scripts" / "bench_ondisk_index.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench_ondisk_index")
 
 
 @pytest.fixture(scope="module")
