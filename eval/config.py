@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
 
-from latechunk.config import LATE_POOLINGS, MODES
+from latechunk.config import LATE_POOLINGS, MODES, ModelConfig
 
 __all__ = ["DEFAULT_STRATEGIES", "CompareConfig"]
 
@@ -60,6 +60,9 @@ class CompareConfig:
             and comparison uses.
         index_gpu: FAISS on the GPU (``auto``/``on``/``off``); default ``off`` so CPU and GPU runs search alike.
         device / dtype / batch_tokens: Encoder settings.
+        backend: What runs the model (``--backend``): ``torch`` (any device), ``onnx`` or ``onnx-int8`` (ONNX
+            Runtime on the CPU, float32; :mod:`latechunk.onnx_backend`). Recorded in ``results.json``'s config,
+            and (for the ONNX backends) in the manifest's model block.
         include_special: Late mode: first/last chunk absorb the frame tokens.
         n_resamples / confidence / seed: Paired bootstrap settings.
         max_queries: Score only the first N queries (quick runs); ``None`` = all.
@@ -95,6 +98,7 @@ class CompareConfig:
     device: str = "auto"
     dtype: str | None = None
     batch_tokens: int = 16384
+    backend: str = "torch"
     include_special: bool = False
     n_resamples: int = 10000
     confidence: float = 0.95
@@ -291,6 +295,8 @@ def _check_config(c: CompareConfig) -> None:
     if len(c.window_overlap) > 1 and "late" not in c.modes:
         raise ValueError("a window-overlap sweep (--window-overlap a|b) needs late mode: overlaps only change late "
                          "vectors")
+    if c.backend != "torch":  # an unknown backend, or ONNX on a GPU / in 16 bits: the encoder config's own check
+        ModelConfig(device=c.device, dtype=c.dtype, backend=c.backend)
     if c.sentence_workers < 0:
         raise ValueError(f"--sentence-workers (sentence_workers) must be >= 0 (0: segment in the main process), "
                          f"got {c.sentence_workers}")

@@ -201,7 +201,7 @@ def run_compare(
         config: What to compare.
         out_dir: Report folder (created); ``None`` writes nothing.
         encoder: A pre-built :class:`~latechunk.encoder.Encoder` (tests); it serves every macro window of the
-            sweep.
+            sweep, and its ``backend`` must be ``config.backend``.
         dataset: A pre-loaded dataset (tests); else ``config.dataset`` is loaded through the parse cache.
         progress: Progress bars.
         command: The command line, for the manifest.
@@ -211,7 +211,8 @@ def run_compare(
 
     Raises:
         ValueError: on a dataset that does not load, has neither answer spans nor document qrels for its
-            queries, or has no document that embeds (none, or all skipped), a model that does not load,
+            queries, or has no document that embeds (none, or all skipped), a model that does not load (or does
+            not export to ONNX with an ONNX backend), an ``encoder`` of another backend than the config's,
             macro-window sizes that repeat once the default is resolved or that the model cannot take (over
             its limit, or under its frame + 16 content tokens), or an index that cannot be built.
         FileNotFoundError: if the dataset path does not exist.
@@ -266,7 +267,10 @@ def run_compare(
     # 2. the encoder (one for every macro window: each is a plan passed to it) and the query vectors, once
     t0 = time.perf_counter()
     if encoder is None:
-        encoder = Encoder(config.model, device=config.device, dtype=config.dtype, batch_tokens=config.batch_tokens)
+        encoder = Encoder(config.model, device=config.device, dtype=config.dtype, batch_tokens=config.batch_tokens,
+                          backend=config.backend)
+    elif getattr(encoder, "backend", "torch") != config.backend:
+        raise ValueError(f"the encoder given runs backend {encoder.backend!r}, the config asks for {config.backend!r}")
     base = encoder
     default_size = base.macro_window().size  # the model's default window (its sentence-transformers max_seq_length)
     macro_windows = [w if w is not None else default_size for w in config.windows]

@@ -24,7 +24,9 @@ The rule (defaults in brackets; all in :func:`parse_alarms`'s arguments):
 5. With two or more source types, a source type whose median density is at least ``source_ratio`` [10] times
    (or at most 1/``source_ratio`` of) the median density of all other documents raises a source-type alarm:
    the order-of-magnitude jump on one source format. With exactly two types the comparison is symmetric, so
-   both are flagged (either parser may be at fault); with three or more, the odd one out.
+   both are flagged (either parser may be at fault); with three or more, the odd one out. Only documents of two
+   or more chunks count here: a one-chunk document's density is set by its length alone (1000 / tokens), so a
+   source of short one-sentence records is not an over-splitting parser.
 
 The density depends on the strategy: ``fixed`` makes about ``1000 / size`` chunks per 1,000 tokens on any text,
 so it never alarms; ``semantic``, ``recursive`` and ``heading`` read the text's structure, and a broken parse
@@ -271,9 +273,15 @@ def parse_alarms(rows: Iterable, *, k: float = 3.5, sigma_floor: float = 0.1, mi
                 f"columns, lost line breaks) before reading its chunks as a result"))
     groups = list(dict.fromkeys(sources))
     if len(groups) >= 2:
+        # a one-chunk document says nothing about splitting (its density is 1000 / its length): short records
+        # of one sentence each would otherwise look like an over-splitting parser
+        split = np.asarray([d.chunks >= 2 for d in docs])
         for src in groups:
             mine = np.asarray([s == src for s in sources])
-            src_med, other_med = math.exp(float(np.median(x[mine]))), math.exp(float(np.median(x[~mine])))
+            if not (mine & split).any() or not (~mine & split).any():
+                continue
+            src_med = math.exp(float(np.median(x[mine & split])))
+            other_med = math.exp(float(np.median(x[~mine & split])))
             ratio = src_med / other_med
             if ratio >= source_ratio or ratio <= 1 / source_ratio:
                 n_tok = sum(d.tokens for d, m in zip(docs, mine) if m)

@@ -139,7 +139,7 @@ def embed(
     macro_window: MacroWindowOpt = None,
     macro_window_overlap: MacroWindowOverlapOpt = None,
     batch_tokens: Annotated[Optional[int], typer.Option(show_default="16384", help="Token budget per forward batch (padded tokens).")] = None,
-    backend: Annotated[str, typer.Option("--backend", help="What runs the model: torch (any device), onnx (ONNX Runtime on the CPU, fp32, token states within 1e-4 of torch; exported once, cached under $LATECHUNK_CACHE/onnx, default ~/.cache/latechunk/onnx) or onnx-int8 (the export dynamically quantized to int8: faster, a small recall cost). ONNX needs pip install 'latechunk[onnx]'.")] = "torch",
+    backend: Annotated[str, typer.Option("--backend", help="What runs the model: torch (any device), onnx (ONNX Runtime on the CPU, fp32, token states within 1e-4 of torch; exported once, cached under $LATECHUNK_CACHE/onnx, default ~/.cache/latechunk/onnx) or onnx-int8 (the export dynamically quantized to int8: faster, a small recall cost). ONNX needs pip install 'latechunk[onnx]'. Recorded in run.json: --resume and --append keep it.")] = None,
     index: Annotated[Optional[str], typer.Option("--index", show_default="flat", help="A faiss index_factory string (Flat, HNSW32, IVF4096,Flat, IVF1024,PQ32, IVF65536,PQ64, ...); aliases: flat (= Flat), hnsw (= HNSW{--hnsw-m}). Inner product; vectors are L2-normalised unless --no-normalize. Checked against the model's dimension before anything is encoded. An IVF index is trained on a seeded sample of the vectors (max(65536, 64*nlist) rows, at most 2^20) and its inverted lists are merged on disk into index.ivfdata, one shard at a time: it may be larger than RAM; search it with --nprobe. With fewer than 39*nlist vectors, nlist becomes n//39 (recorded in the manifest). Every other type (Flat, HNSW32, PQ32) is built in memory. --precision float16/int8 turn Flat storage into SQfp16/SQ8 (Flat, HNSW{M}, IVF{n},Flat); a string with its own codes (PQ, SQ) needs --precision float32; ubinary needs flat. --truncate-dim applies to every type.")] = None,
     hnsw_m: Annotated[Optional[int], typer.Option(show_default="32", help="With --index hnsw: graph degree M.")] = None,
     ef_construction: Annotated[Optional[int], typer.Option(show_default="200", help="HNSW: build beam width.")] = None,
@@ -199,6 +199,7 @@ def embed(
         "group_tokens": group_tokens,
         "late_pooling": late_pooling,
         "dedup": dedup,
+        "backend": backend,
     }
     o = _resolve_embed_options(given, out if append else None)
     model, strategy, mode, dtype = o["model"], o["strategy"], o["mode"], o["dtype"]
@@ -207,7 +208,7 @@ def embed(
     precision, truncate_dim, normalize, include_special = o["precision"], o["truncate_dim"], o["normalize"], \
         o["include_special"]
     long_documents, trust_remote_code, group_tokens = o["long_documents"], o["trust_remote_code"], o["group_tokens"]
-    late_pooling, dedup = o["late_pooling"], o["dedup"]
+    late_pooling, dedup, backend = o["late_pooling"], o["dedup"], o["backend"]
     # validate everything before any work, and all that the options and the model's files can tell before torch
     # is imported or a weight is loaded: each check lives in the config that holds the setting
     try:
@@ -353,6 +354,7 @@ _EMBED_DEFAULTS = {
     "group_tokens": DEFAULT_GROUP_TOKENS,
     "late_pooling": None,
     "dedup": None,
+    "backend": "torch",
 }
 
 
@@ -382,7 +384,7 @@ def _resolve_embed_options(given: dict, append_to: Path | None) -> dict:
                 truncate_dim=ix.get("truncate_dim"), normalize=s.get("normalize", True),
                 include_special=s.get("include_special", False), long_documents=s.get("long_documents", "windows"),
                 group_tokens=s.get("group_tokens", DEFAULT_GROUP_TOKENS), late_pooling=s.get("late_pooling"),
-                dedup=s.get("dedup"))
+                dedup=s.get("dedup"), backend=m.get("backend", "torch"))
     return {k: v if v is not None else values[k] for k, v in given.items()}
 
 
@@ -409,6 +411,17 @@ def _check_engine(engine: str, address: str | None, actors: int | None, *, world
         import_ray()
     except ImportError as err:
         _fail(str(err))
+    if address == "auto":  # no running cluster fails now, instead of Ray waiting for one that never comes
+        try:
+            from ray._private.services import canonicalize_bootstrap_address  # how ray.init resolves "auto"
+        except ImportError:  # a Ray without this helper: ray.init reports it later
+            canonicalize_bootstrap_address = None
+        if canonicalize_bootstrap_address is not None:
+            try:
+                address = canonicalize_bootstrap_address("auto") or None
+            except ConnectionError as err:
+                _fail(f"--ray-address auto: no running Ray cluster found on this machine and $RAY_ADDRESS is not "
+                      f"set ({err}); start one with `ray start --head`, or give HOST:PORT of its head")
     if address and address != "auto":  # a mistyped or unreachable head fails now, before --force empties DIR
         import socket
 
@@ -725,6 +738,7 @@ def compare(
     truncate_dim: Annotated[Optional[str], typer.Option("--truncate-dim", help="Comma list of dimensions N (Matryoshka truncation, renormalised; 'all' = no truncation), crossed with --precision. Default: all.")] = None,
     doc_depth: Annotated[int, typer.Option(help="Chunks retrieved per query for the document-level run (document = its best chunk).")] = 100,
     device: DeviceOpt = "auto",
+    backend: Annotated[str, typer.Option("--backend", help="What runs the model, for every system: torch (any device), onnx (ONNX Runtime on the CPU, fp32, token states within 1e-4 of torch) or onnx-int8 (dynamic int8: compare the two runs' folders to see its recall cost). Recorded in results.json. ONNX needs pip install 'latechunk[onnx]'.")] = "torch",
     resamples: Annotated[int, typer.Option(help="Paired bootstrap resamples.")] = 10000,
     seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
     max_queries: Annotated[Optional[int], typer.Option(help="Score only the first N queries (quicker scoring; the whole corpus is still embedded).")] = None,
@@ -752,7 +766,8 @@ def compare(
                                             window=macro_window, window_overlap=macro_window_overlap, dedup=dedup,
                                             dedup_threshold=dedup_threshold,
                                             index=index, precision=precision, truncate_dim=truncate_dim,
-                                            doc_depth=doc_depth, device=device, n_resamples=resamples, seed=seed,
+                                            doc_depth=doc_depth, device=device, backend=backend,
+                                            n_resamples=resamples, seed=seed,
                                             max_queries=max_queries, use_cache=not no_cache,
                                             sentence_workers=_sentence_workers(sentence_workers),
                                             late_pooling=late_pooling)
@@ -765,7 +780,7 @@ def compare(
         _fail(f"report folder {out} exists and is not empty; pass --force to overwrite it")
     try:
         result = run_compare(config, out_dir=out, progress=not quiet, command=shlex.join(["latechunk", *sys.argv[1:]]))
-    except (ValueError, FileNotFoundError) as err:
+    except (ValueError, FileNotFoundError, ImportError) as err:  # ImportError: --backend onnx without the extra
         _fail(str(err))
     print_table(result)
     print_alarms(result)  # plain text on stderr, as embed prints its alarms

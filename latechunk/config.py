@@ -509,7 +509,7 @@ class EmbedConfig:
             ``inputs_from_out``, ``strategy`` (canonical SPEC), ``mode``, ``normalize``, ``include_special``,
             ``macro_window`` and ``macro_window_overlap`` (tokens, or None), ``long_documents``,
             ``group_tokens`` (tokens), ``index`` (:meth:`IndexConfig.to_dict`), ``model`` (name, dtype, batch_tokens,
-            trust_remote_code), and ``late_pooling`` and ``dedup`` only where they are set (so that folders
+            trust_remote_code, and backend when it is not torch), and ``late_pooling`` and ``dedup`` only where they are set (so that folders
             written before the settings existed still resume).
         """
         out_abs = self.out.resolve()
@@ -530,7 +530,9 @@ class EmbedConfig:
             **late,
             "index": self.index.to_dict(),
             "model": {"name": self.model.name, "dtype": self.model.dtype, "batch_tokens": self.model.batch_tokens,
-                      "trust_remote_code": self.model.trust_remote_code},
+                      "trust_remote_code": self.model.trust_remote_code,
+                      # only when not torch, so folders written before backends existed still resume
+                      **({"backend": self.model.backend} if self.model.backend != "torch" else {})},
         }
 
 

@@ -254,8 +254,9 @@ def _train(index, xt: np.ndarray, factory: str) -> None:
         index.train(xt)
     except RuntimeError as err:
         raise ValueError(f"cannot train index {factory!r} on {xt.shape[0]} vectors: "
-                         f"{_faiss_message(err)} "
-                         "(use fewer lists, e.g. IVF64,Flat, or Flat for a small corpus)") from err
+                         f"{_faiss_message(err)} (each quantizer of the index needs at least as many training "
+                         "vectors as it has centroids: IVF<n> needs n, PQ<m>x<b> 2**b (256 for the default 8 bits), "
+                         "PCA<d> more vectors than d; for a small corpus use Flat or HNSW32)") from err
 
 
 def _use_gpu(config: IndexConfig) -> bool:
@@ -372,6 +373,11 @@ def check_factory(config: IndexConfig, dim: int) -> None:
     if "Refine" in kind:
         raise ValueError(f"--index {config.factory!r}: refine wrappers (RFlat, Refine(...)) are not supported; "
                          "use the base index with --precision (compact codes are rescored with float vectors)")
+    for m in re.findall(r"HNSW(\d+)", config.factory):
+        if int(m) < 2:
+            # faiss accepts HNSW0 and then aborts the process (an assertion in HNSW.cpp) while adding vectors
+            raise ValueError(f"--index {config.factory!r}: HNSW needs at least 2 neighbours per node (HNSW<M>, "
+                             "M >= 2, e.g. HNSW32)")
     ivf = ivf_of(index)
     if ivf is not None and faiss.downcast_index(ivf).nlist < 1:
         raise ValueError(f"--index {config.factory!r}: an IVF index needs at least 1 inverted list (IVF<nlist>, "

@@ -476,7 +476,8 @@ class _SegmentSums:
 
     A document's cut points (sorted, unique, ``0`` and ``len(tok)`` included) cut it into segments
     ``[points[k], points[k + 1])``; :meth:`add` adds a forward batch's states to the sums of the segments its
-    blocks overlap (one segment-mean launch per batch: the Triton kernel on CUDA), so the sums are complete once
+    blocks overlap (one segment-mean launch per batch: the Triton kernel on CUDA; on the CPU one ``index_add`` of
+    the kept rows into their segments), so the sums are complete once
     every block of the document has been added (its blocks tile it). A span whose ends are cut points is a run
     of segments: its mean is the sum of their sums divided by its length (:meth:`means`). Memory: (segments,
     dim) float32, whatever the documents' lengths.
@@ -514,6 +515,15 @@ class _SegmentSums:
         if not spans:
             return
         rows = np.concatenate(spans)
+        if batch.states.device.type == "cpu" and self.sums.device.type == "cpu":
+            # on the CPU, each kept row straight into its segment's sum (one index_add over the rows): no
+            # averaging matrix, no mean times length (issue 15: the five-strategy pass cuts many segments)
+            lens = rows[:, 1] - rows[:, 0]
+            before = np.cumsum(lens) - lens
+            row_ids = np.repeat(rows[:, 0] - before, lens) + np.arange(int(lens.sum()), dtype=np.int64)
+            seg = np.repeat(np.concatenate(index), lens)
+            self.sums.index_add_(0, torch.from_numpy(seg), batch.states[torch.from_numpy(row_ids)].float())
+            return
         means = segment_mean(batch.states, rows)
         lens = torch.from_numpy(rows[:, 1] - rows[:, 0]).to(device=means.device, dtype=torch.float32)
         idx = torch.from_numpy(np.concatenate(index)).to(self.sums.device)

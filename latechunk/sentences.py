@@ -13,11 +13,16 @@ line break, so headings, list items and table rows are sentences of their own.
 
 State lives in a :class:`SentenceSegmenter`, one per run: its cache (each document's sentences, segmented once
 for every strategy of the run) and its worker processes (:meth:`SentenceSegmenter.presegment` segments a group's
-paragraphs ahead in ``python -m latechunk._sentence_worker`` subprocesses). The module holds no mutable state:
-only the pysbd segmenter, built once on first use, whose abbreviation pass is replaced by an output-identical
-faster one (:func:`_fast_english`, 1.9x overall).
+paragraphs ahead in ``python -m latechunk._sentence_worker`` subprocesses). The module holds no per-run state:
+only the pysbd segmenter, built once on first use, made faster with its output unchanged (pysbd 0.3.4; measured in
+``scripts/bench_segment.py``, eval/results/segment.md): a faster abbreviation pass (:func:`_fast_english`); a gate
+in front of pysbd's regular expressions that skips each one whose required characters the text lacks
+(:func:`_required_chars`, :class:`_GatedRe`, with a cache of compiled patterns); and no pysbd call at all for a
+block that holds none of the characters pysbd acts on (:class:`_FastProcess`). Stock pysbd stays available
+(``_pysbd_segmenter(fast=False)``) and is what the tests compare against.
 
-Tested in ``tests/test_sentences.py`` (against stock pysbd; workers against one process),
+Tested in ``tests/test_sentences.py`` (against stock pysbd on real corpora and generated text; the gate's premise on
+pysbd's own patterns; workers against one process),
 ``tests/test_strategies.py`` and ``tests/test_cases_strategies.py`` (BR-009).
 """
 
@@ -76,6 +81,8 @@ _LINE = re.compile(r"\S(?:[^\r\n]*\S)?")  # a line's text without its outer whit
 #: characters per pysbd call (see _segment_paragraph)
 _BLOCK_CHARS = 1000
 
+#: the characters that ``re.IGNORECASE`` matches to an ASCII letter other than its own two cases (İ ı ſ K)
+_CASE_FOLDS_TO_ASCII = "[\u0130\u0131\u017f\u212a]"
 #: the pysbd release whose abbreviation loop :func:`_fast_english` replaces (its code is copied there)
 _PYSBD_PATCHED_VERSION = "0.3.4"
 
@@ -89,8 +96,11 @@ def _fast_english():
     pysbd's time. Each of those substitutions rewrites only a period right after the abbreviation
     (``(?<=\s{abbr})\.``), so when the line has no match of ``(?:^|\s){abbr}\.`` (case-insensitive, the
     abbreviation as the same unescaped pattern pysbd's own ``findall`` uses) none of them can change anything,
-    and the abbreviation is skipped here (first by a cheaper necessary test: its last letter must stand right
-    before some period). The rest is pysbd's code unchanged; ``tests/test_sentences.py`` checks
+    and the abbreviation is skipped here. Cheaper tests first: an abbreviation of ASCII letters and digits can
+    match only where a whitespace-delimited token starts with it and a period (one set lookup per abbreviation),
+    unless the line holds a character that case-folds to an ASCII letter (``İ ı ſ K``); then its last letter must
+    stand right before some period. The rest is pysbd's
+    code unchanged; ``tests/test_sentences.py`` checks
     the output against stock pysbd on real corpora and on generated text. Any other pysbd version gets stock
     pysbd.
     """
@@ -100,31 +110,59 @@ def _fast_english():
     if getattr(pysbd, "__version__", None) != _PYSBD_PATCHED_VERSION:
         return English
     guards: dict[str, re.Pattern] = {}
+    abbreviations = English.Abbreviation.ABBREVIATIONS
+    stripped_all = tuple(a.strip() for a in abbreviations)
+    # abbreviations of ASCII lowercase letters and digits only: no regex meaning, and under IGNORECASE they match
+    # only their own upper and lower case letters, in a line without any of the characters below
+    plain = frozenset(a for a in stripped_all if re.fullmatch(r"[a-z0-9]+", a))
+    # the only characters that re's IGNORECASE matches to an ASCII letter or digit other than its own two cases
+    # (checked over all of Unicode in tests/test_sentences.py): İ ı (i), ſ (s), the Kelvin sign (k)
+    case_folds_to_ascii = re.compile(_CASE_FOLDS_TO_ASCII)
 
     class FastAbbreviationReplacer(English.AbbreviationReplacer):
         def search_for_abbreviations_in_string(self, text):
             if "." not in text:  # every substitution below needs a period
                 return text
+            words = None
+            if case_folds_to_ascii.search(text) is None:
+                # in such a line, (?:^|\s){abbr}\. matches for a plain abbreviation only where some
+                # whitespace-delimited token (str.split() and \s agree on all of Unicode) starts with abbr + "."
+                # (in any ASCII case); a set of every token's prefixes before each of its periods, lowercased.
+                # Substitutions below only turn periods into "∯", so for the changed line this set only shrinks: a
+                # superset, enough to skip
+                words = set()
+                for token in text.split():
+                    k = token.find(".")
+                    if k != -1:
+                        token = token.lower()
+                        while k != -1:
+                            words.add(token[:k])
+                            k = token.find(".", k + 1)
             # the characters right before a period, lowercased; a non-ASCII one may case-fold to an ASCII letter
             # ("ſ" matches "s"), and then only the regex guard decides
             before, exotic = set(), False
-            i = text.find(".", 1)
-            while i != -1:
-                c = text[i - 1]
-                if c.isascii():
-                    before.add(c.lower())
-                else:
-                    exotic = True
-                i = text.find(".", i + 1)
+            if words is None:
+                i = text.find(".", 1)
+                while i != -1:
+                    c = text[i - 1]
+                    if c.isascii():
+                        before.add(c.lower())
+                    else:
+                        exotic = True
+                    i = text.find(".", i + 1)
             lowered = text.lower()
-            for abbr in self.lang.Abbreviation.ABBREVIATIONS:
-                stripped = abbr.strip()
-                if stripped not in lowered:
-                    continue
-                last = stripped[-1]
-                if (not exotic and last.isascii() and last.isalnum() and stripped[-2:-1] != "\\"
-                        and last.lower() not in before):
-                    continue  # the guard's match would need this letter right before a period
+            own = self.lang.Abbreviation.ABBREVIATIONS
+            stripped_own = stripped_all if own is abbreviations else [a.strip() for a in own]
+            if words is not None:  # (in words implies pysbd's own test, in lowered)
+                todo = [a for a in stripped_own if (a in words if a in plain else a in lowered)]
+            else:
+                todo = [a for a in stripped_own if a in lowered]
+            for stripped in todo:
+                if words is None:
+                    last = stripped[-1]
+                    if (not exotic and last.isascii() and last.isalnum() and stripped[-2:-1] != "\\"
+                            and last.lower() not in before):
+                        continue  # the guard's match would need this letter right before a period
                 guard = guards.get(stripped)
                 if guard is None:
                     guard = guards[stripped] = re.compile(rf"(?:^|\s){stripped}\.", re.IGNORECASE)
@@ -145,16 +183,318 @@ def _fast_english():
     return FastEnglish
 
 
+#: characters without which pysbd 0.3.4 (English, placeholders replaced) leaves a block's lines as they are: its
+#: sentence ends ``.!?`` and their full-width forms, and ``)`` (list items ``1)``/``a)``, ``"(...)"`` splits); see
+#: :class:`_PlainLinesProcess`
+_PYSBD_TRIGGERS = re.compile(r"[.!?。．！？)]")
+#: pysbd's ``QUOTATION_AT_END_OF_SENTENCE_REGEX`` (``-" A`` ends a sentence even without a period)
+_PYSBD_QUOTE_END = re.compile(r"[!?\.-][\"\'“”]\s{1}[A-Z]")
+#: extra necessary conditions (a pattern -> a probe; no probe match, no pattern match) for the slowest of pysbd's
+#: list scans (``lists_item_replacer.py``), run without flags over every block: the numbered-list scan (each of
+#: its 12 branches is 1-2 digits right before ``.`` and then whitespace or ``)``), the letter-and-period scan (a
+#: letter after whitespace or at the start, then ``.``), the letter-and-parenthesis scan (letters, then ``)``)
+_PROBES = {
+    r"\s\d{1,2}(?=\.\s)|^\d{1,2}(?=\.\s)|\s\d{1,2}(?=\.\))|^\d{1,2}(?=\.\))|(?<=\s\-)\d{1,2}(?=\.\s)|(?<=^\-)\d{1,2}"
+    r"(?=\.\s)|(?<=\s\⁃)\d{1,2}(?=\.\s)|(?<=^\⁃)\d{1,2}(?=\.\s)|(?<=s\-)\d{1,2}(?=\.\))|(?<=^\-)\d{1,2}(?=\.\))|"
+    r"(?<=\s\⁃)\d{1,2}(?=\.\))|(?<=^\⁃)\d{1,2}(?=\.\))": r"\d\.[\s)]",
+    r"(?<=^)[a-z](?=\.)|(?<=\A)[a-z](?=\.)|(?<=\s)[a-z](?=\.)": r"(?:\A|\s)[a-z]\.",
+    r"(?<=\()[a-z]+(?=\))|(?<=^)[a-z]+(?=\))|(?<=\A)[a-z]+(?=\))|(?<=\s)[a-z]+(?=\))": r"[a-z]\)",
+}
+#: the pysbd modules whose ``re`` calls go through :data:`_GATED_RE`
+_PYSBD_RE_MODULES = ("pysbd.processor", "pysbd.utils", "pysbd.abbreviation_replacer", "pysbd.lists_item_replacer",
+                     "pysbd.between_punctuation", "pysbd.exclamation_words", "pysbd.punctuation_replacer")
+
+
+def _required_chars(pattern: str, flags: int = 0) -> tuple[str, ...]:
+    r"""Characters a text must hold for ``pattern`` to match anywhere in it (a necessary condition only).
+
+    Walks the parsed pattern (``re._parser``): a literal character, a character class of literals, a repeat with a
+    minimum of one, a group, an atomic group and a positive lookahead or lookbehind (its characters must be in the
+    text too) require their characters; an alternation requires the union of one requirement of each branch (none
+    if a branch has none); everything else (``.``, ``\s``, negated classes, anchors, negative lookarounds, optional
+    parts) requires nothing. Under ``re.IGNORECASE`` a cased character (``_sre.unicode_iscased``: a letter, or one
+    that case-folds to one, like ``ſ`` or the Kelvin sign) requires nothing, since another character may match it.
+
+    Args:
+        pattern: A ``str`` regular expression.
+        flags: ``re`` flags it is compiled with (inline flags are read from the pattern).
+
+    Returns:
+        A tuple of strings: every match needs, for each string, at least one of its characters in the text.
+        Empty when nothing is required (or the pattern cannot be analysed).
+    """
+    import _sre
+
+    try:
+        from re import _constants as c
+        from re import _parser as sre_parse
+    except ImportError:  # pragma: no cover  (Python < 3.11)
+        import sre_constants as c
+        import sre_parse
+
+    try:
+        parsed = sre_parse.parse(pattern, flags)
+    except Exception:  # noqa: BLE001  (not analysable: no requirement, the pattern is always run)
+        return ()
+    ignorecase = bool((flags | parsed.state.flags) & re.IGNORECASE)
+
+    def chars(items, ic):
+        out = []
+        for op, av in items:
+            if op is c.LITERAL:
+                out.append(chr(av))
+            elif op is c.RANGE and av[1] - av[0] < 64:
+                out.extend(chr(x) for x in range(av[0], av[1] + 1))
+            else:  # a category, a negation, a big range: anything may match
+                return None
+        if ic and any(_sre.unicode_iscased(ord(x)) for x in out):
+            return None
+        return "".join(sorted(set(out)))
+
+    def walk(seq, ic):
+        req: list[str] = []
+        for op, av in seq:
+            if op is c.LITERAL:
+                got = chars([(op, av)], ic)
+                if got:
+                    req.append(got)
+            elif op is c.IN:
+                got = chars(av, ic)
+                if got:
+                    req.append(got)
+            elif op is c.SUBPATTERN:
+                _group, add_flags, _del_flags, sub = av
+                req.extend(walk(sub, ic or bool(add_flags & re.IGNORECASE)))
+            elif op in (c.MAX_REPEAT, c.MIN_REPEAT, getattr(c, "POSSESSIVE_REPEAT", None)):
+                low, _high, sub = av
+                if low >= 1:
+                    req.extend(walk(sub, ic))
+            elif op is c.ASSERT:  # positive lookahead/lookbehind
+                req.extend(walk(av[1], ic))
+            elif op is getattr(c, "ATOMIC_GROUP", None):
+                req.extend(walk(av, ic))
+            elif op is c.BRANCH:
+                union = set()
+                for branch in av[1]:
+                    sub = walk(branch, ic)
+                    if not sub:
+                        union = None
+                        break
+                    union.update(min(sub, key=len))
+                if union:
+                    req.append("".join(sorted(union)))
+        return req
+
+    return tuple(dict.fromkeys(walk(parsed, ignorecase)))
+
+
+class _GatedRe:
+    """Stands in for the ``re`` module inside pysbd's modules: a call of ``sub``, ``findall``, ``search``,
+    ``match``, ``split`` or ``finditer`` whose pattern needs a character the text lacks (:func:`_required_chars`)
+    returns the no-match answer at once, without running the pattern; every other call runs the pattern, compiled
+    once. Each answer equals what ``re`` gives (a pattern that cannot match the text leaves it unchanged), so the
+    output of pysbd is unchanged, only faster: most of pysbd's ~150 regex calls per block look for characters the
+    block does not hold.
+
+    Only active in a thread while :class:`_FastProcess` runs there (``self.local.on``); otherwise each call is
+    passed straight to ``re``, so stock pysbd stays stock (the tests compare the two).
+    """
+
+    #: compiled patterns kept (pysbd builds some per abbreviation and per case variant met in the text)
+    MAX_PATTERNS = 4096
+
+    def __init__(self) -> None:
+        self.local = threading.local()
+        self._compiled: dict = {}
+        self._rule_groups: dict = {}
+
+    def __getattr__(self, name):  # re.IGNORECASE, re.escape, re.compile, ...
+        return getattr(re, name)
+
+    def _entry(self, pattern, flags):
+        """(compiled pattern, its tests, :func:`_required_chars`): each test a character (``in``) or a character
+        class (``search``) that a text must hold for the pattern to match."""
+        key = (pattern, flags)
+        entry = self._compiled.get(key)
+        if entry is None:
+            compiled = re.compile(pattern, flags)
+            reqs = _required_chars(compiled.pattern, compiled.flags) if isinstance(compiled.pattern, str) else ()
+            tests = tuple(r if len(r) == 1 else re.compile("[" + "".join(map(re.escape, r)) + "]") for r in reqs)
+            probe = _PROBES.get(compiled.pattern)
+            if probe is not None and not compiled.flags & re.IGNORECASE:
+                tests += (re.compile(probe),)
+            if len(self._compiled) >= self.MAX_PATTERNS:
+                self._compiled.clear()
+            entry = self._compiled[key] = (compiled, tests, reqs)
+        return entry
+
+    def _pattern(self, pattern, flags, string):
+        """The compiled pattern, or None when it cannot match ``string``."""
+        compiled, tests, _ = self._entry(pattern, flags)
+        for test in tests:
+            if test.__class__ is str:
+                if test not in string:
+                    return None
+            elif test.search(string) is None:
+                return None
+        return compiled
+
+    def _on(self, string) -> bool:
+        return getattr(self.local, "on", False) and isinstance(string, str)
+
+    def sub(self, pattern, repl, string, count=0, flags=0):
+        if not self._on(string):
+            return re.sub(pattern, repl, string, count=count, flags=flags)
+        p = self._pattern(pattern, flags, string)
+        return str(string) if p is None else p.sub(repl, string, count)
+
+    def findall(self, pattern, string, flags=0):
+        if not self._on(string):
+            return re.findall(pattern, string, flags)
+        p = self._pattern(pattern, flags, string)
+        if p is None:
+            return []
+        # pysbd's list pass runs each of its findall twice on the same text (letters, then roman numerals;
+        # numbered lists with parentheses): the last answer per pattern, within one process() call
+        memo = self.local.findall_memo
+        last = memo.get(p)
+        if last is not None and last[0] == string:
+            return list(last[1])
+        found = p.findall(string)
+        memo[p] = (string, found)
+        return list(found)
+
+    def search(self, pattern, string, flags=0):
+        if not self._on(string):
+            return re.search(pattern, string, flags)
+        p = self._pattern(pattern, flags, string)
+        return None if p is None else p.search(string)
+
+    def match(self, pattern, string, flags=0):
+        if not self._on(string):
+            return re.match(pattern, string, flags)
+        p = self._pattern(pattern, flags, string)
+        return None if p is None else p.match(string)
+
+    def split(self, pattern, string, maxsplit=0, flags=0):
+        if not self._on(string):
+            return re.split(pattern, string, maxsplit=maxsplit, flags=flags)
+        p = self._pattern(pattern, flags, string)
+        return [str(string)] if p is None else p.split(string, maxsplit)
+
+    def finditer(self, pattern, string, flags=0):
+        if not self._on(string):
+            return re.finditer(pattern, string, flags)
+        p = self._pattern(pattern, flags, string)
+        return iter(()) if p is None else p.finditer(string)
+
+    def apply(self, stock_apply, text, rules):
+        """The ``Text(text).apply(*rules)`` of pysbd (one ``re.sub`` per rule, in order) with the gate. One test
+        for the whole group: when the text holds no character of the union of each rule's first test, no rule can
+        match, and the text comes back unchanged (each rule would see the same unchanged text)."""
+        if not getattr(self.local, "on", False):
+            return stock_apply(text, *rules)
+        group = self._rule_groups.get(rules)
+        if group is None:
+            entries = [self._entry(rule.pattern, 0) for rule in rules]
+            union = set()
+            for _compiled, _tests, reqs in entries:
+                if not reqs:
+                    union = None
+                    break
+                union.update(reqs[0])
+            probe = None
+            if union:
+                probe = re.compile("[" + "".join(map(re.escape, sorted(union))) + "]")
+            if len(self._rule_groups) >= self.MAX_PATTERNS:
+                self._rule_groups.clear()
+            group = self._rule_groups[rules] = (probe, tuple((r, e[0], e[1]) for r, e in zip(rules, entries)))
+        probe, members = group
+        if probe is not None and probe.search(text) is None:
+            return str(text) if rules and type(text) is not str else text
+        for rule, compiled, tests in members:
+            for test in tests:
+                if test.__class__ is str:
+                    if test not in text:
+                        break
+                elif test.search(text) is None:
+                    break
+            else:
+                text = compiled.sub(rule.replacement, text)
+        return str(text) if rules and type(text) is not str else text
+
+
+_GATED_RE = _GatedRe()
+
+
+class _FastProcess:
+    """The ``Processor(text).process()`` of pysbd with :data:`_GATED_RE` on, and with no pysbd call at all for a text
+    that holds none of :data:`_PYSBD_TRIGGERS` and no match of :data:`_PYSBD_QUOTE_END`: pysbd 0.3.4 then gives
+    its lines, stripped, empty ones left out. Why: every rule pysbd applies before it splits at line breaks needs
+    one of those characters (lists: ``.`` or ``)``; abbreviations, numbers, ellipses, e-mail and file names: ``.``;
+    ``!!!``: ``!``/``?``; ``"(...)"``: ``)``; the placeholders are replaced before pysbd sees the text); a line is
+    then processed further only if it holds a sentence end (``check_for_punctuation``); and what is left is
+    ``post_process_segments``: ``strip()`` unless the line ends a quotation (:data:`_PYSBD_QUOTE_END`).
+    ``tests/test_sentences.py`` checks both paths against stock pysbd on real corpora and on generated text."""
+
+    def __init__(self, processor) -> None:
+        self.processor = processor
+
+    def process(self):
+        text = self.processor.text
+        if text and _PYSBD_TRIGGERS.search(text) is None and _PYSBD_QUOTE_END.search(text) is None:
+            return [m.group() for m in _LINE.finditer(text)]
+        local = _GATED_RE.local
+        was, memo = getattr(local, "on", False), getattr(local, "findall_memo", None)
+        local.on, local.findall_memo = True, {}
+        try:
+            return self.processor.process()
+        finally:
+            local.on, local.findall_memo = was, memo
+
+
+class _FastSegmenter:
+    """A pysbd ``Segmenter`` whose ``processor(text).process()`` is :class:`_FastProcess` (pysbd 0.3.4)."""
+
+    def __init__(self, segmenter) -> None:
+        self.segmenter = segmenter
+        self.language_module = segmenter.language_module
+
+    def processor(self, text: str) -> _FastProcess:
+        return _FastProcess(self.segmenter.processor(text))
+
+
 @functools.cache
 def _pysbd_segmenter(fast: bool = True):
     """The pysbd segmenter (English, no cleaning), built once per process; ``fast=False`` gives stock pysbd
-    (for tests). It holds no per-text state: each call of its ``processor`` is independent."""
+    (for tests). It holds no per-text state: each call of its ``processor`` is independent.
+
+    ``fast`` (pysbd 0.3.4 only; any other version gets stock pysbd): the faster abbreviation pass
+    (:func:`_fast_english`), pysbd's regex calls through :data:`_GATED_RE` (installed as the ``re`` of pysbd's
+    modules, passing every call straight to ``re`` outside :class:`_FastProcess`), and the plain-lines path of
+    :class:`_FastProcess`."""
+    import importlib
+
     import pysbd
 
     seg = pysbd.Segmenter(language="en", clean=False, char_span=False)
-    if fast:
-        seg.language_module = _fast_english()
-    return seg
+    if not fast or getattr(pysbd, "__version__", None) != _PYSBD_PATCHED_VERSION:
+        return seg
+    seg.language_module = _fast_english()
+    for name in _PYSBD_RE_MODULES:
+        module = importlib.import_module(name)
+        if module.re is re:
+            module.re = _GATED_RE
+    text_class = importlib.import_module("pysbd.utils").Text
+    if not getattr(text_class.apply, "_latechunk_gated", False):
+        stock_apply = text_class.apply
+
+        def apply(self, *rules):
+            return _GATED_RE.apply(stock_apply, self, rules)
+
+        apply._latechunk_gated = True
+        text_class.apply = apply
+    return _FastSegmenter(seg)
 
 
 def _paragraphs(text: str) -> list[tuple[int, int]]:
@@ -619,7 +959,8 @@ class SentenceSegmenter:
         :meth:`token_spans` calls cost only a lookup. With ``workers > 1`` and at least ``min_pool_chars``
         characters to segment, the paragraphs are sent, in tasks of about ``task_chars`` characters, to the
         worker processes (started on the first such call and kept until :meth:`close`): pysbd is pure Python,
-        about 0.7 M characters per second on one core, so on a many-core GPU box this is what keeps
+        about 220k MiniLM tokens (~0.9 M characters) per second on one core (``scripts/bench_segment.py``), so
+        on a many-core GPU box this is what keeps
         sentence-based chunking behind the forward pass. If the workers fail (one died, say), they are closed and
         the paragraphs are segmented here instead, with a ``RuntimeWarning``; the output is the same either way.
 

@@ -15,9 +15,12 @@ Systems, each run once per round, rounds interleaved (so machine noise hits all 
 - ``st naive``: ``SentenceTransformer.encode`` over the chunk texts of latechunk's ``--strategy`` spans.
 
 It prints seconds, corpus tokens/s and the ratios vs raw and vs chonkie, the padding fraction of latechunk's
-forward batches, and writes a markdown table (machine, versions, command) to ``--out``.
+forward batches, the tokens through the model against the corpus's, the attention implementation, and one line
+per CPU target of the issue (met or not, by how much); it writes a markdown table (machine, versions, command) to
+``--out``. ``--window`` and ``--overlap`` default to latechunk's own defaults (the model's ``max_seq_length``, 256
+for all-MiniLM-L6-v2, and 0), which is also chonkie's input length over the same model.
 
-    python3 scripts/bench_peers.py [--fraction 0.25] [--rounds 3] [--window 512 --overlap 0] [--onnx]
+    python3 scripts/bench_peers.py [--fraction 0.25] [--rounds 3] [--window 256 --overlap 0] [--onnx]
     python3 scripts/bench_peers.py --device cuda --rounds 2     # scripts/gpu_check.sh runs this
 
 Needs the extra ``[bench]`` (chonkie, sentence-transformers); ``--onnx`` the extra ``[onnx]``.
@@ -97,6 +100,35 @@ def raw_forward(enc, rows: list[np.ndarray], batch_size: int) -> None:
         torch.cuda.synchronize()
 
 
+def targets(med: dict[str, float], raw_key: str) -> list[str]:
+    """One plain line per CPU target of issue 15: met or not, and by how much (from the median seconds).
+
+    Args:
+        med: Median seconds per system name (as :func:`main` measures them).
+        raw_key: The name of the raw forward's row.
+
+    Returns:
+        Lines for the targets whose systems were run (a target with a system left out is not judged).
+    """
+    out = []
+
+    def line(name: str, value: float, goal: float, at_most: bool = False) -> str:
+        ok = value <= goal if at_most else value >= goal
+        return (f"{name}: {value:.2f}x, target {'<=' if at_most else '>='} {goal:g}x: "
+                f"{'met' if ok else 'NOT met'} ({value / goal - 1:+.1%} vs the target)")
+
+    one, five, chonkie = med.get("latechunk late"), med.get("latechunk late x5"), med.get("chonkie LateChunker")
+    if one and chonkie:
+        out.append(line("latechunk late vs chonkie LateChunker (speed)", chonkie / one, 1.2))
+    if five and chonkie:
+        out.append(line("five strategies in one pass vs chonkie run once per strategy (speed)", 5 * chonkie / five, 5))
+    if five and one:
+        out.append(line("five strategies in one pass vs latechunk's one strategy (time)", five / one, 1.1, True))
+    if one and raw_key in med:
+        out.append(line("latechunk late vs the raw forward (speed)", med[raw_key] / one, 0.95))
+    return out
+
+
 def _timed(fn: Callable[[], object]) -> float:
     t0 = time.perf_counter()
     fn()
@@ -110,8 +142,10 @@ def main(argv: Sequence[str] | None = None) -> dict:
     ap.add_argument("--fraction", type=float, default=0.25, help="first fraction of each corpus (default 0.25)")
     ap.add_argument("--model", default=None, help="model folder or id (default: the bundled all-MiniLM-L6-v2)")
     ap.add_argument("--strategy", default="fixed:size=256", help="the one-strategy runs' SPEC (default fixed:size=256)")
-    ap.add_argument("--window", type=int, default=512, help="macro window in tokens, frame included (default 512)")
-    ap.add_argument("--overlap", type=int, default=0, help="macro-window overlap in content tokens (default 0)")
+    ap.add_argument("--window", type=int, default=None,
+                    help="macro window in tokens, frame included (default: latechunk's, the model's max_seq_length)")
+    ap.add_argument("--overlap", type=int, default=None,
+                    help="macro-window overlap in content tokens (default: latechunk's, 0)")
     ap.add_argument("--batch-sizes", default="4,8,16", help="raw forward batch sizes to pick the best from")
     ap.add_argument("--batch-tokens", type=int, default=None,
                     help="latechunk's token budget per batch (default: best raw batch size x window)")
@@ -202,6 +236,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     late([args.strategy])()
     padding = 1 - enc.stats["tokens"] / max(enc.stats["padded_tokens"], 1)
     through = enc.stats["tokens"]
+    raw_tokens = sum(len(r) for r in rows)
 
     raw_key = f"raw model(...) bs={best_bs}"
     lines = [
@@ -227,18 +262,26 @@ def main(argv: Sequence[str] | None = None) -> dict:
              f"{enc.dtype}")
     pad_line = (f"padding in latechunk's forward batches (late, one strategy): {padding:.2%} of {enc.stats['padded_tokens']:,} "
                 f"padded tokens ({through:,} real)")
-    report = "\n".join([f"machine: {machine}", f"versions: {versions}", f"setup: {setup}", pad_line, "", table])
+    attn = getattr(enc, "attention", "-")
+    work_line = (f"tokens through the model (late, one strategy): {through:,} = {through / corpus_tokens:.4f}x the corpus's "
+                 f"{corpus_tokens:,} tokens (raw forward: {raw_tokens:,}; frames of extra windows and a last window "
+                 f"pushed back to be full); attention implementation {attn}")
+    target_lines = targets(med, raw_key)
+    report = "\n".join([f"machine: {machine}", f"versions: {versions}", f"setup: {setup}", pad_line, work_line, "",
+                        table, "", *target_lines])
     print(report)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         body = [f"# latechunk beside its peers ({time.strftime('%Y-%m-%d')})", "", f"Command: `{cmd}`", "",
-                f"- machine: {machine}", f"- versions: {versions}", f"- setup: {setup}", f"- {pad_line}"]
+                f"- machine: {machine}", f"- versions: {versions}", f"- setup: {setup}", f"- {pad_line}",
+                f"- {work_line}"]
         if args.note:
             body.append(f"- note: {args.note}")
-        args.out.write_text("\n".join(body + ["", table, ""]), encoding="utf-8")
+        args.out.write_text("\n".join(body + ["", table, "", "Targets (issue 15, CPU):", "",
+                                                *(f"- {t}" for t in target_lines), ""]), encoding="utf-8")
         print(f"written: {args.out}")
     return {"median_s": med, "corpus_tokens": corpus_tokens, "padding": padding, "best_batch_size": best_bs,
-            "batch_tokens": enc.batch_tokens}
+            "batch_tokens": enc.batch_tokens, "model_tokens": through, "targets": target_lines}
 
 
 if __name__ == "__main__":

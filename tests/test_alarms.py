@@ -69,6 +69,18 @@ def test_a_source_type_an_order_of_magnitude_away_raises_a_source_alarm():
     assert "either one's parser" in parse_alarms(two)[0].message
 
 
+def test_short_one_chunk_records_are_not_a_source_alarm():
+    # the trial's corpus: single-sentence JSONL records (one chunk each, ~5 tokens: 200 chunks per 1,000 tokens)
+    # beside markdown files of ~19 chunks per 1,000 tokens; one chunk per record is right, not a broken parser
+    records = [(f"r{i}", "record", 5, 1) for i in range(6)]
+    files = _rows([19.0, 20.0, 18.5, 19.5, 19.2])
+    assert parse_alarms(files + records) == []
+    # records that do split, ten times as often as the files, still raise it
+    split_records = [(f"s{i}", "record", 100, 20) for i in range(6)]
+    assert [(a.level, a.source) for a in parse_alarms(files + split_records) if a.level == "source"] == [
+        ("source", "md"), ("source", "record")]
+
+
 def test_rows_as_tuples_mappings_or_doccounts_and_source_densities():
     rows = [("a", "md", 1000, 4), {"doc_id": "b", "source": "md", "tokens": 2000, "chunks": 10},
             DocCount("c", "txt", 500, 1)]

@@ -33,6 +33,8 @@ def test_dry_run_writes_every_system(tmp_path):
         assert res["median_s"][name] > 0
     assert "macro window 128, overlap 0" in text and "note: dry run" in text
     assert 0 <= res["padding"] < 1
+    assert res["model_tokens"] >= res["corpus_tokens"]  # every token once, plus frames of extra windows
+    assert "Targets (issue 15, CPU):" in text and len(res["targets"]) == 4
     assert res["corpus_tokens"] > 3 * 128  # a.md needs several 128-token windows
 
 
@@ -46,3 +48,14 @@ def test_raw_rows_cover_the_corpus_once():
     rows = bench.raw_rows([tok], 128)
     assert all(len(r) <= 128 for r in rows)
     assert sum(len(r) - 2 for r in rows) == tok.n_content  # no overlap, nothing dropped
+
+
+def test_targets_are_judged_plainly():
+    bench = _script()
+    med = {"raw": 10.0, "latechunk late": 10.0, "latechunk late x5": 10.5, "chonkie LateChunker": 11.0}
+    lines = bench.targets(med, "raw")
+    assert lines[0].startswith("latechunk late vs chonkie LateChunker (speed): 1.10x, target >= 1.2x: NOT met")
+    assert "5.24x, target >= 5x: met" in lines[1]
+    assert "1.05x, target <= 1.1x: met" in lines[2]
+    assert "1.00x, target >= 0.95x: met" in lines[3]
+    assert bench.targets({"latechunk late": 1.0}, "raw") == []  # nothing to judge without the peers

@@ -220,6 +220,19 @@ def test_embed_config_to_dict_round_trips(doc):
     assert again.to_dict() == d
 
 
+def test_the_backend_is_a_setting_so_append_and_resume_refuse_another(doc):
+    """Trial of issue 15: `embed --append --backend torch` on an onnx folder mixed backends without a word."""
+    from latechunk.ingest.append import append_settings_diff
+
+    torch_d = _embed(doc).to_dict()
+    onnx_d = _embed(doc, model=ModelConfig(backend="onnx")).to_dict()
+    assert "backend" not in torch_d["model"]  # torch folders written before backends existed still resume
+    assert onnx_d["model"]["backend"] == "onnx" and ModelConfig(**onnx_d["model"]).backend == "onnx"
+    diff = append_settings_diff(onnx_d, torch_d)
+    assert diff and any("backend" in line for line in diff), diff
+    assert append_settings_diff(onnx_d, _embed(doc, model=ModelConfig(backend="onnx")).to_dict()) == []
+
+
 def test_split_specs_splits_values_on_spaces():
     assert split_specs(["fixed:size=8 recursive", "semantic"]) == ["fixed:size=8", "recursive", "semantic"]
     assert split_specs(None) == []

@@ -246,6 +246,8 @@ def test_resume_after_a_kill_before_the_merge_gives_the_uninterrupted_output(tmp
     ("IDMap,Flat", "ID map is not needed"),
     ("IVF4,Flat,RFlat", "refine wrappers"),
     ("LSH", "inner-product"),
+    ("HNSW0", "at least 2 neighbours"),  # trial of issue 15: faiss accepted it, then aborted the process (SIGABRT)
+    ("HNSW1,Flat", "at least 2 neighbours"),
 ])
 def test_factory_strings_latechunk_cannot_build_are_refused_before_encoding(tmp_path, factory, reason):
     """Trial of issue 13: these encoded everything, then failed at assembly with a faiss traceback."""
@@ -260,3 +262,16 @@ def test_factory_strings_latechunk_cannot_build_are_refused_before_encoding(tmp_
                               "--quiet", "--index", factory])
     assert res.exit_code == 2 and repr(factory) in res.output and reason in res.output, res.output
     assert not (out / "shards").exists() or not any((out / "shards").iterdir())
+
+
+def test_a_failed_index_training_names_what_needs_more_vectors():
+    """Trial of issue 15: PQ's 256 centroids were blamed on the lists ("use fewer lists, e.g. IVF64")."""
+    import numpy as np
+
+    from latechunk.config import IndexConfig
+    from latechunk.index import build_index
+
+    x = np.random.default_rng(0).standard_normal((40, 16)).astype(np.float32)
+    with pytest.raises(ValueError, match=r"PQ<m>x<b> 2\*\*b") as err:
+        build_index(x, IndexConfig.from_option("IVF2,PQ4"))
+    assert "IVF64" not in str(err.value)

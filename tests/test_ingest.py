@@ -229,4 +229,15 @@ def test_progress_counts_documents_only_no_longer_one_long_file_moves_in_text_by
     (bar,) = bars
     assert bar.unit == "B" and bar.total == len(text.encode()) == bar.n
     assert shards_done[0] > 5  # the one document moved the bar window batch by window batch before its shard
-    assert bar.postfix == "items 1/1"
+    assert bar.postfix == "items written 1/1"
+
+
+def test_a_folder_that_cannot_be_written_is_one_clear_error(tmp_path):
+    """Trial of issue 15: `--append` to a read-only folder printed an OSError traceback from the lock file."""
+    from latechunk.ingest.folder import writer_lock
+
+    blocker = tmp_path / "a_file"
+    blocker.write_text("x", encoding="utf-8")
+    with pytest.raises(ValueError, match="cannot write to the output folder .*need a writable folder"):
+        with writer_lock(blocker / "out"):  # its parent is a file: mkdir fails as on a read-only file system
+            pass

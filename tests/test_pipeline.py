@@ -378,13 +378,13 @@ def test_memory_grows_with_the_largest_document_no_longer_the_late_pass_never_ho
             yield batch
 
     monkeypatch.setattr(enc, "iter_token_states", iter_recording)
-    inner_mean = pipeline_mod.segment_mean
+    inner_add = pipeline_mod._SegmentSums.add
 
-    def mean_recording(states, spans, *args, **kwargs):
-        largest["pooled"] = max(largest["pooled"], states.shape[0])
-        return inner_mean(states, spans, *args, **kwargs)
+    def add_recording(self, batch):  # the states one pooling step sees (segment mean on CUDA, index_add on CPU)
+        largest["pooled"] = max(largest["pooled"], batch.states.shape[0])
+        return inner_add(self, batch)
 
-    monkeypatch.setattr(pipeline_mod, "segment_mean", mean_recording)
+    monkeypatch.setattr(pipeline_mod._SegmentSums, "add", add_recording)
     inner_init = pipeline_mod._SegmentSums.__init__
 
     def init_recording(self, *args, **kwargs):

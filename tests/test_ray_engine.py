@@ -213,3 +213,23 @@ def test_an_unreachable_ray_address_fails_at_once_and_leaves_the_folder_alone(tm
     assert (out / "keep.txt").exists()
     res = runner.invoke(app, ["embed", str(src), "--out", str(out), "--engine", "ray", "--ray-address", "nowhere"])
     assert res.exit_code == 2 and "HOST:PORT" in res.output
+
+
+def test_ray_address_auto_without_a_running_cluster_fails_at_once(tmp_path, monkeypatch):
+    """Trial of issue 15: `--ray-address auto` with no cluster printed nothing for minutes (Ray kept looking)."""
+    pytest.importorskip("ray")
+    from ray._private import services
+
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    try:
+        services.canonicalize_bootstrap_address("auto")
+        pytest.skip("a Ray cluster is running on this machine")
+    except ConnectionError:
+        pass
+    src = tmp_path / "docs"
+    src.mkdir()
+    (src / "a.md").write_text("Rivers flow to the sea.", encoding="utf-8")
+    res = runner.invoke(app, ["embed", str(src), "--out", str(tmp_path / "out"), "--engine", "ray",
+                              "--ray-address", "auto"])
+    assert res.exit_code == 2 and "no running Ray cluster" in res.output, res.output
+    assert not (tmp_path / "out").exists()

@@ -4,8 +4,11 @@ run."""
 
 from __future__ import annotations
 
+import functools
 import gc
 import os
+import pathlib
+import re
 import signal
 import subprocess
 import sys
@@ -13,7 +16,7 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import example, given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from latechunk import sentences
@@ -77,6 +80,189 @@ def test_fast_pysbd_matches_stock_pysbd_on_generated_text(parts):
     """Text dense in abbreviations, periods, case variants and the characters that case-fold to ASCII."""
     text = " ".join(w + p for w, p in parts)
     assert _processed(text, True) == _processed(text, False)
+
+
+_SEPARATORS = [" ", " ", " ", "\t", "\x0b", "\x0c", "\n", "\r", "\r\n", "\u00a0", "\u2028", "\x85"]
+_TOKENS = [*_WORDS, "(dr", "Dr.Smith", "İd", "dé", "“Dr", "Dr’s", "Ph.D.’s", "no.5", "e.g.,", "U.S.-based", "St.Louis", "-", '"', "'", "“", "”", "(", ")",
+           "1.", "2.", "a)", "b)", "iv.", "v.", "?", "!", "!!!", "...", "Yahoo!", "word", "Word", "A", "@", "x.jpg"]
+
+
+@given(st.lists(st.tuples(st.sampled_from(_TOKENS), st.sampled_from(_PUNCT), st.sampled_from(_SEPARATORS)),
+                min_size=1, max_size=40))
+@example([("Dr", ".", "\x0b"), ("Smith", "", " ")])  # \x0b: whitespace to str.split() and to \s alike
+@example([("(dr", ".", " "), ("ames", "", " ")])  # "(dr." is no abbreviation "dr" (no whitespace right before)
+def test_fast_pysbd_matches_stock_pysbd_with_any_whitespace(parts):
+    """The abbreviation pre-test reads tokens with ``str.split()``: other whitespace, tokens glued to punctuation,
+    lists, quotes and brackets, lines."""
+    text = "".join(w + p + sep for w, p, sep in parts)
+    assert _processed(text, True) == _processed(text, False)
+
+
+_PLAIN = st.lists(st.sampled_from([*"abcXYZ09 -_,;:'\"“”()]#*|`\t\x0b\x0c\r\n\u00a0\u2028\x85é", "\r\n", "Word ", "- ",
+                                   "a) ", "b) ", "1) ", "2) ", "(iv) "]),
+                  max_size=80).map("".join)
+
+
+@given(_PLAIN)
+@example('He said -" Then we left')  # pysbd ends a sentence at -" + capital, without a period
+@example("one\x85two\u2028three\n\n  four  ")
+@example("a) first b) second c) third")  # a list in one line: pysbd cuts it without any period
+@example("1) one 2) two 3) three")
+@example('say "x" (a b) "y" ok')  # "(...)" between quotes: cut too
+def test_plain_lines_path_matches_stock_pysbd(text):
+    """Texts without ``.!?`` (those without ``)`` either take the plain-lines path: no pysbd call when they also
+    hold no quotation end)."""
+    assert _processed(text, True) == _processed(text, False)
+
+
+def test_plain_lines_path_skips_pysbd(monkeypatch):
+    seg = sentences._pysbd_segmenter()
+    if not isinstance(seg, sentences._FastSegmenter):
+        pytest.skip("another pysbd version: stock pysbd")
+    text = "# Title\n\n- one item\n- two items\n| a | b |"
+    proc = seg.processor(text)
+    monkeypatch.setattr(proc.processor, "process", lambda: pytest.fail("pysbd was called"))
+    assert proc.process() == ["# Title", "- one item", "- two items", "| a | b |"]
+    with_quote = seg.processor('He said -" Then')  # a quotation end: pysbd decides
+    assert with_quote.process() == _processed('He said -" Then', False) == ['He said -"', "Then"]
+
+
+def test_abbreviation_pre_test_premises():
+    """Over all of Unicode: ``str.split()`` and ``\\s`` agree on whitespace, and the only non-ASCII characters that
+    ``re.IGNORECASE`` matches to an ASCII letter or digit are the four the fast abbreviation pass looks for."""
+    chars = "".join(map(chr, range(0x110000)))
+    assert re.sub(r"\s", "", chars) == "".join(chars.split())  # the same characters removed, in C
+    folds = "".join(re.findall(r"[a-z0-9]", chars, flags=re.IGNORECASE))
+    assert "".join(c for c in folds if not c.isascii()) == "\u0130\u0131\u017f\u212a"
+    assert re.fullmatch(sentences._CASE_FOLDS_TO_ASCII, "\u212a")
+
+
+@pytest.mark.parametrize(
+    ("pattern", "flags", "expected"),
+    [
+        (r"(?<=\s)a[bc](?:x|yz)+", 0, ("a", "bc", "xy")),
+        (r"(?<=\s{abbr})\.(?=(\s|:\d+))".format(abbr="dr"), 0, ("d", "r", ".")),
+        (r"\b[a-z](?:\.[a-z])+[.]", re.IGNORECASE, (".",)),  # letters under IGNORECASE: no requirement
+        (r"ſt\.", re.IGNORECASE, (".",)),
+        (r"(?i)dr\.", 0, (".",)),  # inline flag
+        (r"a?b*(?!c)[^d]\s.", 0, ()),  # optional, negative lookahead, negated class, categories
+        (r"x|y\.", 0, ("xy",)),  # a branch: one requirement of each branch
+        (r"x|\s", 0, ()),  # a branch with no requirement
+        (r"(?:ab){2,}", 0, ("a", "b")),
+        (r"[0-3]", 0, ("0123",)),
+        (r"[", 0, ()),  # not a pattern: no requirement (re raises when it runs)
+    ],
+)
+def test_required_chars(pattern, flags, expected):
+    assert sentences._required_chars(pattern, flags) == expected
+
+
+@functools.cache
+def _pysbd_patterns() -> tuple[re.Pattern, ...]:
+    """Every pattern the fast pysbd ran through the gate (on a sample dense in rules)."""
+    sample = ('Dr. Ames, Ph.D., said "wow!!!" (i) first (ii) second. 1. one 2. two\na) x b) y\n'
+              "It cost $3.14 at 5 p.m. on Jan. 3, e.g. in the U.S. I.e. here? Yes! ... Ok.[12] Fig. 2 ‘q’ a.jpg")
+    for text in (sample, sample.upper(), sample.replace(" ", "\n")):
+        _processed(text, True)
+    return tuple(p for p, _tests, _reqs in sentences._GATED_RE._compiled.values())
+
+
+_GATE_TEXT = st.lists(st.sampled_from([*"aAdDrRsSiIvV019 .,;:!?()[]\"'“”-&∯♨☝ȸ\r\n\tſ", "Dr.", "p.m.", "U.S."]),
+                      max_size=40).map("".join)
+
+
+@settings(max_examples=40)
+@given(texts=st.lists(_GATE_TEXT, min_size=10, max_size=10))
+def test_gate_skips_only_patterns_that_cannot_match(texts):
+    """The gate's premise: when a text lacks a required character, the pattern has no match in it."""
+    patterns = _pysbd_patterns()
+    assert len(patterns) > 50
+    for p in patterns:
+        tests = sentences._GATED_RE._entry(p.pattern, p.flags)[1]
+        for text in texts:
+            lacks = any((t not in text) if isinstance(t, str) else (t.search(text) is None) for t in tests)
+            if lacks:
+                assert p.search(text) is None, (p.pattern, text)
+
+
+def test_gate_functions_equal_re(monkeypatch):
+    """With the gate on: each function gives what ``re`` gives, skipped or not, and findall's memo answers only
+    for the same text."""
+    gate = sentences._GATED_RE
+    monkeypatch.setattr(gate.local, "on", True, raising=False)
+    monkeypatch.setattr(gate.local, "findall_memo", {}, raising=False)
+    pattern = r"(?<=\s)[a-z](?=\.)"
+    for text in ["x a. b. c.", "no period here", "y d. e.", "x a. b. c.", ""]:
+        assert gate.findall(pattern, text) == re.findall(pattern, text)
+        assert gate.sub(pattern, "#", text) == re.sub(pattern, "#", text)
+        assert type(gate.sub(pattern, "#", text)) is str
+        assert gate.split(r"\.", text) == re.split(r"\.", text)
+        assert [m.span() for m in gate.finditer(pattern, text)] == [m.span() for m in re.finditer(pattern, text)]
+        for fn in ("search", "match"):
+            got, want = getattr(gate, fn)(r"\w\.", text), getattr(re, fn)(r"\w\.", text)
+            assert (got and got.span()) == (want and want.span())
+    found = gate.findall(pattern, "x a. b.")
+    found.append("mutated by the caller")
+    assert gate.findall(pattern, "x a. b.") == ["a", "b"]  # a copy each time
+    assert gate.IGNORECASE is re.IGNORECASE and gate.escape is re.escape
+
+
+def test_gate_is_off_outside_the_fast_path(monkeypatch):
+    """Stock pysbd (what the differential tests compare against) never goes through the gate's shortcuts."""
+    import pysbd.processor
+    import pysbd.utils
+
+    if not isinstance(sentences._pysbd_segmenter(), sentences._FastSegmenter):
+        pytest.skip("another pysbd version: stock pysbd")
+    assert pysbd.processor.re is sentences._GATED_RE
+    assert pysbd.utils.Text.apply._latechunk_gated
+    monkeypatch.setattr(sentences._GATED_RE, "_pattern", lambda *a: pytest.fail("gate used by stock pysbd"))
+    monkeypatch.setattr(sentences._GATED_RE, "_rule_groups", None)  # apply() would fail on it
+    assert _processed("Dr. Ames left. It rained!", False) == ["Dr. Ames left.", "It rained!"]
+    assert not getattr(sentences._GATED_RE.local, "on", False)
+
+
+_MKDOCS = pathlib.Path("/work/docs_corpus/mkdocs-material/docs")
+
+
+def _blocks(text: str, limit: int):
+    """The blocks _segment_paragraph feeds pysbd (stand-ins applied), over the first ``limit`` characters."""
+    text = text[:limit]
+    for a, b in sentences._paragraphs(text):
+        pos = a
+        while pos < b:
+            end = min(b, pos + sentences._BLOCK_CHARS)
+            yield pos, text[pos:end].translate(sentences._STAND_INS)
+            pos = end
+
+
+@pytest.mark.skipif(not _MKDOCS.is_dir(), reason="the mkdocs-material docs are not present")
+def test_fast_pysbd_matches_stock_pysbd_on_markdown_docs():
+    """Markdown (headings, lists, tables, code, admonitions): the first 60k characters of the docs."""
+    n, left = 0, 60_000
+    for path in sorted(_MKDOCS.rglob("*.md")):
+        text = path.read_text(encoding="utf-8")[:left]
+        left -= len(text)
+        for pos, block in _blocks(text, len(text)):
+            assert _processed(block, True) == _processed(block, False), (path.name, pos)
+            n += 1
+        if left <= 0:
+            break
+    assert n > 100
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not CORPORA.is_dir(), reason="../shared/data is not present")
+def test_fast_pysbd_matches_stock_pysbd_on_whole_corpora():
+    """Every block of every Chroma corpus and of every mkdocs-material doc (~11k blocks; the default run checks
+    the first 60k characters of each)."""
+    paths = sorted(CORPORA.glob("*.md")) + (sorted(_MKDOCS.rglob("*.md")) if _MKDOCS.is_dir() else [])
+    n = 0
+    for path in paths:
+        for pos, block in _blocks(path.read_text(encoding="utf-8"), 10**9):
+            assert _processed(block, True) == _processed(block, False), (path.name, pos)
+            n += 1
+    assert n > 5000
 
 
 # --- one document -------------------------------------------------------------------------------------------

@@ -63,8 +63,8 @@ def writer_lock(out: str | os.PathLike) -> Iterator[None]:
 
     Raises:
         FolderLocked: at once, when another process holds the lock (the message names the folder and its pid).
-        ValueError: if ``out`` exists and is not a folder.
-        OSError: if the lock file cannot be created.
+        ValueError: if ``out`` exists and is not a folder, or the folder or its lock file cannot be created
+            (a read-only folder or file system).
     """
     import fcntl
 
@@ -80,8 +80,13 @@ def writer_lock(out: str | os.PathLike) -> Iterator[None]:
         return
     if out.exists() and not out.is_dir():
         raise ValueError(f"output path {out} exists and is not a folder")
-    out.mkdir(parents=True, exist_ok=True)
-    fh = open(out / LOCK_FILE, "a+", encoding="ascii")  # noqa: SIM115 (held across the block)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        fh = open(out / LOCK_FILE, "a+", encoding="ascii")  # noqa: SIM115 (held across the block)
+    except OSError as err:  # a read-only folder or file system: one clear line, not a traceback
+        raise ValueError(f"cannot write to the output folder {out}: {err.strerror or err} (embed, --resume, "
+                         "--append and Index.add need a writable folder; search, verify and export only "
+                         "read it)") from err
     try:
         try:
             fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)

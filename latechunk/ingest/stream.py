@@ -317,7 +317,7 @@ def stream(config: EmbedConfig, encoder, items: Iterator, start: int, digest: st
         # a resumed run: the consumed items' share of the bytes, estimated by their number
         initial = total * before // n_items if n_items else 0
         bar = tqdm(total=total, initial=initial, unit="B", unit_scale=True, desc="embed")
-        bar.set_postfix_str(f"items {before}/{n_items}", refresh=False)
+        bar.set_postfix_str(f"items written {before}/{n_items}", refresh=False)
     groups = iter_embed(items, encoder, config.pipeline,
                         select_group=None if select is None else (lambda i: select(k0 + i)),
                         on_text_bytes=None if bar is None else bar.update)
@@ -333,7 +333,7 @@ def stream(config: EmbedConfig, encoder, items: Iterator, start: int, digest: st
                 on_shard(ShardInput(k, pos, end, digest, g, _skipped_records(g) if g.selected else []))
                 if bar is not None:
                     done = end - start + before
-                    bar.set_postfix_str(f"items {done}/{max(n_items, done)}", refresh=False)
+                    bar.set_postfix_str(f"items written {done}/{max(n_items, done)}", refresh=False)
                     bar.refresh()
                 k, pos = k + 1, end
         if bar is not None and bar.n != bar.total:  # the total was an estimate: the run is complete

@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""The encoder backends side by side: torch vs ONNX Runtime fp32 (``onnx``) vs dynamic int8 (``onnx-int8``) on the
+CPU, in one process, interleaved rounds, medians, ratios (issue 15 part 4).
+
+Two workloads, each run by every backend in every round (the order rotates per round so machine noise hits all):
+
+- ``pipeline``: ``latechunk.pipeline.embed`` late mode, one strategy (default ``fixed:size=256``), over the first
+  ``--fraction`` of the Chroma corpora, at the pipeline's own shapes: macro window ``--window`` (default 256, the
+  model's default), the default token budget (16,384 padded tokens per batch), length-sorted batches. Wall seconds
+  of the whole call and the encoder's forward seconds (``Encoder.stats["seconds"]``) are both reported.
+- ``(B, S)`` (default ``(8, 512)``): one forward batch of random token ids, torch's ``model(...)`` under
+  ``torch.inference_mode`` vs :class:`latechunk.onnx_backend.OnnxRunner`.
+
+Quality in the same run: the max abs difference of the (B, S) token states against torch, and the lowest cosine
+between a backend's chunk vectors and torch's (pipeline workload).
+
+    flock /tmp/latechunk_bench.lock python3 scripts/bench_onnx.py [--fraction 0.1] [--rounds 5] [--out FILE.md]
+
+Needs the extra ``[onnx]``. Exports are cached under ``$LATECHUNK_CACHE/onnx`` (made before timing starts).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO.parent / "shared" / "data" / "chroma_chunking_eval" / "corpora"
+CORPORA = ("chatlogs", "finance", "pubmed", "state_of_the_union", "wikitexts")
+BACKENDS = ("torch", "onnx", "onnx-int8")
+
+
+def _ver(pkg: str) -> str:
+    try:
+        return version(pkg)
+    except PackageNotFoundError:
+        return "-"
+
+
+def load_documents(corpora: Sequence[str], fraction: float, data: Path = DATA):
+    """The first ``fraction`` of each corpus's characters (cut at a line end), as latechunk Documents."""
+    from latechunk.types import Document
+
+    docs = []
+    for c in corpora:
+        path = data / f"{c}.md"
+        if not path.is_file():
+            raise SystemExit(f"bench_onnx: corpus {c!r} not found at {path} (give --data)")
+        text = path.read_text(encoding="utf-8")
+        cut = int(len(text) * fraction)
+        nl = text.find("\n", cut)
+        docs.append(Document(f"{c}.md", text[: nl if 0 < nl else cut] if fraction < 1 else text))
+    return docs
+
+
+def _timed(fn: Callable[[], object]) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def main(argv: Sequence[str] | None = None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--corpora", nargs="+", default=list(CORPORA), help="Chroma corpus ids (default: all five)")
+    ap.add_argument("--data", type=Path, default=DATA, help="folder of the Chroma corpora")
+    ap.add_argument("--fraction", type=float, default=0.1, help="first fraction of each corpus (default 0.1)")
+    ap.add_argument("--model", default=None, help="model folder or id (default: the bundled all-MiniLM-L6-v2)")
+    ap.add_argument("--strategy", default="fixed:size=256", help="the pipeline's SPEC (default fixed:size=256)")
+    ap.add_argument("--window", type=int, default=None, help="macro window in tokens (default: the model's, 256)")
+    ap.add_argument("--batch-tokens", type=int, default=16384, help="token budget per forward batch (default 16384)")
+    ap.add_argument("--shape", default="8x512", help="the single-batch workload, BxS (default 8x512)")
+    ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds (default 5; medians reported)")
+    ap.add_argument("--backends", default=",".join(BACKENDS), help="comma list (default torch,onnx,onnx-int8)")
+    ap.add_argument("--out", type=Path, default=None, help="markdown file to write the report to")
+    ap.add_argument("--note", default="", help="a line written under the report (e.g. how loaded the machine was)")
+    args = ap.parse_args(argv)
+    if not 0 < args.fraction <= 1:
+        ap.error(f"--fraction must be in (0, 1], got {args.fraction}")
+    backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+    if "torch" not in backends or any(b not in BACKENDS for b in backends):
+        ap.error(f"--backends must include torch and be among {', '.join(BACKENDS)}, got {args.backends!r}")
+    b_rows, s_len = (int(x) for x in args.shape.lower().split("x"))
+
+    import torch
+
+    from latechunk.config import PipelineConfig
+    from latechunk.encoder import Encoder
+    from latechunk.onnx_backend import OnnxRunner, export_onnx
+    from latechunk.pipeline import embed
+
+    docs = load_documents(args.corpora, args.fraction, args.data)
+    encoders = {b: Encoder(args.model, device="cpu", backend=b, batch_tokens=args.batch_tokens) for b in backends}
+    ref = encoders["torch"]
+    mw = ref.macro_window(args.window)
+    cfg = PipelineConfig((args.strategy,), modes=("late",), macro_window=mw.size)
+    corpus_tokens = sum(len(ref.tokenizer(d)) for d in docs)
+
+    # the single batch: torch's model(...) vs the ONNX runners (the same files the encoders loaded)
+    rng = np.random.default_rng(0)
+    ids = rng.integers(1000, ref.hf_tokenizer.vocab_size, size=(b_rows, s_len)).astype(np.int64)
+    ids[:, 0], ids[:, -1] = ref.hf_tokenizer.cls_token_id or 101, ref.hf_tokenizer.sep_token_id or 102
+    mask = np.ones_like(ids)
+    runners = {b: OnnxRunner(export_onnx(ref.model, ref.model_hash, "int8" if b == "onnx-int8" else "fp32"))
+               for b in backends if b != "torch"}
+
+    def torch_batch():
+        with torch.inference_mode():
+            return ref.model(input_ids=torch.from_numpy(ids), attention_mask=torch.from_numpy(mask)).last_hidden_state
+
+    batch_fns = {"torch": torch_batch} | {b: (lambda r=r: r(ids, mask)) for b, r in runners.items()}
+
+    def pipeline(b):
+        return lambda: embed(docs, encoders[b], cfg)
+
+    # warm-up (and the quality numbers): one pass of each
+    states = {b: np.asarray(f()) for b, f in batch_fns.items()}
+    vecs = {b: pipeline(b)().run(args.strategy).vectors["late"].vectors for b in backends}
+    quality = {}
+    for b in backends:
+        diff = float(np.abs(states[b] - states["torch"]).max())
+        cos = float((vecs[b] * vecs["torch"]).sum(axis=1).min())
+        quality[b] = (diff, cos)
+
+    times: dict[tuple[str, str], list[float]] = {}
+    fwd: dict[str, list[float]] = {b: [] for b in backends}
+    for r in range(args.rounds):
+        order = backends[r % len(backends):] + backends[: r % len(backends)]
+        for b in order:
+            times.setdefault(("batch", b), []).append(_timed(batch_fns[b]))
+        for b in order:
+            before = encoders[b].stats["seconds"]
+            times.setdefault(("pipeline", b), []).append(_timed(pipeline(b)))
+            fwd[b].append(encoders[b].stats["seconds"] - before)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    med_fwd = {b: statistics.median(v) for b, v in fwd.items()}
+    st = ref.stats
+    padding = 1 - st["tokens"] / max(st["padded_tokens"], 1)
+
+    head = f"| backend | ({b_rows}, {s_len}) s | x torch | pipeline s | x torch | forward s | x torch | " \
+           f"max abs diff ({b_rows}, {s_len}) | min chunk cosine |"
+    lines = [head, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for b in backends:
+        tb, tp = med[("batch", b)], med[("pipeline", b)]
+        lines.append(f"| {b} | {tb:.3f} | {med[('batch', 'torch')] / tb:.2f} | {tp:.2f} | "
+                     f"{med[('pipeline', 'torch')] / tp:.2f} | {med_fwd[b]:.2f} | {med_fwd['torch'] / med_fwd[b]:.2f} | "
+                     f"{quality[b][0]:.2e} | {quality[b][1]:.6f} |")
+    table = "\n".join(lines)
+    cmd = "python3 scripts/bench_onnx.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    ort_threads = {b: r.threads for b, r in runners.items()}
+    machine = (f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, {torch.get_num_threads()} torch "
+               f"threads, ONNX Runtime intra-op threads {ort_threads}")
+    versions = (f"latechunk {_ver('latechunk')}, torch {torch.__version__}, transformers {_ver('transformers')}, "
+                f"onnxruntime {_ver('onnxruntime')}, onnx {_ver('onnx')}, Python {platform.python_version()}")
+    setup = (f"pipeline: {len(docs)} documents ({', '.join(args.corpora)}; first {args.fraction:g} of each), "
+             f"{corpus_tokens:,} corpus tokens, model {ref.name}, strategy {args.strategy}, late, macro window "
+             f"{mw.size}, overlap {mw.overlap}, batch_tokens {args.batch_tokens} (length-sorted batches, padding "
+             f"{padding:.2%}); single batch ({b_rows}, {s_len}) of random ids, no padding; {args.rounds} interleaved "
+             f"rounds, medians")
+    report = "\n".join([f"machine: {machine}", f"versions: {versions}", f"setup: {setup}", "", table])
+    print(report, flush=True)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        body = [f"Command: `{cmd}` ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())})", "",
+                f"- machine: {machine}", f"- versions: {versions}", f"- setup: {setup}"]
+        if args.note:
+            body.append(f"- note: {args.note}")
+        args.out.write_text("\n".join(body + ["", table, ""]), encoding="utf-8")
+        print(f"written: {args.out}")
+    return {"median_s": {f"{w} {b}": v for (w, b), v in med.items()}, "forward_s": med_fwd, "quality": quality,
+            "corpus_tokens": corpus_tokens, "padding": padding}
+
+
+if __name__ == "__main__":
+    main()
