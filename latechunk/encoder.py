@@ -679,8 +679,9 @@ class Encoder:
                 pooled vectors (no ``Normalize`` module applied). Give at most one of ``normalize`` and
                 ``normalize_embeddings``.
             progress: Show a progress bar (tokens).
-            macro_window: Plan for texts longer than one macro window; default :meth:`macro_window` (macro
-                windows of :attr:`max_length`, never truncated).
+            macro_window: Plan for texts longer than one macro window; default ``macro_window(size=max_length,
+                overlap=0)``: one forward per text up to :attr:`max_length` tokens (frame included), longer texts
+                in windows of :attr:`max_length`, never truncated.
 
         Returns:
             (len(texts), dim) float32 numpy array on the host, in input order ((dim,) for one str); or a tensor /
@@ -706,6 +707,11 @@ class Encoder:
             unit = True
         tokenizer = self._prompt_tokenizer(prompt_name, prompt)
         toks = [tokenizer(t) for t in items]
+        if macro_window is None:
+            # a text encoded on its own uses the model's whole input (max_length), not the late default
+            # (max_seq_length): a 256-token chunk of MiniLM is one 258-token forward, not two 256-token windows
+            # (the second pushed back to be full: twice the tokens; issue 15's peer benchmark)
+            macro_window = self.macro_window(size=self.max_length, overlap=0)
         if toks:
             states = self.token_states(toks, macro_window, progress=progress or bool(show_progress_bar))
             vecs = torch.stack([self.pool_model(s, t) for s, t in zip(states, toks)])
@@ -753,7 +759,7 @@ class Encoder:
             texts: The texts (e.g. chunk texts; one str: one vector).
             normalize: L2-normalise the output rows (default True; see :meth:`encode`).
             progress: Show a progress bar (tokens).
-            macro_window: Plan for texts longer than one macro window; default :meth:`macro_window`.
+            macro_window: Plan for texts longer than one macro window; default as :meth:`encode`.
             **kwargs: Other :meth:`encode` arguments (``normalize_embeddings``, ``convert_to_tensor``, ...).
 
         Returns:

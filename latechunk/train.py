@@ -180,7 +180,7 @@ def ict_examples(
 
     Returns:
         Up to ``n_queries`` :class:`TrainExample`, each with its own passage document (``doc_id``
-        ``"<doc_id>@<start>"``, ``metadata["source_doc"]``).
+        ``"<doc_id>@<start>:<example number>"``, unique per example; ``metadata["source_doc"]``).
 
     Raises:
         ValueError: if no document has text, or ``n_queries < 1``.
@@ -220,7 +220,10 @@ def ict_examples(
             text = f"{before} {after}" if before and after else before or after
             cut = len(before)
             span = (max(0, cut - 1), min(len(text), cut + 1))
-        pdoc = Document(f"{doc.doc_id}@{a}", text, {"source_doc": doc.doc_id, "source": doc.metadata.get("source", "")})
+        # one passage document per example: two examples can share a passage start (a short document gives every
+        # draw a == 0) but not its text (each removes its own sentence), and the trainer plans documents by id
+        pdoc = Document(f"{doc.doc_id}@{a}:{len(out)}", text,
+                        {"source_doc": doc.doc_id, "source": doc.metadata.get("source", "")})
         out.append(TrainExample(f"ict:{len(out)}", query, pdoc, span))
     return out
 

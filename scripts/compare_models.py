@@ -13,11 +13,18 @@ Tibshirani 1993, Sakai 2014; queries resampled with their two scores kept togeth
 - late(A) - naive(A), late(B) - naive(B): late vs naive within each model
 
 Both folders must score the same dataset and queries (checked: the paired test needs the same query ids).
+A side may be given as several folders (e.g. a late-only and a naive-only run of the same model): their rows are
+merged, and a system found in two of them is refused. Systems are keyed by strategy, mode, macro window and window
+overlap (the ``window_overlap`` column of newer report folders; older ones have none), so a folder that sweeps
+several windows or overlaps needs ``--window`` / ``--window-overlap`` to say which late pass to pair.
 
 Usage::
 
     python scripts/compare_models.py --a eval/results/train/chroma_trained --b eval/results/train/chroma_base \
         --a-name trained --b-name base --metrics SpanRecall@5,SpanIoU@5 --out eval/results/train/table.md
+    # a model scored in two runs (late, then naive), against a base folder that swept windows 128|256|512
+    python scripts/compare_models.py --a runs/trained_late runs/trained_naive --b eval/results/map/chroma_ov0 \
+        --window 128 --window-overlap 0
 """
 
 from __future__ import annotations
@@ -27,24 +34,30 @@ import csv
 import gzip
 import sys
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 
 DEFAULT_METRICS = "AR@1,AR@5,SpanRecall@1,SpanRecall@5,SpanRecall@10,SpanIoU@5,SpanPrecision@5"
 
 
-def read_per_query(folder: Path) -> tuple[str, dict[tuple[str, str, str], dict[str, dict[str, float]]]]:
+FIXED_COLUMNS = ("dataset", "query_id", "strategy", "mode", "window", "window_overlap", "label")
+"""The columns of ``per_query.csv`` that name a system or a query; every other column is a metric."""
+
+
+def read_per_query(folder: Path) -> tuple[str, dict[tuple[str, str, str, str], dict[str, dict[str, float]]]]:
     """One report folder's per-query scores.
 
     Args:
         folder: A ``latechunk compare`` report folder (holding ``per_query.csv`` or ``per_query.csv.gz``).
 
     Returns:
-        ``(dataset, {(strategy, mode, window): {metric: {query_id: score}}})``; ``window`` is ``""`` for naive
-        systems. Blank cells (undefined metrics) are left out.
+        ``(dataset, {(strategy, mode, window, window_overlap): {metric: {query_id: score}}})``; ``window`` and
+        ``window_overlap`` (tokens, as text) are ``""`` for naive systems, and ``window_overlap`` is ``""`` in
+        folders written before the column existed. Blank cells (undefined metrics) are left out.
 
     Raises:
         FileNotFoundError: if ``per_query.csv`` is missing.
-        ValueError: if the file holds several datasets or none.
+        ValueError: if the file holds several datasets or none, or one system scores a query twice.
     """
     path = Path(folder) / "per_query.csv"
     if not path.is_file() and path.with_suffix(".csv.gz").is_file():
@@ -53,14 +66,17 @@ def read_per_query(folder: Path) -> tuple[str, dict[tuple[str, str, str], dict[s
         raise FileNotFoundError(f"{path} not found: give a report folder written by `latechunk compare`")
     systems: dict = defaultdict(lambda: defaultdict(dict))
     datasets = set()
+    seen: set = set()
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rt", newline="", encoding="utf-8") as f:
         reader = csv.DictReader(f)
-        fixed = {"dataset", "query_id", "strategy", "mode", "window", "label"}
-        metrics = [m for m in reader.fieldnames or () if m not in fixed]
+        metrics = [m for m in reader.fieldnames or () if m not in FIXED_COLUMNS]
         for row in reader:
             datasets.add(row["dataset"])
-            key = (row["strategy"], row["mode"], row["window"])
+            key = (row["strategy"], row["mode"], row["window"], row.get("window_overlap") or "")
+            if (key, row["query_id"]) in seen:
+                raise ValueError(f"{path}: system {key} scores query {row['query_id']!r} twice")
+            seen.add((key, row["query_id"]))
             for m in metrics:
                 if row[m] != "":
                     systems[key][m][row["query_id"]] = float(row[m])
@@ -69,36 +85,76 @@ def read_per_query(folder: Path) -> tuple[str, dict[tuple[str, str, str], dict[s
     return datasets.pop(), systems
 
 
-def _pick(systems: dict, strategy: str, mode: str, window: str | None):
-    keys = [k for k in systems if k[0] == strategy and k[1] == mode and (window is None or mode != "late" or k[2] == window)]
+def read_folders(folders: Sequence[Path]) -> tuple[str, dict]:
+    """Several report folders of one model merged (e.g. a late-only and a naive-only run).
+
+    Args:
+        folders: ``latechunk compare`` report folders of the same dataset.
+
+    Returns:
+        ``(dataset, systems)`` as :func:`read_per_query`, the systems of every folder together.
+
+    Raises:
+        ValueError: if the folders score different datasets, or a system appears in two of them.
+    """
+    dataset, merged = None, {}
+    for folder in folders:
+        ds, systems = read_per_query(folder)
+        if dataset is not None and ds != dataset:
+            raise ValueError(f"{folder} scores {ds!r} but {folders[0]} scores {dataset!r}")
+        dataset = ds
+        for key, scores in systems.items():
+            if key in merged:
+                raise ValueError(f"system {key} is in two of the folders {[str(f) for f in folders]}: give each once")
+            merged[key] = scores
+    if dataset is None:
+        raise ValueError("no report folder given")
+    return dataset, merged
+
+
+def _pick(systems: dict, strategy: str, mode: str, window: str | None, overlap: str | None = None):
+    keys = [k for k in systems if k[0] == strategy and k[1] == mode]
+    if mode == "late":
+        keys = [k for k in keys if (window is None or k[2] == window) and (overlap is None or k[3] in (overlap, ""))]
     if len(keys) > 1:
-        raise ValueError(f"{strategy} {mode}: several macro windows {sorted(k[2] for k in keys)}; pick one with --window")
+        raise ValueError(f"{strategy} {mode}: several late passes (window, overlap) "
+                         f"{sorted((k[2], k[3]) for k in keys)}; pick one with --window / --window-overlap")
     return systems[keys[0]] if keys else None
 
 
-def compare(a_dir: Path, b_dir: Path, metrics: list[str], a_name: str = "A", b_name: str = "B",
-            window: str | None = None, resamples: int = 10000, seed: int = 0) -> tuple[list[str], list[dict]]:
+def compare(a_dir: Path | Sequence[Path], b_dir: Path | Sequence[Path], metrics: list[str], a_name: str = "A",
+            b_name: str = "B", window: str | None = None, resamples: int = 10000, seed: int = 0,
+            window_overlap: str | None = None) -> tuple[list[str], list[dict]]:
     """Means and paired intervals of two report folders.
 
     Args:
-        a_dir / b_dir: The report folders of model A and model B (same dataset and queries).
+        a_dir / b_dir: The report folder of model A and of model B (same dataset and queries), or a list of
+            folders per model (merged by :func:`read_folders`).
         metrics: Metric names (columns of ``per_query.csv``), e.g. ``SpanRecall@5``.
         a_name / b_name: Names for the tables.
         window: The late macro window to use where a folder holds several (``"256"``); None: the only one.
         resamples: Bootstrap resamples.
         seed: Bootstrap seed.
+        window_overlap: The late passes' window overlap in tokens (``"0"``) where a folder holds several;
+            None: the only one. Folders without the ``window_overlap`` column match any value.
 
     Returns:
         ``(markdown lines, rows)``; each row a dict with ``strategy``, ``comparison``, ``metric``, ``mean_a``,
         ``mean_b``, ``diff``, ``ci_low``, ``ci_high``, ``n_queries`` (values in percent points).
 
     Raises:
-        ValueError: if the folders score different datasets, or the query ids of a pair differ.
+        ValueError: if the folders score different datasets, a system is in two folders of one side, a folder
+            holds several late passes that ``window`` / ``window_overlap`` do not single out, or the query ids of a
+            pair differ.
     """
     from latechunk.eval.stats import paired_bootstrap
 
-    ds_a, sys_a = read_per_query(a_dir)
-    ds_b, sys_b = read_per_query(b_dir)
+    a_dirs = [Path(a_dir)] if isinstance(a_dir, (str, Path)) else [Path(d) for d in a_dir]
+    b_dirs = [Path(b_dir)] if isinstance(b_dir, (str, Path)) else [Path(d) for d in b_dir]
+    ds_a, sys_a = read_folders(a_dirs)
+    ds_b, sys_b = read_folders(b_dirs)
+    a_dir = " + ".join(str(d) for d in a_dirs)
+    b_dir = " + ".join(str(d) for d in b_dirs)
     if ds_a != ds_b:
         raise ValueError(f"{a_dir} scores {ds_a!r} but {b_dir} scores {ds_b!r}: a paired test needs one dataset")
     strategies = [s for s in dict.fromkeys(k[0] for k in sys_a) if any(k[0] == s for k in sys_b)]
@@ -106,7 +162,7 @@ def compare(a_dir: Path, b_dir: Path, metrics: list[str], a_name: str = "A", b_n
               f"paired bootstrap 95% ({resamples} resamples, seed {seed}) of the mean per-query difference."), ""]
     rows: list[dict] = []
     for strategy in strategies:
-        s = {(n, mode): _pick(src, strategy, mode, window) for n, src in ((a_name, sys_a), (b_name, sys_b))
+        s = {(n, mode): _pick(src, strategy, mode, window, window_overlap) for n, src in ((a_name, sys_a), (b_name, sys_b))
              for mode in ("late", "naive")}
         lines += [f"### `{strategy}`", "", "| system | " + " | ".join(metrics) + " |",
                   "| --- |" + " ---: |" * len(metrics)]
@@ -148,19 +204,22 @@ def main(argv: list[str] | None = None) -> int:
         The exit status (0; 2 on bad input).
     """
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--a", required=True, type=Path, help="report folder of model A (e.g. the trained model)")
-    p.add_argument("--b", required=True, type=Path, help="report folder of model B (e.g. the base model)")
+    p.add_argument("--a", required=True, type=Path, nargs="+",
+                   help="report folder(s) of model A (e.g. the trained model; several are merged)")
+    p.add_argument("--b", required=True, type=Path, nargs="+",
+                   help="report folder(s) of model B (e.g. the base model; several are merged)")
     p.add_argument("--a-name", default="A")
     p.add_argument("--b-name", default="B")
     p.add_argument("--metrics", default=DEFAULT_METRICS, help=f"comma list (default {DEFAULT_METRICS})")
     p.add_argument("--window", default=None, help="late macro window to use where a folder holds several")
+    p.add_argument("--window-overlap", default=None, help="late window overlap to use where a folder holds several")
     p.add_argument("--resamples", type=int, default=10000)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, default=None, help="also write the tables here (markdown)")
     args = p.parse_args(argv)
     try:
         lines, _ = compare(args.a, args.b, [m.strip() for m in args.metrics.split(",") if m.strip()], args.a_name,
-                           args.b_name, args.window, args.resamples, args.seed)
+                           args.b_name, args.window, args.resamples, args.seed, args.window_overlap)
     except (ValueError, FileNotFoundError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -128,6 +128,21 @@ def test_macro_window_defaults_to_max_seq_length_and_no_overlap():
         enc.token_states([tok], MacroWindow(5, 0))
 
 
+def test_a_text_encoded_on_its_own_is_one_forward_up_to_max_length():
+    """Issue 15 (peer benchmark): a 256-token naive chunk of MiniLM (258 with its frame) went through two 256-token
+    windows, the second pushed back to be full (512 tokens, naive 2.1x slower than sentence-transformers). A text
+    encoded on its own now takes the model's whole input (max_length 512) in one forward."""
+    enc = minilm_encoder()
+    text = " ".join(["river"] * 256)  # "river" is one word piece: 256 content tokens
+    assert len(enc.tokenizer(text).input_ids) == 258 > enc.max_seq_length
+    before = dict(enc.stats)
+    one = enc.encode(text)
+    assert enc.stats["tokens"] - before["tokens"] == 258 and enc.stats["forward_calls"] - before["forward_calls"] == 1
+    # an explicit plan still applies: two 256-token windows give another (stitched) vector
+    two = enc.encode(text, macro_window=enc.macro_window())
+    assert not np.allclose(one, two, atol=1e-6)
+
+
 def test_macro_windows_keep_each_token_from_its_most_central_window():
     enc = minilm_encoder()
     mw = enc.macro_window(128, 32)

@@ -133,6 +133,22 @@ def test_ict_examples_masking_rule():
     assert all(ex.doc.text[ex.span[0]:ex.span[1]] == ex.query for ex in kept)
 
 
+def test_ict_passages_have_unique_ids(tiny):
+    """A document shorter than a passage gives every draw the same passage start; the examples' passages differ
+    (each removes its own sentence), so their ids must too: the trainer plans documents by id, and with a shared id
+    every example after the first was trained on the first one's passage (its target span in another text, its
+    held-out sentence possibly still in the passage)."""
+    from latechunk.encoder import Encoder
+
+    docs = [Document("d", " ".join(s for _, sents in TOPICS for s in sents))]
+    exs = ict_examples(docs, n_queries=8, passage_chars=10_000, seed=0, keep_prob=0.0)
+    assert len(exs) == 8
+    assert len({ex.doc.doc_id for ex in exs}) == len(exs)
+    enc = Encoder(str(tiny), device="cpu")
+    plans, pairs, _ = _plan_documents(exs, enc, "fixed:size=8", enc.macro_window(32, 0), progress=False)
+    for ex, _j in pairs:
+        assert ex.query not in plans[ex.doc.doc_id].doc.text  # the passage trained on is the example's own
+
 def test_cli_ict_runs(tiny, tmp_path):
     corpus = tmp_path / "corpus"
     corpus.mkdir()

@@ -62,3 +62,51 @@ def test_gzipped_per_query_read(tmp_path):
     assert got["late(trained) - naive(base)"] == pytest.approx(100.0)
     with pytest.raises(FileNotFoundError):
         mod.read_per_query(tmp_path / "missing")
+
+
+def _write_rows(folder: Path, rows: list[tuple[str, str, str, str, float]], dataset: str = "toy") -> Path:
+    """A per_query.csv with the window_overlap column (newer report folders): rows of (query_id, mode, window,
+    window_overlap, SpanRecall@5)."""
+    folder.mkdir(parents=True)
+    with open(folder / "per_query.csv", "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["dataset", "query_id", "strategy", "mode", "window", "window_overlap", "label", "SpanRecall@5"])
+        for qid, mode, window, overlap, v in rows:
+            w.writerow([dataset, qid, "fixed:size=64,overlap=0", mode, window, overlap, mode, repr(v)])
+    return folder
+
+
+def test_overlap_sweep_not_merged(tmp_path):
+    """A folder that swept --window-overlap holds two late passes at one window: they were one key before (the later
+    overwrote the earlier per query, silently) and window_overlap was read as a metric; now each pass is its own
+    system and --window-overlap picks one."""
+    mod = _load()
+    n = 10
+    rows = [(str(i), "late", "128", "0", 1.0) for i in range(n)] + [(str(i), "late", "128", "32", 0.0) for i in range(n)]
+    a = _write_rows(tmp_path / "a", rows)
+    b = _write_rows(tmp_path / "b", [(str(i), "naive", "", "", 0.5) for i in range(n)])
+    _, systems = mod.read_per_query(a)
+    assert len(systems) == 2 and all("window_overlap" not in v for v in systems.values())
+    with pytest.raises(ValueError, match="several late passes"):
+        mod.compare(a, b, ["SpanRecall@5"], "trained", "base", resamples=100)
+    for overlap, want in (("0", 50.0), ("32", -50.0)):
+        _, got = mod.compare(a, b, ["SpanRecall@5"], "trained", "base", resamples=100, window="128",
+                             window_overlap=overlap)
+        assert {r["comparison"]: r["diff"] for r in got}["late(trained) - naive(base)"] == pytest.approx(want)
+
+
+def test_several_folders_per_side(tmp_path, capsys):
+    """A model scored in two runs (late only, naive only) is one side: the folders are merged; a system in two of
+    them is refused."""
+    mod = _load()
+    n = 8
+    late = _write_rows(tmp_path / "late", [(str(i), "late", "128", "0", 1.0) for i in range(n)])
+    naive = _write_rows(tmp_path / "naive", [(str(i), "naive", "", "", 0.25) for i in range(n)])
+    base = _write_rows(tmp_path / "base", [(str(i), m, w, o, 0.5) for i in range(n)
+                                           for m, w, o in (("late", "128", "0"), ("naive", "", ""))])
+    assert mod.main(["--a", str(late), str(naive), "--b", str(base), "--a-name", "t", "--b-name", "b",
+                     "--metrics", "SpanRecall@5", "--resamples", "100"]) == 0
+    out = capsys.readouterr().out
+    assert "late(t) - naive(t) | +75.0 [" in out and "naive(t) - naive(b) | -25.0 [" in out
+    assert mod.main(["--a", str(late), str(late), "--b", str(base)]) == 2
+    assert "two of the folders" in capsys.readouterr().err
