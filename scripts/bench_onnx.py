@@ -27,45 +27,15 @@ import platform
 import statistics
 import sys
 import time
-from collections.abc import Callable, Sequence
-from importlib.metadata import PackageNotFoundError, version
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
-DATA = REPO.parent / "shared" / "data" / "chroma_chunking_eval" / "corpora"
-CORPORA = ("chatlogs", "finance", "pubmed", "state_of_the_union", "wikitexts")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_peers import CORPORA, DATA, _timed, _ver, load_documents
+
 BACKENDS = ("torch", "onnx", "onnx-int8")
-
-
-def _ver(pkg: str) -> str:
-    try:
-        return version(pkg)
-    except PackageNotFoundError:
-        return "-"
-
-
-def load_documents(corpora: Sequence[str], fraction: float, data: Path = DATA):
-    """The first ``fraction`` of each corpus's characters (cut at a line end), as latechunk Documents."""
-    from latechunk.types import Document
-
-    docs = []
-    for c in corpora:
-        path = data / f"{c}.md"
-        if not path.is_file():
-            raise SystemExit(f"bench_onnx: corpus {c!r} not found at {path} (give --data)")
-        text = path.read_text(encoding="utf-8")
-        cut = int(len(text) * fraction)
-        nl = text.find("\n", cut)
-        docs.append(Document(f"{c}.md", text[: nl if 0 < nl else cut] if fraction < 1 else text))
-    return docs
-
-
-def _timed(fn: Callable[[], object]) -> float:
-    t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
 
 
 def main(argv: Sequence[str] | None = None) -> dict:

@@ -61,7 +61,7 @@ def load_documents(corpora: Sequence[str], fraction: float, data: Path = DATA):
     for c in corpora:
         path = data / f"{c}.md"
         if not path.is_file():
-            raise SystemExit(f"bench_peers: corpus {c!r} not found at {path} (give --data)")
+            raise SystemExit(f"corpus {c!r} not found at {path} (give --data)")
         text = path.read_text(encoding="utf-8")
         cut = int(len(text) * fraction)
         nl = text.find("\n", cut)
