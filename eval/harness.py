@@ -41,6 +41,7 @@ import math
 import os
 import platform
 import subprocess
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -233,6 +234,10 @@ def run_compare(
 
     t_start = time.perf_counter()
     seconds: dict[str, float] = {}
+
+    def step(msg: str) -> None:  # one stderr line per post-encoding step (with progress): no silent minutes
+        if progress:
+            print(f"[compare {time.perf_counter() - t_start:7.1f}s] {msg}", file=sys.stderr, flush=True)
     specs = config.specs()
 
     def run_config(i: int, w: int | None, ov: int | None) -> PipelineConfig:  # late pass i (naive in the first)
@@ -405,6 +410,7 @@ def run_compare(
     systems: list[System] = []
     chunk_cache: dict[str, dict] = {}  # strategy chunk-records hash -> strategy-level figures
     t_metrics = 0.0
+    step(f"index, search and score {len(sys_inputs)} systems x {len(qids)} queries")
     for system, boundaries, vec, enc_s, pool_s, tokens, calls in sys_inputs:
         system.chunks_sha256 = chunk_records_sha256(boundaries, vec)
         t0 = time.perf_counter()
@@ -535,6 +541,7 @@ def run_compare(
 
     # 6. statistics
     t0 = time.perf_counter()
+    step(f"paired bootstrap intervals ({config.n_resamples} resamples)")
     comparisons = _comparisons(systems, config, metric_names, headline, passes)
     seconds["bootstrap"] = time.perf_counter() - t0
     seconds["total"] = time.perf_counter() - t_start
@@ -578,7 +585,7 @@ def run_compare(
                            EvalDataset(ds.name, ds.documents, tuple(queries), cut_qrels))
     if out_dir is not None:
         t0 = time.perf_counter()
-        write_report(result, out_dir)
+        write_report(result, out_dir, log=step if progress else None)
         seconds["report"] = time.perf_counter() - t0
         seconds["total"] = time.perf_counter() - t_start
         write_report(result, out_dir, plot=False)  # rewrite results.json/report.md with the final times

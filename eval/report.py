@@ -628,7 +628,7 @@ def write_plot(result, path: str | os.PathLike) -> None:
     plt.close(fig)
 
 
-def write_report(result, out_dir: str | os.PathLike, plot: bool = True) -> Path:
+def write_report(result, out_dir: str | os.PathLike, plot: bool = True, log=None) -> Path:
     """Write ``report.md``, ``results.json``, ``per_query.csv`` and (``plot=True``) ``plot.png`` into ``out_dir``.
 
     Each text file is written to a temp name and renamed into place.
@@ -637,6 +637,7 @@ def write_report(result, out_dir: str | os.PathLike, plot: bool = True) -> Path:
         result: A :class:`~latechunk.eval.result.CompareResult`.
         out_dir: The report folder (created with its parents).
         plot: Also draw ``plot.png``.
+        log: Called with one line (``str``) before each step (diagnostics, files, plots); None: silent.
 
     Raises:
         OSError: if a file cannot be written.
@@ -646,7 +647,10 @@ def write_report(result, out_dir: str | os.PathLike, plot: bool = True) -> Path:
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    say = log or (lambda _msg: None)
+    say("report: parse alarms and boundary agreement")
     add_diagnostics(result)
+    say(f"report: results.json, per_query.csv, report.md in {out}")
     _write_text(out / "results.json", json.dumps(result.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n")
     header, rows = per_query_rows(result)
     tmp = out / "per_query.csv.tmp"
@@ -657,10 +661,12 @@ def write_report(result, out_dir: str | os.PathLike, plot: bool = True) -> Path:
     os.replace(tmp, out / "per_query.csv")
     _write_text(out / "report.md", markdown_report(result))
     if plot:
+        say("report: plot.png")
         write_plot(result, out / "plot.png")
         from .plots import has_map, write_frontier, write_map
 
         if has_map(result):
+            say("report: map.png, frontier.png")
             write_map(result, out / "map.png")
             write_frontier(result, out / "frontier.png")
     return out

@@ -19,12 +19,15 @@ late pass of :func:`latechunk.pipeline.iter_embed` (``semantic`` needs the encod
 from __future__ import annotations
 
 import bisect
+import functools
 import html
 import itertools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import numpy as np
 
 from latechunk.types import Boundaries, Document, Skipped
 
@@ -223,8 +226,48 @@ class Agreement:
         }
 
 
-def _residual(cut: Cut, side: str, text: str, others: Sequence[Cut], b: Boundaries) -> Residual:
-    nearest = min((_distance(cut, o, text) for o in others), default=None)
+@functools.lru_cache(maxsize=1)
+def _space_codes() -> np.ndarray:
+    """Sorted code points of every character ``str.isspace`` accepts (the test ``str.strip()`` uses)."""
+    return np.array([c for c in range(0x110000) if chr(c).isspace()], dtype=np.uint32)
+
+
+def _nonspace_prefix(text: str) -> np.ndarray:
+    """``p[i]`` = non-whitespace characters in ``text[:i]``; (len(text) + 1,) int64.
+
+    ``text[lo:hi].strip() == ""`` exactly when ``p[hi] - p[lo] == 0`` (for ``0 <= lo <= hi <= len(text)``).
+    """
+    codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    out = np.zeros(len(codes) + 1, dtype=np.int64)
+    np.cumsum(~np.isin(codes, _space_codes()), out=out[1:])
+    return out
+
+
+def _cut_array(cuts: Sequence[Cut]) -> np.ndarray:
+    """(n_cuts, 4) int64: ``token_start, token_end, char_start, char_end`` of each cut."""
+    return np.array([(c.token_start, c.token_end, c.char_start, c.char_end) for c in cuts],
+                    dtype=np.int64).reshape(-1, 4)
+
+
+def _nearest(cut: Cut, others: np.ndarray, nonspace: np.ndarray) -> int | None:
+    """``min(_distance(cut, o, text) for o in others)`` over all of ``others`` at once (None when empty).
+
+    ``others`` is :func:`_cut_array` of the other strategy's cuts, ``nonspace`` :func:`_nonspace_prefix` of the
+    text: the whitespace test of :func:`_distance` becomes two look-ups instead of a slice of the text between
+    the cuts (which made residuals cost O(cuts x cuts x characters) on long documents).
+    """
+    if not len(others):
+        return None
+    ts, te, cs, ce = others.T
+    d = np.maximum(0, np.maximum(cut.token_start - te, ts - cut.token_end))
+    lo = np.minimum(cut.char_start, cs)
+    hi = np.maximum(cut.char_end, ce)
+    blank = nonspace[hi] == nonspace[lo]
+    return int(np.where(blank, 0, d).min())
+
+
+def _residual(cut: Cut, side: str, text: str, others: np.ndarray, b: Boundaries, nonspace: np.ndarray) -> Residual:
+    nearest = _nearest(cut, others, nonspace)
     path = b.heading_paths[cut.after + 1] if cut.after + 1 < len(b) else ()
     return Residual(cut, side, text[max(0, cut.char_start - CONTEXT_CHARS) : cut.char_start],
                     text[cut.char_end : cut.char_end + CONTEXT_CHARS], nearest, tuple(path))
@@ -298,8 +341,10 @@ def agreement(a: Boundaries, b: Boundaries, text: str, tolerance: int = DEFAULT_
             used_b.add(j)
             matches.append(Match(ca[i], cb[j], d))
     matches.sort(key=lambda m: m.a.after)
-    res_a = tuple(_residual(c, "a", text, cb, b) for i, c in enumerate(ca) if i not in used_a)
-    res_b = tuple(_residual(c, "b", text, ca, a) for j, c in enumerate(cb) if j not in used_b)
+    nonspace = _nonspace_prefix(text)
+    arr_a, arr_b = _cut_array(ca), _cut_array(cb)
+    res_a = tuple(_residual(c, "a", text, arr_b, b, nonspace) for i, c in enumerate(ca) if i not in used_a)
+    res_b = tuple(_residual(c, "b", text, arr_a, a, nonspace) for j, c in enumerate(cb) if j not in used_b)
     return Agreement(a.doc_id, la, lb, tolerance, len(a), len(b), ca, cb, tuple(matches), res_a, res_b)
 
 

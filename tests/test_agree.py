@@ -185,3 +185,47 @@ def test_the_html_view_renders_the_cuts_in_a_headless_browser(agree_run, tmp_pat
     for colour in (*PALETTE[:2], "#FFF3B0"):  # both strategies' cut colours and the residual highlight
         rgb = tuple(int(colour[k : k + 2], 16) for k in (1, 3, 5))
         assert rgb in pixels, f"{colour} not rendered"
+
+
+def _old_nearest(cut, others, text):
+    """The reference: the per-pair loop (with a text slice per pair) that agreement() used before vectorising."""
+    from latechunk.agree import _distance
+
+    return min((_distance(cut, o, text) for o in others), default=None)
+
+
+def _random_boundaries(rng, doc_id, text, n_tokens, strategy):
+    """Chunks over ``n_tokens`` tokens of 3 chars each, with random gaps and overlaps (char = token * 3)."""
+    starts, ends, t = [], [], 1
+    while t < n_tokens - 1:
+        size = int(rng.integers(1, 12))
+        s = max(1, t - int(rng.integers(0, 3)) if rng.random() < 0.3 else t)  # overlap the previous chunk
+        e = min(n_tokens, s + size)
+        if starts and s < starts[-1]:
+            s = starts[-1]
+        starts.append(s)
+        ends.append(max(e, s + 1))
+        t = ends[-1] + (int(rng.integers(0, 3)) if rng.random() < 0.3 else 0)  # a gap before the next
+    ts = [[a, b] for a, b in zip(starts, ends)]
+    return _b(doc_id, ts, [[3 * a, min(len(text), 3 * b)] for a, b in ts], strategy)
+
+
+def test_vectorised_nearest_equals_the_per_pair_distance_loop():
+    """Every residual's ``nearest`` equals the old brute-force minimum of ``_distance`` (whitespace rule included)."""
+    rng = np.random.default_rng(7)
+    for trial in range(6):
+        n_tokens = 400
+        # whitespace-heavy text so that the "only whitespace between" rule fires often, unicode spaces included
+        alphabet = np.array(list("ab \n\t\u3000\u00a0"))
+        text = "".join(rng.choice(alphabet, size=3 * n_tokens + 5, p=[0.1, 0.1, 0.4, 0.2, 0.1, 0.05, 0.05]))
+        a = _random_boundaries(rng, "d", text, n_tokens, "a")
+        b = _random_boundaries(rng, "d", text, n_tokens, "b")
+        for tol in (0, 2):
+            ag = agreement(a, b, text, tolerance=tol)
+            assert ag.residual_a or ag.residual_b
+            for res, others in ((ag.residual_a, ag.cuts_b), (ag.residual_b, ag.cuts_a)):
+                for r in res:
+                    assert r.nearest == _old_nearest(r.cut, others, text), (trial, tol, r.cut)
+    one = _tiled("d", [], 50, "a")  # a single chunk: no cut on that side, nearest None on the other
+    ag = agreement(_tiled("d", [10, 20], 50, "b"), one, TEXT)
+    assert [r.nearest for r in ag.residual_a] == [None, None]
