@@ -238,6 +238,7 @@ def run_compare(
     def step(msg: str) -> None:  # one stderr line per post-encoding step (with progress): no silent minutes
         if progress:
             print(f"[compare {time.perf_counter() - t_start:7.1f}s] {msg}", file=sys.stderr, flush=True)
+
     specs = config.specs()
 
     def run_config(i: int, w: int | None, ov: int | None) -> PipelineConfig:  # late pass i (naive in the first)
