@@ -295,8 +295,8 @@ def _check_config(c: CompareConfig) -> None:
     if len(c.window_overlap) > 1 and "late" not in c.modes:
         raise ValueError("a window-overlap sweep (--window-overlap a|b) needs late mode: overlaps only change late "
                          "vectors")
-    if c.backend != "torch":  # an unknown backend, or ONNX on a GPU / in 16 bits: the encoder config's own check
-        ModelConfig(device=c.device, dtype=c.dtype, backend=c.backend)
+    if c.backend != "torch" or c.dtype is not None:  # an unknown dtype or backend, ONNX on a GPU or in 16 bits:
+        ModelConfig(device=c.device, dtype=c.dtype, backend=c.backend)  # the encoder config's own check
     if c.sentence_workers < 0:
         raise ValueError(f"--sentence-workers (sentence_workers) must be >= 0 (0: segment in the main process), "
                          f"got {c.sentence_workers}")

@@ -135,7 +135,7 @@ def embed(
     strategy: Annotated[Optional[str], typer.Option("--strategy", "-s", show_default=DEFAULT_STRATEGY, help="SPEC: name or name:key=value,... (see `latechunk strategies`). With --append, every option not given is the folder's (run.json).")] = None,
     mode: Annotated[Optional[str], typer.Option("--mode", show_default="late", help="late (encode the document once, pool per chunk), naive (encode each chunk alone) or contextual (naive, with the chunk's header [title > section path] and a blank line before its text; the stored text stays the exact slice).")] = None,
     device: DeviceOpt = "auto",
-    dtype: Annotated[Optional[str], typer.Option(help="float32, bfloat16, float16. Default: bf16 on CUDA, fp32 on CPU.")] = None,
+    dtype: Annotated[Optional[str], typer.Option(help="float32, bfloat16, float16. Default: bf16 on CUDA and on CPUs with AMX (~2x fp32's speed there, equal recall: eval/results/bf16.md), else fp32; $LATECHUNK_CPU_DTYPE=float32 sets the CPU default. Recorded in run.json: --resume and --append keep it.")] = None,
     macro_window: MacroWindowOpt = None,
     macro_window_overlap: MacroWindowOverlapOpt = None,
     batch_tokens: Annotated[Optional[int], typer.Option(show_default="16384", help="Token budget per forward batch (padded tokens).")] = None,
@@ -202,6 +202,8 @@ def embed(
         "backend": backend,
     }
     o = _resolve_embed_options(given, out if append else None)
+    if resume and o["dtype"] is None:  # the dtype the run resolved (the default depends on the machine's CPU)
+        o["dtype"] = _recorded_dtype(out)
     model, strategy, mode, dtype = o["model"], o["strategy"], o["mode"], o["dtype"]
     macro_window, macro_window_overlap, batch_tokens = o["macro_window"], o["macro_window_overlap"], o["batch_tokens"]
     index, hnsw_m, ef_construction, ef_search = o["index"], o["hnsw_m"], o["ef_construction"], o["ef_search"]
@@ -356,6 +358,17 @@ _EMBED_DEFAULTS = {
     "dedup": None,
     "backend": "torch",
 }
+
+
+def _recorded_dtype(out: Path) -> str | None:
+    """The dtype ``out``'s run.json records (the resolved one), or None where there is none to read (``--resume``
+    then fails later, saying why)."""
+    from latechunk.output import OutputFolder
+
+    try:
+        return ((OutputFolder(out).read_run().get("settings") or {}).get("model") or {}).get("dtype")
+    except (ValueError, OSError):
+        return None
 
 
 def _resolve_embed_options(given: dict, append_to: Path | None) -> dict:
@@ -738,6 +751,7 @@ def compare(
     truncate_dim: Annotated[Optional[str], typer.Option("--truncate-dim", help="Comma list of dimensions N (Matryoshka truncation, renormalised; 'all' = no truncation), crossed with --precision. Default: all.")] = None,
     doc_depth: Annotated[int, typer.Option(help="Chunks retrieved per query for the document-level run (document = its best chunk).")] = 100,
     device: DeviceOpt = "auto",
+    dtype: Annotated[Optional[str], typer.Option("--dtype", help="float32, bfloat16, float16, for every system. Default: bf16 on CUDA and on CPUs with AMX, else fp32 (as embed). Recorded in the report's model line.")] = None,
     backend: Annotated[str, typer.Option("--backend", help="What runs the model, for every system: torch (any device), onnx (ONNX Runtime on the CPU, fp32, token states within 1e-4 of torch) or onnx-int8 (dynamic int8: compare the two runs' folders to see its recall cost). Recorded in results.json. ONNX needs pip install 'latechunk[onnx]'.")] = "torch",
     resamples: Annotated[int, typer.Option(help="Paired bootstrap resamples.")] = 10000,
     seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
@@ -766,7 +780,7 @@ def compare(
                                             window=macro_window, window_overlap=macro_window_overlap, dedup=dedup,
                                             dedup_threshold=dedup_threshold,
                                             index=index, precision=precision, truncate_dim=truncate_dim,
-                                            doc_depth=doc_depth, device=device, backend=backend,
+                                            doc_depth=doc_depth, device=device, dtype=dtype, backend=backend,
                                             n_resamples=resamples, seed=seed,
                                             max_queries=max_queries, use_cache=not no_cache,
                                             sentence_workers=_sentence_workers(sentence_workers),

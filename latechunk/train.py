@@ -27,6 +27,13 @@ markedly better. This module does that training:
   mode: ``loss = late + naive_weight * naive``. For inverse-cloze examples the chunks of *other* passages of
   the query's source document are left out of its softmax (passages drawn from one document overlap, so such a
   chunk may hold the target's very text: a false negative).
+- **Precision** (``--precision``). The weights, the optimiser state, the pooling and the loss stay float32; with
+  ``bfloat16`` the model's forward (and so its backward) runs under ``torch.autocast(dtype=torch.bfloat16)``
+  (mixed precision: matrix products in bf16, reductions in fp32). ``auto`` (the default) picks bf16 on CUDA and
+  on CPUs that multiply bf16 matrices in hardware (Intel AMX, ``torch.cpu._is_amx_tile_supported()``), where bf16 matrix
+  products run about 2x fp32's speed (inference measured in ``eval/results/bf16.md``; training speed not yet
+  measured), and float32
+  elsewhere (a CPU without AMX emulates bf16, slower than fp32). :func:`autocast_dtype` is the rule.
 - **Optimiser.** ``torch.optim.AdamW`` with a linear warm-up over the first :data:`DEFAULT_WARMUP` share of the
   steps and a linear decay to zero after it (``torch.optim.lr_scheduler``), gradient norm clipped at 1.
 - **Output.** The trained model is saved by sentence-transformers (``SentenceTransformer.save``: ``config.json``,
@@ -62,6 +69,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_ICT_QUERIES",
+    "PRECISIONS",
     "DEFAULT_STRATEGY",
     "DEFAULT_TEMPERATURE",
     "DEFAULT_WARMUP",
@@ -70,6 +78,7 @@ __all__ = [
     "TrainConfig",
     "TrainExample",
     "TrainResult",
+    "autocast_dtype",
     "ict_examples",
     "supervised_examples",
     "train",
@@ -86,6 +95,9 @@ DEFAULT_ICT_QUERIES = 1000
 ICT_KEEP_PROB = 0.1
 """Inverse cloze: share of examples whose query sentence is left in the passage (Lee et al. 2019 keep 10%, so
 the model also learns word overlap); the rest have it removed."""
+PRECISIONS = ("auto", "float32", "bfloat16")
+"""``--precision`` values: ``auto`` (bf16 autocast on CUDA and AMX CPUs, else fp32), ``float32``, ``bfloat16``
+(autocast; the weights stay float32). See :func:`autocast_dtype`."""
 TRAIN_FILE = "latechunk_train.json"
 """The record of a training run, written into the model folder beside sentence-transformers' files."""
 
@@ -254,6 +266,8 @@ class TrainConfig:
         max_queries: Train on at most this many examples (the first ones after the seeded shuffle); None = all.
         seed: Seed of the shuffle, dropout and the inverse-cloze draw.
         device: ``auto``, ``cpu``, ``cuda``, ``cuda:N``.
+        precision: One of :data:`PRECISIONS`: the dtype the model's forward and backward are autocast to
+            (:func:`autocast_dtype`); weights, optimiser state and loss stay float32.
     """
 
     out: str
@@ -274,6 +288,7 @@ class TrainConfig:
     max_queries: int | None = None
     seed: int = 0
     device: str = "auto"
+    precision: str = "auto"
 
     def __post_init__(self) -> None:
         if (self.dataset is None) == (self.ict is None):
@@ -290,6 +305,8 @@ class TrainConfig:
             raise ValueError(f"--temperature must be > 0, got {self.temperature!r}")
         if not 0 <= self.warmup < 1:
             raise ValueError(f"warmup must lie in [0, 1), got {self.warmup!r}")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"--precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
         if self.max_queries is not None and self.max_queries < 1:
             raise ValueError(f"--max-queries must be >= 1, got {self.max_queries!r}")
         from latechunk.strategies import get_strategy
@@ -414,8 +431,57 @@ def _plan_documents(examples: Sequence[TrainExample], encoder: Encoder, strategy
 
 
 # ------------------------------------------------------------------------------------------------ forward
-def _forward(model, rows: Sequence[np.ndarray], pad_id: int, device) -> tuple[torch.Tensor, int]:
-    """Padded forward with gradients: ``(n_rows * longest, dim)`` float32 states and ``longest``."""
+def _cpu_has_amx() -> bool:
+    """Whether this CPU multiplies bf16 matrices in hardware (Intel AMX tiles); False where torch cannot tell."""
+    try:
+        from latechunk.encoder import cpu_has_bf16_matmul
+    except ImportError:
+        cpu_has_bf16_matmul = None
+    if cpu_has_bf16_matmul is not None:
+        return bool(cpu_has_bf16_matmul())
+    import torch
+
+    probe = getattr(torch.cpu, "_is_amx_tile_supported", None)
+    try:
+        return bool(probe()) if probe is not None else False
+    except Exception:  # an old or unusual build: the safe answer
+        return False
+
+
+def autocast_dtype(precision: str, device_type: str, amx: bool | None = None) -> torch.dtype | None:
+    """The dtype the training forward is autocast to, or None for plain float32.
+
+    Args:
+        precision: One of :data:`PRECISIONS`. ``auto``: bfloat16 on ``cuda``, and on ``cpu`` when the CPU has
+            AMX (``amx``), else None; ``float32``: None; ``bfloat16``: bfloat16 on ``cpu`` and ``cuda`` (on a CPU
+            without AMX it is emulated and slower than fp32, but runs).
+        device_type: ``torch.device.type`` of the model (``cpu``, ``cuda``, ``mps``, ...). Other types than
+            ``cpu``/``cuda`` always get None.
+        amx: Whether the CPU has AMX; None = ask torch (``torch.cpu._is_amx_tile_supported``).
+
+    Returns:
+        ``torch.bfloat16`` or None.
+
+    Raises:
+        ValueError: on a ``precision`` not in :data:`PRECISIONS`.
+    """
+    import torch
+
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+    if precision == "float32" or device_type not in ("cpu", "cuda"):
+        return None
+    if precision == "bfloat16" or device_type == "cuda":
+        return torch.bfloat16
+    if amx is None:
+        amx = _cpu_has_amx()
+    return torch.bfloat16 if amx else None
+
+
+def _forward(model, rows: Sequence[np.ndarray], pad_id: int, device,
+             amp: torch.dtype | None = None) -> tuple[torch.Tensor, int]:
+    """Padded forward with gradients: ``(n_rows * longest, dim)`` float32 states and ``longest``; under
+    ``torch.autocast(device.type, amp)`` when ``amp`` is a dtype."""
     import torch
 
     longest = max(len(r) for r in rows)
@@ -425,7 +491,7 @@ def _forward(model, rows: Sequence[np.ndarray], pad_id: int, device) -> tuple[to
         ids_np[i, : len(r)] = r
         mask_np[i, : len(r)] = 1
     ids, mask = torch.from_numpy(ids_np).to(device), torch.from_numpy(mask_np).to(device)
-    autocast = torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else _null()
+    autocast = torch.autocast(device.type, dtype=amp) if amp is not None else _null()
     with autocast:
         out = model(input_ids=ids, attention_mask=mask)
     hidden = out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]
@@ -440,16 +506,18 @@ class _null:
         return False
 
 
-def _pooled_texts(encoder: Encoder, toks: Sequence[Tokenization], pad_id: int) -> torch.Tensor:
+def _pooled_texts(encoder: Encoder, toks: Sequence[Tokenization], pad_id: int,
+                  amp: torch.dtype | None = None) -> torch.Tensor:
     """The model's own pooling of short inputs (queries, naive chunks), with gradients: (n, dim) float32."""
     import torch
 
-    states, longest = _forward(encoder.model, [t.input_ids for t in toks], pad_id, encoder.device)
+    states, longest = _forward(encoder.model, [t.input_ids for t in toks], pad_id, encoder.device, amp)
     return torch.stack([encoder.pool_model(states[i * longest: i * longest + len(t)], t) for i, t in enumerate(toks)])
 
 
 def _late_step_vectors(batch: Sequence[tuple[TrainExample, int]], plans: dict[str, _DocPlan], encoder: Encoder,
-                       pad_id: int) -> tuple[torch.Tensor, list[int], list[tuple[str, int]]]:
+                       pad_id: int, amp: torch.dtype | None = None
+                       ) -> tuple[torch.Tensor, list[int], list[tuple[str, int]]]:
     """Late-pooled vectors of every chunk the step's macro windows hold whole.
 
     Returns ``(vectors (n_chunks, dim), target row per query, (doc_id, chunk) per row)``.
@@ -464,7 +532,7 @@ def _late_step_vectors(batch: Sequence[tuple[TrainExample, int]], plans: dict[st
         for w in sorted(ws):
             rows.append(plans[d].rows[w])
             where.append((d, w))
-    states, longest = _forward(encoder.model, rows, pad_id, encoder.device)
+    states, longest = _forward(encoder.model, rows, pad_id, encoder.device, amp)
     src_of: dict[str, np.ndarray] = {}
     for r, (d, w) in enumerate(where):
         p = plans[d]
@@ -627,6 +695,9 @@ def train(config: TrainConfig, progress: bool = True, log: Callable[[str], None]
 
     model = encoder.model
     model.train()
+    amp = autocast_dtype(config.precision, encoder.device.type)
+    say(f"precision: {'bfloat16 autocast' if amp is not None else 'float32'} on {encoder.device} "
+        f"(--precision {config.precision}; weights float32)")
     pad_id = encoder.hf_tokenizer.pad_token_id if encoder.hf_tokenizer.pad_token_id is not None else 0
     steps_per_epoch = math.ceil(len(pairs) / config.batch_size)
     total = steps_per_epoch * config.epochs
@@ -655,8 +726,8 @@ def train(config: TrainConfig, progress: bool = True, log: Callable[[str], None]
                 if len(batch) < 2:
                     continue
                 q_toks = [_query_tok(encoder, ex.query, encoder.max_length) for ex, _ in batch]
-                q = _pooled_texts(encoder, q_toks, pad_id)
-                chunks, targets, keys = _late_step_vectors(batch, plans, encoder, pad_id)
+                q = _pooled_texts(encoder, q_toks, pad_id, amp)
+                chunks, targets, keys = _late_step_vectors(batch, plans, encoder, pad_id, amp)
                 late = _info_nce(q, chunks, targets, config.temperature, _overlapping(batch, keys, plans))
                 loss = late
                 naive_v = 0.0
@@ -667,7 +738,7 @@ def train(config: TrainConfig, progress: bool = True, log: Callable[[str], None]
                     for d, j in uniq:
                         cs, ce = plans[d].bounds.char_spans[j].tolist()
                         n_toks.append(encoder.tokenizer(plans[d].doc.text[cs:ce]))
-                    nv = _pooled_texts(encoder, n_toks, pad_id)
+                    nv = _pooled_texts(encoder, n_toks, pad_id, amp)
                     naive = _info_nce(q, nv, [col[(ex.doc.doc_id, j)] for ex, j in batch], config.temperature)
                     loss = late + config.naive_weight * naive
                     naive_v = float(naive.detach())
@@ -698,6 +769,7 @@ def train(config: TrainConfig, progress: bool = True, log: Callable[[str], None]
         "skipped": skipped,
         "documents": len(plans),
         "macro_window": {"size": mw.size, "overlap": mw.overlap},
+        "autocast": str(amp).replace("torch.", "") if amp is not None else "float32",
         "steps": result.steps,
         "seconds": round(result.seconds, 1),
         "loss": result.losses,

@@ -14,6 +14,22 @@ Systems, each run once per round, rounds interleaved (so machine noise hits all 
   over a ``SentenceTransformer`` of the same model with ``max_seq_length`` = ``--window``.
 - ``st naive``: ``SentenceTransformer.encode`` over the chunk texts of latechunk's ``--strategy`` spans.
 
+Dtypes (a column of the table): latechunk runs at its default (:func:`latechunk.encoder.default_dtype`: bf16 on
+CUDA and on CPUs with AMX, else fp32; ``$LATECHUNK_CPU_DTYPE`` overrides), chonkie and sentence-transformers at
+theirs (fp32 on the CPU; on CUDA this script halves their model, as before). Where latechunk's CPU default is 16-bit,
+fairness rows run the peers in that dtype too, so a reader sees how much of a speed-up is the dtype:
+
+- ``raw model(...) fp32``: the raw forward of an fp32 copy of the model (the floor the peers pay at their default);
+  ``raw model(...) bf16``: the model cast to bf16, as latechunk runs it (the floor latechunk pays: the "vs raw"
+  column and the raw-forward target are against this one); ``raw model(...) bf16 autocast``: the fp32 model
+  under ``torch.autocast(bfloat16)`` (how chonkie can be run in bf16, below).
+- ``chonkie LateChunker bf16 (autocast)``: chonkie cannot take a bf16 model: it hands the token states to numpy,
+  which has no bfloat16 (``TypeError: Got unsupported ScalarType BFloat16`` in
+  ``SentenceTransformerEmbeddings.embed_as_tokens``, chonkie 1.7.0). It runs its fp32 model under
+  ``torch.autocast("cpu", torch.bfloat16)`` instead: matmuls in bf16, states out of the last LayerNorm in fp32.
+- ``st naive (same spans) bf16``: sentence-transformers loads the model in bf16
+  (``model_kwargs={"torch_dtype": torch.bfloat16}``; it returns float32 numpy vectors).
+
 It prints seconds, corpus tokens/s and the ratios vs raw and vs chonkie, the padding fraction of latechunk's
 forward batches, the tokens through the model against the corpus's, the attention implementation, and one line
 per CPU target of the issue (met or not, by how much); it writes a markdown table (machine, versions, command) to
@@ -81,13 +97,17 @@ def raw_rows(toks, size: int) -> list[np.ndarray]:
     return rows
 
 
-def raw_forward(enc, rows: list[np.ndarray], batch_size: int) -> None:
-    """``enc.model(...)`` over ``rows`` in length-sorted padded batches of ``batch_size``."""
+def raw_forward(enc, rows: list[np.ndarray], batch_size: int, autocast=None) -> None:
+    """``enc.model(...)`` over ``rows`` in length-sorted padded batches of ``batch_size``, in the model's dtype, or
+    under ``torch.autocast(autocast)`` when given (a torch dtype)."""
+    import contextlib
+
     import torch
 
     rows = sorted(rows, key=len, reverse=True)
     pad = enc.hf_tokenizer.pad_token_id or 0
-    with torch.inference_mode():
+    cast = torch.autocast(enc.device.type, dtype=autocast) if autocast is not None else contextlib.nullcontext()
+    with torch.inference_mode(), cast:
         for i in range(0, len(rows), batch_size):
             batch = rows[i : i + batch_size]
             ids = torch.full((len(batch), len(batch[0])), pad, dtype=torch.int64)
@@ -100,12 +120,26 @@ def raw_forward(enc, rows: list[np.ndarray], batch_size: int) -> None:
         torch.cuda.synchronize()
 
 
-def targets(med: dict[str, float], raw_key: str) -> list[str]:
+CHONKIE, CHONKIE_16 = "chonkie LateChunker", "chonkie LateChunker bf16 (autocast)"
+
+
+def short_dtype(dtype) -> str:
+    """``torch.bfloat16`` / ``"bfloat16"`` -> ``"bf16"`` (fp32, fp16 likewise): the suffix of a row's name."""
+    name = str(dtype).removeprefix("torch.")
+    return {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}.get(name, name)
+
+
+def targets(med: dict[str, float], raw_key: str, dtype: str = "") -> list[str]:
     """One plain line per CPU target of issue 15: met or not, and by how much (from the median seconds).
+
+    The targets are against chonkie at its defaults (fp32 on the CPU), whatever latechunk's dtype; where the
+    fairness row ``chonkie LateChunker bf16 (autocast)`` ran, two more lines (no target) give latechunk against
+    chonkie in the same 16-bit dtype: the part of the speed-up that is not the dtype.
 
     Args:
         med: Median seconds per system name (as :func:`main` measures them).
-        raw_key: The name of the raw forward's row.
+        raw_key: The name of the raw forward's row in latechunk's dtype (the floor latechunk pays).
+        dtype: latechunk's dtype as named in the lines (e.g. ``bfloat16``); empty: not named.
 
     Returns:
         Lines for the targets whose systems were run (a target with a system left out is not judged).
@@ -117,15 +151,23 @@ def targets(med: dict[str, float], raw_key: str) -> list[str]:
         return (f"{name}: {value:.2f}x, target {'<=' if at_most else '>='} {goal:g}x: "
                 f"{'met' if ok else 'NOT met'} ({value / goal - 1:+.1%} vs the target)")
 
-    one, five, chonkie = med.get("latechunk late"), med.get("latechunk late x5"), med.get("chonkie LateChunker")
+    one, five, chonkie = med.get("latechunk late"), med.get("latechunk late x5"), med.get(CHONKIE)
+    at = f" ({dtype})" if dtype else ""
     if one and chonkie:
-        out.append(line("latechunk late vs chonkie LateChunker (speed)", chonkie / one, 1.2))
+        out.append(line(f"latechunk late{at} vs chonkie LateChunker (speed)", chonkie / one, 1.2))
     if five and chonkie:
         out.append(line("five strategies in one pass vs chonkie run once per strategy (speed)", 5 * chonkie / five, 5))
     if five and one:
         out.append(line("five strategies in one pass vs latechunk's one strategy (time)", five / one, 1.1, True))
     if one and raw_key in med:
-        out.append(line("latechunk late vs the raw forward (speed)", med[raw_key] / one, 0.95))
+        out.append(line(f"latechunk late vs the raw forward{at} (speed)", med[raw_key] / one, 0.95))
+    c16 = med.get(CHONKIE_16)
+    if one and c16:
+        out.append(f"latechunk late vs {CHONKIE_16} (speed, same dtype, no target: the part that is not the "
+                   f"dtype): {c16 / one:.2f}x")
+    if five and c16:
+        out.append(f"five strategies in one pass vs {CHONKIE_16} run once per strategy (speed, no target): "
+                   f"{5 * c16 / five:.2f}x")
     return out
 
 
@@ -162,10 +204,10 @@ def main(argv: Sequence[str] | None = None) -> dict:
     import torch
 
     from latechunk.config import PipelineConfig
-    from latechunk.encoder import Encoder
+    from latechunk.encoder import Encoder, cpu_has_bf16_matmul
     from latechunk.pipeline import embed
 
-    if "chonkie LateChunker" not in args.skip:
+    if CHONKIE not in args.skip:
         try:
             import chonkie
         except ImportError as err:
@@ -177,15 +219,24 @@ def main(argv: Sequence[str] | None = None) -> dict:
         raise SystemExit(f"bench_peers needs the extra [bench]: pip install 'latechunk[bench]' ({err})") from err
 
     docs = load_documents(args.corpora, args.fraction, args.data)
-    enc = Encoder(args.model, device=args.device)
+    enc = Encoder(args.model, device=args.device)  # latechunk's default dtype (default_dtype)
+    lc_dtype = str(enc.dtype).removeprefix("torch.")
+    # the fairness rows: on the CPU with a 16-bit latechunk default, the peers in that dtype too
+    fair = enc.device.type == "cpu" and enc.dtype != torch.float32
     mw = enc.macro_window(args.window, args.overlap)
     toks = [enc.tokenizer(d) for d in docs]
     corpus_tokens = sum(len(t) for t in toks)
     rows = raw_rows(toks, mw.size)
     sizes = [int(x) for x in args.batch_sizes.split(",")]
-    raw_forward(enc, rows[:2], 2)  # warm-up
-    pick = {b: _timed(lambda b=b: raw_forward(enc, rows, b)) for b in sizes}
-    best_bs = min(pick, key=pick.get)
+    raw_encs = {lc_dtype: enc}  # the raw forward in latechunk's dtype, and (fairness) in the peers' fp32
+    if fair:
+        raw_encs["float32"] = Encoder(args.model, device=args.device, dtype="float32")
+    best: dict[str, int] = {}
+    for dt, e in raw_encs.items():
+        raw_forward(e, rows[:2], 2)  # warm-up
+        pick = {b: _timed(lambda b=b, e=e: raw_forward(e, rows, b)) for b in sizes}
+        best[dt] = min(pick, key=pick.get)
+    best_bs = best[lc_dtype]
     enc.batch_tokens = args.batch_tokens or best_bs * mw.size
     encoders = {"torch": enc}
     if args.onnx:
@@ -201,29 +252,62 @@ def main(argv: Sequence[str] | None = None) -> dict:
     st.max_seq_length = mw.size
     if enc.device.type == "cuda":  # 16-bit like latechunk's bf16 default; float16, as chonkie hands numpy its states
         st = st.half()
+    peer_dtype = str(next(st.parameters()).dtype).removeprefix("torch.")
+    st16 = None
+    if fair and "st naive (same spans) " + short_dtype(enc.dtype) not in args.skip:
+        st16 = SentenceTransformer(enc.path, device=str(enc.device), model_kwargs={"torch_dtype": enc.dtype})
+        st16.max_seq_length = mw.size
     chunk_size = int(args.strategy.split("size=")[1].split(",")[0]) if "size=" in args.strategy else 256
     chonk = None
-    if "chonkie LateChunker" not in args.skip:
+    if CHONKIE not in args.skip or (fair and CHONKIE_16 not in args.skip):
         import chonkie
         from chonkie.embeddings.sentence_transformer import SentenceTransformerEmbeddings
 
         chonk = chonkie.LateChunker(embedding_model=SentenceTransformerEmbeddings(st), chunk_size=chunk_size)
+
+    def chonkie_autocast():
+        with torch.autocast(enc.device.type, dtype=enc.dtype):
+            return [chonk.chunk(d.text) for d in docs]
     spans = embed(docs, enc, PipelineConfig((args.strategy,), modes=("late",), macro_window=mw.size,
                                             macro_window_overlap=mw.overlap))
     texts = [d.text[s:e] for d, b in zip(spans.documents, spans.run(args.strategy).boundaries) for s, e in b.char_spans]
 
-    systems: dict[str, Callable[[], object]] = {
-        f"raw model(...) bs={best_bs}": lambda: raw_forward(enc, rows, best_bs),
+    def raw_name(dt: str) -> str:  # "raw model(...) bs=4" when it is the only raw row and fp32 (as before)
+        tag = "" if dt == "float32" and not fair else f" {short_dtype(dt)}"
+        return f"raw model(...){tag} bs={best[dt]}"
+
+    sd = short_dtype(enc.dtype)
+    raw_key = raw_name(lc_dtype)
+    systems: dict[str, Callable[[], object]] = {raw_key: lambda: raw_forward(enc, rows, best_bs)}
+    dtypes: dict[str, str] = {raw_key: lc_dtype}
+    if fair:
+        e32 = raw_encs["float32"]
+        systems[raw_name("float32")] = lambda: raw_forward(e32, rows, best["float32"])
+        dtypes[raw_name("float32")] = "float32"
+        ac_key = f"raw model(...) {sd} autocast bs={best_bs}"
+        systems[ac_key] = lambda: raw_forward(e32, rows, best_bs, autocast=enc.dtype)
+        dtypes[ac_key] = f"{lc_dtype} (autocast)"
+    systems |= {
         "latechunk late": late([args.strategy]),
         "latechunk late x5": late(FIVE),
         "latechunk naive": late([args.strategy], modes=("naive",)),
-        "chonkie LateChunker": lambda: [chonk.chunk(d.text) for d in docs],
+        CHONKIE: lambda: [chonk.chunk(d.text) for d in docs],
         "st naive (same spans)": lambda: st.encode(texts, batch_size=32),
     }
+    dtypes |= {"latechunk late": lc_dtype, "latechunk late x5": lc_dtype, "latechunk naive": lc_dtype,
+               CHONKIE: peer_dtype, "st naive (same spans)": peer_dtype}
+    if fair:
+        systems[CHONKIE_16] = chonkie_autocast
+        dtypes[CHONKIE_16] = f"{lc_dtype} (autocast)"
+        if st16 is not None:
+            systems[f"st naive (same spans) {sd}"] = lambda: st16.encode(texts, batch_size=32)
+            dtypes[f"st naive (same spans) {sd}"] = lc_dtype
     if args.onnx:
         systems["latechunk late onnx"] = late([args.strategy], "onnx")
         systems["latechunk late onnx-int8"] = late([args.strategy], "onnx-int8")
+        dtypes |= {"latechunk late onnx": "float32 (ORT)", "latechunk late onnx-int8": "int8 (ORT dynamic)"}
     systems = {k: v for k, v in systems.items() if k not in args.skip}
+    dtypes = {k: v for k, v in dtypes.items() if k in systems}
     times: dict[str, list[float]] = {k: [] for k in systems}
     for _ in range(args.rounds):
         for name, fn in systems.items():
@@ -238,16 +322,17 @@ def main(argv: Sequence[str] | None = None) -> dict:
     through = enc.stats["tokens"]
     raw_tokens = sum(len(r) for r in rows)
 
-    raw_key = f"raw model(...) bs={best_bs}"
     lines = [
-        f"| system | seconds (median of {args.rounds}) | corpus tokens/s | vs raw | vs chonkie |",
-        "| --- | ---: | ---: | ---: | ---: |",
+        f"| system | dtype | seconds (median of {args.rounds}) | corpus tokens/s | vs raw | vs chonkie |",
+        "| --- | --- | ---: | ---: | ---: | ---: |",
     ]
     for name, s in med.items():
         vs_raw = f"{med[raw_key] / s:.2f}" if raw_key in med else "-"
-        vs_ch = f"{med['chonkie LateChunker'] / s:.2f}" if "chonkie LateChunker" in med else "-"
-        lines.append(f"| {name} | {s:.2f} | {corpus_tokens / s:,.0f} | {vs_raw} | {vs_ch} |")
+        vs_ch = f"{med[CHONKIE] / s:.2f}" if CHONKIE in med else "-"
+        lines.append(f"| {name} | {dtypes[name]} | {s:.2f} | {corpus_tokens / s:,.0f} | {vs_raw} | {vs_ch} |")
     table = "\n".join(lines)
+    legend = (f"vs raw: against `{raw_key}` (the raw forward in latechunk's dtype, {lc_dtype}); vs chonkie: against "
+              f"`{CHONKIE}` at its default ({peer_dtype}); ratios > 1 are faster.")
     cmd = "python3 scripts/bench_peers.py " + " ".join(sys.argv[1:] if argv is None else argv)
     threads = torch.get_num_threads()
     machine = (f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, {threads} torch threads, "
@@ -258,29 +343,37 @@ def main(argv: Sequence[str] | None = None) -> dict:
     setup = (f"{len(docs)} documents ({', '.join(args.corpora)}; first {args.fraction:g} of each), {corpus_tokens:,} "
              f"corpus tokens; model {enc.name}; strategy {args.strategy}; macro window {mw.size}, overlap "
              f"{mw.overlap}; latechunk batch_tokens {enc.batch_tokens}; chonkie chunk_size {chunk_size}, "
-             f"max_seq_length {st.max_seq_length}; sentence-transformers dtype {next(st.parameters()).dtype}, latechunk "
-             f"{enc.dtype}")
+             f"max_seq_length {st.max_seq_length}")
+    env = os.environ.get("LATECHUNK_CPU_DTYPE")
+    dtype_line = (f"dtypes: latechunk {lc_dtype} (its default here: bf16 on CUDA and on CPUs with AMX, else fp32; "
+                  f"cpu_has_bf16_matmul() = {cpu_has_bf16_matmul()}"
+                  + (f"; $LATECHUNK_CPU_DTYPE={env}" if env else "") + f"); chonkie and sentence-transformers "
+                  f"{peer_dtype} (their defaults" + ("; halved by this script on CUDA" if enc.device.type == "cuda"
+                                                     else "") + ")"
+                  + (f"; fairness rows in {lc_dtype}: raw forwards, chonkie under torch.autocast (it cannot take a "
+                     f"{lc_dtype} model: numpy has no bfloat16), sentence-transformers loaded in {lc_dtype}"
+                     if fair else ""))
     pad_line = (f"padding in latechunk's forward batches (late, one strategy): {padding:.2%} of {enc.stats['padded_tokens']:,} "
                 f"padded tokens ({through:,} real)")
     attn = getattr(enc, "attention", "-")
     work_line = (f"tokens through the model (late, one strategy): {through:,} = {through / corpus_tokens:.4f}x the corpus's "
                  f"{corpus_tokens:,} tokens (raw forward: {raw_tokens:,}; frames of extra windows and a last window "
                  f"pushed back to be full); attention implementation {attn}")
-    target_lines = targets(med, raw_key)
-    report = "\n".join([f"machine: {machine}", f"versions: {versions}", f"setup: {setup}", pad_line, work_line, "",
-                        table, "", *target_lines])
+    target_lines = targets(med, raw_key, lc_dtype)
+    report = "\n".join([f"machine: {machine}", f"versions: {versions}", f"setup: {setup}", dtype_line, pad_line,
+                        work_line, "", table, "", legend, "", *target_lines])
     print(report)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         body = [f"# latechunk beside its peers ({time.strftime('%Y-%m-%d')})", "", f"Command: `{cmd}`", "",
-                f"- machine: {machine}", f"- versions: {versions}", f"- setup: {setup}", f"- {pad_line}",
-                f"- {work_line}"]
+                f"- machine: {machine}", f"- versions: {versions}", f"- setup: {setup}", f"- {dtype_line}",
+                f"- {pad_line}", f"- {work_line}"]
         if args.note:
             body.append(f"- note: {args.note}")
-        args.out.write_text("\n".join(body + ["", table, "", "Targets (issue 15, CPU):", "",
+        args.out.write_text("\n".join(body + ["", table, "", legend, "", "Targets (issue 15, CPU):", "",
                                                 *(f"- {t}" for t in target_lines), ""]), encoding="utf-8")
         print(f"written: {args.out}")
-    return {"median_s": med, "corpus_tokens": corpus_tokens, "padding": padding, "best_batch_size": best_bs,
+    return {"median_s": med, "dtypes": dtypes, "dtype": lc_dtype, "corpus_tokens": corpus_tokens, "padding": padding, "best_batch_size": best_bs,
             "batch_tokens": enc.batch_tokens, "model_tokens": through, "targets": target_lines}
 
 

@@ -658,11 +658,16 @@ def main(argv: list[str] | None = None) -> int:
         if device == "cuda":
             torch.cuda.empty_cache()
     add_targets(report, args.dry_run, args.skip)
-    import transformers
-    import triton
+    import importlib.metadata
 
+    import transformers
+
+    try:  # the header names triton's version; a CPU dry run with steps skipped may run without it
+        triton_version = importlib.metadata.version("triton")
+    except importlib.metadata.PackageNotFoundError:
+        triton_version = "absent"
     header = (
-        f"{name}; torch {torch.__version__}, triton {triton.__version__}, transformers {transformers.__version__}; "
+        f"{name}; torch {torch.__version__}, triton {triton_version}, transformers {transformers.__version__}; "
         f"dry-run: {'yes' if args.dry_run else 'no'}; total {time.perf_counter() - t_all:.0f} s"
     )
     print("\n" + report.table(header), flush=True)

@@ -18,6 +18,10 @@ SEED = 0
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
+# The CPU default dtype depends on the CPU (bf16 where it has AMX, latechunk.encoder.default_dtype): the tests pin
+# float32 (their reference values are fp32; the same on every CI machine); tests/test_dtype_default.py tests the rule.
+os.environ.setdefault("LATECHUNK_CPU_DTYPE", "float32")
+
 # CI: hypothesis draws the same examples every run (a red CI is then reproducible); locally it explores.
 settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
 settings.register_profile("dev", deadline=None, print_blob=True)

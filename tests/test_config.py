@@ -233,6 +233,27 @@ def test_the_backend_is_a_setting_so_append_and_resume_refuse_another(doc):
     assert append_settings_diff(onnx_d, _embed(doc, model=ModelConfig(backend="onnx")).to_dict()) == []
 
 
+def test_a_torch_folder_refusing_an_onnx_append_names_torch_and_what_to_do(doc, tmp_path):
+    """Fresh-user trial: `--append --backend onnx` on a torch folder said "model.backend was None" and ended
+    "Append with the folder's settings"; a folder without the key ran torch, and the message says what to do."""
+    from latechunk.ingest.append import append_settings_diff, check_append_options
+
+    torch_d, onnx_d = _embed(doc).to_dict(), _embed(doc, model=ModelConfig(backend="onnx")).to_dict()
+    diff = append_settings_diff(torch_d, onnx_d)
+    assert diff == ["model.backend was 'torch', now 'onnx'"], diff
+    assert append_settings_diff(torch_d, _embed(doc, model=ModelConfig(backend="torch")).to_dict()) == []
+    out = tmp_path / "folder"
+    out.mkdir()
+    (out / "run.json").write_text(json.dumps({"settings": torch_d}))
+    (out / "manifest.json").write_text(json.dumps({"documents": [], "shards": []}))
+    cfg = dataclasses.replace(_embed(doc, model=ModelConfig(backend="onnx")), out=out)
+    with pytest.raises(ValueError) as err:  # refused before the model loads (and before an ONNX export)
+        check_append_options(cfg)
+    msg = str(err.value)
+    assert "model.backend was 'torch', now 'onnx'" in msg and "leave out the options that differ" in msg, msg
+    assert msg.endswith("embed into a new folder"), msg
+
+
 def test_split_specs_splits_values_on_spaces():
     assert split_specs(["fixed:size=8 recursive", "semantic"]) == ["fixed:size=8", "recursive", "semantic"]
     assert split_specs(None) == []

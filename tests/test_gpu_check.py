@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -86,6 +87,7 @@ def check_rows(rows: dict[str, str]) -> None:
 @pytest.mark.slow  # every benchmark step at tiny sizes: about 20 s on 2 cores; the default run has the script's
 # own dry run (test_script_runs_pytest_itself) and the table and junit parsing (test_report_table_and_junit)
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+@pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="the kernel step needs triton (CI installs it)")
 def test_shell_dry_run_prints_table(tmp_path):
     """gpu_check.sh --dry-run: pytest -m gpu (skipped on CPU), then every step at tiny sizes, table last."""
     env = _env()

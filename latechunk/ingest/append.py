@@ -77,6 +77,10 @@ class AppendResult:
     added: bool = True
 
 
+_APPEND_HINT = ("An append takes every setting from the folder's run.json: leave out the options that differ, or "
+                "embed into a new folder")
+
+
 def append_settings_diff(old: Mapping, new: Mapping) -> list[str]:
     """How an append's settings differ from the folder's (``run.json``), beyond what may differ.
 
@@ -97,6 +101,8 @@ def append_settings_diff(old: Mapping, new: Mapping) -> list[str]:
     ma, mb = dict(a.get("model") or {}), dict(b.get("model") or {})
     if ma.get("sha256") and ma.get("sha256") == mb.get("sha256"):
         mb["name"] = ma.get("name")
+    for m in (ma, mb):  # run.json records the backend only when it is not torch (older folders: none at all)
+        m["backend"] = m.get("backend") or "torch"
     a["model"], b["model"] = ma, mb
     for d in (a, b):  # index.renormalize follows normalize (not an option of its own): normalize names it
         if isinstance(d.get("index"), dict):
@@ -140,13 +146,13 @@ def check_append_options(config: EmbedConfig, *, force: bool = False, resume: bo
     new = config.to_dict()
     mine, theirs = dict(new.pop("model", {})), dict(old.get("model") or {})
     base = {k: v for k, v in old.items() if k != "model"}
-    keys = ["batch_tokens", "trust_remote_code"] + (["dtype"] if mine.get("dtype") is not None else [])
+    keys = ["batch_tokens", "trust_remote_code", "backend"] + (["dtype"] if mine.get("dtype") is not None else [])
     new["model"] = {k: mine.get(k) for k in keys}
     base["model"] = {k: theirs.get(k) for k in keys}
     diff = append_settings_diff(base, new)
     if diff:
         raise ValueError(f"--append into {config.out} with settings that differ from its run (run.json): "
-                         + "; ".join(diff) + ". Append with the folder's settings")
+                         + "; ".join(diff) + f". {_APPEND_HINT}")
 
 
 def config_from_settings(settings: Mapping, inputs: Iterable[str | os.PathLike], out: str | os.PathLike, *,
@@ -316,7 +322,7 @@ def _append_locked(config: EmbedConfig, encoder, progress: bool) -> AppendResult
     diff = append_settings_diff(old, settings)
     if diff:
         raise ValueError(f"--append into {out} with settings that differ from its run (run.json): "
-                         + "; ".join(diff) + ". Append with the folder's settings")
+                         + "; ".join(diff) + f". {_APPEND_HINT}")
     records = _manifest_shards(folder, manifest)
     n0 = len(records)
     start = records[-1]["inputs"][1] if records else 0

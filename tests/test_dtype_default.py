@@ -1,0 +1,113 @@
+"""The dtype an encoder runs in when none is asked for (:func:`latechunk.encoder.default_dtype`): bf16 on CUDA and
+on CPUs that multiply bf16 matrices in hardware (AMX), fp32 elsewhere; ``$LATECHUNK_CPU_DTYPE`` overrides the CPU
+rule (the test suite pins fp32 in conftest.py); a resumed run keeps the dtype its run.json records."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from latechunk import encoder as encoder_mod
+from latechunk.cli import app
+from latechunk.encoder import CPU_DTYPE_ENV, default_dtype
+
+runner = CliRunner()
+CPU, CUDA, MPS = torch.device("cpu"), torch.device("cuda"), torch.device("mps")
+
+
+@pytest.mark.parametrize("amx", [True, False])
+def test_the_cpu_default_follows_the_hardware_unless_the_environment_says(monkeypatch, amx):
+    monkeypatch.setattr(encoder_mod, "cpu_has_bf16_matmul", lambda: amx)
+    monkeypatch.delenv(CPU_DTYPE_ENV, raising=False)
+    assert default_dtype(CPU) == ("bfloat16" if amx else "float32")
+    monkeypatch.setenv(CPU_DTYPE_ENV, "auto")
+    assert default_dtype(CPU) == ("bfloat16" if amx else "float32")
+    monkeypatch.setenv(CPU_DTYPE_ENV, "float32")
+    assert default_dtype(CPU) == "float32"
+    monkeypatch.setenv(CPU_DTYPE_ENV, "bfloat16")
+    assert default_dtype(CPU) == "bfloat16"
+    # CUDA is bf16, the ONNX backends and MPS fp32, whatever the CPU and the environment
+    assert default_dtype(CUDA) == "bfloat16"
+    assert default_dtype(CPU, "onnx") == default_dtype(CPU, "onnx-int8") == "float32"
+    assert default_dtype(MPS) == "float32"
+
+
+def test_a_bad_environment_value_is_an_error_naming_the_variable(monkeypatch):
+    monkeypatch.setenv(CPU_DTYPE_ENV, "fp16")
+    with pytest.raises(ValueError, match=CPU_DTYPE_ENV):
+        default_dtype(CPU)
+
+
+def test_the_hardware_probe_answers_a_bool_and_survives_a_missing_probe(monkeypatch):
+    assert isinstance(encoder_mod.cpu_has_bf16_matmul(), bool)
+    monkeypatch.delattr(torch.cpu, "_is_amx_tile_supported", raising=False)
+    assert encoder_mod.cpu_has_bf16_matmul() is False
+
+
+def test_an_encoder_without_a_dtype_takes_the_default_and_bf16_vectors_match_fp32(monkeypatch):
+    """bf16 on the CPU (emulated where the CPU has no AMX: slow, never wrong): the mean-pooled vectors of the
+    bundled MiniLM agree with fp32 to cosine >= 0.999 (pooling sums in float32)."""
+    from tests.models import minilm_loaded
+
+    from latechunk.encoder import Encoder
+
+    monkeypatch.setattr(encoder_mod, "cpu_has_bf16_matmul", lambda: True)
+    monkeypatch.delenv(CPU_DTYPE_ENV, raising=False)
+    e16 = Encoder(minilm_loaded(), device="cpu")
+    assert e16.dtype == torch.bfloat16 and e16.describe(e16.macro_window())["dtype"] == "bfloat16"
+    monkeypatch.setattr(encoder_mod, "cpu_has_bf16_matmul", lambda: False)
+    e32 = Encoder(minilm_loaded(), device="cpu")
+    assert e32.dtype == torch.float32
+    texts = ["Late chunking encodes the whole document once and pools each chunk's token states.",
+             "The river flooded the valley in the spring of 1927, and the levees broke at Mounds Landing."]
+    v16 = e16.encode(texts, normalize_embeddings=True)
+    v32 = e32.encode(texts, normalize_embeddings=True)
+    assert v16.dtype == v32.dtype == np.float32
+    cos = (v16 * v32).sum(axis=1)
+    assert cos.min() >= 0.999, cos
+    assert np.abs(v16 - v32).max() > 0  # two dtypes really ran
+
+
+def test_compare_refuses_an_unknown_dtype_before_any_work(tmp_path):
+    res = runner.invoke(app, ["compare", "--dataset", "xquad", "--out", str(tmp_path / "r"), "--dtype", "fp8"])
+    assert res.exit_code == 2 and "dtype must be one of" in res.output, res.output
+    assert not (tmp_path / "r").exists()
+
+
+def test_resume_keeps_the_dtype_run_json_records_when_the_default_would_differ(tmp_path, monkeypatch):
+    """A folder embedded in fp32 (an older run, or a CPU without AMX) resumed where the default is bf16 must go on
+    in fp32, not refuse the resume and not mix dtypes."""
+    from tests.models import save_tiny_bert
+
+    model = tmp_path / "model"
+    save_tiny_bert(model)
+    src = tmp_path / "src"
+    src.mkdir()
+    for i in range(3):
+        (src / f"d{i}.md").write_text(f"Document {i} talks about rivers and valleys. " * 30, encoding="utf-8")
+    out = tmp_path / "out"
+    args = ["embed", str(src), "--out", str(out), "--model", str(model), "--device", "cpu", "--quiet",
+            "--strategy", "fixed:size=32", "--group-tokens", "100"]
+    monkeypatch.setenv(CPU_DTYPE_ENV, "float32")
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    run = json.loads((out / "run.json").read_text())
+    assert run["settings"]["model"]["dtype"] == "float32"  # the resolved dtype is recorded
+    # --resume checks the run's settings against run.json first (a finished run then has nothing left to do)
+    monkeypatch.setenv(CPU_DTYPE_ENV, "bfloat16")
+    res = runner.invoke(app, [*args, "--resume"])
+    assert res.exit_code == 0, res.output
+    assert json.loads((out / "run.json").read_text())["settings"]["model"]["dtype"] == "float32"
+    assert json.loads((out / "manifest.json").read_text())["model"]["dtype"] == "float32"
+    # without --resume, a new run takes today's default, and an explicit --dtype wins over run.json on --resume
+    res = runner.invoke(app, [*args, "--resume", "--dtype", "bfloat16"])
+    assert res.exit_code == 2 and "dtype" in res.output, res.output
+    res = runner.invoke(app, [*args, "--force"])
+    assert res.exit_code == 0, res.output
+    assert json.loads((out / "run.json").read_text())["settings"]["model"]["dtype"] == "bfloat16"
+    assert Path(out / "index.faiss").exists()
