@@ -262,7 +262,8 @@ def test_fast_pysbd_matches_stock_pysbd_on_whole_corpora():
         for pos, block in _blocks(path.read_text(encoding="utf-8"), 10**9):
             assert _processed(block, True) == _processed(block, False), (path.name, pos)
             n += 1
-    assert n > 5000
+    # Chroma's five corpora alone hold ~3,077 blocks; the mkdocs docs (a local checkout, absent on fresh machines) ~8k
+    assert n > (5000 if _MKDOCS.is_dir() else 2500), n
 
 
 # --- one document -------------------------------------------------------------------------------------------
