@@ -819,6 +819,7 @@ def train(
     max_queries: Annotated[Optional[int], typer.Option("--max-queries", help="Train on at most N queries (after the seeded shuffle). Default: all.")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the shuffle, dropout and the inverse-cloze draw.")] = 0,
     device: DeviceOpt = "auto",
+    precision: Annotated[str, typer.Option("--precision", help="auto, float32 or bfloat16: the dtype the model's forward and backward are autocast to (weights, optimiser state and loss stay float32). auto: bf16 on CUDA and on CPUs with AMX, else float32. Recorded in the model folder's latechunk_train.json.")] = "auto",
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
 ) -> None:
     """Fine-tune a model for late chunking: queries pulled toward the late-pooled vector of the chunk holding
@@ -835,7 +836,7 @@ def train(
                              strategy=strategy, macro_window=macro_window, window_overlap=macro_window_overlap,
                              epochs=epochs, lr=lr, batch_size=batch_size, naive_weight=naive_weight,
                              temperature=temperature, ict_queries=ict_queries, max_queries=max_queries, seed=seed,
-                             device=device)
+                             device=device, precision=precision)
         result = run_train(config, progress=not quiet, log=lambda m: typer.echo(m, err=True))
     except (ValueError, TypeError, FileNotFoundError) as err:
         _fail(str(err))

@@ -432,20 +432,11 @@ def _plan_documents(examples: Sequence[TrainExample], encoder: Encoder, strategy
 
 # ------------------------------------------------------------------------------------------------ forward
 def _cpu_has_amx() -> bool:
-    """Whether this CPU multiplies bf16 matrices in hardware (Intel AMX tiles); False where torch cannot tell."""
-    try:
-        from latechunk.encoder import cpu_has_bf16_matmul
-    except ImportError:
-        cpu_has_bf16_matmul = None
-    if cpu_has_bf16_matmul is not None:
-        return bool(cpu_has_bf16_matmul())
-    import torch
+    """Whether this CPU multiplies bf16 matrices in hardware: :func:`latechunk.encoder.cpu_has_bf16_matmul` (one
+    probe for inference and training; a seam the tests replace)."""
+    from latechunk import encoder as encoder_module
 
-    probe = getattr(torch.cpu, "_is_amx_tile_supported", None)
-    try:
-        return bool(probe()) if probe is not None else False
-    except Exception:  # an old or unusual build: the safe answer
-        return False
+    return encoder_module.cpu_has_bf16_matmul()
 
 
 def autocast_dtype(precision: str, device_type: str, amx: bool | None = None) -> torch.dtype | None:

@@ -96,3 +96,13 @@ def test_float32_run_records_float32(tmp_path, monkeypatch):
                       precision="float32")
     train(cfg, progress=False)
     assert json.loads((out / "latechunk_train.json").read_text())["autocast"] == "float32"
+
+
+def test_the_cli_passes_precision_and_refuses_a_bad_one(tmp_path):
+    from typer.testing import CliRunner
+
+    from latechunk.cli import app
+
+    res = CliRunner().invoke(app, ["train", "--dataset", "xquad", "--out", str(tmp_path / "m"), "--precision", "fp16"])
+    assert res.exit_code != 0 and "--precision must be one of" in res.output, res.output
+    assert not (tmp_path / "m").exists()
