@@ -135,7 +135,7 @@ def embed(
     strategy: Annotated[Optional[str], typer.Option("--strategy", "-s", show_default=DEFAULT_STRATEGY, help="SPEC: name or name:key=value,... (see `latechunk strategies`). With --append, every option not given is the folder's (run.json).")] = None,
     mode: Annotated[Optional[str], typer.Option("--mode", show_default="late", help="late (encode the document once, pool per chunk), naive (encode each chunk alone) or contextual (naive, with the chunk's header [title > section path] and a blank line before its text; the stored text stays the exact slice).")] = None,
     device: DeviceOpt = "auto",
-    dtype: Annotated[Optional[str], typer.Option(help="float32, bfloat16, float16. Default: bf16 on CUDA and on CPUs with AMX (~2x fp32's speed there, equal recall: eval/results/bf16.md), else fp32; $LATECHUNK_CPU_DTYPE=float32 sets the CPU default. Recorded in run.json: --resume and --append keep it.")] = None,
+    dtype: Annotated[Optional[str], typer.Option(help="float32, bfloat16, float16. Default: bfloat16 on CUDA and on CPUs with AMX or AVX-512 BF16 (1.5-2x float32's speed there, equal recall: eval/results/bf16.md), else float32; $LATECHUNK_CPU_DTYPE=float32 sets the CPU default. Recorded in run.json: --resume and --append keep it.")] = None,
     macro_window: MacroWindowOpt = None,
     macro_window_overlap: MacroWindowOverlapOpt = None,
     batch_tokens: Annotated[Optional[int], typer.Option(show_default="16384", help="Token budget per forward batch (padded tokens).")] = None,
@@ -751,7 +751,7 @@ def compare(
     truncate_dim: Annotated[Optional[str], typer.Option("--truncate-dim", help="Comma list of dimensions N (Matryoshka truncation, renormalised; 'all' = no truncation), crossed with --precision. Default: all.")] = None,
     doc_depth: Annotated[int, typer.Option(help="Chunks retrieved per query for the document-level run (document = its best chunk).")] = 100,
     device: DeviceOpt = "auto",
-    dtype: Annotated[Optional[str], typer.Option("--dtype", help="float32, bfloat16, float16, for every system. Default: bf16 on CUDA and on CPUs with AMX, else fp32 (as embed). Recorded in the report's model line.")] = None,
+    dtype: Annotated[Optional[str], typer.Option("--dtype", help="float32, bfloat16, float16, for every system. Default: bfloat16 on CUDA and on CPUs with AMX or AVX-512 BF16, else float32 (as embed). Recorded in the report's model line.")] = None,
     backend: Annotated[str, typer.Option("--backend", help="What runs the model, for every system: torch (any device), onnx (ONNX Runtime on the CPU, fp32, token states within 1e-4 of torch) or onnx-int8 (dynamic int8: compare the two runs' folders to see its recall cost). Recorded in results.json. ONNX needs pip install 'latechunk[onnx]'.")] = "torch",
     resamples: Annotated[int, typer.Option(help="Paired bootstrap resamples.")] = 10000,
     seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
@@ -819,7 +819,7 @@ def train(
     max_queries: Annotated[Optional[int], typer.Option("--max-queries", help="Train on at most N queries (after the seeded shuffle). Default: all.")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the shuffle, dropout and the inverse-cloze draw.")] = 0,
     device: DeviceOpt = "auto",
-    precision: Annotated[str, typer.Option("--precision", help="auto, float32 or bfloat16: the dtype the model's forward and backward are autocast to (weights, optimiser state and loss stay float32). auto: bf16 on CUDA and on CPUs with AMX, else float32. Recorded in the model folder's latechunk_train.json.")] = "auto",
+    precision: Annotated[str, typer.Option("--precision", help="auto, float32 or bfloat16: the dtype the model's forward and backward are autocast to (weights, optimiser state and loss stay float32). auto: bfloat16 on CUDA and on CPUs with AMX or AVX-512 BF16, else float32. Recorded in the model folder's latechunk_train.json.")] = "auto",
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
 ) -> None:
     """Fine-tune a model for late chunking: queries pulled toward the late-pooled vector of the chunk holding

@@ -83,7 +83,7 @@ class ModelConfig:
         name: Hugging Face model id or local folder; ``None`` = the bundled all-MiniLM-L6-v2 (offline).
         device: ``auto`` (CUDA when present), ``cpu``, ``cuda``, ``cuda:N`` or ``mps``.
         dtype: ``float32``, ``bfloat16`` or ``float16``; ``None`` = :func:`latechunk.encoder.default_dtype` (bf16 on
-            CUDA and on CPUs with AMX, else fp32); the resolved dtype is recorded in ``run.json``.
+            CUDA and on CPUs with AMX or AVX-512 BF16, else fp32); the resolved dtype is recorded in ``run.json``.
         batch_tokens: Token budget of one forward batch (padded tokens: rows x longest row).
         trust_remote_code: Run the model repository's own Python code (only for models that need it).
         backend: ``torch`` (any device), ``onnx`` or ``onnx-int8`` (ONNX Runtime on the CPU, float32 only;

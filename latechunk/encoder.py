@@ -84,24 +84,39 @@ CPU_DTYPE_ENV = "LATECHUNK_CPU_DTYPE"
 or ``auto``: :func:`default_dtype`'s rule."""
 
 
-def cpu_has_bf16_matmul() -> bool:
-    """Whether this CPU multiplies bfloat16 matrices in hardware: Intel AMX tiles (``amx_bf16``; Sapphire Rapids
-    and later), where oneDNN's bf16 GEMMs run ~2x faster than fp32 (all-MiniLM-L6-v2, raw forward over 80,630
-    corpus tokens on 2 cores: 15.3 s fp32, 7.1 s bf16; ``eval/results/bf16.md``). CPUs without it emulate bf16
-    (slower than fp32).
+#: torch's CPU probes for hardware bf16 matrix products, in order: Intel AMX tiles (Sapphire Rapids and later) and
+#: AVX-512 BF16 dot products (AMD Zen 4 and later, Intel Cooper Lake), both used by oneDNN's bf16 GEMMs.
+BF16_PROBES = (("amx", "_is_amx_tile_supported"), ("avx512_bf16", "_is_avx512_bf16_supported"))
+
+
+def cpu_bf16_isa() -> str | None:
+    """Which instructions this CPU multiplies bfloat16 matrices with: ``"amx"``, ``"avx512_bf16"`` or None.
+
+    Measured (all-MiniLM-L6-v2, latechunk late over the first quarter of the five Chroma corpora, ~80k corpus
+    tokens, 2 cores; ``eval/results/bf16.md``): AMX (Intel Xeon, Sapphire Rapids class) 15.3 s fp32 vs 7.1 s bf16
+    for the raw forward; AVX-512 BF16 (AMD EPYC, Zen 4 class) about 1.5x fp32's speed (section "AVX-512 BF16").
+    CPUs with neither emulate bf16 (slower than fp32). A probe torch lacks, or one that raises, counts as no.
     """
-    probe = getattr(torch.cpu, "_is_amx_tile_supported", None)
-    try:
-        return bool(probe()) if probe is not None else False
-    except Exception:  # an old or unusual build: take the safe answer
-        return False
+    for name, attr in BF16_PROBES:
+        probe = getattr(torch.cpu, attr, None)
+        try:
+            if probe is not None and probe():
+                return name
+        except Exception:  # an old or unusual build: take the safe answer
+            continue
+    return None
+
+
+def cpu_has_bf16_matmul() -> bool:
+    """Whether this CPU multiplies bfloat16 matrices in hardware (:func:`cpu_bf16_isa` is not None)."""
+    return cpu_bf16_isa() is not None
 
 
 def default_dtype(device: torch.device, backend: str = "torch") -> str:
     """The dtype an encoder runs in when none is asked for.
 
     ``bfloat16`` on CUDA; on the CPU ``bfloat16`` where the CPU multiplies bf16 matrices in hardware
-    (:func:`cpu_has_bf16_matmul`: ~2x the fp32 speed, and measured at equal retrieval quality with paired
+    (:func:`cpu_has_bf16_matmul`: AMX or AVX-512 BF16, 1.5-2x the fp32 speed, and measured at equal retrieval quality with paired
     intervals: ``eval/results/bf16.md``), else ``float32``; ``$LATECHUNK_CPU_DTYPE`` (``float32`` or
     ``bfloat16``) overrides the CPU rule. The ONNX backends and MPS run ``float32``. Token states are pooled in
     float32 whatever the dtype.
@@ -191,7 +206,7 @@ class Encoder:
             :class:`~latechunk.models.LoadedModel` already in memory (tests, custom models), run as it is.
         device: ``"auto"`` (CUDA when present), ``"cpu"``, ``"cuda"``, ``"cuda:N"``, ``"mps"``.
         dtype: ``"float32"``, ``"bfloat16"``, ``"float16"``; default :func:`default_dtype` (bf16 on CUDA and on
-            CPUs with AMX, else fp32; ``$LATECHUNK_CPU_DTYPE`` overrides the CPU rule).
+            CPUs with AMX or AVX-512 BF16, else fp32; ``$LATECHUNK_CPU_DTYPE`` overrides the CPU rule).
         max_length: Model input limit in tokens, frame included; default the model's limit
             (:attr:`LoadedModel.input_limit <latechunk.models.LoadedModel.input_limit>`). It must hold the longer
             of the document and query frames plus :data:`~latechunk.macro_window.MIN_WINDOW_CONTENT_TOKENS` (16)

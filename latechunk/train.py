@@ -30,10 +30,10 @@ markedly better. This module does that training:
 - **Precision** (``--precision``). The weights, the optimiser state, the pooling and the loss stay float32; with
   ``bfloat16`` the model's forward (and so its backward) runs under ``torch.autocast(dtype=torch.bfloat16)``
   (mixed precision: matrix products in bf16, reductions in fp32). ``auto`` (the default) picks bf16 on CUDA and
-  on CPUs that multiply bf16 matrices in hardware (Intel AMX, ``torch.cpu._is_amx_tile_supported()``), where bf16 matrix
+  on CPUs that multiply bf16 matrices in hardware (Intel AMX or AVX-512 BF16: :func:`latechunk.encoder.cpu_bf16_isa`), where bf16 matrix
   products run about 2x fp32's speed (inference measured in ``eval/results/bf16.md``; training speed not yet
   measured), and float32
-  elsewhere (a CPU without AMX emulates bf16, slower than fp32). :func:`autocast_dtype` is the rule.
+  elsewhere (a CPU without either emulates bf16, slower than fp32). :func:`autocast_dtype` is the rule.
 - **Optimiser.** ``torch.optim.AdamW`` with a linear warm-up over the first :data:`DEFAULT_WARMUP` share of the
   steps and a linear decay to zero after it (``torch.optim.lr_scheduler``), gradient norm clipped at 1.
 - **Output.** The trained model is saved by sentence-transformers (``SentenceTransformer.save``: ``config.json``,
@@ -444,11 +444,11 @@ def autocast_dtype(precision: str, device_type: str, amx: bool | None = None) ->
 
     Args:
         precision: One of :data:`PRECISIONS`. ``auto``: bfloat16 on ``cuda``, and on ``cpu`` when the CPU has
-            AMX (``amx``), else None; ``float32``: None; ``bfloat16``: bfloat16 on ``cpu`` and ``cuda`` (on a CPU
+            hardware bf16 matrix products (``amx``: AMX or AVX-512 BF16), else None; ``float32``: None; ``bfloat16``: bfloat16 on ``cpu`` and ``cuda`` (on a CPU
             without AMX it is emulated and slower than fp32, but runs).
         device_type: ``torch.device.type`` of the model (``cpu``, ``cuda``, ``mps``, ...). Other types than
             ``cpu``/``cuda`` always get None.
-        amx: Whether the CPU has AMX; None = ask torch (``torch.cpu._is_amx_tile_supported``).
+        amx: Whether the CPU multiplies bf16 matrices in hardware; None = :func:`latechunk.encoder.cpu_has_bf16_matmul`.
 
     Returns:
         ``torch.bfloat16`` or None.

@@ -204,7 +204,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     import torch
 
     from latechunk.config import PipelineConfig
-    from latechunk.encoder import Encoder, cpu_has_bf16_matmul
+    from latechunk.encoder import Encoder, cpu_bf16_isa
     from latechunk.pipeline import embed
 
     if CHONKIE not in args.skip:
@@ -345,8 +345,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
              f"{mw.overlap}; latechunk batch_tokens {enc.batch_tokens}; chonkie chunk_size {chunk_size}, "
              f"max_seq_length {st.max_seq_length}")
     env = os.environ.get("LATECHUNK_CPU_DTYPE")
-    dtype_line = (f"dtypes: latechunk {lc_dtype} (its default here: bf16 on CUDA and on CPUs with AMX, else fp32; "
-                  f"cpu_has_bf16_matmul() = {cpu_has_bf16_matmul()}"
+    dtype_line = (f"dtypes: latechunk {lc_dtype} (its default here: bf16 on CUDA and on CPUs with AMX or "
+                  f"AVX-512 BF16, else fp32; cpu_bf16_isa() = {cpu_bf16_isa()}"
                   + (f"; $LATECHUNK_CPU_DTYPE={env}" if env else "") + f"); chonkie and sentence-transformers "
                   f"{peer_dtype} (their defaults" + ("; halved by this script on CUDA" if enc.device.type == "cuda"
                                                      else "") + ")"

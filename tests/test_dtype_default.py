@@ -45,8 +45,28 @@ def test_a_bad_environment_value_is_an_error_naming_the_variable(monkeypatch):
 
 def test_the_hardware_probe_answers_a_bool_and_survives_a_missing_probe(monkeypatch):
     assert isinstance(encoder_mod.cpu_has_bf16_matmul(), bool)
-    monkeypatch.delattr(torch.cpu, "_is_amx_tile_supported", raising=False)
-    assert encoder_mod.cpu_has_bf16_matmul() is False
+    for _, attr in encoder_mod.BF16_PROBES:
+        monkeypatch.delattr(torch.cpu, attr, raising=False)
+    assert encoder_mod.cpu_has_bf16_matmul() is False and encoder_mod.cpu_bf16_isa() is None
+
+
+@pytest.mark.parametrize(("amx", "avx512_bf16", "expected"), [
+    (True, True, "amx"), (True, False, "amx"), (False, True, "avx512_bf16"), (False, False, None),
+    ("raise", True, "avx512_bf16"), ("raise", "raise", None)])
+def test_amx_or_avx512_bf16_counts_as_hardware_bf16(monkeypatch, amx, avx512_bf16, expected):
+    """AMX tiles (Intel) or AVX-512 BF16 (AMD Zen 4, Intel Cooper Lake) make bf16 the CPU default; a probe that
+    raises counts as no and the next one is asked."""
+    def probe(answer):
+        def ask():
+            if answer == "raise":
+                raise RuntimeError("no cpuinfo")
+            return answer
+        return ask
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", probe(amx), raising=False)
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", probe(avx512_bf16), raising=False)
+    monkeypatch.delenv(CPU_DTYPE_ENV, raising=False)
+    assert encoder_mod.cpu_bf16_isa() == expected
+    assert default_dtype(CPU) == ("bfloat16" if expected else "float32")
 
 
 def test_an_encoder_without_a_dtype_takes_the_default_and_bf16_vectors_match_fp32(monkeypatch):
