@@ -272,7 +272,7 @@ def _check_config(c: CompareConfig) -> None:
     """Validate a config up front (every error before any work)."""
     if not c.modes or any(m not in MODES for m in c.modes) or len(set(c.modes)) != len(c.modes):
         raise ValueError(
-            f"modes must be a non-empty subset of late, naive, contextual (e.g. 'late,naive,contextual'), "
+            f"modes must be a non-empty subset of late, naive, contextual, fused (e.g. 'late,naive,fused'), "
             f"got {list(c.modes)}"
         )
     if not c.ks or any(isinstance(k, bool) or not isinstance(k, int) or k < 1 for k in c.ks):

@@ -84,9 +84,11 @@ __all__ = [
 
 log = logging.getLogger("latechunk.eval")
 
-MODE_PAIRS: tuple[tuple[str, str], ...] = (("late", "naive"), ("late", "contextual"), ("naive", "contextual"))
+MODE_PAIRS: tuple[tuple[str, str], ...] = (("late", "naive"), ("late", "contextual"), ("naive", "contextual"),
+                                           ("fused", "late"), ("fused", "naive"))
 """The mode pairs compared per strategy (A minus B, paired bootstrap) where both modes run; a comparison's ``kind``
-is ``"A-B"`` (``"late-naive"``, ``"late-contextual"``, ``"naive-contextual"``)."""
+is ``"A-B"`` (``"late-naive"``, ``"late-contextual"``, ``"naive-contextual"``, ``"fused-late"``,
+``"fused-naive"``)."""
 
 OMEGA = "PrecisionOmega"
 """Per-query name of Chroma's precision Ω (a property of the chunks, not of the ranking)."""
@@ -177,8 +179,8 @@ def _mean_std(values: dict[str, float]) -> tuple[float, float]:
 def _label(mode: str, macro_window: int | None, multi: bool, overlap: int | None = None, multi_o: bool = False) -> str:
     """A system's row label: ``late``, ``late w=256``, ``late w=256 o=32`` (an overlap sweep), ``naive``, ..."""
     what = f"w={macro_window}" + (f" o={overlap}" if multi_o else "")
-    if mode == "late":
-        return f"late {what}" if multi or multi_o else "late"
+    if mode in ("late", "fused"):
+        return f"{mode} {what}" if multi or multi_o else mode
     return f"{mode} ({what} cuts)" if (multi or multi_o) and macro_window is not None else mode
 
 
@@ -227,7 +229,7 @@ def run_compare(
     from latechunk.encoder import Encoder
     from latechunk.index import build_index, index_bytes, query_transform, search_index
     from latechunk.models import ModelFacts
-    from latechunk.pipeline import contextual_vectors, embed, naive_vectors
+    from latechunk.pipeline import contextual_vectors, embed, fused_vectors, naive_vectors
     from latechunk.sentences import SentenceSegmenter
     from latechunk.titles import document_title
     from latechunk.types import ChunkVectors
@@ -240,9 +242,15 @@ def run_compare(
             print(f"[compare {time.perf_counter() - t_start:7.1f}s] {msg}", file=sys.stderr, flush=True)
 
     specs = config.specs()
+    # fused systems are made here from the late and naive systems of the same chunks (late of each pass), so the
+    # embed() calls run late and naive whenever fused is asked for
+    fused = "fused" in config.modes
+    pipe_modes = tuple(m for m in config.modes if m != "fused")
+    if fused:
+        pipe_modes = tuple(dict.fromkeys(("late", *pipe_modes, "naive")))
 
     def run_config(i: int, w: int | None, ov: int | None) -> PipelineConfig:  # late pass i (naive in the first)
-        return PipelineConfig(tuple(specs), modes=tuple(config.modes) if i == 0 else ("late",),
+        return PipelineConfig(tuple(specs), modes=pipe_modes if i == 0 else ("late",),
                               include_special=config.include_special, macro_window=w,
                               macro_window_overlap=ov, sentence_workers=config.sentence_workers,
                               late_pooling=config.late_pooling)
@@ -314,12 +322,12 @@ def run_compare(
     # (mode, spec, window) -> naive/contextual vectors of a further window's cuts (state-dependent strategies)
     naive_extra: dict[tuple[str, str, int], tuple[np.ndarray, int, int, float]] = {}
     encoders_of = {"naive": naive_vectors, "contextual": contextual_vectors}
-    text_modes = [m for m in config.modes if m != "late"]
+    text_modes = [m for m in pipe_modes if m != "late"]
     # one segmenter for every macro window: each document's sentences are segmented once for the comparison
     segmenter = SentenceSegmenter(workers=config.sentence_workers)  # its workers also end at exit on an error
     for i, lp in enumerate(passes):
         w, ov = lp
-        modes = tuple(config.modes) if i == 0 else ("late",)
+        modes = pipe_modes if i == 0 else ("late",)
         t0 = time.perf_counter()
         res = embed(list(ds.documents), base, run_config(i, w, ov), progress=progress, segmenter=segmenter)
         wall = time.perf_counter() - t0
@@ -374,7 +382,7 @@ def run_compare(
     sys_inputs = []  # (System, boundaries, ChunkVectors, encode_seconds, tokens, forward_calls)
     for spec in specs:
         dep = _state_dependent(spec)
-        if "late" in config.modes:
+        if "late" in pipe_modes:  # (fused needs the late systems too; dropped below if not asked for)
             for w, ov in passes:
                 res = embeds[(w, ov)]
                 run = res.run(spec)
@@ -401,6 +409,23 @@ def run_compare(
                                           _label(mode, w if dep else None, multi, ov, multi_o),
                                           window_overlap=ov if dep else None),
                                    run.boundaries, vec, enc_s, 0.0, tokens, calls))
+
+    if fused:  # late (each pass) + naive of the same chunks: latechunk.pipeline.fused_vectors, as embed makes them
+        made = []
+        for t in sys_inputs:
+            s = t[0]
+            if s.mode != "late":
+                continue
+            dep = _state_dependent(s.strategy)
+            nv = next(u for u in sys_inputs if u[0].mode == "naive" and u[0].strategy == s.strategy
+                      and (u[0].window, u[0].window_overlap) == ((s.window, s.window_overlap) if dep else (None, None)))
+            lv = t[2]
+            vec = ChunkVectors(fused_vectors(lv.vectors, nv[2].vectors, True), lv.doc_ids, lv.chunk_index,
+                               lv.cu_chunks, "fused", normalized=True)
+            made.append((System(s.strategy, "fused", s.window, _label("fused", s.window, multi, s.window_overlap,
+                                                                      multi_o), window_overlap=s.window_overlap),
+                         t[1], vec, t[3] + nv[3], t[4], t[5] + nv[5], None))
+        sys_inputs = [t for t in sys_inputs if t[0].mode in config.modes] + made
 
     # 5. one index per system, one IndexConfig, one depth; then the metrics
     ispecs = config.index_specs()  # the main index first, then the other compact-vector settings

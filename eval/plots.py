@@ -470,7 +470,7 @@ def merge_results(results: Sequence) -> object:
         commands.append(r.manifest.get("command", ""))
     order = {p: i for i, p in enumerate(sorted(seen_pass, key=lambda p: (p[0], p[1] or 0)))}
     specs = list(dict.fromkeys(s.strategy for s in systems))
-    mode_rank = {"late": 0, "naive": 1, "contextual": 2}
+    mode_rank = {"late": 0, "naive": 1, "contextual": 2, "fused": 3}
     systems.sort(key=lambda s: (specs.index(s.strategy), mode_rank.get(s.mode, 3),
                                 order.get((s.window, s.window_overlap), -1)))
     windows.sort(key=lambda w: order[(w["window"], w.get("overlap"))])

@@ -128,7 +128,7 @@ def _ci(c: dict, metric: str) -> str:
     return f"{_fmt_diff(metric, c['mean_diff'])} [{_fmt_diff(metric, c['ci_low'])}, {_fmt_diff(metric, c['ci_high'])}]"
 
 
-_PAIR_KINDS = ("late-naive", "late-contextual", "naive-contextual")
+_PAIR_KINDS = ("late-naive", "late-contextual", "naive-contextual", "fused-late", "fused-naive")
 """The mode-pair comparisons, in report order (``kind`` = ``"A-B"``: mode A minus mode B)."""
 
 

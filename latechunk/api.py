@@ -58,7 +58,8 @@ class Chunk:
             the document prompt included: position 0 is ``[CLS]``).
         heading_path: Markdown heading titles above the chunk, outermost first (``()`` where none).
         strategy: The canonical SPEC of the strategy that cut it (as in ``chunks.parquet``).
-        mode: ``"late"``, ``"naive"`` or ``"contextual"`` (naive over ``header + "\n\n" + text``).
+        mode: ``"late"``, ``"naive"``, ``"contextual"`` (naive over ``header + "\n\n" + text``) or ``"fused"``
+            (late + naive, each unit-normalised, summed: :func:`latechunk.pipeline.fused_vectors`).
         embedding: (dim,) float32, read-only: the chunk vector (L2-normalised unless ``normalize=False``).
         metadata: The document's metadata (``source``, ``title``, ...; a copy per chunk).
     """
@@ -221,7 +222,8 @@ class LateChunker:
             ``device`` and ``trust_remote_code`` do not apply).
         strategy: A SPEC (``"fixed:size=256,overlap=32"``; ``latechunk strategies`` lists them) or a Strategy;
             ``None``: ``embed``'s default, :data:`latechunk.config.DEFAULT_STRATEGY` (``recursive:max_tokens=256``).
-        mode: ``"late"``, ``"naive"`` or ``"contextual"`` (naive over ``header + "\n\n" + text``).
+        mode: ``"late"``, ``"naive"``, ``"contextual"`` (naive over ``header + "\n\n" + text``) or ``"fused"``
+            (late + naive, each unit-normalised, summed: :func:`latechunk.pipeline.fused_vectors`).
         macro_window: Macro-window size in tokens, frame included (``None``: the model's sentence-transformers
             ``max_seq_length`` where it has one, 256 for all-MiniLM-L6-v2, else its input limit).
         device: ``"auto"`` (CUDA when present), ``"cpu"``, ``"cuda"``, ``"cuda:N"``, ``"mps"``.
@@ -287,7 +289,7 @@ class LateChunker:
 
     @property
     def mode(self) -> str:
-        """``"late"``, ``"naive"`` or ``"contextual"``."""
+        """``"late"``, ``"naive"``, ``"contextual"`` or ``"fused"``."""
         return self.config.modes[0]
 
     def __repr__(self) -> str:

@@ -49,11 +49,13 @@ __all__ = [
     "split_specs",
 ]
 
-Mode = Literal["late", "naive", "contextual"]
-MODES: tuple[str, ...] = ("late", "naive", "contextual")
+Mode = Literal["late", "naive", "contextual", "fused"]
+MODES: tuple[str, ...] = ("late", "naive", "contextual", "fused")
 """The modes of chunk vectors: ``late`` (one pass over the document, mean of each chunk's token states), ``naive``
-(each chunk's text encoded on its own) and ``contextual`` (naive, with the chunk's contextual header
-``[title > section path]`` and a blank line before its text; :func:`latechunk.pipeline.contextual_texts`)."""
+(each chunk's text encoded on its own), ``contextual`` (naive, with the chunk's contextual header
+``[title > section path]`` and a blank line before its text; :func:`latechunk.pipeline.contextual_texts`) and
+``fused`` (the chunk's late and naive vectors, each unit-normalised, summed: :func:`latechunk.pipeline.fused_vectors`;
+it costs both encodings)."""
 DEFAULT_STRATEGY = "recursive:max_tokens=256"
 """``latechunk embed``'s default strategy SPEC."""
 DEFAULT_GROUP_TOKENS = 1 << 18
@@ -119,7 +121,8 @@ class PipelineConfig:
     Attributes:
         strategies: The strategies, as SPEC strings or :class:`~latechunk.strategies.base.Strategy` objects
             (stored as Strategy objects, in order; the same strategy twice is an error).
-        modes: A non-empty subset of :data:`MODES` (``"late"``, ``"naive"``, ``"contextual"``), in order.
+        modes: A non-empty subset of :data:`MODES` (``"late"``, ``"naive"``, ``"contextual"``, ``"fused"``), in
+            order.
         normalize: L2-normalise every chunk vector (done once, in the pipeline; the index never renormalises).
         include_special: Late mode: the first/last chunk absorb the frame tokens ([CLS], prompt, [SEP]), as
             jina's reference code does; default excluded.
@@ -160,9 +163,9 @@ class PipelineConfig:
         specs = [s.spec for s in strats]
         _require(len(set(specs)) == len(specs), f"the same strategy was given twice: {specs}")
         modes = (self.modes,) if isinstance(self.modes, str) else tuple(self.modes)
-        _require(bool(modes), "give at least one mode: late, naive, contextual")
+        _require(bool(modes), "give at least one mode: late, naive, contextual, fused")
         for m in modes:
-            _require(m in MODES, f"mode must be 'late', 'naive' or 'contextual', got {m!r}")
+            _require(m in MODES, f"mode must be 'late', 'naive', 'contextual' or 'fused', got {m!r}")
         _require(len(set(modes)) == len(modes), f"a mode is given twice: {list(modes)}")
         object.__setattr__(self, "strategies", strats)
         object.__setattr__(self, "modes", modes)
@@ -185,9 +188,19 @@ class PipelineConfig:
 
     @property
     def needs_token_states(self) -> bool:
-        """True when a late pass is needed: late mode, or a strategy that reads the late sentence vectors."""
-        return "late" in self.modes or any(s.needs_sentence_vectors and getattr(s, "source", "late") == "late"
+        """True when a late pass is needed: late or fused mode, or a strategy that reads the late sentence vectors."""
+        return self.pools_late or any(s.needs_sentence_vectors and getattr(s, "source", "late") == "late"
                                            for s in self.strategies)
+
+    @property
+    def pools_late(self) -> bool:
+        """True when chunk vectors are late-pooled: late or fused mode."""
+        return "late" in self.modes or "fused" in self.modes
+
+    @property
+    def encodes_naive(self) -> bool:
+        """True when chunk texts are encoded on their own: naive or fused mode."""
+        return "naive" in self.modes or "fused" in self.modes
 
     def check_model(self, model: ModelFacts) -> MacroWindow | None:
         """The settings that need the model, checked against its facts: the one place for late pooling and the
@@ -214,8 +227,8 @@ class PipelineConfig:
         """
         pooling = model.settings.pooling
         if pooling != "mean" and self.late_pooling != "mean" and self.needs_token_states:
-            if "late" in self.modes:
-                what = "late mode"
+            if self.pools_late:
+                what = "late mode" if "late" in self.modes else "fused mode (its late half)"
             else:
                 specs = [s.spec for s in self.strategies if s.needs_sentence_vectors]
                 what = f"{', '.join(specs)} (sentence vectors mean-pooled from the late pass)"
@@ -478,7 +491,7 @@ class EmbedConfig:
         _require(not (self.force and self.resume),
                  "--force (start over) and --resume (continue) exclude each other; give one")
         _require(len(self.pipeline.strategies) == 1, "embed takes exactly one strategy")
-        _require(len(self.pipeline.modes) == 1, "embed takes exactly one mode: late, naive or contextual")
+        _require(len(self.pipeline.modes) == 1, "embed takes exactly one mode: late, naive, contextual or fused")
         object.__setattr__(self, "inputs", inputs)
         object.__setattr__(self, "out", out)
         if self.dedup is not None:
@@ -496,7 +509,7 @@ class EmbedConfig:
 
     @property
     def mode(self) -> str:
-        """The run's one mode, ``late``, ``naive`` or ``contextual``."""
+        """The run's one mode, ``late``, ``naive``, ``contextual`` or ``fused``."""
         return self.pipeline.modes[0]
 
     def to_dict(self) -> dict:

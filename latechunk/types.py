@@ -15,7 +15,7 @@ import numpy as np
 
 __all__ = ["Document", "Span", "Tokenization", "Boundaries", "ChunkVectors", "Skipped", "Mode"]
 
-Mode = Literal["late", "naive", "contextual"]
+Mode = Literal["late", "naive", "contextual", "fused"]
 
 
 def _as_int32_spans(name: str, value, owner: str) -> np.ndarray:
@@ -215,7 +215,8 @@ class ChunkVectors:
         chunk_index: (total_chunks,), int32. Index of each chunk inside its document.
         cu_chunks: (n_docs + 1,), int32. Cumulative chunk counts; document j owns rows
             ``cu_chunks[j]:cu_chunks[j+1]`` (the packed-offsets idea of flash-attn ``cu_seqlens``, faiss ``lims``).
-        mode: ``"late"``, ``"naive"`` or ``"contextual"`` (naive encoding with a contextual header).
+        mode: ``"late"``, ``"naive"``, ``"contextual"`` (naive encoding with a contextual header) or ``"fused"``
+            (late + naive, each unit-normalised).
         normalized: Whether rows are L2-normalised.
 
     Raises:
@@ -241,8 +242,8 @@ class ChunkVectors:
             raise ValueError("ChunkVectors: cu_chunks must be non-decreasing, start at 0 and end at total_chunks")
         if ci.shape[0] != v.shape[0]:
             raise ValueError("ChunkVectors: chunk_index must have one entry per vector")
-        if self.mode not in ("late", "naive", "contextual"):
-            raise ValueError(f"ChunkVectors.mode must be 'late', 'naive' or 'contextual', got {self.mode!r}")
+        if self.mode not in ("late", "naive", "contextual", "fused"):
+            raise ValueError(f"ChunkVectors.mode must be 'late', 'naive', 'contextual' or 'fused', got {self.mode!r}")
         if v.size and not np.isfinite(v).all():
             raise ValueError("ChunkVectors: vectors contain NaN or inf")
         for name, arr in (("vectors", v), ("chunk_index", ci), ("cu_chunks", cu)):

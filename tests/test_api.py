@@ -145,7 +145,7 @@ def test_bad_input_is_a_clear_error(chunker):
         list(chunker.map([("  ", "text")]))
     with pytest.raises(TypeError, match="LateChunker takes a str or a latechunk.Document"):
         chunker(["a list"])
-    with pytest.raises(ValueError, match="mode must be one of 'late', 'naive', 'contextual', got 'early'"):
+    with pytest.raises(ValueError, match="mode must be one of 'late', 'naive', 'contextual', 'fused', got 'early'"):
         latechunk.LateChunker(chunker.encoder, mode="early")
     with pytest.raises(ValueError, match="unknown strategy"):
         latechunk.LateChunker(chunker.encoder, strategy="no_such_strategy")

@@ -90,7 +90,7 @@ def test_pipeline_config_needs_a_mode():
 
 
 def test_pipeline_config_rejects_a_bad_mode():
-    assert "mode must be 'late', 'naive' or 'contextual', got 'early'" in _error(lambda: PipelineConfig(("fixed",), modes=("early",)))
+    assert "mode must be 'late', 'naive', 'contextual' or 'fused', got 'early'" in _error(lambda: PipelineConfig(("fixed",), modes=("early",)))
 
 
 def test_pipeline_config_rejects_a_mode_given_twice():

@@ -104,7 +104,7 @@ def test_chunk_vectors_pack_documents():
     ({"cu_chunks": [0, 2, 1]}, "cu_chunks"),
     ({"cu_chunks": [1, 2, 3]}, "cu_chunks"),
     ({"chunk_index": [0, 1]}, "one entry per vector"),
-    ({"mode": "early"}, "'late', 'naive' or 'contextual'"),
+    ({"mode": "early"}, "'late', 'naive', 'contextual' or 'fused'"),
     ({"vectors": np.array([[1.0, np.nan]] * 3)}, "NaN or inf"),
 ])
 def test_chunk_vectors_reject_inconsistent_parts(kwargs, match):

@@ -126,7 +126,8 @@ def shard_stats(g: GroupResult | None, mode: str) -> dict:
 
     Args:
         g: The shard's group; None for the one empty shard of a run without input items (all zero).
-        mode: ``"late"`` or ``"naive"``.
+        mode: ``"late"``, ``"naive"``, ``"contextual"`` or ``"fused"`` (counted as its late pass plus its naive
+            encodes).
 
     Returns:
         The stats dict (counts in tokens and calls, ``seconds`` per stage).
@@ -134,8 +135,9 @@ def shard_stats(g: GroupResult | None, mode: str) -> dict:
     if g is None:
         return {"content_tokens": 0, "tokens_encoded": 0, "forward_calls": 0, "seconds": {}}
     s = g.stats
-    return {"content_tokens": s.content_tokens, "tokens_encoded": s.tokens.get(mode, 0),
-            "forward_calls": s.forward_calls.get(mode, 0), "seconds": dict(s.seconds)}
+    parts = ("late", "naive") if mode == "fused" else (mode,)
+    return {"content_tokens": s.content_tokens, "tokens_encoded": sum(s.tokens.get(m, 0) for m in parts),
+            "forward_calls": sum(s.forward_calls.get(m, 0) for m in parts), "seconds": dict(s.seconds)}
 
 
 class DedupState:
