@@ -47,6 +47,7 @@ Tests: ``tests/test_train.py``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import random
@@ -482,19 +483,11 @@ def _forward(model, rows: Sequence[np.ndarray], pad_id: int, device,
         ids_np[i, : len(r)] = r
         mask_np[i, : len(r)] = 1
     ids, mask = torch.from_numpy(ids_np).to(device), torch.from_numpy(mask_np).to(device)
-    autocast = torch.autocast(device.type, dtype=amp) if amp is not None else _null()
+    autocast = torch.autocast(device.type, dtype=amp) if amp is not None else contextlib.nullcontext()
     with autocast:
         out = model(input_ids=ids, attention_mask=mask)
     hidden = out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]
     return hidden.float().reshape(len(rows) * longest, hidden.shape[-1]), longest
-
-
-class _null:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
 
 
 def _pooled_texts(encoder: Encoder, toks: Sequence[Tokenization], pad_id: int,
