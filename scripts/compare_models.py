@@ -11,6 +11,8 @@ Tibshirani 1993, Sakai 2014; queries resampled with their two scores kept togeth
   headline comparison)
 - late(A) - late(B), naive(A) - naive(B): what training did to each mode
 - late(A) - naive(A), late(B) - naive(B): late vs naive within each model
+- where the folders hold fused systems (``--modes ...,fused``): fused(A) - naive(B), fused(A) - late(B) and
+  fused(A) - fused(B)
 
 Both folders must score the same dataset and queries (checked: the paired test needs the same query ids).
 A side may be given as several folders (e.g. a late-only and a naive-only run of the same model): their rows are
@@ -114,7 +116,7 @@ def read_folders(folders: Sequence[Path]) -> tuple[str, dict]:
 
 def _pick(systems: dict, strategy: str, mode: str, window: str | None, overlap: str | None = None):
     keys = [k for k in systems if k[0] == strategy and k[1] == mode]
-    if mode == "late":
+    if mode in ("late", "fused"):  # one per late pass
         keys = [k for k in keys if (window is None or k[2] == window) and (overlap is None or k[3] in (overlap, ""))]
     if len(keys) > 1:
         raise ValueError(f"{strategy} {mode}: several late passes (window, overlap) "
@@ -163,7 +165,7 @@ def compare(a_dir: Path | Sequence[Path], b_dir: Path | Sequence[Path], metrics:
     rows: list[dict] = []
     for strategy in strategies:
         s = {(n, mode): _pick(src, strategy, mode, window, window_overlap) for n, src in ((a_name, sys_a), (b_name, sys_b))
-             for mode in ("late", "naive")}
+             for mode in ("late", "naive", "fused")}
         lines += [f"### `{strategy}`", "", "| system | " + " | ".join(metrics) + " |",
                   "| --- |" + " ---: |" * len(metrics)]
         for (n, mode), scores in s.items():
@@ -174,7 +176,8 @@ def compare(a_dir: Path | Sequence[Path], b_dir: Path | Sequence[Path], metrics:
         lines += ["", "| comparison | " + " | ".join(metrics) + " |", "| --- |" + " ---: |" * len(metrics)]
         pairs = [((a_name, "late"), (b_name, "naive")), ((a_name, "late"), (b_name, "late")),
                  ((a_name, "naive"), (b_name, "naive")), ((a_name, "late"), (a_name, "naive")),
-                 ((b_name, "late"), (b_name, "naive"))]
+                 ((b_name, "late"), (b_name, "naive")), ((a_name, "fused"), (b_name, "naive")),
+                 ((a_name, "fused"), (b_name, "late")), ((a_name, "fused"), (b_name, "fused"))]
         for x, y in pairs:
             if s[x] is None or s[y] is None:
                 continue

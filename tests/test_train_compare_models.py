@@ -110,3 +110,28 @@ def test_several_folders_per_side(tmp_path, capsys):
     assert "late(t) - naive(t) | +75.0 [" in out and "naive(t) - naive(b) | -25.0 [" in out
     assert mod.main(["--a", str(late), str(late), "--b", str(base)]) == 2
     assert "two of the folders" in capsys.readouterr().err
+
+
+def test_fused_systems_are_paired_per_late_pass(tmp_path):
+    """A folder with fused systems (compare --modes ...,fused; one per late pass) gets fused(A) - naive(B),
+    fused(A) - late(B) and fused(A) - fused(B); --window picks the pass for fused as for late."""
+    mod = _load()
+
+    def write(folder: Path, fused_by_window: dict[str, float]) -> Path:
+        _write(folder, late=[0.5] * 10, naive=[0.25] * 10)
+        with open(folder / "per_query.csv", "a", newline="", encoding="utf-8") as f:
+            w = csv.writer(f)
+            for win, v in fused_by_window.items():
+                for i in range(10):
+                    w.writerow(["toy", str(i), "fixed:size=64,overlap=0", "fused", win, f"fused w={win}", repr(v)])
+        return folder
+
+    a = write(tmp_path / "a", {"256": 1.0, "512": 0.0})
+    b = write(tmp_path / "b", {"256": 0.75, "512": 0.0})
+    with pytest.raises(ValueError, match="several late passes"):
+        mod.compare(a, b, ["SpanRecall@5"], "trained", "base", resamples=100)
+    _, rows = mod.compare(a, b, ["SpanRecall@5"], "trained", "base", window="256", resamples=100)
+    got = {r["comparison"]: r["diff"] for r in rows}
+    assert got["fused(trained) - naive(base)"] == pytest.approx(75.0)
+    assert got["fused(trained) - late(base)"] == pytest.approx(50.0)
+    assert got["fused(trained) - fused(base)"] == pytest.approx(25.0)
