@@ -133,7 +133,7 @@ def embed(
     out: Annotated[Path, typer.Option("--out", "-o", help="Output folder: index.faiss, chunks.parquet, manifest.json.")],
     model: ModelOpt = None,
     strategy: Annotated[Optional[str], typer.Option("--strategy", "-s", show_default=DEFAULT_STRATEGY, help="SPEC: name or name:key=value,... (see `latechunk strategies`). With --append, every option not given is the folder's (run.json).")] = None,
-    mode: Annotated[Optional[str], typer.Option("--mode", show_default="late", help="late (encode the document once, pool per chunk), naive (encode each chunk alone), contextual (naive, with the chunk's header [title > section path] and a blank line before its text; the stored text stays the exact slice) or fused (late + naive vectors of each chunk, each unit-normalised, summed: both encodings, ~1.7x the time; more recall than either on Chroma, eval/results/fused.md).")] = None,
+    mode: Annotated[Optional[str], typer.Option("--mode", show_default="late", help="late (encode the document once, pool per chunk), naive (encode each chunk alone), contextual (naive, with the chunk's header [title > section path] and a blank line before its text; the stored text stays the exact slice) or fused (late + naive vectors of each chunk, each unit-normalised, summed: both encodings, about 2x late's tokens through the model; on Chroma more recall than either, eval/results/fused.md; with --no-normalize the sum of the two unit vectors, norm up to 2).")] = None,
     device: DeviceOpt = "auto",
     dtype: Annotated[Optional[str], typer.Option(help="float32, bfloat16, float16. Default: bfloat16 on CUDA and on CPUs with AMX or AVX-512 BF16 (1.5-2x float32's speed there, equal recall: eval/results/bf16.md), else float32; $LATECHUNK_CPU_DTYPE=float32 sets the CPU default. Recorded in run.json: --resume and --append keep it.")] = None,
     macro_window: MacroWindowOpt = None,
@@ -765,7 +765,7 @@ def compare(
         metavar="SPEC", show_default=False, help="More SPECs, as typed after --strategies "
         "(`--strategies fixed recursive`).")] = None,
 ) -> None:
-    """Compare strategies late vs naive on one dataset with one harness; write a report folder.
+    """Compare strategies and modes (late, naive, contextual, fused) on one dataset with one harness; write a report folder.
 
     Example: latechunk compare --dataset chroma --strategies "fixed recursive heading sentence_window semantic" --k 5
     """

@@ -17,7 +17,7 @@ __all__ = ["CHUNK_KEYS", "as_chunker"]
 #: source document's metadata: ``doc_id``, ``chunk_index`` (0-based position in its document), ``char_start`` /
 #: ``char_end`` (characters of the source text), ``token_start`` / ``token_end`` (positions in the document's
 #: one tokenization, special tokens included), both spans half-open ``[start, end)``; ``heading_path`` (list of
-#: str), ``strategy`` (canonical SPEC), ``mode`` (``"late"``/``"naive"``) and ``model`` (the encoder's name).
+#: str), ``strategy`` (canonical SPEC), ``mode`` (``"late"``, ``"naive"``, ``"contextual"`` or ``"fused"``) and ``model`` (the encoder's name).
 CHUNK_KEYS = ("doc_id", "chunk_index", "char_start", "char_end", "token_start", "token_end", "heading_path",
               "strategy", "mode", "model")
 

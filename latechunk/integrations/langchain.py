@@ -68,7 +68,7 @@ def chunk_id(doc_id: str, chunk_index: int, strategy: str, mode: str) -> str:
         doc_id: The chunk's document id.
         chunk_index: Position of the chunk in its document (0-based).
         strategy: The canonical strategy SPEC.
-        mode: ``"late"`` or ``"naive"``.
+        mode: ``"late"``, ``"naive"``, ``"contextual"`` or ``"fused"``.
 
     Returns:
         The id as a string (``"xxxxxxxx-xxxx-5xxx-..."``).

@@ -79,7 +79,7 @@ class LateChunkNodeParser(NodeParser):
 
     model_name: str = Field(default="", description="The chunker's model.")
     strategy: str = Field(default="", description="The chunker's strategy SPEC.")
-    mode: str = Field(default="late", description="'late' or 'naive'.")
+    mode: str = Field(default="late", description="'late', 'naive', 'contextual' or 'fused'.")
     _chunker: Any = PrivateAttr(default=None)
 
     def __init__(self, chunker: LateChunker | str | None = None, **kwargs: Any) -> None:
