@@ -571,8 +571,11 @@ def search(
         return
     m = manifest["model"]
     name = model or (m["path"] if Path(m["path"]).is_dir() else m["name"])
+    # queries in the dtype the documents were encoded in (run.json's resolved dtype), as latechunk.Index does
+    recorded = ((manifest.get("settings") or {}).get("model") or {}).get("dtype") or m.get("dtype")
     try:
-        encoder = Encoder(name, device=device, max_length=m.get("max_length"), query_prompt=m.get("query_prompt"))
+        encoder = Encoder(name, device=device, dtype=recorded, max_length=m.get("max_length"),
+                          query_prompt=m.get("query_prompt"))
     except ValueError as err:
         _fail(str(err))
     if m.get("sha256") and encoder.model_hash and encoder.model_hash != m["sha256"]:

@@ -131,3 +131,35 @@ def test_resume_keeps_the_dtype_run_json_records_when_the_default_would_differ(t
     assert res.exit_code == 0, res.output
     assert json.loads((out / "run.json").read_text())["settings"]["model"]["dtype"] == "bfloat16"
     assert Path(out / "index.faiss").exists()
+
+
+def test_search_encodes_the_query_in_the_folders_recorded_dtype(tmp_path, monkeypatch):
+    """A folder embedded in bf16 is searched with a bf16 query encoder whatever this process's default (the
+    suite pins float32), as latechunk.Index does: `latechunk search` scores equal the bf16 query's inner
+    products with the stored vectors, and differ from a float32 query's."""
+    import json
+
+    import faiss
+    from typer.testing import CliRunner
+
+    from latechunk.cli import app
+    from latechunk.encoder import Encoder
+    from tests.models import minilm_loaded
+
+    src = tmp_path / "docs"
+    src.mkdir()
+    (src / "a.txt").write_text("The levees broke at Mounds Landing in April 1927 and the river flooded the delta. "
+                               "Relief camps held thousands of families for months.", encoding="utf-8")
+    out = tmp_path / "out"
+    runner = CliRunner()
+    r = runner.invoke(app, ["embed", str(src), "--out", str(out), "--dtype", "bfloat16", "--quiet"])
+    assert r.exit_code == 0, r.output
+    query = "when did the levees break"
+    r = runner.invoke(app, ["search", str(out), query, "--json", "-k", "1"])
+    assert r.exit_code == 0, r.output
+    got = json.loads(r.stdout)[0]["score"]
+    stored = faiss.read_index(str(out / "index.faiss")).reconstruct(0)
+    scores = {dt: float(Encoder(minilm_loaded(), device="cpu", dtype=dt).encode_query([query])[0] @ stored)
+              for dt in ("bfloat16", "float32")}
+    assert got == pytest.approx(scores["bfloat16"], abs=1e-5)
+    assert abs(scores["bfloat16"] - scores["float32"]) > 1e-5  # the test can tell the two apart
