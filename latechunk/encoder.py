@@ -94,7 +94,8 @@ def cpu_bf16_isa() -> str | None:
 
     Measured (all-MiniLM-L6-v2, latechunk late over the first quarter of the five Chroma corpora, ~80k corpus
     tokens, 2 cores; ``eval/results/bf16.md``): AMX (Intel Xeon, Sapphire Rapids class) 15.3 s fp32 vs 7.1 s bf16
-    for the raw forward; AVX-512 BF16 (AMD EPYC, Zen 4 class) about 1.5x fp32's speed (section "AVX-512 BF16").
+    for the raw forward; AVX-512 BF16 (AMD EPYC, Zen 4 class) 15.35 s fp32 vs 8.01 s bf16 (section "AVX-512
+    BF16", ``scripts/bench_peers.py``).
     CPUs with neither emulate bf16 (slower than fp32). A probe torch lacks, or one that raises, counts as no.
     """
     for name, attr in BF16_PROBES:

@@ -38,6 +38,10 @@ def test_fused_vectors_sum_the_unit_vectors_and_rank_by_the_mean_cosine():
     # whatever the norms of the inputs)
     q = _unit(rng.normal(size=(1, 16)).astype(np.float32))
     np.testing.assert_allclose(raw @ q[0], _unit(late) @ q[0] + _unit(naive) @ q[0], atol=1e-5)
+    # renormalised (the default): that sum over the sum vector's length sqrt(2 + 2 cos(late, naive))
+    agree = (_unit(late) * _unit(naive)).sum(axis=1)
+    np.testing.assert_allclose(f @ q[0], (_unit(late) @ q[0] + _unit(naive) @ q[0]) / np.sqrt(2 + 2 * agree),
+                               atol=1e-5)
     with pytest.raises(ValueError, match="differ in shape"):
         fused_vectors(late, naive[:49])
 
