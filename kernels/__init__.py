@@ -4,3 +4,25 @@ The repository's ``kernels/`` folder, installed as ``latechunk.kernels`` (see se
 imports ``latechunk``, so the kernels and references can be read, tested and copied alone; the dispatcher that
 picks the kernel or the reference is :func:`latechunk.pooling.segment_mean`.
 """
+
+if __name__ == "kernels":  # pragma: no cover - exercised by tests/test_packaging.py in a subprocess
+    # Imported by the top-level name ``kernels``: the repository root is on sys.path (``python -m pytest`` or
+    # ``python -c`` run from a checkout), so this folder shadows Hugging Face's ``kernels`` package, which
+    # transformers >= 5.25 imports with every model (``transformers.integrations.hub_kernels``). Hand the name to
+    # that package when it is installed elsewhere on sys.path; this folder is only ever used as latechunk.kernels.
+    import importlib.machinery as _machinery
+    import importlib.util as _util
+    import os as _os
+    import sys as _sys
+
+    _root = _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))
+    _elsewhere = [p for p in _sys.path if _os.path.abspath(p or _os.curdir) != _root]
+    _spec = _machinery.PathFinder.find_spec("kernels", _elsewhere)
+    if _spec is not None and _spec.loader is not None:
+        _module = _util.module_from_spec(_spec)
+        _sys.modules["kernels"] = _module  # the import statement returns what sys.modules holds after this runs
+        try:
+            _spec.loader.exec_module(_module)
+        except BaseException:
+            del _sys.modules["kernels"]
+            raise

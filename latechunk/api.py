@@ -232,9 +232,12 @@ class LateChunker:
         progress: Show a progress bar (documents) in :meth:`map`.
         backend: ``"torch"`` (default), ``"onnx"`` or ``"onnx-int8"``: ONNX Runtime on the CPU
             (:class:`~latechunk.encoder.Encoder`'s ``backend``; not for a model given as an Encoder).
+        dtype: ``"float32"``, ``"bfloat16"`` or ``"float16"`` (or ``"fp32"``, ``"bf16"``, ``"fp16"``) for the
+            encoder's weights and forward; ``None``: :func:`latechunk.encoder.default_dtype` (bf16 on CUDA and on
+            CPUs with AMX or AVX-512 BF16, else fp32), as ``latechunk embed``. Not for a model given as an Encoder.
 
     Raises:
-        ValueError: on an unknown strategy or mode, a bad parameter, a model that does not load, a macro window
+        ValueError: on an unknown strategy, mode or dtype, a bad parameter, a model that does not load, a macro window
             the model cannot take, or late mode with a model that does not mean-pool (before the weights load
             where the model's files tell).
     """
@@ -251,6 +254,7 @@ class LateChunker:
         trust_remote_code: bool = False,
         progress: bool = False,
         backend: str = "torch",
+        dtype: str | None = None,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(map(repr, MODES))}, got {mode!r}")
@@ -260,11 +264,14 @@ class LateChunker:
         from latechunk.models import LoadedModel, ModelFacts
 
         if isinstance(model, Encoder):
+            if dtype is not None:
+                raise ValueError("dtype applies when LateChunker loads the model; this Encoder is already loaded "
+                                 f"(in {str(model.dtype).replace('torch.', '')})")
             encoder = model
         else:
             if not isinstance(model, LoadedModel):  # what the model's files tell, before torch loads a weight
                 self.config.check_model(ModelFacts.read(None if model is None else str(model)))
-            encoder = Encoder(model, device=device, trust_remote_code=trust_remote_code, backend=backend)
+            encoder = Encoder(model, device=device, trust_remote_code=trust_remote_code, backend=backend, dtype=dtype)
         self.config.check_model(encoder.facts)
         self.encoder: Encoder = encoder
         """The :class:`~latechunk.encoder.Encoder` (speaks sentence-transformers: ``encode``, ``encode_query``,
@@ -294,7 +301,7 @@ class LateChunker:
 
     def __repr__(self) -> str:
         return (f"LateChunker(model={self.model_name!r}, strategy={self.strategy!r}, mode={self.mode!r}, "
-                f"device={str(self.encoder.device)!r})")
+                f"device={str(self.encoder.device)!r}, dtype={str(self.encoder.dtype).replace('torch.', '')!r})")
 
     def __call__(self, text: str | Document) -> list[Chunk]:
         """Chunk and embed one document.

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from latechunk.macro_window import MacroWindow
+from latechunk.models import DTYPE_NAMES, canonical_dtype
 from latechunk.strategies.base import Strategy, get_strategy
 
 if TYPE_CHECKING:
@@ -64,7 +65,7 @@ LATE_POOLINGS: tuple[str, ...] = ("mean",)
 """Values of ``late_pooling`` / ``--late-pooling``: ``mean`` mean-pools token states even for a model whose own
 pooling is not mean (CLS, last token, max); unset, such a model is refused in late mode."""
 DEVICES = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
-DTYPES = ("float32", "bfloat16", "float16")
+DTYPES = DTYPE_NAMES
 
 
 def _require(ok: bool, msg: str) -> None:
@@ -84,7 +85,8 @@ class ModelConfig:
     Attributes:
         name: Hugging Face model id or local folder; ``None`` = the bundled all-MiniLM-L6-v2 (offline).
         device: ``auto`` (CUDA when present), ``cpu``, ``cuda``, ``cuda:N`` or ``mps``.
-        dtype: ``float32``, ``bfloat16`` or ``float16``; ``None`` = :func:`latechunk.encoder.default_dtype` (bf16 on
+        dtype: ``float32``, ``bfloat16`` or ``float16`` (any case; ``fp32``, ``bf16``, ``fp16`` too:
+            :func:`latechunk.models.canonical_dtype`); ``None`` = :func:`latechunk.encoder.default_dtype` (bf16 on
             CUDA and on CPUs with AMX or AVX-512 BF16, else fp32); the resolved dtype is recorded in ``run.json``.
         batch_tokens: Token budget of one forward batch (padded tokens: rows x longest row).
         trust_remote_code: Run the model repository's own Python code (only for models that need it).
@@ -105,7 +107,7 @@ class ModelConfig:
 
     def __post_init__(self) -> None:
         _require(bool(DEVICES.match(self.device)), f"device must be auto, cpu, cuda or cuda:N, got {self.device!r}")
-        _require(self.dtype is None or self.dtype in DTYPES, f"dtype must be one of {list(DTYPES)}, got {self.dtype!r}")
+        object.__setattr__(self, "dtype", canonical_dtype(self.dtype))  # bf16, FP32 ... -> torch's names
         _positive_int("batch_tokens", self.batch_tokens)
         _require(self.backend in ("torch", "onnx", "onnx-int8"),
                  f"backend must be torch, onnx or onnx-int8, got {self.backend!r}")

@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 from latechunk.macro_window import MIN_WINDOW_CONTENT_TOKENS, MacroWindow, PlannedWindow
-from latechunk.models import HubProbe, LoadedModel, ModelFacts
+from latechunk.models import HubProbe, LoadedModel, ModelFacts, canonical_dtype
 from latechunk.onnx_backend import BACKENDS
 from latechunk.tokenize import DocumentTokenizer
 from latechunk.types import Tokenization
@@ -80,8 +80,8 @@ class StateBatch(NamedTuple):
 
 
 CPU_DTYPE_ENV = "LATECHUNK_CPU_DTYPE"
-"""Environment variable: the dtype a CPU run takes when none is asked for (``float32`` or ``bfloat16``); unset
-or ``auto``: :func:`default_dtype`'s rule."""
+"""Environment variable: the dtype a CPU run takes when none is asked for (``float32``, ``bfloat16`` or
+``float16``, any case, or ``fp32``/``bf16``/``fp16``); unset, empty or ``auto``: :func:`default_dtype`'s rule."""
 
 
 #: torch's CPU probes for hardware bf16 matrix products, in order: Intel AMX tiles (Sapphire Rapids and later) and
@@ -136,11 +136,9 @@ def default_dtype(device: torch.device, backend: str = "torch") -> str:
         return "float32"
     if device.type == "cuda":
         return "bfloat16"
-    env = os.environ.get(CPU_DTYPE_ENV, "auto").strip() or "auto"
-    if env not in ("auto", "float32", "bfloat16"):
-        raise ValueError(f"${CPU_DTYPE_ENV} must be auto, float32 or bfloat16, got {env!r}")
+    env = os.environ.get(CPU_DTYPE_ENV, "auto").strip().lower() or "auto"
     if env != "auto":
-        return env
+        return canonical_dtype(env, f"${CPU_DTYPE_ENV} (auto, float32, bfloat16 or float16)")
     return "bfloat16" if cpu_has_bf16_matmul() else "float32"
 
 
@@ -248,13 +246,12 @@ class Encoder:
         if backend != "torch" and device == "auto":
             device = "cpu"
         self.device = _pick_device(device)
+        dtype = canonical_dtype(dtype)  # bf16, FP32 ... -> torch's names; ValueError on anything else
         if backend != "torch" and (self.device.type != "cpu" or dtype not in (None, "float32")):
             raise ValueError(f"backend {backend!r} runs on the CPU in float32 (got device {str(self.device)!r}, dtype "
                              f"{dtype!r}); on a GPU use --backend torch")
         if dtype is None:
             dtype = default_dtype(self.device, backend)
-        if dtype not in _DTYPES:
-            raise ValueError(f"dtype must be one of {sorted(_DTYPES)}, got {dtype!r}")
         self.dtype = _DTYPES[dtype]
         if batch_tokens < 1:
             raise ValueError(f"batch_tokens must be >= 1, got {batch_tokens}")

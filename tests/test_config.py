@@ -48,7 +48,7 @@ def test_model_config_rejects_an_unknown_device():
 
 
 def test_model_config_rejects_an_unknown_dtype():
-    assert "dtype must be one of" in _error(lambda: ModelConfig(dtype="int8"))
+    assert "dtype must be float32, bfloat16 or float16" in _error(lambda: ModelConfig(dtype="int8"))
 
 
 @pytest.mark.parametrize("value", [0, -5, True, 2.0])

@@ -37,10 +37,43 @@ def test_the_cpu_default_follows_the_hardware_unless_the_environment_says(monkey
     assert default_dtype(MPS) == "float32"
 
 
-def test_a_bad_environment_value_is_an_error_naming_the_variable(monkeypatch):
-    monkeypatch.setenv(CPU_DTYPE_ENV, "fp16")
-    with pytest.raises(ValueError, match=CPU_DTYPE_ENV):
+@pytest.mark.parametrize("bad", ["fp8", "int8", "float64", "bfloat"])
+def test_a_bad_environment_value_is_an_error_naming_the_variable(monkeypatch, bad):
+    monkeypatch.setenv(CPU_DTYPE_ENV, bad)
+    with pytest.raises(ValueError, match=CPU_DTYPE_ENV) as err:
         default_dtype(CPU)
+    assert repr(bad) in str(err.value)
+
+
+@pytest.mark.parametrize(("written", "name"), [
+    ("FLOAT32", "float32"), (" float32 ", "float32"), ("fp32", "float32"), ("BF16", "bfloat16"),
+    ("bfloat16", "bfloat16"), ("fp16", "float16"), ("Float16", "float16"), ("half", "float16"), ("", None)])
+def test_dtypes_are_read_in_any_case_and_by_their_short_names(monkeypatch, written, name):
+    """``--dtype bf16``, ``$LATECHUNK_CPU_DTYPE=FLOAT32``, ``ModelConfig(dtype="fp32")`` all mean torch's names;
+    an empty variable means the hardware rule."""
+    from latechunk.config import ModelConfig
+
+    monkeypatch.setattr(encoder_mod, "cpu_has_bf16_matmul", lambda: False)
+    monkeypatch.setenv(CPU_DTYPE_ENV, written)
+    assert default_dtype(CPU) == (name or "float32")
+    if name is not None:
+        assert ModelConfig(dtype=written).dtype == name
+
+
+def test_embed_takes_a_short_dtype_name_and_records_torchs_name(tmp_path):
+    from tests.models import save_tiny_bert
+
+    model = tmp_path / "model"
+    save_tiny_bert(model)
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a.txt").write_text("One sentence here. Another one there.\n\nA second paragraph follows.")
+    out = tmp_path / "out"
+    res = runner.invoke(app, ["embed", str(src), "--out", str(out), "--model", str(model), "--device", "cpu",
+                              "--dtype", "BF16", "--quiet"])
+    assert res.exit_code == 0, res.output
+    run = json.loads((out / "run.json").read_text())
+    assert run["settings"]["model"]["dtype"] == "bfloat16"
 
 
 def test_the_hardware_probe_answers_a_bool_and_survives_a_missing_probe(monkeypatch):
@@ -72,9 +105,8 @@ def test_amx_or_avx512_bf16_counts_as_hardware_bf16(monkeypatch, amx, avx512_bf1
 def test_an_encoder_without_a_dtype_takes_the_default_and_bf16_vectors_match_fp32(monkeypatch):
     """bf16 on the CPU (emulated where the CPU has no AMX: slow, never wrong): the mean-pooled vectors of the
     bundled MiniLM agree with fp32 to cosine >= 0.999 (pooling sums in float32)."""
-    from tests.models import minilm_loaded
-
     from latechunk.encoder import Encoder
+    from tests.models import minilm_loaded
 
     monkeypatch.setattr(encoder_mod, "cpu_has_bf16_matmul", lambda: True)
     monkeypatch.delenv(CPU_DTYPE_ENV, raising=False)
@@ -95,7 +127,7 @@ def test_an_encoder_without_a_dtype_takes_the_default_and_bf16_vectors_match_fp3
 
 def test_compare_refuses_an_unknown_dtype_before_any_work(tmp_path):
     res = runner.invoke(app, ["compare", "--dataset", "xquad", "--out", str(tmp_path / "r"), "--dtype", "fp8"])
-    assert res.exit_code == 2 and "dtype must be one of" in res.output, res.output
+    assert res.exit_code == 2 and "dtype must be float32, bfloat16 or float16" in res.output, res.output
     assert not (tmp_path / "r").exists()
 
 

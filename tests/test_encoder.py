@@ -96,7 +96,7 @@ def test_bad_settings_raise_before_work():
         minilm_encoder(max_length=4096)
     with pytest.raises(ValueError, match="max_length=10 is too small"):
         minilm_encoder(max_length=10)
-    with pytest.raises(ValueError, match="dtype must be one of"):
+    with pytest.raises(ValueError, match="dtype must be float32, bfloat16 or float16"):
         minilm_encoder(dtype="int8")
     with pytest.raises(ValueError, match="batch_tokens must be >= 1"):
         minilm_encoder(batch_tokens=0)

@@ -3,8 +3,9 @@ top-level, so it installs beside Hugging Face's own ``kernels`` package (which t
 
 Hugging Face's wheel is read from the git-ignored ``.whl/`` folder, which scripts/setup.sh fills
 (``pip download --no-deps -d .whl kernels==0.17.2``); when it is absent the test tries that download once and
-skips, saying why, only if it fails (offline). It is never installed into the running environment: from the
-repository root the repository's ``kernels/`` folder would shadow it.
+skips, saying why, only if it fails (offline). transformers >= 5.25 depends on it, so the running environment
+may hold it too; from the repository root the repository's ``kernels/`` folder would shadow it, and hands the
+top-level name over to it instead (``kernels/__init__.py``).
 """
 
 from __future__ import annotations
@@ -161,6 +162,36 @@ def test_repository_root_imports_no_top_level_copy():
     assert proc.returncode == 0, (
         proc.stderr[-3000:] + "\n(latechunk must be installed editable: pip install -e .)"
     )
+    assert Path(proc.stdout.strip()) == ROOT / "kernels" / "reference.py"
+
+
+def test_from_the_repository_root_import_kernels_is_hugging_faces(tmp_path):
+    """transformers >= 5.25 imports Hugging Face's ``kernels`` with every model. From the repository root (first on
+    sys.path, as with ``python3 -m pytest``) the repository's ``kernels/`` folder would shadow it (ImportError:
+    cannot import name 'CUDAProperties'); the folder hands the top-level name to Hugging Face's package, so
+    ``import kernels`` is theirs, a BERT model imports, and ``latechunk.kernels`` is still this folder."""
+    hf = _hf_kernels_wheel()
+    target = tmp_path / "hf"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--no-compile",
+         "--target", str(target), str(hf)],
+        capture_output=True, text=True, check=False, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    code = (
+        "import os, sys\n"
+        "import kernels\n"
+        "assert hasattr(kernels, 'get_kernel'), kernels.__file__\n"
+        "assert os.path.realpath(kernels.__file__).startswith(os.path.realpath(sys.argv[1])), kernels.__file__\n"
+        "import transformers.models.bert.modeling_bert\n"
+        "import latechunk.kernels.reference\n"
+        "print(latechunk.kernels.reference.__file__)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    env["PYTHONPATH"] = str(target)  # after the root ('' first on sys.path with -c)
+    proc = subprocess.run([sys.executable, "-c", code, str(target)], cwd=ROOT, env=env, capture_output=True,
+                          text=True, check=False, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert Path(proc.stdout.strip()) == ROOT / "kernels" / "reference.py"
 
 
