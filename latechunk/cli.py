@@ -19,7 +19,7 @@ from typing import Annotated, Optional
 import typer
 
 from latechunk.config import DEFAULT_GROUP_TOKENS, DEFAULT_STRATEGY
-from latechunk.console import format_hits, snippet  # noqa: F401  (snippet: kept importable here)
+from latechunk.console import format_hits, snippet, visible  # noqa: F401  (snippet: kept importable here)
 
 app = typer.Typer(
     help=(
@@ -485,7 +485,7 @@ _MAX_SKIPPED_SHOWN = 50
 def _print_skipped(skipped: list[dict], where: Path | str) -> None:
     """Print each skipped item (doc id: reason) on stderr, at most :data:`_MAX_SKIPPED_SHOWN`, then a count."""
     for s in skipped[:_MAX_SKIPPED_SHOWN]:
-        typer.secho(f"skipped {s['doc_id']}: {s['reason']}", fg=typer.colors.YELLOW, err=True)
+        typer.secho(f"skipped {visible(str(s['doc_id']))}: {s['reason']}", fg=typer.colors.YELLOW, err=True)
     if len(skipped) > _MAX_SKIPPED_SHOWN:
         typer.secho(f"... and {len(skipped) - _MAX_SKIPPED_SHOWN} more skipped items (all listed in {where})",
                     fg=typer.colors.YELLOW, err=True)
@@ -663,7 +663,7 @@ def chunk(
     def skip(doc_id: str, reason: str) -> None:  # every item not chunked, with its reason (as embed's manifest)
         nonlocal n_skipped
         n_skipped += 1
-        typer.secho(f"skipped {doc_id}: {reason}", fg="yellow", err=True)
+        typer.secho(f"skipped {visible(doc_id)}: {reason}", fg="yellow", err=True)
 
     def documents():
         for d in iter_inputs(inputs):
@@ -937,7 +937,7 @@ def agree(
     except (ValueError, OSError) as err:
         _fail(str(err))
     for s in run.skipped:
-        typer.secho(f"skipped {s.doc_id}: {s.reason}", fg=typer.colors.YELLOW, err=True)
+        typer.secho(f"skipped {visible(s.doc_id)}: {s.reason}", fg=typer.colors.YELLOW, err=True)
     if not run.documents:
         _fail(f"no document was chunked from {', '.join(str(p) for p in inputs)} (the reasons are above)", code=1)
     if html_dir is not None:
@@ -953,7 +953,7 @@ def agree(
     lab = run.labels
     for k, d in enumerate(run.documents):
         counts = ", ".join(f"{lab[s]} {len(run.boundaries[s][k])} chunks" for s in run.strategies)
-        typer.secho(f"{d.doc_id}: {counts}", bold=True)
+        typer.secho(f"{visible(d.doc_id)}: {counts}", bold=True)
         for s in run.strategies:
             b = run.boundaries[s][k]
             cuts = [str(int(b.token_spans[i + 1, 0])) for i in range(len(b) - 1)]

@@ -7,6 +7,7 @@ Chunk text, queries, doc ids and heading paths are data, never markup: nothing h
        Storage > Cache
        Keep the cache under [/var/cache/demo] and read the [backup guide] before you delete anything.
 
+Control characters in any field (a newline or a terminal escape in a doc id) print as escapes (:func:`visible`).
 The first line holds the rank, the doc id (never folded: it stays one piece, to copy), the char span and the
 score; the second the heading path (left out when the chunk has none); then a snippet around the query's words
 (:func:`snippet`; the chunk's leading heading lines, already on the path line, left out). On a terminal the snippet is wrapped to its width; piped (``width=None``), every field stays on
@@ -18,12 +19,29 @@ from __future__ import annotations
 import re
 import textwrap
 
-__all__ = ["format_hits", "heading_path_text", "snippet"]
+__all__ = ["format_hits", "heading_path_text", "snippet", "visible"]
 
 _WORD = re.compile(r"\w{3,}")
 
 #: indent of a hit's heading path and snippet lines, under its rank
 INDENT = "   "
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def visible(text: str) -> str:
+    """``text`` with its control characters written as escapes (``\\n``, ``\\t``, ``\\x1b``, ``\\u2028``), so
+    a doc id or query holding a newline or a terminal escape prints as one line and cannot drive the terminal.
+
+    Args:
+        text: A doc id, query, heading path or snippet.
+
+    Returns:
+        ``text`` itself when it has no C0/C1 control character or line/paragraph separator; else a copy with each
+        one replaced by its Python escape (``unicode_escape``).
+    """
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
 def snippet(text: str, query: str, width: int = 200) -> str:
@@ -104,10 +122,10 @@ def format_hits(results: list[dict], query: str, *, expand: str | None = None, w
         caller prints them without markup.
     """
     what = f"contexts ({expand})" if expand else ("result" if len(results) == 1 else "results")
-    lines: list[tuple[str, bool]] = [(f"top {len(results)} {what} for: {query}", True), ("", False)]
+    lines: list[tuple[str, bool]] = [(f"top {len(results)} {what} for: {visible(query)}", True), ("", False)]
     avail = None if width is None else max(20, width - len(INDENT))
     for r in results:
-        head = f"{r['rank']}. {r['doc_id']}  chars {r['char_start']}-{r['char_end']}  score {r['score']:.4f}"
+        head = f"{r['rank']}. {visible(str(r['doc_id']))}  chars {r['char_start']}-{r['char_end']}  score {r['score']:.4f}"
         if expand:
             head += "  hits " + ", ".join(str(h["rank"]) for h in r.get("hits", []))
         lines.append((head, True))
@@ -115,7 +133,7 @@ def format_hits(results: list[dict], query: str, *, expand: str | None = None, w
         text = r.get("text") or ""
         if path:  # the heading is on the path line: the snippet starts at the text under it
             text = _drop_leading_headings(text)
-        body = [path, snippet(text, query, snippet_chars)]
+        body = [visible(path), visible(snippet(text, query, snippet_chars))]
         for field in body:
             if not field:
                 continue

@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from latechunk.cli import app
-from latechunk.console import format_hits, snippet
+from latechunk.console import format_hits, snippet, visible
 from tests.models import save_tiny_bert
 
 runner = CliRunner()
@@ -179,6 +179,19 @@ def test_layout_leaves_the_heading_line_to_the_path_line():
     assert lines[2:5] == ["2. a.md  chars 0-40  score 0.5000", "   Caching", "   Set the cache folder [/var/cache]."]
     no_path = [line for line, _ in format_hits([{**hit, "heading_path": []}], "cache", width=None)]
     assert "   ## Caching Set the cache folder [/var/cache]." in no_path  # no path line: the heading stays
+
+
+def test_control_characters_in_doc_ids_queries_and_text_print_as_escapes():
+    """A doc id with a newline (a hit that fakes a second rank) or a terminal escape (clear screen), and the same
+    in the query, heading path and text, print as escapes: one line per field, nothing for the terminal to run."""
+    hit = {"rank": 1, "score": 0.5, "doc_id": "evil\n2. fake.md\x1b[2J", "char_start": 0, "char_end": 9,
+           "heading_path": ["Top\u2028Next"], "text": "bell\x07 here and\x9b there"}
+    lines = [line for line, _ in format_hits([hit], "find\x1b[31m me", width=None)]
+    assert lines[0] == "top 1 result for: find\\x1b[31m me"
+    assert lines[2] == "1. evil\\n2. fake.md\\x1b[2J  chars 0-9  score 0.5000"
+    assert lines[3:5] == ["   Top Next", "   bell\\x07 here and\\x9b there"]
+    assert not any(ch in line for line in lines for ch in "\x1b\x07\x9b\u2028\n")
+    assert visible("plain [x] é") == "plain [x] é"
 
 
 def test_layout_when_piped_takes_no_width_and_cuts_nothing():
