@@ -276,7 +276,7 @@ def markdown_report(result) -> str:
                      str(w["late_forward_calls"]), f"{w['naive_tokens']:,}", f"{s.get('late_encode', 0):.1f}",
                      f"{s.get('naive_encode', 0) + s.get('naive_extra', 0):.1f}", f"{s['wall']:.1f}",
                      f"{w['documents_embedded']}/{w['documents_in']}"])
-    parts.append(_table(["window", "overlap", "modes", "late tokens", "late forward calls", "naive tokens",
+    parts.append(_table(["window", "overlap", "modes encoded", "late tokens", "late forward calls", "naive tokens",
                          "late encode s", "naive encode s", "wall s", "docs"], rows))
     parts.append("")
     parts.append(
@@ -285,6 +285,9 @@ def markdown_report(result) -> str:
         "strategies of the window. Naive mode encodes each chunk's text on its own with the model's pooling. "
         "Late and naive of one strategy index the same chunk records (checked by hash: "
         + ", ".join(dict.fromkeys(f"`{short_spec(s.strategy)}` {s.chunks_sha256[:8]}" for s in result.systems)) + ")."
+        + (" Fused systems encode nothing of their own: each is made from a pass's late vectors and the naive "
+           "vectors of the same chunks, so late and naive are encoded whenever fused is asked for (and their "
+           "systems are reported only when asked for too)." if "fused" in man.get("modes", ()) else "")
     )
     parts.append("")
     parts.append("## Units and definitions")
@@ -542,9 +545,25 @@ def _mean_ci(values: dict, config) -> tuple[float, float, float]:
     return r.mean_diff, r.ci_low, r.ci_high
 
 
+def _pair_series(result, metric: str) -> tuple[list[dict], list[tuple[str, str, str]], str, str]:
+    """plot.png's panel (b): the comparisons it draws and its series ``(kind, metric, legend label)``, y label and
+    title. Only late and naive: late − naive for every headline metric; with fused or contextual systems too, every
+    mode pair (``kind`` ``"A-B"`` of :data:`~latechunk.eval.harness.MODE_PAIRS`) for ``metric``, one series a pair."""
+    kinds = list(dict.fromkeys(c["kind"] for c in result.comparisons if "-" in c["kind"]
+                               and c["kind"].split("-")[0] in ("late", "naive", "contextual", "fused")))
+    if kinds and kinds != ["late-naive"]:
+        comps = [c for c in result.comparisons if c["kind"] in kinds and c["metric"] == metric]
+        series = [(k, metric, k.replace("-", " − ") + f" ({_col_name(metric)})") for k in kinds]
+        return comps, series, f"difference in {_col_name(metric)} (points)", "paired differences, bootstrap 95% CI"
+    comps = [c for c in result.comparisons if c["kind"] == "late-naive" and c["metric"] in result.headline]
+    series = [("late-naive", m, _col_name(m)) for m in result.headline if any(c["metric"] == m for c in comps)]
+    return comps, series, "late − naive (points)", "late minus naive, paired bootstrap 95% CI"
+
+
 def write_plot(result, path: str | os.PathLike) -> None:
     """``plot.png``: (a) the main metric per strategy, late (each macro window) and naive, with bootstrap CIs;
-    (b) late minus naive with CIs; (c) quality vs tokens through the encoder; (d) quality vs encode seconds.
+    (b) late minus naive with CIs (with fused or contextual systems: every paired difference of the main metric,
+    fused − late and fused − naive among them); (c) quality vs tokens through the encoder; (d) quality vs encode seconds.
 
     Args:
         result: A :class:`~latechunk.eval.result.CompareResult`.
@@ -562,6 +581,9 @@ def write_plot(result, path: str | os.PathLike) -> None:
     ax = axes[0, 0]
     width = 0.8 / max(len(labels), 1)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    if len(labels) > len(colors):  # one colour a system (tab20 has 20; beyond, a continuous map)
+        cmap = plt.get_cmap("tab20" if len(labels) <= 20 else "turbo")
+        colors = [cmap(i / max(len(labels) - 1, 1)) if len(labels) > 20 else cmap(i) for i in range(len(labels))]
     for j, label in enumerate(labels):
         xs, ys, lo, hi = [], [], [], []
         for i, spec in enumerate(specs):
@@ -582,26 +604,29 @@ def write_plot(result, path: str | os.PathLike) -> None:
     ax.grid(alpha=0.3)
 
     ax = axes[0, 1]
-    comps = [c for c in result.comparisons if c["kind"] == "late-naive" and c["metric"] in result.headline]
+    # late − naive for every headline metric; with other pairs (fused − late, fused − naive, ... − contextual),
+    # every pair for the main metric instead, one series a pair
+    comps, series, ylabel, title = _pair_series(result, metric)
     names = list(dict.fromkeys((c["strategy"], c["window"]) for c in comps))
-    mets = [m for m in result.headline if any(c["metric"] == m for c in comps)]
-    for j, m in enumerate(mets):
+    pair_colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for j, (kind, m, name) in enumerate(series):
         ys, lo, hi, xs = [], [], [], []
         for i, key in enumerate(names):
-            c = next((c for c in comps if (c["strategy"], c["window"]) == key and c["metric"] == m), None)
+            c = next((c for c in comps if (c["strategy"], c["window"]) == key and c["metric"] == m
+                      and c["kind"] == kind), None)
             if c is None:
                 continue
-            xs.append(i + (j - (len(mets) - 1) / 2) * (0.8 / max(len(mets), 1)))
+            xs.append(i + (j - (len(series) - 1) / 2) * (0.8 / max(len(series), 1)))
             ys.append(100 * c["mean_diff"])
             lo.append(100 * (c["mean_diff"] - c["ci_low"]))
             hi.append(100 * (c["ci_high"] - c["mean_diff"]))
-        ax.errorbar(xs, ys, yerr=[lo, hi], fmt="o", capsize=3, label=_col_name(m), color=colors[j % len(colors)])
+        ax.errorbar(xs, ys, yerr=[lo, hi], fmt="o", capsize=3, label=name, color=pair_colors[j % len(pair_colors)])
     ax.axhline(0, color="black", lw=0.8)
     ax.set_xticks(range(len(names)))
     ax.set_xticklabels([f"{short_spec(s)}\nw={w}".replace(",", ",\n") for s, w in names], fontsize=7)
-    ax.set_ylabel("late − naive (points)")
-    ax.set_title("late minus naive, paired bootstrap 95% CI")
-    if mets:
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    if series:
         ax.legend(fontsize=7, ncol=2)
     ax.grid(alpha=0.3)
 

@@ -10,9 +10,12 @@ The rule (defaults in brackets; all in :func:`parse_alarms`'s arguments):
 
 1. Density ``d = 1000 * chunks / tokens`` per document; the rule reads ``x = ln d`` (a jump by a factor is a
    fixed step, up or down).
-2. Reference group (leave-one-out: never the document itself): the other documents of its source type when
-   the type has at least ``min_group`` [5] documents, else all other documents of the corpus (when the corpus
-   has that many); smaller corpora raise no document alarm.
+2. Reference group (leave-one-out: never the document itself), of documents of two or more chunks only (a
+   one-chunk document's density is ``1000 / tokens``, set by its length, not by any split; short notes would
+   otherwise pull the median up and flag every normal long document as under-split): the other such documents
+   of its source type when, with the document itself, they are at least ``min_group`` [5], else all other
+   such documents of the corpus (when they are that many); with fewer, no document alarm. Any document,
+   one-chunk ones too, is compared with its group.
 3. Robust spread: ``sigma = max(1.4826 * MAD, sigma_floor)`` with ``MAD = median |x - median(x)|`` over the
    group (1.4826 makes the MAD a consistent estimate of a normal sigma: Rousseeuw & Croux 1993,
    "Alternatives to the Median Absolute Deviation", JASA 88(424)); ``sigma_floor`` [0.1, i.e. about 10 % in
@@ -249,14 +252,18 @@ def parse_alarms(rows: Iterable, *, k: float = 3.5, sigma_floor: float = 0.1, mi
         return []
     x = np.log([d.density for d in docs])
     sources = [d.source for d in docs]
+    # a one-chunk document says nothing about splitting (its density is 1000 / its length): as a reference it
+    # would pull the median up, so that many short notes flag every normal long document as under-split
+    split = np.asarray([d.chunks >= 2 for d in docs])
     alarms = []
     for i, d in enumerate(docs):
         # leave-one-out: the document is compared with its peers, never with itself
-        peers = np.asarray([j != i and s == d.source for j, s in enumerate(sources)])
+        others = np.arange(len(docs)) != i
+        peers = others & split & np.asarray([s == d.source for s in sources])
         if peers.sum() + 1 >= min_group:
             name, ref = f"source:{d.source}", x[peers]
-        elif len(docs) >= min_group:
-            name, ref = "corpus", np.delete(x, i)
+        elif (others & split).sum() + 1 >= min_group:
+            name, ref = "corpus", x[others & split]
         else:
             continue
         med, sigma = _median_sigma(ref)

@@ -151,7 +151,7 @@ def embed(
     long_documents: Annotated[Optional[str], typer.Option("--long-documents", show_default="windows", help="windows: encode documents longer than the macro window in consecutive macro windows; skip: skip them (listed with their token count). Never truncated.")] = None,
     trust_remote_code: Annotated[bool, typer.Option("--trust-remote-code", help="Run the model repository's own code (only for models that need it). Never taken from run.json: --append asks for it again.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing output folder.")] = False,
-    resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted run in --out (same options); ends with the output of an uninterrupted run.")] = False,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted run in --out: every option not given is the run's (run.json), an option given must equal it; ends with the output of an uninterrupted run.")] = False,
     append: Annotated[bool, typer.Option("--append", help="Add INPUT to the finished output folder --out with its run's settings (run.json; every option not given is the folder's, an option given must equal it): new shards, then index.faiss, chunks.parquet and manifest.json again; documents whose id is already there are skipped and listed.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
     group_tokens: Annotated[Optional[int], typer.Option("--group-tokens", hidden=True, show_default=str(DEFAULT_GROUP_TOKENS), help="Tokens per pipeline group = per shard (bounds memory).")] = None,
@@ -201,9 +201,8 @@ def embed(
         "dedup": dedup,
         "backend": backend,
     }
-    o = _resolve_embed_options(given, out if append else None)
-    if resume and o["dtype"] is None:  # the dtype the run resolved (the default depends on the machine's CPU)
-        o["dtype"] = _recorded_dtype(out)
+    # --resume and --append: every option not given is the folder's (run.json), so `--resume` alone continues a run
+    o = _resolve_embed_options(given, out if (append or resume) else None)
     model, strategy, mode, dtype = o["model"], o["strategy"], o["mode"], o["dtype"]
     macro_window, macro_window_overlap, batch_tokens = o["macro_window"], o["macro_window_overlap"], o["batch_tokens"]
     index, hnsw_m, ef_construction, ef_search = o["index"], o["hnsw_m"], o["ef_construction"], o["ef_search"]
@@ -360,31 +359,24 @@ _EMBED_DEFAULTS = {
 }
 
 
-def _recorded_dtype(out: Path) -> str | None:
-    """The dtype ``out``'s run.json records (the resolved one), or None where there is none to read (``--resume``
-    then fails later, saying why)."""
-    from latechunk.output import OutputFolder
-
-    try:
-        return ((OutputFolder(out).read_run().get("settings") or {}).get("model") or {}).get("dtype")
-    except (ValueError, OSError):
-        return None
-
-
 def _resolve_embed_options(given: dict, append_to: Path | None) -> dict:
-    """``embed``'s options: each given one as given; the others ``embed``'s defaults, or with ``--append`` the
-    folder's run.json settings (model: the manifest's model folder when it still exists, else its name). A folder
-    without a readable run.json gives the defaults (``--append`` then fails on it, saying why)."""
+    """``embed``'s options: each given one as given; the others ``embed``'s defaults, or with ``--append`` and
+    ``--resume`` the folder's run.json settings (model: the manifest's model folder when it still exists, else the
+    recorded name or path). A folder without a readable run.json gives the defaults (``--append`` and ``--resume``
+    then fail on it, saying why)."""
     values = dict(_EMBED_DEFAULTS)
     if append_to is not None:
         from latechunk.output import OutputFolder
 
         folder = OutputFolder(append_to)
         try:
-            s = folder.read_run().get("settings", {})
-            recorded = folder.read_manifest().get("model", {})
-        except ValueError:
-            s, recorded = {}, {}
+            s = folder.read_run().get("settings", {}) or {}
+        except (ValueError, OSError):
+            s = {}
+        try:  # an interrupted run (--resume) has no manifest yet
+            recorded = folder.read_manifest().get("model", {}) if s else {}
+        except (ValueError, OSError):
+            recorded = {}
         if s:
             m, ix = s.get("model") or {}, s.get("index") or {}
             path = recorded.get("path") or ""

@@ -81,6 +81,18 @@ def test_short_one_chunk_records_are_not_a_source_alarm():
         ("source", "md"), ("source", "record")]
 
 
+def test_short_one_chunk_notes_do_not_flag_a_normal_long_document():
+    # a trial's folder: many one-chunk notes (~40 tokens: 25 chunks per 1,000 tokens) beside long documents split
+    # at max_tokens=256 (~4 per 1,000); the notes are no reference for splitting, so nothing is flagged (before,
+    # each long document was "about 500 chunks expected")
+    notes = [(f"n{i}", "md", 40, 1) for i in range(12)]
+    long_docs = [(f"l{i}", "md", 20000 + 500 * i, 80 + 2 * i) for i in range(3)]
+    assert parse_alarms(notes + long_docs) == []
+    # with enough split documents to compare with, an over-split one still raises the alarm beside the notes
+    more = _rows([4.0, 4.2, 3.8, 4.5, 3.6, 4.1], prefix="s") + [("broken", "md", 10000, 110)]
+    assert [a.doc_id for a in parse_alarms(notes + more)] == ["broken"]
+
+
 def test_rows_as_tuples_mappings_or_doccounts_and_source_densities():
     rows = [("a", "md", 1000, 4), {"doc_id": "b", "source": "md", "tokens": 2000, "chunks": 10},
             DocCount("c", "txt", 500, 1)]

@@ -523,6 +523,35 @@ def test_resume_seconds_total_covers_the_interrupted_run(tmp_path):
     assert after["seconds"]["total"] >= after["seconds"].get("late_encode", 0.0)
 
 
+def test_resume_alone_takes_the_interrupted_runs_options_from_run_json(tmp_path):
+    """`embed IN --out DIR --resume` with no other option continues a fused fixed:size=32 run (before, it took
+    embed's defaults, late and recursive, and failed on the settings diff); an option given must still equal it."""
+    src = tmp_path / "in"
+    src.mkdir()
+    for i in range(3):
+        (src / f"{i}.md").write_text(f"Document {i} about rivers and the sea. " * 30, encoding="utf-8")
+    out = tmp_path / "o"
+    assert _run("embed", src, "--out", out, "--device", "cpu", "-q", "--mode", "fused", "--strategy",
+                "fixed:size=32", "--macro-window", 128, "--group-tokens", 256).exit_code == 0
+    before = pq.read_table(out / "chunks.parquet").to_pylist()
+    shards = sorted((out / "shards").iterdir())
+    assert len(shards) > 1
+    (out / "manifest.json").unlink()  # killed before the last shard and the assembly
+    shards[-1].unlink()
+    res = _run("embed", src, "--out", out, "--device", "cpu", "-q", "--resume")
+    assert res.exit_code == 0, res.output
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["strategy"]["name"] == "fixed" and manifest["strategy"]["size"] == 32, manifest["strategy"]
+    assert json.loads((out / "run.json").read_text())["settings"]["mode"] == "fused"
+    after = pq.read_table(out / "chunks.parquet").to_pylist()
+    assert [(r["doc_id"], r["char_start"], r["char_end"]) for r in after] == \
+        [(r["doc_id"], r["char_start"], r["char_end"]) for r in before]
+    (out / "manifest.json").unlink()
+    res = CliRunner().invoke(app, ["embed", str(src), "--out", str(out), "--device", "cpu", "-q", "--resume",
+                                   "--mode", "late"])
+    assert res.exit_code != 0 and "mode" in res.output
+
+
 def test_a_bad_index_factory_string_fails_before_any_output_is_written(tmp_path):
     src = tmp_path / "a.md"
     src.write_text("Herons wait by the reeds. They strike fast.\n", encoding="utf-8")

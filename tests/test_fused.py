@@ -109,11 +109,28 @@ def test_compare_scores_fused_beside_late_and_naive_over_the_same_chunks(tiny, t
     # the fused system's scores come from its own ranking, not a copy of either part's
     fl = [c for c in res.comparisons if c["kind"] == "fused-late"]
     assert len(fl) >= len(cfg.specs()) * 2
+    # plot.png's panel (b) draws the fused pairs beside late − naive (it drew late − naive only)
+    from latechunk.eval.report import _pair_series, write_plot
+
+    metric = f"AR@{res.main_k}"
+    comps, series, _, _ = _pair_series(res, metric)
+    assert [k for k, _, _ in series] == ["late-naive", "fused-late", "fused-naive"]
+    assert {c["kind"] for c in comps} == {"late-naive", "fused-late", "fused-naive"}
+    write_plot(res, tmp_path / "plot.png")
+    assert (tmp_path / "plot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # fused alone: late and naive run inside, but only fused is scored and reported
     only = run_compare(_config(tiny, tmp_path, modes=("fused",), windows=(64,)), encoder=minilm_encoder())
     assert {s.mode for s in only.systems} == {"fused"}
     for spec in cfg.specs():
         assert only.system(spec, "fused", 64).per_query == res.system(spec, "fused", 64).per_query
+    # the report says why late and naive were encoded though only fused was asked for
+    from latechunk.eval.report import markdown_report
+
+    text = markdown_report(only)
+    assert "| window | overlap | modes encoded |" in text
+    assert "Fused systems encode nothing of their own" in text
+    assert "Fused systems encode nothing" not in markdown_report(
+        run_compare(_config(tiny, tmp_path, modes=("late",), windows=(64,)), encoder=minilm_encoder()))
 
 
 def test_compare_refuses_an_unknown_mode_naming_fused(tiny, tmp_path):
