@@ -31,7 +31,7 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 def visible(text: str) -> str:
-    """``text`` with its control characters written as escapes (``\\n``, ``\\t``, ``\\x1b``, ``\\u2028``), so
+    r"""``text`` with its control characters written as escapes (``\n``, ``\t``, ``\x1b``, ``\u2028``), so
     a doc id or query holding a newline or a terminal escape prints as one line and cannot drive the terminal.
 
     Args:

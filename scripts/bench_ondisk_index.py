@@ -243,27 +243,27 @@ def main(argv: list[str] | None = None) -> int:
         f"- versions: {_versions()}",
         f"- command: `python3 scripts/bench_ondisk_index.py --rows {args.rows} --dim {args.dim} --shards "
         f"{args.shards} --index {args.index} --dir {out}" + (f" --record {args.record}`" if args.record else "`"),
-        f"- load average (1 min) before / after: {load_before[0]:.1f} / {load_after[0]:.1f} on {os.cpu_count()} cores "
-        "(other helpers' jobs share the machine: timings are loaded wall seconds)",
+        (f"- load average (1 min) before / after: {load_before[0]:.1f} / {load_after[0]:.1f} on {os.cpu_count()} cores "
+        "(other helpers' jobs share the machine: timings are loaded wall seconds)"),
         "",
         "| | value | / float32 vectors |",
         "| --- | ---: | ---: |",
         f"| float32 vectors (`rows * dim * 4`) | {raw / 1e9:.3f} GB | 1.00 |",
-        f"| assembly peak RSS (`ru_maxrss`, anon + file-backed) | {mem['ru_maxrss'] / 1e9:.3f} GB | "
-        f"{mem['ru_maxrss'] / raw:.2f} |",
-        f"| assembly peak RssAnon (sampled every 50 ms) | {mem['rss_anon_peak'] / 1e9:.3f} GB | "
-        f"{mem['rss_anon_peak'] / raw:.2f} |",
-        f"| assembly peak RssFile (mapped shards / ivfdata, sampled) | {mem['rss_file_peak'] / 1e9:.3f} GB | "
-        f"{mem['rss_file_peak'] / raw:.2f} |",
-        f"| index.faiss | {(out / 'index.faiss').stat().st_size / 1e9:.3f} GB | "
-        f"{(out / 'index.faiss').stat().st_size / raw:.3f} |",
+        (f"| assembly peak RSS (`ru_maxrss`, anon + file-backed) | {mem['ru_maxrss'] / 1e9:.3f} GB | "
+        f"{mem['ru_maxrss'] / raw:.2f} |"),
+        (f"| assembly peak RssAnon (sampled every 50 ms) | {mem['rss_anon_peak'] / 1e9:.3f} GB | "
+        f"{mem['rss_anon_peak'] / raw:.2f} |"),
+        (f"| assembly peak RssFile (mapped shards / ivfdata, sampled) | {mem['rss_file_peak'] / 1e9:.3f} GB | "
+        f"{mem['rss_file_peak'] / raw:.2f} |"),
+        (f"| index.faiss | {(out / 'index.faiss').stat().st_size / 1e9:.3f} GB | "
+        f"{(out / 'index.faiss').stat().st_size / raw:.3f} |"),
         f"| index.ivfdata | {ivf.get('bytes', 0) / 1e9:.3f} GB | {ivf.get('bytes', 0) / raw:.3f} |",
         "",
-        f"- training sample: {manifest['index'].get('train', {}).get('rows')} rows, seed "
+        (f"- training sample: {manifest['index'].get('train', {}).get('rows')} rows, seed "
         f"{manifest['index'].get('train', {}).get('seed')}; nlist {manifest['index'].get('nlist')}, "
-        f"default nprobe {manifest['index'].get('nprobe')}; on disk: {manifest['index'].get('ondisk')}",
-        f"- wall seconds: writing the synthetic shards {t_write:.0f} s, assembly (index + chunks.parquet + manifest) "
-        f"{mem['seconds']:.0f} s, verify {t_verify:.0f} s",
+        f"default nprobe {manifest['index'].get('nprobe')}; on disk: {manifest['index'].get('ondisk')}"),
+        (f"- wall seconds: writing the synthetic shards {t_write:.0f} s, assembly (index + chunks.parquet + manifest) "
+        f"{mem['seconds']:.0f} s, verify {t_verify:.0f} s"),
         f"- verify (`verify_output(out, check_sources=False)`): {'passed' if not problems else 'FAILED'}; {summary}",
     ]
     lines += [f"  - {p}" for p in problems[:20]]

@@ -238,6 +238,7 @@ def test_a_folder_that_cannot_be_written_is_one_clear_error(tmp_path):
 
     blocker = tmp_path / "a_file"
     blocker.write_text("x", encoding="utf-8")
-    with pytest.raises(ValueError, match="cannot write to the output folder .*need a writable folder"):
-        with writer_lock(blocker / "out"):  # its parent is a file: mkdir fails as on a read-only file system
-            pass
+    # its parent is a file: mkdir fails as on a read-only file system
+    with pytest.raises(ValueError, match="cannot write to the output folder .*need a writable folder"), \
+            writer_lock(blocker / "out"):
+        pass
