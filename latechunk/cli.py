@@ -461,9 +461,16 @@ def _append(config, encoder, quiet: bool) -> None:
 
 
 def _print_ingest_notes(manifest: dict, where: Path) -> None:
-    """On stderr, plain text: each parse alarm of the manifest, and how many chunks ``--dedup`` dropped."""
+    """On stderr, plain text: each parse alarm of the manifest, the documents with text read as the unknown token
+    (at most :data:`_MAX_SKIPPED_SHOWN`, then a count), and how many chunks ``--dedup`` dropped."""
     for a in manifest.get("alarms", []):
-        typer.echo(a["message"], err=True)
+        typer.echo(visible(a["message"]), err=True)
+    unknown = manifest.get("unknown_tokens", [])
+    for u in unknown[:_MAX_SKIPPED_SHOWN]:
+        typer.echo(visible(u["message"]), err=True)
+    if len(unknown) > _MAX_SKIPPED_SHOWN:
+        typer.echo(f"unknown tokens: ... and {len(unknown) - _MAX_SKIPPED_SHOWN} more document(s) (all in {where})",
+                   err=True)
     d = manifest.get("dedup")
     if d:
         typer.echo(f"dedup: {d['chunks_dropped']} chunk(s) dropped as near-duplicates (cosine >= {d['threshold']}) "

@@ -219,6 +219,9 @@ class GroupResult:
         start: Input position (0-based, counting every item: documents and skipped ones) of the first item.
         items: The group's input items, in input order; the next group starts at ``start + len(items)``.
         documents / tokenizations: The embedded documents and their tokenizations, in input order.
+        unknown_chars: Per embedded document, its characters read as the tokenizer's unknown token
+            (:meth:`~latechunk.tokenize.DocumentTokenizer.unknown_chars`: content in no vector); empty where
+            the encoder's tokenizer cannot tell.
         skipped: Every item of the group that is not embedded (from the reader or from the pipeline), with its
             reason, in input order. ``len(documents) + len(skipped) == len(items)``.
         boundaries: ``{spec: [Boundaries per document]}``.
@@ -234,6 +237,7 @@ class GroupResult:
     items: list[Document | Skipped]
     documents: list[Document] = field(default_factory=list)
     tokenizations: list[Tokenization] = field(default_factory=list)
+    unknown_chars: list[int] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
     boundaries: dict[str, list[Boundaries]] = field(default_factory=dict)
     vectors: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
@@ -867,6 +871,8 @@ class _Run:
         stats.seconds["split"] += time.perf_counter() - t0
         g.documents = [e.item for _, e, _ in kept]
         g.tokenizations = [e.tok for _, e, _ in kept]
+        count_unknown = getattr(enc.tokenizer, "unknown_chars", None)
+        g.unknown_chars = [count_unknown(t) for t in g.tokenizations] if callable(count_unknown) else []
         g.skipped = [e.skip for e in entries if e.tok is None]
         stats.content_tokens += sum(t.n_content for t in g.tokenizations)
         spans: dict[tuple[str, int], np.ndarray] = {}  # (spec, kept index) -> pooled token spans

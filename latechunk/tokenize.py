@@ -62,6 +62,36 @@ class DocumentTokenizer:
         """Frame tokens per model input (lead + trail)."""
         return len(self.lead_ids) + len(self.trail_ids)
 
+    @property
+    def unk_token_id(self) -> int | None:
+        """The id of the tokenizer's unknown token (``[UNK]``, ``<unk>``), or None where it has none (byte-level
+        BPE tokenizers cover every byte)."""
+        uid = getattr(self.tokenizer, "unk_token_id", None)
+        return int(uid) if isinstance(uid, (int, np.integer)) and not isinstance(uid, bool) else None
+
+    def unknown_chars(self, tok: Tokenization) -> int:
+        """Characters of the document read as the unknown token: content the encoder never sees.
+
+        WordPiece reads a word longer than its ``max_input_chars_per_word`` (100 for BERT's) and a character
+        outside its vocabulary as one ``[UNK]``, so a base64 blob, a long URL or a 100,000-letter word is a single
+        token whose text is in no vector.
+
+        Args:
+            tok: A tokenization made by this tokenizer.
+
+        Returns:
+            The summed character length (``end - start`` of the offsets) of its content tokens whose id is
+            :attr:`unk_token_id`; 0 when the tokenizer has no unknown token.
+        """
+        uid = self.unk_token_id
+        if uid is None:
+            return 0
+        hit = (tok.input_ids == uid) & ~tok.special_tokens_mask
+        if not hit.any():
+            return 0
+        offs = tok.offsets[hit]
+        return int((offs[:, 1] - offs[:, 0]).sum())
+
     def __call__(self, doc: Document | str) -> Tokenization:
         """Tokenize one document.
 

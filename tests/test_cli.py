@@ -552,6 +552,25 @@ def test_resume_alone_takes_the_interrupted_runs_options_from_run_json(tmp_path)
     assert res.exit_code != 0 and "mode" in res.output
 
 
+def test_text_read_as_the_unknown_token_is_listed_and_printed(tmp_path):
+    """A 150-letter word is one [UNK] for MiniLM's WordPiece (its word limit is 100 characters): the document is
+    embedded, and the manifest and stderr say how many of its characters are in no vector."""
+    src = tmp_path / "in"
+    src.mkdir()
+    blob = "Q" * 150
+    (src / "blob.md").write_text(f"Herons wait by the reeds. The key is {blob} and nothing else.\n", encoding="utf-8")
+    (src / "plain.md").write_text("Herons wait by the reeds. They strike fast.\n", encoding="utf-8")
+    out = tmp_path / "o"
+    res = CliRunner().invoke(app, ["embed", str(src), "--out", str(out), "--device", "cpu", "-q"])
+    assert res.exit_code == 0, res.output
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert [(u["doc_id"], u["unknown_chars"]) for u in manifest["unknown_tokens"]] == [("blob.md", 150)]
+    records = {d["doc_id"]: d for d in manifest["documents"]}
+    assert records["plain.md"]["unknown_chars"] == 0 and records["blob.md"]["chunks"] >= 1
+    assert "unknown tokens: blob.md: 150 character(s)" in res.output
+    assert _run("verify", out).exit_code == 0
+
+
 def test_a_bad_index_factory_string_fails_before_any_output_is_written(tmp_path):
     src = tmp_path / "a.md"
     src.write_text("Herons wait by the reeds. They strike fast.\n", encoding="utf-8")

@@ -10,10 +10,11 @@ sha256), so assembly never holds all vectors: peak memory is the training sample
 types are built in memory. The chunk table is the concatenation of the shard tables. The manifest is written
 last, so a folder with a manifest is complete.
 
-Two accounts are made here from the shard records: ``alarms`` (:func:`latechunk.alarms.parse_alarms` over each
+Three accounts are made here from the shard records: ``alarms`` (:func:`latechunk.alarms.parse_alarms` over each
 document's source type, content tokens and chunks: the strategy's chunks, those dropped by ``--dedup``
-included) and, for a ``--dedup`` run, ``dedup`` (the threshold and every dropped chunk with the kept chunk it
-duplicates, in input order).
+included), ``unknown_tokens`` (each document with text read as the tokenizer's unknown token, in input order:
+:func:`unknown_token_notes`) and, for a ``--dedup`` run, ``dedup`` (the threshold and every dropped chunk with the
+kept chunk it duplicates, in input order).
 Memory: one shard's table at a time, vectors memory-mapped; what grows is an in-memory index (``ntotal * dim * 4``
 bytes for a flat one; an IVF index's lists are on disk) and the manifest's per-document lines.
 """
@@ -32,7 +33,7 @@ from latechunk.index import build_batched, set_ondisk_name
 from latechunk.ingest.files import commit, fault, sha256_file, tmp_path, write_json
 from latechunk.output import IVFDATA_FILE, OutputFolder, build_manifest, write_chunk_table
 
-__all__ = ["alarm_rows", "assemble"]
+__all__ = ["alarm_rows", "assemble", "unknown_token_notes"]
 
 _EMPTY = np.zeros((0, 0), np.float32)  # the vectors of a shard without rows (never read from disk)
 
@@ -59,6 +60,27 @@ def alarm_rows(documents: list[dict]) -> list[dict]:
     return rows
 
 
+def unknown_token_notes(documents: list[dict]) -> list[dict]:
+    """The documents whose text the encoder partly never saw: characters read as the tokenizer's unknown token.
+
+    Args:
+        documents: Document records (:func:`~latechunk.ingest.shards.document_record`) with ``unknown_chars``
+            (:meth:`latechunk.tokenize.DocumentTokenizer.unknown_chars`); records without it are left out.
+
+    Returns:
+        ``[{"doc_id", "unknown_chars", "message"}]`` for each document with ``unknown_chars > 0``, in input order.
+    """
+    out = []
+    for d in documents:
+        n = int(d.get("unknown_chars", 0) or 0)
+        if n > 0:
+            out.append({"doc_id": d["doc_id"], "unknown_chars": n, "message": (
+                f"unknown tokens: {d['doc_id']}: {n:,} character(s) read as the tokenizer's unknown token (a word "
+                "longer than its word limit, 100 characters for BERT's WordPiece, such as a URL or an encoded "
+                "blob, or characters outside its vocabulary): that text is in no vector")})
+    return out
+
+
 def assemble(out: Path, records: list[dict], settings: dict, index_config: IndexConfig, dim: int, header: dict,
              t_start: float, world_size: int = 1) -> dict:
     """Build the output files from the shard records (in shard order) and return the manifest.
@@ -70,7 +92,8 @@ def assemble(out: Path, records: list[dict], settings: dict, index_config: Index
         index_config: The FAISS index.
         dim: Vector dimension.
         header: Extra manifest fields (model, strategy, inputs, versions), written as given; ``alarms`` (a list
-            of :meth:`Alarm.to_dict <latechunk.alarms.Alarm.to_dict>`) and, when ``settings`` has ``dedup``,
+            of :meth:`Alarm.to_dict <latechunk.alarms.Alarm.to_dict>`), ``unknown_tokens``
+            (:func:`unknown_token_notes`) and, when ``settings`` has ``dedup``,
             ``dedup`` (``threshold``, ``chunks_dropped``, ``dropped``: the shards' ``dedup`` records in order)
             are added (replacing those of an earlier assembly).
         t_start: ``time.time()`` at the start of the run, in seconds (for ``seconds.total``).
@@ -135,8 +158,9 @@ def assemble(out: Path, records: list[dict], settings: dict, index_config: Index
         for key, v in rec["stats"]["seconds"].items():
             seconds[key] = seconds.get(key, 0.0) + v
     seconds["assemble"] = time.perf_counter() - t0
-    header = {k: v for k, v in header.items() if k not in ("alarms", "dedup")}
+    header = {k: v for k, v in header.items() if k not in ("alarms", "unknown_tokens", "dedup")}
     header["alarms"] = [a.to_dict() for a in parse_alarms(alarm_rows(documents))]
+    header["unknown_tokens"] = unknown_token_notes(documents)
     if settings.get("dedup") is not None:
         dropped = [x for rec in records for x in rec.get("dedup", [])]
         header["dedup"] = {"threshold": settings["dedup"], "chunks_dropped": len(dropped), "dropped": dropped}

@@ -228,7 +228,8 @@ def write_group(folder: OutputFolder, config: EmbedConfig, dim: int, shard: Shar
     """Write ``shard`` (a selected group, or the empty shard) as shard ``shard.k``.
 
     Each document's record gets ``source_type`` (:func:`latechunk.alarms.source_type`) and ``tokens`` (content
-    tokens), the per-document rows that :func:`latechunk.alarms.parse_alarms` reads at assembly.
+    tokens), the per-document rows that :func:`latechunk.alarms.parse_alarms` reads at assembly, and
+    ``unknown_chars`` (characters read as the tokenizer's unknown token: the manifest's ``unknown_tokens``).
 
     With ``dedup`` (``embed --dedup``), the group's chunks are decided in order against the kept set
     (:mod:`latechunk.dedup`) *before* the shard is written: a dropped chunk has no row and no vector, its
@@ -262,6 +263,10 @@ def write_group(folder: OutputFolder, config: EmbedConfig, dim: int, shard: Shar
               "tokens": int(t.n_content)} for d, t in zip(docs, toks)]
     if len(extra) != len(docs):  # no tokenizations (not expected for a selected group): no alarm rows
         extra = [{} for _ in docs]
+    unknown = g.unknown_chars if g is not None else []
+    if len(unknown) == len(docs):
+        for e, n in zip(extra, unknown):
+            e["unknown_chars"] = int(n)
     dropped = None
     if dedup is not None:
         n_rows = sum(len(b) for b in bounds)
