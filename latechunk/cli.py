@@ -202,7 +202,7 @@ def embed(
         "backend": backend,
     }
     # --resume and --append: every option not given is the folder's (run.json), so `--resume` alone continues a run
-    o = _resolve_embed_options(given, out if (append or resume) else None)
+    o = _resolve_embed_options(given, out if (append or resume) else None, resume=resume)
     model, strategy, mode, dtype = o["model"], o["strategy"], o["mode"], o["dtype"]
     macro_window, macro_window_overlap, batch_tokens = o["macro_window"], o["macro_window_overlap"], o["batch_tokens"]
     index, hnsw_m, ef_construction, ef_search = o["index"], o["hnsw_m"], o["ef_construction"], o["ef_search"]
@@ -359,11 +359,12 @@ _EMBED_DEFAULTS = {
 }
 
 
-def _resolve_embed_options(given: dict, append_to: Path | None) -> dict:
+def _resolve_embed_options(given: dict, append_to: Path | None, resume: bool = False) -> dict:
     """``embed``'s options: each given one as given; the others ``embed``'s defaults, or with ``--append`` and
-    ``--resume`` the folder's run.json settings (model: the manifest's model folder when it still exists, else the
-    recorded name or path). A folder without a readable run.json gives the defaults (``--append`` and ``--resume``
-    then fail on it, saying why)."""
+    ``--resume`` the folder's run.json settings (model: with ``--append`` the manifest's model folder when it
+    still exists, else the recorded name or path; with ``resume`` the recorded name or path, which the run's
+    settings diff compares). A folder without a readable run.json gives the defaults (``--append`` and
+    ``--resume`` then fail on it, saying why)."""
     values = dict(_EMBED_DEFAULTS)
     if append_to is not None:
         from latechunk.output import OutputFolder
@@ -374,7 +375,7 @@ def _resolve_embed_options(given: dict, append_to: Path | None) -> dict:
         except (ValueError, OSError):
             s = {}
         try:  # an interrupted run (--resume) has no manifest yet
-            recorded = folder.read_manifest().get("model", {}) if s else {}
+            recorded = folder.read_manifest().get("model", {}) if s and not resume else {}
         except (ValueError, OSError):
             recorded = {}
         if s:

@@ -164,9 +164,9 @@ def test_resume_after_an_interruption_gives_the_same_folder(copies, deduped, mon
     assert_same_output(deduped[0], out)
     m_ref, m_new = (json.loads((p / "manifest.json").read_text()) for p in (deduped[0], out))
     assert m_new["dedup"] == m_ref["dedup"]
-    # resume keeps the setting: other options are refused
-    res = runner.invoke(app, ["embed", str(corpus), "--out", str(out), *ARGS, "--resume"])
-    assert res.exit_code != 0 and "dedup was 0.95, now None" in res.output
+    # resume keeps the setting (an option not given is the run's): another value is refused
+    res = runner.invoke(app, ["embed", str(corpus), "--out", str(out), *ARGS, "--dedup", "0.9", "--resume"])
+    assert res.exit_code != 0 and "dedup was 0.95, now 0.9" in res.output
 
 
 def test_append_deduplicates_against_the_indexed_chunks(copies, deduped, tmp_path):
