@@ -674,6 +674,16 @@ def count_input_bytes(inputs: Sequence[str | os.PathLike]) -> int:
     return n
 
 
+def _utf8_name(rel: str) -> str:
+    """``rel`` itself when it is valid UTF-8; else its bytes (os.fsdecode's surrogate escapes) with each byte that is
+    not UTF-8 written as ``\\xNN``, a valid string that names the file in the skipped list."""
+    try:
+        rel.encode("utf-8")
+        return rel
+    except UnicodeEncodeError:
+        return rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def iter_inputs(inputs: Sequence[str | os.PathLike]) -> Iterator[Document | Skipped]:
     """Stream documents from files, folders, JSONL, parquet and Arrow files and Hugging Face dataset folders, in a
     stable order.
@@ -707,6 +717,11 @@ def iter_inputs(inputs: Sequence[str | os.PathLike]) -> Iterator[Document | Skip
     for p, items in _input_files(paths):
         for f, rel, reason in items:
             suffix = f.suffix.lower()
+            shown = _utf8_name(rel)
+            if shown != rel:  # bytes that are not UTF-8 in its path (os.fsdecode's surrogates): no id can hold it
+                yield Skipped(shown, "its path is not valid UTF-8 (the bytes shown as \\x escapes): rename it to "
+                              "embed it", shown)
+                continue
             if reason:
                 stream: Iterator[Document | Skipped] = iter([Skipped(rel, reason, rel)])
             elif f.is_dir():  # a Hugging Face dataset folder (only those come without a reason)

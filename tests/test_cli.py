@@ -571,6 +571,25 @@ def test_text_read_as_the_unknown_token_is_listed_and_printed(tmp_path):
     assert _run("verify", out).exit_code == 0
 
 
+def test_a_file_name_that_is_not_utf8_is_skipped_by_name_and_the_rest_embedded(tmp_path):
+    """A name with a byte 0xff (os.fsdecode gives a surrogate) crashed the run in the input digest
+    ("surrogates not allowed", no file named); it is listed as skipped, named with a \\x escape."""
+    import os
+
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "good.md").write_text("Herons wait by the reeds. They strike fast.\n", encoding="utf-8")
+    with open(os.path.join(os.fsencode(src), b"bad\xff.md"), "wb") as f:
+        f.write(b"Otters float on their backs.\n")
+    out = tmp_path / "o"
+    res = CliRunner().invoke(app, ["embed", str(src), "--out", str(out), "--device", "cpu", "-q"])
+    assert res.exit_code == 0, res.output
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert [d["doc_id"] for d in manifest["documents"]] == ["good.md"]
+    assert [(s["doc_id"], "not valid UTF-8" in s["reason"]) for s in manifest["skipped"]] == [("bad\\xff.md", True)]
+    assert "skipped bad\\xff.md" in res.output
+
+
 def test_a_bad_index_factory_string_fails_before_any_output_is_written(tmp_path):
     src = tmp_path / "a.md"
     src.write_text("Herons wait by the reeds. They strike fast.\n", encoding="utf-8")
