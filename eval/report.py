@@ -628,6 +628,10 @@ def write_plot(result, path: str | os.PathLike) -> None:
     ax.set_title(title)
     if series:
         ax.legend(fontsize=7, ncol=2)
+    else:  # one mode asked for (fused alone too: its late and naive parts are encoded but not reported)
+        ax.set_title("paired differences")
+        ax.text(0.5, 0.5, "no mode pairs to compare:\none mode was asked for (--modes)", ha="center", va="center",
+                transform=ax.transAxes, fontsize=10)
     ax.grid(alpha=0.3)
 
     for ax, cost, xlabel in ((axes[1, 0], "tokens_encoded", "tokens through the encoder (late: shared pass)"),

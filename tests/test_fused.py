@@ -127,6 +127,9 @@ def test_compare_scores_fused_beside_late_and_naive_over_the_same_chunks(tiny, t
     from latechunk.eval.report import markdown_report
 
     text = markdown_report(only)
+    assert _pair_series(only, f"AR@{only.main_k}")[1] == []  # no pair reported: the panel says so
+    write_plot(only, tmp_path / "only.png")
+    assert (tmp_path / "only.png").stat().st_size > 0
     assert "| window | overlap | modes encoded |" in text
     assert "Fused systems encode nothing of their own" in text
     assert "Fused systems encode nothing" not in markdown_report(
