@@ -203,6 +203,9 @@ def embed(
     }
     # --resume and --append: every option not given is the folder's (run.json), so `--resume` alone continues a run
     o = _resolve_embed_options(given, out if (append or resume) else None, resume=resume)
+    if resume and not (Path(out) / "run.json").is_file():  # killed before run.json: a new run, said so
+        typer.echo(f"--resume: {out} holds no run to continue (no run.json); starting a new run with the options "
+                   "given (embed's defaults for the others)", err=True)
     model, strategy, mode, dtype = o["model"], o["strategy"], o["mode"], o["dtype"]
     macro_window, macro_window_overlap, batch_tokens = o["macro_window"], o["macro_window_overlap"], o["batch_tokens"]
     index, hnsw_m, ef_construction, ef_search = o["index"], o["hnsw_m"], o["ef_construction"], o["ef_search"]

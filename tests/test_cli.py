@@ -550,6 +550,9 @@ def test_resume_alone_takes_the_interrupted_runs_options_from_run_json(tmp_path)
     res = CliRunner().invoke(app, ["embed", str(src), "--out", str(out), "--device", "cpu", "-q", "--resume",
                                    "--mode", "late"])
     assert res.exit_code != 0 and "mode" in res.output
+    # nothing to continue (killed before run.json): a new run, and stderr says so
+    res = _run("embed", src, "--out", tmp_path / "new", "--device", "cpu", "-q", "--resume")
+    assert res.exit_code == 0 and "holds no run to continue" in res.output
 
 
 def test_text_read_as_the_unknown_token_is_listed_and_printed(tmp_path):
