@@ -470,7 +470,7 @@ class EmbedConfig:
             (``0 < dedup <= 1``; :mod:`latechunk.dedup`); None: off. A setting of the run (run.json).
 
     Raises:
-        ValueError: on a missing input, ``out`` that is a file, both ``force`` and ``resume``, a pipeline
+        ValueError: on a missing input, ``out`` that is a file or an input folder, both ``force`` and ``resume``, a pipeline
             with other than one strategy and one mode, or a dedup threshold outside ``(0, 1]``.
     """
 
@@ -490,6 +490,10 @@ class EmbedConfig:
         _require(not missing, f"input path(s) not found: {', '.join(missing)}")
         out = Path(self.out)
         _require(not (out.exists() and not out.is_dir()), f"--out {out} exists and is not a folder")
+        same = [str(p) for p in inputs if p.is_dir() and out.resolve() == p.resolve()]
+        first = same[0] if same else ""
+        _require(not same, f"--out {out} is the input folder {first}: the index would be written among the "
+                 f"documents (a folder inside it, e.g. --out {first}/index, is fine: it is never read back)")
         _require(not (self.force and self.resume),
                  "--force (start over) and --resume (continue) exclude each other; give one")
         _require(len(self.pipeline.strategies) == 1, "embed takes exactly one strategy")

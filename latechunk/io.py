@@ -675,8 +675,8 @@ def count_input_bytes(inputs: Sequence[str | os.PathLike]) -> int:
 
 
 def _utf8_name(rel: str) -> str:
-    """``rel`` itself when it is valid UTF-8; else its bytes (os.fsdecode's surrogate escapes) with each byte that is
-    not UTF-8 written as ``\\xNN``, a valid string that names the file in the skipped list."""
+    r"""``rel`` itself when it is valid UTF-8; else its bytes (os.fsdecode's surrogate escapes) with each byte that is
+    not UTF-8 written as ``\xNN``, a valid string that names the file in the skipped list."""
     try:
         rel.encode("utf-8")
         return rel

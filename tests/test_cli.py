@@ -593,6 +593,15 @@ def test_a_file_name_that_is_not_utf8_is_skipped_by_name_and_the_rest_embedded(t
     assert "skipped bad\\xff.md" in res.output
 
 
+def test_out_equal_to_the_input_folder_is_refused_before_any_write(tmp_path):
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "a.md").write_text("Herons wait by the reeds. They strike fast.\n", encoding="utf-8")
+    res = CliRunner().invoke(app, ["embed", str(src), "--out", str(tmp_path / "in" / "."), "--force", "-q"])
+    assert res.exit_code != 0 and "is the input folder" in res.output
+    assert sorted(p.name for p in src.iterdir()) == ["a.md"]
+
+
 def test_a_bad_index_factory_string_fails_before_any_output_is_written(tmp_path):
     src = tmp_path / "a.md"
     src.write_text("Herons wait by the reeds. They strike fast.\n", encoding="utf-8")
