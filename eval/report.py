@@ -549,8 +549,10 @@ def _pair_series(result, metric: str) -> tuple[list[dict], list[tuple[str, str, 
     """plot.png's panel (b): the comparisons it draws and its series ``(kind, metric, legend label)``, y label and
     title. Only late and naive: late − naive for every headline metric; with fused or contextual systems too, every
     mode pair (``kind`` ``"A-B"`` of :data:`~latechunk.eval.harness.MODE_PAIRS`) for ``metric``, one series a pair."""
-    kinds = list(dict.fromkeys(c["kind"] for c in result.comparisons if "-" in c["kind"]
-                               and c["kind"].split("-")[0] in ("late", "naive", "contextual", "fused")))
+    from .harness import MODE_PAIRS  # (harness imports this module: read at call time)
+
+    pairs = {f"{a}-{b}" for a, b in MODE_PAIRS}
+    kinds = list(dict.fromkeys(c["kind"] for c in result.comparisons if c["kind"] in pairs))
     if kinds and kinds != ["late-naive"]:
         comps = [c for c in result.comparisons if c["kind"] in kinds and c["metric"] == metric]
         series = [(k, metric, k.replace("-", " − ") + f" ({_col_name(metric)})") for k in kinds]

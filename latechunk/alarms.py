@@ -252,6 +252,7 @@ def parse_alarms(rows: Iterable, *, k: float = 3.5, sigma_floor: float = 0.1, mi
         return []
     x = np.log([d.density for d in docs])
     sources = [d.source for d in docs]
+    source_of = np.asarray(sources, dtype=object)
     # a one-chunk document says nothing about splitting (its density is 1000 / its length): as a reference it
     # would pull the median up, so that many short notes flag every normal long document as under-split
     split = np.asarray([d.chunks >= 2 for d in docs])
@@ -259,7 +260,7 @@ def parse_alarms(rows: Iterable, *, k: float = 3.5, sigma_floor: float = 0.1, mi
     for i, d in enumerate(docs):
         # leave-one-out: the document is compared with its peers, never with itself
         others = np.arange(len(docs)) != i
-        peers = others & split & np.asarray([s == d.source for s in sources])
+        peers = others & split & (source_of == d.source)
         if peers.sum() + 1 >= min_group:
             name, ref = f"source:{d.source}", x[peers]
         elif (others & split).sum() + 1 >= min_group:

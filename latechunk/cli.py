@@ -176,6 +176,7 @@ def embed(
     """
     from latechunk.config import EmbedConfig, IndexConfig, ModelConfig, PipelineConfig, dist_env
     from latechunk.models import ModelFacts, resolve_model_path
+    from latechunk.output import OutputFolder
 
     # options not given: embed's defaults, or with --append the folder's run.json settings
     given = {
@@ -203,7 +204,7 @@ def embed(
     }
     # --resume and --append: every option not given is the folder's (run.json), so `--resume` alone continues a run
     o = _resolve_embed_options(given, out if (append or resume) else None, resume=resume)
-    if resume and not (Path(out) / "run.json").is_file():  # killed before run.json: a new run, said so
+    if resume and not OutputFolder(out).run_path.is_file():  # killed before run.json: a new run, said so
         typer.echo(f"--resume: {out} holds no run to continue (no run.json); starting a new run with the options "
                    "given (embed's defaults for the others)", err=True)
     model, strategy, mode, dtype = o["model"], o["strategy"], o["mode"], o["dtype"]
