@@ -69,7 +69,7 @@ from .metrics import (
     theoretical_overlap_multiplier,
 )
 from .report import write_report
-from .result import CompareResult, System
+from .result import MODE_PAIRS, CompareResult, System
 from .stats import paired_bootstrap
 
 __all__ = [
@@ -84,11 +84,6 @@ __all__ = [
 
 log = logging.getLogger("latechunk.eval")
 
-MODE_PAIRS: tuple[tuple[str, str], ...] = (("late", "naive"), ("late", "contextual"), ("naive", "contextual"),
-                                           ("fused", "late"), ("fused", "naive"))
-"""The mode pairs compared per strategy (A minus B, paired bootstrap) where both modes run; a comparison's ``kind``
-is ``"A-B"`` (``"late-naive"``, ``"late-contextual"``, ``"naive-contextual"``, ``"fused-late"``,
-``"fused-naive"``)."""
 
 OMEGA = "PrecisionOmega"
 """Per-query name of Chroma's precision Ω (a property of the chunks, not of the ranking)."""

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from .config import CompareConfig
 from .plots import short_spec
-from .result import CompareResult, System
+from .result import MODE_PAIRS, CompareResult, System
 from .stats import paired_bootstrap
 
 __all__ = ["REPORT_FILES", "add_diagnostics", "markdown_report", "per_query_rows", "print_alarms", "print_table",
@@ -548,9 +548,7 @@ def _mean_ci(values: dict, config) -> tuple[float, float, float]:
 def _pair_series(result, metric: str) -> tuple[list[dict], list[tuple[str, str, str]], str, str]:
     """plot.png's panel (b): the comparisons it draws and its series ``(kind, metric, legend label)``, y label and
     title. Only late and naive: late − naive for every headline metric; with fused or contextual systems too, every
-    mode pair (``kind`` ``"A-B"`` of :data:`~latechunk.eval.harness.MODE_PAIRS`) for ``metric``, one series a pair."""
-    from .harness import MODE_PAIRS  # (harness imports this module: read at call time)
-
+    mode pair (``kind`` ``"A-B"`` of :data:`~latechunk.eval.result.MODE_PAIRS`) for ``metric``, one series a pair."""
     pairs = {f"{a}-{b}" for a, b in MODE_PAIRS}
     kinds = list(dict.fromkeys(c["kind"] for c in result.comparisons if c["kind"] in pairs))
     if kinds and kinds != ["late-naive"]:

@@ -11,7 +11,15 @@ from dataclasses import dataclass, field
 from .config import CompareConfig
 from .datasets import EvalDataset
 
-__all__ = ["CompareResult", "System"]
+__all__ = ["MODE_PAIRS", "CompareResult", "System"]
+
+MODE_PAIRS: tuple[tuple[str, str], ...] = (("late", "naive"), ("late", "contextual"), ("naive", "contextual"),
+                                           ("fused", "late"), ("fused", "naive"))
+"""The mode pairs compared per strategy (A minus B, paired bootstrap) where both modes run; a comparison's ``kind``
+is ``"A-B"`` (``"late-naive"``, ``"late-contextual"``, ``"naive-contextual"``, ``"fused-late"``,
+``"fused-naive"``). Defined here, beside the result it labels, so that :mod:`.harness` (which makes the
+comparisons) and :mod:`.report` (which draws them) read one list; ``harness.MODE_PAIRS`` re-exports it.
+"""
 
 
 @dataclass
@@ -91,7 +99,7 @@ class CompareResult:
         systems: Every system, in report order (strategy, then late windows, then naive, then contextual).
         comparisons: Paired bootstrap results (dicts: kind, a, b, metric, mean_diff, ci_low, ci_high, ...); the
             kinds are ``late-naive``, ``late-contextual``, ``naive-contextual`` (mode A minus mode B per strategy
-            and window: :data:`latechunk.eval.harness.MODE_PAIRS`), ``strategy`` and ``window``.
+            and window: :data:`MODE_PAIRS`), ``strategy`` and ``window``.
         metric_names: Per-query metric names, in column order.
         headline: The metrics compared across strategies and windows.
         main_k: The k of the headline metric in plots (5 when given, else the largest).
