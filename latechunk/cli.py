@@ -30,6 +30,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,  # help text is printed as written: "[title > section path]" is text, not a rich tag
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 
@@ -103,7 +104,7 @@ def _sentence_workers(n: int | None, world_size: int = 1) -> int:
     return share if share > 1 else 0
 
 
-PrecisionOpt = Annotated[Optional[str], typer.Option("--precision", show_default="float32", help="How index.faiss stores the vectors (the shards keep float32): float32, float16 (faiss SQfp16), int8 (faiss SQ8, per-dimension ranges calibrated on the corpus) or ubinary (1 bit per dimension, Hamming search then float rescoring; --index flat only). sentence-transformers' quantize_embeddings semantics.")]
+PrecisionOpt = Annotated[Optional[str], typer.Option("--precision", show_default=False, help="How index.faiss stores the vectors (the shards keep float32): float32, float16 (faiss SQfp16), int8 (faiss SQ8, per-dimension ranges calibrated on the corpus) or ubinary (1 bit per dimension, Hamming search then float rescoring; --index flat only). sentence-transformers' quantize_embeddings semantics.  [default: float32]")]
 TruncateDimOpt = Annotated[Optional[int], typer.Option("--truncate-dim", help="Index only the first N dimensions of every vector (Matryoshka models), renormalised when vectors are normalised; queries get the same. Default: all.")]
 
 
@@ -129,32 +130,32 @@ def _check_index_dim(index_config, facts) -> None:
 
 @app.command()
 def embed(
-    inputs: Annotated[list[Path], typer.Argument(help=".md/.txt files, source code (.py/.js/.ts/.go/.rs/.java), .html (as markdown), folders of them, .jsonl (id/text), BEIR corpus.jsonl, .parquet or .arrow (id/text), Hugging Face save_to_disk folders.")],
+    inputs: Annotated[list[Path], typer.Argument(metavar="INPUT", help=".md/.txt files, source code (.py/.js/.ts/.go/.rs/.java), .html (as markdown), folders of them, .jsonl (id/text), BEIR corpus.jsonl, .parquet or .arrow (id/text), Hugging Face save_to_disk folders.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Output folder: index.faiss, chunks.parquet, manifest.json.")],
     model: ModelOpt = None,
-    strategy: Annotated[Optional[str], typer.Option("--strategy", "-s", show_default=DEFAULT_STRATEGY, help="SPEC: name or name:key=value,... (see `latechunk strategies`). With --append, every option not given is the folder's (run.json).")] = None,
-    mode: Annotated[Optional[str], typer.Option("--mode", show_default="late", help="late (encode the document once, pool per chunk), naive (encode each chunk alone), contextual (naive, with the chunk's header [title > section path] and a blank line before its text; the stored text stays the exact slice) or fused (late + naive vectors of each chunk, each unit-normalised, summed: both encodings, about 2x late's tokens through the model; on Chroma more recall than either, eval/results/fused.md; with --no-normalize the sum of the two unit vectors, norm up to 2).")] = None,
+    strategy: Annotated[Optional[str], typer.Option("--strategy", "-s", show_default=False, help=f"SPEC: name or name:key=value,... (see `latechunk strategies`). With --append, every option not given is the folder's (run.json).  [default: {DEFAULT_STRATEGY}]")] = None,
+    mode: Annotated[Optional[str], typer.Option("--mode", show_default=False, help="late (encode the document once, pool per chunk), naive (encode each chunk alone), contextual (naive, with the chunk's header [title > section path] and a blank line before its text; the stored text stays the exact slice) or fused (late + naive vectors of each chunk, each unit-normalised, summed: both encodings, about 2x late's tokens through the model; on Chroma more recall than either, eval/results/fused.md; with --no-normalize the sum of the two unit vectors, norm up to 2).  [default: late]")] = None,
     device: DeviceOpt = "auto",
     dtype: Annotated[Optional[str], typer.Option(help="float32, bfloat16, float16 (or fp32, bf16, fp16). Default: bfloat16 on CUDA and on CPUs with AMX or AVX-512 BF16 (1.5-2x float32's speed there, equal recall: eval/results/bf16.md), else float32; $LATECHUNK_CPU_DTYPE=float32 sets the CPU default. Recorded in run.json: --resume and --append keep it.")] = None,
     macro_window: MacroWindowOpt = None,
     macro_window_overlap: MacroWindowOverlapOpt = None,
-    batch_tokens: Annotated[Optional[int], typer.Option(show_default="16384", help="Token budget per forward batch (padded tokens).")] = None,
+    batch_tokens: Annotated[Optional[int], typer.Option(show_default=False, help="Token budget per forward batch (padded tokens).  [default: 16384]")] = None,
     backend: Annotated[Optional[str], typer.Option("--backend", help="What runs the model: torch (any device), onnx (ONNX Runtime on the CPU, fp32, token states within 1e-4 of torch; exported once, cached under $LATECHUNK_CACHE/onnx, default ~/.cache/latechunk/onnx) or onnx-int8 (the export dynamically quantized to int8: faster, a small recall cost). ONNX needs pip install 'latechunk[onnx]'. Recorded in run.json: --resume and --append keep it.")] = None,
-    index: Annotated[Optional[str], typer.Option("--index", show_default="flat", help="A faiss index_factory string (Flat, HNSW32, IVF4096,Flat, IVF1024,PQ32, IVF65536,PQ64, ...); aliases: flat (= Flat), hnsw (= HNSW{--hnsw-m}). Inner product; vectors are L2-normalised unless --no-normalize. Checked against the model's dimension before anything is encoded. An IVF index is trained on a seeded sample of the vectors (max(65536, 64*nlist) rows, at most 2^20) and its inverted lists are merged on disk into index.ivfdata, one shard at a time: it may be larger than RAM; search it with --nprobe. With fewer than 39*nlist vectors, nlist becomes n//39 (recorded in the manifest). Every other type (Flat, HNSW32, PQ32) is built in memory. --precision float16/int8 turn Flat storage into SQfp16/SQ8 (Flat, HNSW{M}, IVF{n},Flat); a string with its own codes (PQ, SQ) needs --precision float32; ubinary needs flat. --truncate-dim applies to every type.")] = None,
-    hnsw_m: Annotated[Optional[int], typer.Option(show_default="32", help="With --index hnsw: graph degree M.")] = None,
-    ef_construction: Annotated[Optional[int], typer.Option(show_default="200", help="HNSW: build beam width.")] = None,
-    ef_search: Annotated[Optional[int], typer.Option(show_default="128", help="HNSW: search beam width.")] = None,
+    index: Annotated[Optional[str], typer.Option("--index", show_default=False, help="A faiss index_factory string (Flat, HNSW32, IVF4096,Flat, IVF1024,PQ32, IVF65536,PQ64, ...); aliases: flat (= Flat), hnsw (= HNSW{--hnsw-m}). Inner product; vectors are L2-normalised unless --no-normalize. Checked against the model's dimension before anything is encoded. An IVF index is trained on a seeded sample of the vectors (max(65536, 64*nlist) rows, at most 2^20) and its inverted lists are merged on disk into index.ivfdata, one shard at a time: it may be larger than RAM; search it with --nprobe. With fewer than 39*nlist vectors, nlist becomes n//39 (recorded in the manifest). Every other type (Flat, HNSW32, PQ32) is built in memory. --precision float16/int8 turn Flat storage into SQfp16/SQ8 (Flat, HNSW{M}, IVF{n},Flat); a string with its own codes (PQ, SQ) needs --precision float32; ubinary needs flat. --truncate-dim applies to every type.  [default: flat]")] = None,
+    hnsw_m: Annotated[Optional[int], typer.Option(show_default=False, help="With --index hnsw: graph degree M.  [default: 32]")] = None,
+    ef_construction: Annotated[Optional[int], typer.Option(show_default=False, help="HNSW: build beam width.  [default: 200]")] = None,
+    ef_search: Annotated[Optional[int], typer.Option(show_default=False, help="HNSW: search beam width.  [default: 128]")] = None,
     precision: PrecisionOpt = None,
     truncate_dim: TruncateDimOpt = None,
-    normalize: Annotated[Optional[bool], typer.Option("--normalize/--no-normalize", show_default="normalize", help="L2-normalise chunk vectors (cosine search).")] = None,
-    include_special: Annotated[Optional[bool], typer.Option("--include-special/--no-include-special", show_default="no-include-special", help="Late mode: first/last chunk absorb [CLS]/prefix/[SEP] states.")] = None,
-    long_documents: Annotated[Optional[str], typer.Option("--long-documents", show_default="windows", help="windows: encode documents longer than the macro window in consecutive macro windows; skip: skip them (listed with their token count). Never truncated.")] = None,
+    normalize: Annotated[Optional[bool], typer.Option("--normalize/--no-normalize", show_default=False, help="L2-normalise chunk vectors (cosine search).  [default: normalize]")] = None,
+    include_special: Annotated[Optional[bool], typer.Option("--include-special/--no-include-special", show_default=False, help="Late mode: first/last chunk absorb [CLS]/prefix/[SEP] states.  [default: no-include-special]")] = None,
+    long_documents: Annotated[Optional[str], typer.Option("--long-documents", show_default=False, help="windows: encode documents longer than the macro window in consecutive macro windows; skip: skip them (listed with their token count). Never truncated.  [default: windows]")] = None,
     trust_remote_code: Annotated[bool, typer.Option("--trust-remote-code", help="Run the model repository's own code (only for models that need it). Never taken from run.json: --append asks for it again.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing output folder.")] = False,
     resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted run in --out: every option not given is the run's (run.json), an option given must equal it; ends with the output of an uninterrupted run.")] = False,
     append: Annotated[bool, typer.Option("--append", help="Add INPUT to the finished output folder --out with its run's settings (run.json; every option not given is the folder's, an option given must equal it): new shards, then index.faiss, chunks.parquet and manifest.json again; documents whose id is already there are skipped and listed.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
-    group_tokens: Annotated[Optional[int], typer.Option("--group-tokens", hidden=True, show_default=str(DEFAULT_GROUP_TOKENS), help="Tokens per pipeline group = per shard (bounds memory).")] = None,
+    group_tokens: Annotated[Optional[int], typer.Option("--group-tokens", hidden=True, show_default=False, help=f"Tokens per pipeline group = per shard (bounds memory).  [default: {DEFAULT_GROUP_TOKENS}]")] = None,
     sentence_workers: SentenceWorkersOpt = None,
     late_pooling: LatePoolingOpt = None,
     dedup: Annotated[Optional[float], typer.Option("--dedup", metavar="THRESHOLD", help="Drop a chunk whose cosine to an earlier kept chunk (input order; chunks of one document too) is >= THRESHOLD (0 < THRESHOLD <= 1; exact FAISS range search); each dropped chunk is listed in manifest.json's dedup with the chunk it duplicates. A setting of the run. Default: off.")] = None,
@@ -245,6 +246,10 @@ def embed(
             check_append_options(config, force=force, resume=resume, world_size=world_size)
         except ValueError as err:
             _fail(str(err))
+    finished = _finished_run_note(out) if resume else ""
+    if finished:  # a finished folder: nothing to continue, and nothing in it is touched
+        typer.echo(finished, err=True)
+        return
     if rank == 0 and (append or resume or force):  # another process writing --out: fail before the model loads
         from latechunk.ingest.folder import check_unlocked
 
@@ -326,7 +331,7 @@ def embed(
         return
     c = manifest["counts"]
     typer.echo(
-        f"embedded {c['documents_embedded']}/{c['documents_in']} documents -> {c['chunks']} chunks "
+        f"embedded {_documents_line(c['documents_embedded'], c['documents_in'], manifest['skipped'])} -> {c['chunks']} chunks "
         f"({config.mode}, {strat.spec}, {c['tokens_encoded']} tokens encoded, {manifest['seconds']['total']:.1f} s) into {out}"
     )
     _print_skipped(manifest["skipped"], out / "manifest.json")
@@ -361,6 +366,24 @@ _EMBED_DEFAULTS = {
     "dedup": None,
     "backend": "torch",
 }
+
+
+def _finished_run_note(out: Path) -> str:
+    """What ``embed --resume`` says of a finished output folder (one with a manifest.json: the assembly writes it
+    last), which it leaves as it is; ``""`` when ``out`` holds no finished run (a resume then continues it)."""
+    from latechunk.output import OutputFolder
+
+    folder = OutputFolder(out)
+    if not folder.manifest_path.is_file():
+        return ""
+    try:
+        counts = folder.read_manifest().get("counts", {}) or {}
+        what = f"{counts.get('documents_embedded', '?')} documents, {counts.get('chunks', '?')} chunks"
+    except (ValueError, OSError) as err:  # damaged: verify says what is wrong
+        what = f"its manifest.json does not read: {err}"
+    return (f"--resume: {out} holds a finished run ({what}); there is nothing to continue and the folder is left as "
+            f"it is. To add documents: latechunk embed NEW --out {out} --append; to check it: latechunk verify {out}; "
+            "to start over: --force")
 
 
 def _resolve_embed_options(given: dict, append_to: Path | None, resume: bool = False) -> dict:
@@ -459,7 +482,7 @@ def _append(config, encoder, quiet: bool) -> None:
         _fail(f"nothing appended to {config.out}: none of the {len(res.skipped)} input item(s) was embedded "
               "(the reasons are above); the folder is unchanged", code=1)
     c = res.manifest["counts"]
-    typer.echo(f"appended {len(res.documents)}/{len(res.documents) + len(res.skipped)} documents -> {res.chunks} "
+    typer.echo(f"appended {_documents_line(len(res.documents), len(res.documents) + len(res.skipped), res.skipped)} -> {res.chunks} "
                f"chunks into {config.out} (now {c['chunks']} chunks from {c['documents_embedded']} documents)")
     _print_skipped(res.skipped, config.out / "manifest.json")
     _print_ingest_notes(res.manifest, config.out / "manifest.json")
@@ -486,6 +509,20 @@ def _print_ingest_notes(manifest: dict, where: Path) -> None:
 _MAX_SKIPPED_SHOWN = 50
 
 
+def _documents_line(embedded: int, items: int, skipped: list[dict]) -> str:
+    """``"E/N documents"`` of a run's summary (``items`` input items, ``skipped`` their skipped records): N counts
+    the documents read (embedded or skipped), not the input entries never opened as documents (an unsupported
+    file, a symlinked, version-control or latechunk output folder: :func:`latechunk.io.is_not_read`), which follow
+    as a count; all of them are in the skipped list."""
+    from latechunk.io import is_not_read
+
+    not_read = sum(1 for s in skipped if is_not_read(str(s.get("reason", ""))))
+    line = f"{embedded}/{items - not_read} documents"
+    if not_read:
+        line += f" ({not_read} input {'entry' if not_read == 1 else 'entries'} not read as documents, listed below)"
+    return line
+
+
 def _print_skipped(skipped: list[dict], where: Path | str) -> None:
     """Print each skipped item (doc id: reason) on stderr, at most :data:`_MAX_SKIPPED_SHOWN`, then a count."""
     for s in skipped[:_MAX_SKIPPED_SHOWN]:
@@ -497,7 +534,7 @@ def _print_skipped(skipped: list[dict], where: Path | str) -> None:
 
 @app.command()
 def verify(
-    out: Annotated[Path, typer.Argument(help="A folder written by `latechunk embed`.")],
+    out: Annotated[Path, typer.Argument(metavar="DIR", help="A folder written by `latechunk embed`.")],
     inputs: Annotated[Optional[list[Path]], typer.Option("--inputs", "-i", help="Where the source inputs are now (default: the paths recorded in the manifest).")] = None,
     no_sources: Annotated[bool, typer.Option("--no-sources", help="Skip re-reading and hashing the source documents.")] = False,
 ) -> None:
@@ -523,14 +560,14 @@ def verify(
 
 @app.command()
 def search(
-    out: Annotated[Path, typer.Argument(help="A folder written by `latechunk embed`.")],
-    query: Annotated[str, typer.Argument(help="The query text (embedded with the model's query prompt).")],
+    out: Annotated[Path, typer.Argument(metavar="DIR", help="A folder written by `latechunk embed`.")],
+    query: Annotated[str, typer.Argument(metavar="QUERY", help="The query text (embedded with the model's query prompt).")],
     k: Annotated[int, typer.Option("-k", help="Number of results.")] = 5,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list of results, best first (each chunk's spans, heading path, title, section, header, source, url; with --expand, the contexts: span(s), text and the hits each holds).")] = False,
     device: DeviceOpt = "auto",
     model: Annotated[Optional[str], typer.Option("--model", "-m", help="Model for the query. Default: the model the index was built with (from its manifest).")] = None,
     expand: Annotated[Optional[str], typer.Option("--expand", metavar="section|neighbors:N|document", help="Give each hit's context for a generator instead of the chunk alone: its heading section, N chunks on each side, or the document, reassembled from the chunk table; hits of one document whose contexts overlap or touch are merged (best score kept, hits listed).")] = None,
-    nprobe: Annotated[Optional[int], typer.Option("--nprobe", show_default="the index's: min(16, nlist)", help="IVF indexes (--index IVF1024,PQ32, ...): inverted lists probed per query; more is slower and closer to exact (nlist: every list). An error for other index types.")] = None,
+    nprobe: Annotated[Optional[int], typer.Option("--nprobe", show_default=False, help="IVF indexes (--index IVF1024,PQ32, ...): inverted lists probed per query; more is slower and closer to exact (nlist: every list). An error for other index types.  [default: the index's: min(16, nlist)]")] = None,
 ) -> None:
     """Search an index: per hit, its rank, doc id, char span and score on one line, then its heading path and a
     snippet around the query's words (with --expand: of its context). Text is printed as written (brackets
@@ -612,7 +649,7 @@ def search(
 
 @app.command()
 def chunk(
-    inputs: Annotated[list[Path], typer.Argument(help=".md/.txt, source code, .html files, folders, .jsonl, .parquet or .arrow (id/text), Hugging Face save_to_disk folders.")],
+    inputs: Annotated[list[Path], typer.Argument(metavar="INPUT", help=".md/.txt, source code, .html files, folders, .jsonl, .parquet or .arrow (id/text), Hugging Face save_to_disk folders.")],
     strategy: Annotated[str, typer.Option("--strategy", "-s", help="SPEC, e.g. fixed:size=256,overlap=32.")] = DEFAULT_STRATEGY,
     model: ModelOpt = None,
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write JSONL here (default: stdout).")] = None,
@@ -853,7 +890,7 @@ def train(
 
 @app.command()
 def export(
-    out: Annotated[Path, typer.Argument(help="A folder written by `latechunk embed`.")],
+    out: Annotated[Path, typer.Argument(metavar="DIR", help="A folder written by `latechunk embed`.")],
     to: Annotated[str, typer.Option("--to", "-t", help="lancedb:PATH, qdrant:PATH or chroma:PATH (a local folder; "
                                     "the store's embedded/local client).")],
     collection: Annotated[str, typer.Option("--collection", "-c", help="Table (LanceDB) or collection name.")] = "latechunk",
@@ -892,7 +929,7 @@ def export(
 
 @app.command()
 def agree(
-    inputs: Annotated[list[Path], typer.Argument(help=".md/.txt, source code, .html files, folders, .jsonl, .parquet or .arrow (id/text), Hugging Face save_to_disk folders.")],
+    inputs: Annotated[list[Path], typer.Argument(metavar="INPUT", help=".md/.txt, source code, .html files, folders, .jsonl, .parquet or .arrow (id/text), Hugging Face save_to_disk folders.")],
     strategies: Annotated[Optional[list[str]], typer.Option("--strategies", "-s", help="Two or more SPECs, in one value split on spaces or repeated (default: \"heading semantic\"). Every pair is compared.")] = None,
     tolerance: Annotated[Optional[int], typer.Option("--tolerance", help="Tokens: two cuts at most this far apart are one cut (430 and 431: the same boundary named from either side); whitespace between two cuts never counts. Default: 2.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object (documents, cuts, matched pairs, residuals with their text, totals).")] = False,

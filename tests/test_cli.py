@@ -609,3 +609,36 @@ def test_a_bad_index_factory_string_fails_before_any_output_is_written(tmp_path)
     res = CliRunner().invoke(app, ["embed", str(src), "--out", str(out), "--device", "cpu", "-q", "--index", "nonsense"])
     assert res.exit_code == 2 and "nonsense" in res.output
     assert not out.exists() or not any(out.iterdir())  # nothing written: the same command without --index works
+
+
+def test_resume_of_a_finished_folder_says_so_and_leaves_it_as_it_is(tmp_path):
+    """`--resume` on a folder whose run finished (manifest.json written) re-assembled it, deleted progress.json and
+    moved seconds.total; it now says the run is finished, exits 0 and changes no file."""
+    src = tmp_path / "in"
+    src.mkdir()
+    for i in range(2):
+        (src / f"{i}.md").write_text(f"Document {i} about rivers and the sea. " * 20, encoding="utf-8")
+    out = tmp_path / "o"
+    assert _run("embed", src, "--out", out, "--device", "cpu", "-q", "--strategy", "fixed:size=32").exit_code == 0
+    before = {p.relative_to(out): (p.read_bytes(), p.stat().st_mtime_ns) for p in out.rglob("*") if p.is_file()}
+    res = _run("embed", src, "--out", out, "--device", "cpu", "-q", "--resume")
+    assert res.exit_code == 0, res.output
+    assert "holds a finished run (2 documents" in res.output and "--append" in res.output
+    after = {p.relative_to(out): (p.read_bytes(), p.stat().st_mtime_ns) for p in out.rglob("*") if p.is_file()}
+    assert after == before
+
+
+def test_summary_counts_documents_not_the_output_folder_inside_the_input(tmp_path):
+    """`embed DIR --out DIR/index`: the output folder, found inside the input by --resume or a later run, is an
+    input entry never read as documents; the summary's "E/N documents" counts documents only and names the rest."""
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "a.md").write_text("Rivers run to the sea. " * 20, encoding="utf-8")
+    (src / "notes.docx").write_bytes(b"PK\x03\x04")
+    out = src / "index"
+    res = _run("embed", src, "--out", out, "--device", "cpu", "-q", "--strategy", "fixed:size=32")
+    assert res.exit_code == 0, res.output
+    assert "embedded 1/1 documents (2 input entries not read as documents, listed below)" in res.output
+    assert "skipped index/: latechunk output folder" in res.output and "skipped notes.docx" in res.output
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["counts"]["documents_in"] == 3  # the manifest still counts every input item

@@ -136,6 +136,20 @@ def test_help_text_is_printed_as_written():
     assert "[title > section path]" in " ".join(res.output.split())
 
 
+def test_every_command_takes_dash_h_and_shows_defaults_without_parentheses():
+    """`latechunk embed -h` failed ("No such option: -h"); defaults given as strings printed as "[default: (late)]"
+    (click wraps a string show_default in parentheses); now "[default: late]"."""
+    names = [c.name or c.callback.__name__ for c in app.registered_commands if not c.hidden]
+    assert {"embed", "search", "verify", "compare"} <= set(names)
+    for name in names:
+        res = runner.invoke(app, [name, "-h"], env={"COLUMNS": "200"}, prog_name="latechunk")
+        assert res.exit_code == 0, (name, res.output)
+        assert res.output.startswith(f"Usage: latechunk {name}"), (name, res.output[:100])
+        assert "[default: (" not in res.output, (name, res.output)
+    text = " ".join(runner.invoke(app, ["embed", "-h"], env={"COLUMNS": "200"}).output.split())
+    assert "[default: late]" in text and "[default: 16384]" in text
+
+
 def test_compare_table_prints_names_literally():
     """print_table: dataset names, SPECs and labels are data (a folder "docs [/v2]" once crashed rich)."""
     from rich.console import Console
