@@ -436,6 +436,8 @@ def _alarm_section(result) -> list[str]:
                         "robust z"], rows), ""]
     else:
         out += [f"No alarm for any of the {len(alarms)} strategies.", ""]
+    unchecked = result.manifest.get("alarms_unchecked") or {}
+    out += [f"`{short_spec(spec)}`: {why}" for spec, why in unchecked.items()] + ([""] if unchecked else [])
     return out
 
 
@@ -463,7 +465,7 @@ def add_diagnostics(result) -> None:
         result: A :class:`~latechunk.eval.result.CompareResult`.
     """
     from latechunk.agree import agreement_report
-    from latechunk.alarms import parse_alarms, source_type
+    from latechunk.alarms import alarms_unchecked, parse_alarms, source_type
 
     man = result.manifest
     if not result.embeds or ("alarms" in man and "agreement" in man):
@@ -478,6 +480,9 @@ def add_diagnostics(result) -> None:
                 for d, t, b in zip(res.documents, res.tokenizations, res.run(spec).boundaries)
                 if t.n_content >= 1 and len(b) >= 1]
         alarms[spec] = [a.to_dict() for a in parse_alarms(rows)]
+        unchecked = alarms_unchecked(rows)
+        if unchecked:
+            man.setdefault("alarms_unchecked", {})[spec] = unchecked
     man["alarms"] = alarms
     if len(specs) >= 2:
         try:

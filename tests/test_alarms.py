@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from latechunk.alarms import Alarm, DocCount, parse_alarms, source_densities
+from latechunk.alarms import Alarm, DocCount, alarms_unchecked, parse_alarms, source_densities
 from latechunk.eval.datasets import data_root
 
 CORPORA = data_root() / "chroma_chunking_eval" / "corpora"
@@ -40,13 +40,35 @@ def test_a_uniform_corpus_does_not_flag_one_chunk_of_rounding():
     tokens = [1024] * 8 + [260]
     rows = [(f"d{i}", "md", t, math.ceil(t / 256)) for i, t in enumerate(tokens)]
     assert parse_alarms(rows) == []
-    assert parse_alarms(rows, min_chunks=0), "without min_chunks the short document's extra chunk would alarm"
+    assert parse_alarms(rows, min_chunks=0, sigma_floor=0.1), "without min_chunks the short document's extra chunk would alarm"
 
 
 def test_threshold_k_moves_the_decision():
-    rows = _rows([4.0, 4.2, 3.8, 4.5, 3.6, 4.1, 4.4, 3.9]) + [("mid", "md", 4000, 32)]  # 8 / 1000
+    rows = _rows([4.0, 4.2, 3.8, 4.5, 3.6, 4.1, 4.4, 3.9]) + [("mid", "md", 4000, 40)]  # 10 / 1000
     z = parse_alarms(rows)[0].z
     assert parse_alarms(rows, k=z + 0.1) == []
+
+
+def test_sentence_length_differences_of_clean_documents_are_no_alarm():
+    """Chroma's five corpora under sentence_window (densities measured, chunks per 1,000 tokens): the spoken
+    state_of_the_union, 1.57x the median, was flagged at the old floor 0.1 (robust z +4.5); 0.2 flags from 2.0x."""
+    rows = [(name, "md", 20000, round(d * 20)) for name, d in
+            [("chatlogs.md", 37.2), ("finance.md", 39.6), ("pubmed.md", 33.5), ("state_of_the_union.md", 59.7),
+             ("wikitexts.md", 39.0)]]
+    assert parse_alarms(rows) == []
+    assert [a.doc_id for a in parse_alarms(rows, sigma_floor=0.1)] == ["state_of_the_union.md"]
+    doubled = rows[:3] + [("state_of_the_union.md", "md", 20000, round(2.1 * 39.0 * 20))] + rows[4:]
+    assert [a.doc_id for a in parse_alarms(doubled)] == ["state_of_the_union.md"]  # 2.1x is still an alarm
+
+
+def test_a_corpus_too_small_to_compare_says_so():
+    four = _rows([4.0, 4.2, 3.8, 4.5])
+    assert parse_alarms(four) == [] and "not checked: 4 of 4" in alarms_unchecked(four)
+    assert alarms_unchecked(_rows([4.0, 4.2, 3.8, 4.5, 3.6])) == ""
+    # four split documents and a one-chunk note: the note is compared with the four (checked)
+    assert alarms_unchecked(four + [("note", "md", 100, 1)]) == ""
+    # three split documents and notes: nothing has four split peers
+    assert "not checked: 3 of 6" in alarms_unchecked(four[:3] + [(f"n{i}", "md", 100, 1) for i in range(3)])
 
 
 def test_small_source_is_compared_with_the_corpus_and_tiny_corpora_raise_nothing():
@@ -173,7 +195,8 @@ def corpus_counts():
         docs += [Document(f"{name}/{k}", t, {"source": name}) for k, t in enumerate(_pieces(name, 6, 2600))]
     left, right = _pieces("pubmed", 2, 2600, skip=400)
     docs.append(Document("pubmed/interleaved", interleaved(left, right), {"source": "pubmed"}))
-    res = embed(docs, minilm_encoder(), PipelineConfig(strategies=("semantic", "fixed"), modes=("late",)))
+    res = embed(docs, minilm_encoder(), PipelineConfig(strategies=("semantic", "fixed", "sentence_window"),
+                                                       modes=("late",)))
     out = {}
     for spec, run in res.runs.items():
         out[spec.split(":")[0]] = [(d.doc_id, d.metadata["source"], t.n_content, len(b))
@@ -189,6 +212,8 @@ def test_the_interleaved_document_alone_raises_the_alarm_under_semantic(corpus_c
     assert alarms[0].ratio > 1.8, alarms[0]
     # fixed cuts every 256 tokens whatever the text says: no alarm, the interleaved document included
     assert parse_alarms(corpus_counts["fixed"]) == []
+    # sentence_window follows sentence length: a clean pubmed piece at 1.6x its peers was flagged at floor 0.1
+    assert [a.doc_id for a in parse_alarms(corpus_counts["sentence_window"])] == ["pubmed/interleaved"]
 
 
 def test_semantic_densities_of_the_clean_pieces_are_close(corpus_counts):

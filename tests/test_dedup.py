@@ -216,3 +216,19 @@ def test_embed_writes_the_interleaved_documents_alarm_into_the_manifest(tmp_path
     assert a["level"] == "document" and a["source"] == "md" and a["ratio"] > 1.8
     assert {d["source_type"] for d in m["documents"]} == {"md", "txt"} and all(d["tokens"] > 0 for d in m["documents"])
     assert a["message"] in res.output and "[" not in a["message"][:20]  # printed plain, no markup
+    assert "alarms_unchecked" not in m  # 13 documents: every one compared
+
+
+def test_a_corpus_too_small_for_the_alarms_says_so_in_the_manifest(tmp_path):
+    """Two documents: no reference group, so an empty alarm list would read as "all is well"; the manifest says
+    the rule did not run."""
+    src = tmp_path / "in"
+    src.mkdir()
+    for i in range(2):
+        (src / f"{i}.md").write_text(f"Document {i} about rivers and the sea. " * 30, encoding="utf-8")
+    out = tmp_path / "out"
+    res = runner.invoke(app, ["embed", str(src), "--out", str(out), "--strategy", "fixed:size=32", "--device", "cpu",
+                              "--quiet"], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["alarms"] == [] and m["alarms_unchecked"].startswith("not checked: 2 of 2 document(s)")

@@ -48,6 +48,9 @@ def test_compare_with_two_strategies_reports_their_boundary_agreement(report):
     t = pair["total"]
     assert t["documents"] == 4 and t["matched"] + t["residual_a"] == t["cuts_a"] > 0
     assert "## Parse alarms" in text and set(data["manifest"]["alarms"]) == set(data["manifest"]["strategies"])
+    # four documents: too few to compare, and the report says so rather than only "no alarm"
+    assert set(data["manifest"]["alarms_unchecked"]) == set(data["manifest"]["strategies"])
+    assert "not checked: " in text
 
 
 def test_compare_dedup_threshold_puts_near_duplicates_and_recall_beside_the_full_index(report):

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from latechunk.alarms import parse_alarms
+from latechunk.alarms import alarms_unchecked, parse_alarms
 from latechunk.config import IndexConfig
 from latechunk.index import build_batched, set_ondisk_name
 from latechunk.ingest.files import commit, fault, sha256_file, tmp_path, write_json
@@ -158,8 +158,11 @@ def assemble(out: Path, records: list[dict], settings: dict, index_config: Index
         for key, v in rec["stats"]["seconds"].items():
             seconds[key] = seconds.get(key, 0.0) + v
     seconds["assemble"] = time.perf_counter() - t0
-    header = {k: v for k, v in header.items() if k not in ("alarms", "unknown_tokens", "dedup")}
+    header = {k: v for k, v in header.items() if k not in ("alarms", "alarms_unchecked", "unknown_tokens", "dedup")}
     header["alarms"] = [a.to_dict() for a in parse_alarms(alarm_rows(documents))]
+    unchecked = alarms_unchecked(alarm_rows(documents))
+    if unchecked:  # an empty alarm list would otherwise read as "all documents look alike"
+        header["alarms_unchecked"] = unchecked
     header["unknown_tokens"] = unknown_token_notes(documents)
     if settings.get("dedup") is not None:
         dropped = [x for rec in records for x in rec.get("dedup", [])]
