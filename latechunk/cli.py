@@ -246,8 +246,10 @@ def embed(
             check_append_options(config, force=force, resume=resume, world_size=world_size)
         except ValueError as err:
             _fail(str(err))
+    # a finished folder: nothing to continue, and nothing in it is touched; with options given, they are checked
+    # against its run.json first (below, once the model's facts are known), so a different one is still refused
     finished = _finished_run_note(out) if resume else ""
-    if finished:  # a finished folder: nothing to continue, and nothing in it is touched
+    if finished and not trust_remote_code and all(v is None for k, v in given.items() if k != "trust_remote_code"):
         typer.echo(finished, err=True)
         return
     if rank == 0 and (append or resume or force):  # another process writing --out: fail before the model loads
@@ -310,6 +312,17 @@ def embed(
         "inputs": [str(p) for p in inputs],
         "versions": versions(),
     }
+    if finished:
+        from latechunk.ingest import run_settings
+        from latechunk.ingest.folder import check_same_settings
+        from latechunk.output import OutputFolder
+
+        try:
+            check_same_settings(OutputFolder(out).read_run().get("settings", {}), run_settings(config, encoder))
+        except ValueError as err:
+            _fail(str(err))
+        typer.echo(finished, err=True)
+        return
     if append:
         _append(config, encoder, quiet)
         return

@@ -16,7 +16,23 @@ unreadable folder is one Skipped entry (its doc id ends in ``/``).
 
 Encodings: text and JSONL files are UTF-8 unless they start with a byte-order mark: a UTF-8, UTF-16 (LE/BE) or
 UTF-32 (LE/BE) BOM selects that encoding, and the BOM itself is not part of the text. Duplicate ids policy: the
-first occurrence wins; later ones are skipped with a reason naming both sources.
+first occurrence wins; later ones are skipped with a reason naming both sources (and, when the two come from
+different inputs and one is a file's id, its path relative to its input, how to keep both: name the folders'
+common parent as one input).
+
+Empty inputs are one Skipped each, never nothing: a text file that is empty or whitespace-only, a markdown file
+that is nothing but front matter (:data:`latechunk.front_matter.FRONT_MATTER`, kept out of what the strategies
+cut), a JSONL file without a line that is not blank ("empty file: no JSON lines"), a parquet or Arrow file or a
+dataset split with the id/text columns but no rows ("empty parquet file: no rows", ...), under the file's (or
+split's) own name.
+
+Records (JSONL lines, table rows): the id is the first of the fields ``id``, ``_id``, ``doc_id`` present (even
+when null) and must be a non-blank string or an integer (``1`` and ``"1"`` are the same id); a null, blank or
+other-typed id (float, boolean, list, object) skips the record, its reason naming the field and the value's type.
+``text`` must be a string. ``title`` is optional: a string, or a number used as its string form (``5`` ->
+``"5"``); null (or NaN, a missing value as pandas writes it) is no title; any other type (boolean, list,
+object) skips the record with a reason naming the field and its type, rather than embed it without the title
+it was given.
 
 Sources (``Document.metadata["source"]``, ``Skipped.source``) are stored relative to the input root, never as
 absolute paths: ``notes/a.md`` for a file, ``corpus.jsonl:12`` for line 12 (1-based) of a JSONL file,
@@ -37,6 +53,7 @@ import codecs
 import contextlib
 import errno
 import json
+import math
 import os
 import stat
 import sys
@@ -46,7 +63,7 @@ from io import TextIOWrapper
 from pathlib import Path
 
 from latechunk.convert import declared_charset, decode_html, html_to_markdown
-from latechunk.front_matter import front_matter_title, front_matter_url
+from latechunk.front_matter import FRONT_MATTER, INVISIBLE_MARKS, front_matter_title, front_matter_url
 from latechunk.types import Document, Skipped
 
 __all__ = ["CODE_SUFFIXES", "HTML_SUFFIXES", "NOT_READ_REASONS", "SUPPORTED_SUFFIXES", "TABLE_SUFFIXES",
@@ -69,6 +86,8 @@ VCS_FOLDERS = frozenset({".git", ".hg", ".svn", ".bzr"})
 NOT_READ_REASONS = ("unsupported type", "symlinked folder not followed", "symlink loop", "broken symlink",
                     "not a regular file", "version-control folder", "latechunk output folder")
 PARQUET_BATCH_ROWS = 256
+#: the fields (JSONL) or columns (tables) a record's id is read from, the first present one
+_ID_COLUMNS = ("id", "_id", "doc_id")
 #: rows turned into Python objects at a time from an Arrow record batch (the batch itself is memory-mapped)
 ARROW_BATCH_ROWS = 256
 
@@ -185,6 +204,7 @@ def _iter_jsonl(path: Path, root_name: str) -> Iterator[Document | Skipped]:
             lines: Iterator[tuple[int, str | UnicodeDecodeError]] = _utf8_lines(fh)
         else:
             lines = _decoded_lines(fh, codec)
+        any_line = False  # a line that is not blank (good or bad): a file without one is listed as empty
         for lineno, line in lines:
             where = f"{root_name}:{lineno}"
             if isinstance(line, UnicodeDecodeError):
@@ -196,6 +216,7 @@ def _iter_jsonl(path: Path, root_name: str) -> Iterator[Document | Skipped]:
                 return
             if not line.strip():
                 continue
+            any_line = True
             try:
                 obj = json.loads(line)
             except json.JSONDecodeError as err:  # its lineno/colno count inside this one line: give the column
@@ -204,8 +225,11 @@ def _iter_jsonl(path: Path, root_name: str) -> Iterator[Document | Skipped]:
             if not isinstance(obj, dict):
                 yield Skipped(where, "JSON line is not an object", where)
                 continue
-            doc_id = obj.get("id", obj.get("_id", obj.get("doc_id")))
-            yield _record(doc_id, obj.get("text"), obj.get("title"), where, url=obj.get("url"))
+            id_field = next((k for k in _ID_COLUMNS if k in obj), None)  # the first present, even when null
+            doc_id = obj[id_field] if id_field is not None else None
+            yield _record(doc_id, obj.get("text"), obj.get("title"), where, url=obj.get("url"), id_field=id_field)
+        if not any_line:  # 0 bytes, a byte-order mark alone or blank lines only: one item, never nothing
+            yield Skipped(root_name, "empty file: no JSON lines", root_name)
 
 
 def _utf8_lines(fh) -> Iterator[tuple[int, str | UnicodeDecodeError]]:
@@ -250,6 +274,10 @@ def _text_document(rel: str, text: str, suffix: str) -> Document | Skipped:
             meta["title_from"] = "html"
         return Document(rel, page.markdown, meta)
     if suffix in (".md", ".markdown"):
+        fm = FRONT_MATTER.match(text)
+        if fm is not None and all(ch.isspace() or ch in INVISIBLE_MARKS for ch in text[fm.end():]):
+            # the strategies keep front matter out of the text they cut (BR-022): nothing would be left to embed
+            return Skipped(rel, "nothing but front matter (no text after it)", rel)
         title = front_matter_title(text)
         if title:
             meta["title"] = title
@@ -260,18 +288,70 @@ def _text_document(rel: str, text: str, suffix: str) -> Document | Skipped:
     return Document(rel, text, meta)
 
 
-def _record(doc_id, text, title, where: str, url=None) -> Document | Skipped:
-    r"""One JSONL line or parquet row as a Document (``title + "\n\n" + text`` when titled) or a Skipped; a
-    non-blank string ``url`` (a JSONL ``url`` field) goes to ``metadata["url"]``."""
+def _value_kind(value) -> str:
+    """``value``'s type and a short form of it, for a reason: ``a list [1, 2]``, ``a boolean true``, ``null``."""
+    if value is None:
+        return "null"
+    kinds = {bool: "a boolean", int: "an integer", float: "a float", str: "a string", list: "a list",
+             dict: "an object"}
+    kind = kinds.get(type(value), f"a {type(value).__name__}")
+    try:
+        shown = json.dumps(value, ensure_ascii=False, allow_nan=True)
+    except (TypeError, ValueError):
+        shown = repr(value)
+    if len(shown) > 40:
+        shown = shown[:37] + "..."
+    return f"{kind} {shown}"
+
+
+def _id_reason(doc_id, field: str | None) -> str:
+    """Why ``doc_id`` (the value of the record's ``field``) is not an id; ``""`` when it is one (a non-blank string
+    or an integer, never a boolean)."""
+    if field is None:
+        return "no 'id' (or '_id', 'doc_id') field"
     if doc_id is None:
-        return Skipped(where, "no 'id' (or '_id', 'doc_id') field", where)
-    if isinstance(doc_id, bool) or not isinstance(doc_id, (str, int)) or not str(doc_id).strip():
-        return Skipped(where, f"'id' must be a non-blank string or an integer, got {doc_id!r}", where)
+        return f"'{field}' is null (an id must be a string or an integer)"
+    if isinstance(doc_id, str):
+        return "" if doc_id.strip() else f"'{field}' is blank (an id must be a non-blank string or an integer)"
+    if isinstance(doc_id, int) and not isinstance(doc_id, bool):
+        return ""
+    hint = ""
+    if isinstance(doc_id, float) and doc_id.is_integer():
+        hint = f"; write {int(doc_id)}, not {doc_id!r}"
+    return f"'{field}' is {_value_kind(doc_id)} (an id must be a string or an integer{hint})"
+
+
+def _record_title(title) -> tuple[str, str]:
+    """``(title, reason)`` of a record's ``title`` value: a string as it is, an integer or a finite float as its
+    string form (``5`` -> ``"5"``, as a front-matter title); null, absent or NaN (a missing value, as pandas
+    writes one) is no title, ``("", "")``; any other value (a boolean, a list, an object, an infinite float,
+    bytes) is ``("", reason)``: the record is skipped rather than embedded without the title it was given."""
+    if title is None or isinstance(title, str):
+        return title or "", ""
+    if isinstance(title, float) and math.isnan(title):
+        return "", ""
+    if isinstance(title, (int, float)) and not isinstance(title, bool) and math.isfinite(title):
+        return str(title), ""
+    return "", f"'title' is {_value_kind(title)} (a title must be a string or a number)"
+
+
+def _record(doc_id, text, title, where: str, url=None, id_field: str | None = "id") -> Document | Skipped:
+    r"""One JSONL line or parquet row as a Document (``title + "\n\n" + text`` when titled) or a Skipped; a
+    non-blank string ``url`` (a JSONL ``url`` field) goes to ``metadata["url"]``.
+
+    ``id_field`` names the field or column ``doc_id`` came from (None: the record has none), for the reason of a
+    null or ill-typed id. A number ``title`` is used as its string form; a title of another type skips the
+    record (:func:`_record_title`)."""
+    reason = _id_reason(doc_id, id_field)
+    if reason:
+        return Skipped(where, reason, where)
     if not isinstance(text, str):  # listed under the record's own id (it has a valid one), its place as source
         if text is None:
             return Skipped(str(doc_id), "no 'text' field (or it is null)", where)
         return Skipped(str(doc_id), f"'text' must be a string, got {type(text).__name__}", where)
-    title = title if isinstance(title, str) else ""
+    title, reason = _record_title(title)
+    if reason:
+        return Skipped(str(doc_id), reason, where)
     full = f"{title}\n\n{text}" if title else text
     if not full.strip():
         return Skipped(str(doc_id), "empty or whitespace-only", where)
@@ -298,17 +378,19 @@ def _iter_parquet(path: Path, root_name: str) -> Iterator[Document | Skipped]:
         yield Skipped(root_name, f"unreadable parquet: {type(err).__name__}: {err}", root_name)
         return
     names = set(pf.schema_arrow.names)
-    id_col = next((c for c in ("id", "_id", "doc_id") if c in names), None)
-    if id_col is None or "text" not in names:
-        yield Skipped(root_name, f"parquet needs an 'id' (or '_id') and a 'text' column, has {sorted(names)}", root_name)
+    cols = _table_columns(list(names))
+    if cols is None:
+        yield Skipped(root_name, _columns_reason("parquet", list(names)), root_name)
         return
-    cols = [id_col, "text"] + (["title"] if "title" in names else [])
+    id_col = cols[0]
     row = 0
     batches = pf.iter_batches(batch_size=PARQUET_BATCH_ROWS, columns=cols)
     while True:
         try:
             batch = next(batches)
         except StopIteration:
+            if row == 0:  # the columns are there, the rows not: one item, never nothing
+                yield Skipped(root_name, "empty parquet file: no rows", root_name)
             return
         except Exception as err:  # noqa: BLE001  (a damaged row group ends the file, listed)
             where = f"{root_name}:{row}"
@@ -317,12 +399,11 @@ def _iter_parquet(path: Path, root_name: str) -> Iterator[Document | Skipped]:
         data = batch.to_pydict()
         titles = data.get("title") or [None] * batch.num_rows
         for doc_id, text, title in zip(data[id_col], data["text"], titles):
-            yield _record(doc_id, text, title, f"{root_name}:{row}")
+            yield _record(doc_id, text, title, f"{root_name}:{row}", id_field=id_col)
             row += 1
 
 
 # --------------------------------------------------------------------------- Arrow files and Hugging Face datasets
-_ID_COLUMNS = ("id", "_id", "doc_id")
 
 
 def hf_dataset_kind(d: Path) -> str:
@@ -396,13 +477,15 @@ def _iter_arrow_rows(files: Sequence[Path], root_name: str, what: str) -> Iterat
                         data = batch.slice(start, ARROW_BATCH_ROWS).to_pydict()
                         titles = data.get("title") or [None] * len(data["text"])
                         for doc_id, text, title in zip(data[cols[0]], data["text"], titles):
-                            yield _record(doc_id, text, title, f"{root_name}:{row}")
+                            yield _record(doc_id, text, title, f"{root_name}:{row}", id_field=cols[0])
                             row += 1
         except Exception as err:  # noqa: BLE001  (pyarrow raises several types for a damaged file)
             where = f"{root_name}:{row}"
             yield Skipped(where, f"{what} rows from {row} on unreadable ({f.name}: {type(err).__name__}: {err})",
                           where)
             return
+    if row == 0:  # the columns are there (or no shard at all), the rows not: one item, never nothing
+        yield Skipped(root_name, f"empty {what}: no rows", root_name)
 
 
 def _dataset_splits(d: Path, root_name: str) -> Iterator[tuple[str, list[Path], str]]:
@@ -415,6 +498,9 @@ def _dataset_splits(d: Path, root_name: str) -> Iterator[tuple[str, list[Path], 
                 raise ValueError(f"'splits' must be a list of folder names, got {splits!r}")
         except (OSError, ValueError, KeyError, TypeError) as err:
             yield root_name, [], f"unreadable Hugging Face DatasetDict folder: dataset_dict.json: {err}"
+            return
+        if not splits:  # one item, never nothing
+            yield root_name, [], "Hugging Face DatasetDict folder lists no splits (dataset_dict.json)"
             return
         parts = [(f"{root_name}/{s}", d / s) for s in splits]
     else:
@@ -463,7 +549,7 @@ def _count_arrow(files: Sequence[Path]) -> tuple[int, int]:
                     nbytes += pc.sum(pc.binary_length(batch.column("text"))).as_py() or 0
     except Exception:  # noqa: BLE001  (iter_inputs reports it as one skipped item)
         return rows + 1, nbytes
-    return rows, nbytes
+    return rows or 1, nbytes  # no rows: one Skipped ("empty ...: no rows")
 
 
 def _count_table_input(f: Path, rel: str) -> tuple[int, int]:
@@ -602,7 +688,8 @@ def count_inputs(inputs: Sequence[str | os.PathLike]) -> int:
 
     Files and folders are listed as :func:`iter_inputs` lists them; a JSONL file counts its lines that are not
     blank, a parquet file the rows in its footer, an Arrow file or Hugging Face dataset folder the rows of its
-    record batches (memory-mapped; a split without id/text columns counts 1); anything unreadable counts 1. Exact except for JSONL files in
+    record batches (memory-mapped; a split without id/text columns counts 1); a table without rows counts 1 (its
+    "empty" Skipped), and so does anything unreadable. Exact except for JSONL files in
     UTF-16/32 (counted by line breaks) and inputs that change while they are read.
 
     Args:
@@ -684,6 +771,25 @@ def _utf8_name(rel: str) -> str:
         return rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
+def _duplicate_hint(paths: Sequence[Path], first: int, again: int, path_id: bool) -> str:
+    """What to append to a duplicate id's reason when its two occurrences come from different inputs (indexes
+    ``first`` and ``again`` of ``paths``): when one of them is a file's id (its path relative to its input, so
+    the same name under two roots), how to keep both; when the two inputs are one folder or file named twice,
+    that. ``""`` within one input, or for two records' ids (a field's value, not a path)."""
+    if first == again:
+        return ""
+    try:
+        same = paths[first].resolve() == paths[again].resolve()
+    except OSError:
+        same = False
+    if same:
+        return " (the same input is given twice)"
+    if path_id:
+        return (" (ids are paths relative to each input: give the folders' common parent as one input to keep "
+                "both)")
+    return ""
+
+
 def iter_inputs(inputs: Sequence[str | os.PathLike]) -> Iterator[Document | Skipped]:
     """Stream documents from files, folders, JSONL, parquet and Arrow files and Hugging Face dataset folders, in a
     stable order.
@@ -703,8 +809,9 @@ def iter_inputs(inputs: Sequence[str | os.PathLike]) -> Iterator[Document | Skip
 
     Yields:
         :class:`Document` (``metadata["source"]``: its file, line or row) or :class:`Skipped` (an unreadable,
-        binary or empty file, a bad JSONL line or table row, a table or dataset split without id/text columns, a
-        repeated ``doc_id``, a file or folder that is not read), in input order.
+        binary or empty file, a markdown file of nothing but front matter, a JSONL file without a JSON line, a
+        table or dataset split without rows or without id/text columns, a bad JSONL line or table row, a repeated
+        ``doc_id``, a file or folder that is not read), in input order.
 
     Raises:
         ValueError: if an input path does not exist (at the first ``next()``, before any document is read).
@@ -713,10 +820,11 @@ def iter_inputs(inputs: Sequence[str | os.PathLike]) -> Iterator[Document | Skip
     missing = [str(p) for p in paths if not p.exists()]
     if missing:
         raise ValueError(f"input path(s) not found: {', '.join(missing)}")
-    seen: dict[str, str] = {}
-    for p, items in _input_files(paths):
+    seen: dict[str, tuple[str, int, bool]] = {}  # doc id -> (where, input index, id is a path) of its first
+    for k, (p, items) in enumerate(_input_files(paths)):
         for f, rel, reason in items:
             suffix = f.suffix.lower()
+            path_id = not reason and not f.is_dir() and suffix not in TABLE_SUFFIXES  # a file's id: its path
             shown = _utf8_name(rel)
             if shown != rel:  # bytes that are not UTF-8 in its path (os.fsdecode's surrogates): no id can hold it
                 yield Skipped(shown, "its path is not valid UTF-8 (the bytes shown as \\x escapes): rename it to "
@@ -740,9 +848,11 @@ def iter_inputs(inputs: Sequence[str | os.PathLike]) -> Iterator[Document | Skip
                     src = str(item.metadata.get("source", rel))
                     where = f"{src} (input {str(p)!r})" if len(paths) > 1 else src
                     if item.doc_id in seen:
-                        yield Skipped(item.doc_id, f"duplicate doc_id: {where} repeats the id first seen in {seen[item.doc_id]}", src)
+                        first, first_k, first_path_id = seen[item.doc_id]
+                        yield Skipped(item.doc_id, f"duplicate doc_id: {where} repeats the id first seen in {first}"
+                                      + _duplicate_hint(paths, first_k, k, first_path_id or path_id), src)
                         continue
-                    seen[item.doc_id] = where
+                    seen[item.doc_id] = (where, k, path_id)
                 yield item
 
 
@@ -776,7 +886,7 @@ def require_documents(inputs: Sequence[str | os.PathLike], show: int = 3) -> Non
             else:
                 why = f"{n} item(s), all skipped: " + "; ".join(f"{s.doc_id}: {s.reason}" for s in skipped)
                 why += "; ..." if n > len(skipped) else ""
-            problems.append(f"{os.fspath(p)} ({why})")
+            problems.append(f"{_utf8_name(os.fspath(p))} ({why})")
     if problems:
         raise ValueError(f"input{'s' if len(problems) > 1 else ''} yielding no document: "
                          + "; ".join(problems))

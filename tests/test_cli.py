@@ -591,6 +591,10 @@ def test_a_file_name_that_is_not_utf8_is_skipped_by_name_and_the_rest_embedded(t
     assert [d["doc_id"] for d in manifest["documents"]] == ["good.md"]
     assert [(s["doc_id"], "not valid UTF-8" in s["reason"]) for s in manifest["skipped"]] == [("bad\\xff.md", True)]
     assert "skipped bad\\xff.md" in res.output
+    # the file named alone: no document, and the error names it one way (\xff), not also as a surrogate
+    bad = os.fsdecode(os.path.join(os.fsencode(src), b"bad\xff.md"))
+    res = CliRunner().invoke(app, ["embed", bad, "--out", str(tmp_path / "o2"), "--device", "cpu", "-q"])
+    assert res.exit_code == 2 and "bad\\xff.md (1 item(s)" in res.output and "udcff" not in res.output, res.output
 
 
 def test_out_equal_to_the_input_folder_is_refused_before_any_write(tmp_path):
@@ -626,6 +630,14 @@ def test_resume_of_a_finished_folder_says_so_and_leaves_it_as_it_is(tmp_path):
     assert "holds a finished run (2 documents" in res.output and "--append" in res.output
     after = {p.relative_to(out): (p.read_bytes(), p.stat().st_mtime_ns) for p in out.rglob("*") if p.is_file()}
     assert after == before
+    # an option given is still checked against run.json: the same one says "finished", another is refused
+    res = _run("embed", src, "--out", out, "--device", "cpu", "-q", "--resume", "--strategy", "fixed:size=32")
+    assert res.exit_code == 0 and "holds a finished run" in res.output, res.output
+    res = CliRunner().invoke(app, ["embed", str(src), "--out", str(out), "--device", "cpu", "-q", "--resume",
+                                   "--strategy", "fixed:size=64"])
+    assert res.exit_code == 2 and "strategy" in res.output and "finished" not in res.output, res.output
+    assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file() and p.name != ".latechunk.lock"} \
+        == {k: v[0] for k, v in before.items() if k.name != ".latechunk.lock"}
 
 
 def test_summary_counts_documents_not_the_output_folder_inside_the_input(tmp_path):

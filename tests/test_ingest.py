@@ -161,11 +161,15 @@ def test_resume_refuses_changed_inputs(corpus, tmp_path):
         (src / f"d{i}.md").write_text(f"Document {i} talks about topic {i}. " * 40, encoding="utf-8")
     out = tmp_path / "out"
     _embed_inproc(src, model, out, "--group-tokens", "100")
+    assert len(list((out / "shards").glob("*.npy"))) == 3  # one shard per document
+    (out / "manifest.json").unlink()  # interrupted while assembling: a finished folder is not resumed at all
     before = {f: f.read_bytes() for f in sorted(out.rglob("*")) if f.is_file()}
-    (src / "d0.md").write_text("Something else entirely.", encoding="utf-8")
+    (src / "d1.md").write_text("Something else entirely.", encoding="utf-8")
     res = runner.invoke(app, ["embed", str(src), "--out", str(out), "--model", str(model), *ARGS, "--group-tokens",
                               "100", "--resume"])
     assert res.exit_code == 2 and "inputs changed" in res.output
+    # the error names the first shard whose items differ and what is read there now
+    assert "shard 1 consumed input items 1-1" in " ".join(res.output.split()) and "d1.md" in res.output
     assert {f: f.read_bytes() for f in sorted(out.rglob("*")) if f.is_file()} == before  # nothing touched
 
 

@@ -171,7 +171,7 @@ def _ingest_one(config: EmbedConfig, encoder, settings: dict, t_start: float, pr
     t_start -= _earlier_seconds(folder, records) if config.resume else 0.0
     items = iter_inputs(config.inputs)
     consumed = records[-1]["inputs"][1] if records else 0
-    digest = skip_consumed(items, consumed, records[-1]["inputs_digest"] if records else "")
+    digest = skip_consumed(items, consumed, records[-1]["inputs_digest"] if records else "", records)
     if config.resume:
         n_kept = len(records)
         clean_shards(out, lambda i: i < n_kept)

@@ -19,6 +19,7 @@ import numpy as np
 
 from latechunk.alarms import source_type
 from latechunk.config import EmbedConfig
+from latechunk.console import visible
 from latechunk.dedup import NearDuplicateFilter
 from latechunk.ingest.files import sha256_text
 from latechunk.ingest.shards import write_shard
@@ -48,27 +49,44 @@ def chain(digest: str, item: Document | Skipped) -> str:
     return hashlib.sha256(f"{digest}\0{part}".encode()).hexdigest()
 
 
-def skip_consumed(items: Iterator, consumed: int, expected_digest: str) -> str:
+def skip_consumed(items: Iterator, consumed: int, expected_digest: str, records: list[dict] | None = None) -> str:
     """Read the first ``consumed`` input items (those the kept shards consumed) and check their digest.
 
     Args:
         items: The input stream (advanced by ``consumed`` items).
         consumed: Items to skip.
         expected_digest: The last kept shard's ``inputs_digest`` (``""`` when ``consumed == 0``).
+        records: The kept shard records (``inputs`` ``[start, end)``, ``inputs_digest``), when known: the digest
+            is then checked at the end of each, so the error names the first shard whose items differ and the
+            documents it now reads there.
 
     Returns:
         The running digest after them.
 
     Raises:
-        ValueError: if the inputs now hold fewer items, or other ones ("the inputs changed").
+        ValueError: if the inputs now hold fewer items, or other ones ("the inputs changed", naming the items).
     """
-    digest = ""
+    at = {int(r["inputs"][1]): (k, int(r["inputs"][0]), r["inputs_digest"]) for k, r in enumerate(records or [])
+          if r.get("inputs") and r.get("inputs_digest")}
+    digest, first = "", []  # first: the first doc ids read since the last shard end (for the error)
     for i in range(consumed):
         try:
-            digest = chain(digest, next(items))
+            item = next(items)
         except StopIteration:
             raise ValueError(f"--resume: the inputs now hold {i} items, but the interrupted run had consumed "
                              f"{consumed}; pass --force to start over") from None
+        digest = chain(digest, item)
+        if len(first) < 4:
+            first.append(visible(str(item.doc_id)))
+        if i + 1 in at:
+            k, start, want = at[i + 1]
+            if digest != want:
+                shown = ", ".join(first[:3]) + (", ..." if len(first) > 3 else "")
+                raise ValueError(f"--resume: the inputs changed since the interrupted run: shard {k} consumed input "
+                                 f"items {start}-{i}, and they now differ (read there now: {shown}): a document "
+                                 "changed, or one was added or removed at or before them; pass --force to start "
+                                 "over")
+            first = []
     if digest != expected_digest:
         raise ValueError("--resume: the inputs changed since the interrupted run (the items it consumed differ); "
                          "pass --force to start over")

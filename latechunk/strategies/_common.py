@@ -27,6 +27,8 @@ from latechunk.tokenize import ContentTokens, content_tokens
 from latechunk.types import Boundaries, Document, Tokenization
 
 __all__ = [
+    "MAX_SENTENCES",
+    "MAX_TOKENS",
     "PieceSplitter",
     "allowed_cuts",
     "check_int",
@@ -44,24 +46,45 @@ __all__ = [
 
 _EMPTY = np.zeros((0, 2), dtype=np.int64)
 
+MAX_TOKENS = 1_000_000
+"""The most a token-count parameter (``size``, ``overlap``, ``max_tokens``, ``min_tokens``) may be: far above any
+chunk a model can pool from one document, and far below what overflows the int64 token positions of a split."""
+MAX_SENTENCES = 100_000
+"""The most a sentence-count parameter (``sentence_window``'s ``window``) may be."""
 
-def check_int(strategy: str, name: str, value, minimum: int | None = None) -> None:
-    """Check that a strategy parameter is an int (not a bool), at least ``minimum``.
+
+def check_int(
+    strategy: str,
+    name: str,
+    value,
+    minimum: int | None = None,
+    maximum: int | None = MAX_TOKENS,
+    unit: str = "tokens",
+) -> None:
+    """Check that a strategy parameter is an int (not a bool), at least ``minimum`` and at most ``maximum``.
+
+    Every int parameter has an upper bound, so that a value no one means (``size=99999999999999999999999``) is
+    refused when the strategy is built, before any work, instead of overflowing in each document's split.
 
     Args:
         strategy: The strategy's name, for the message.
         name: The parameter's name, for the message.
         value: The value to check.
         minimum: The smallest allowed value; None: no lower bound.
+        maximum: The largest allowed value (default :data:`MAX_TOKENS`); None: none (for a parameter the caller
+            bounds itself, such as ``heading``'s levels).
+        unit: What the parameter counts, for the message (``tokens``, ``sentences``).
 
     Raises:
         TypeError: if ``value`` is not an int, or is a bool.
-        ValueError: if ``value < minimum``.
+        ValueError: if ``value < minimum`` or ``value > maximum``.
     """
     if isinstance(value, bool) or not isinstance(value, Integral):
         raise TypeError(f"{strategy}: {name} must be an int, got {value!r} ({type(value).__name__})")
     if minimum is not None and value < minimum:
         raise ValueError(f"{strategy}: {name} must be >= {minimum}, got {name}={value}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{strategy}: {name} must be at most {maximum:,} {unit}, got {name}={value}")
 
 
 def check_size_overlap(strategy: str, size_name: str, size, overlap) -> None:
@@ -75,7 +98,8 @@ def check_size_overlap(strategy: str, size_name: str, size, overlap) -> None:
 
     Raises:
         TypeError: if either is not an int.
-        ValueError: naming both values, if the pair is not allowed (a stride ``size - overlap <= 0`` never moves).
+        ValueError: if either is over :data:`MAX_TOKENS`, or naming both values, if the pair is not allowed (a
+            stride ``size - overlap <= 0`` never moves).
     """
     check_int(strategy, size_name, size)
     check_int(strategy, "overlap", overlap)

@@ -209,7 +209,8 @@ def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
         ``(name, params)``: the registered strategy name and ``{key: raw value string}`` in SPEC order.
 
     Raises:
-        ValueError: on an unknown strategy name, a part that is not ``key=value``, or a key given twice.
+        ValueError: on an unknown strategy name, an empty setting (``size=64,,overlap=2``, or a comma at the
+            start or end of the settings), a part that is not ``key=value``, or a key given twice.
     """
     spec = spec.strip()
     name, _, rest = spec.partition(":")
@@ -218,7 +219,12 @@ def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
     if name not in known:
         raise ValueError(f"unknown strategy {name!r}; choose one of: {', '.join(sorted(known))}")
     params: dict[str, str] = {}
-    for part in filter(None, (p.strip() for p in rest.split(","))):
+    parts = [p.strip() for p in rest.split(",")] if rest.strip() else []  # "name:" alone: no settings
+    for i, part in enumerate(parts):
+        if not part:  # a doubled, leading or trailing comma: refused, not skipped (the user meant something)
+            where = ("before the first comma" if i == 0 else "after the last comma" if i == len(parts) - 1
+                     else "between commas")
+            raise ValueError(f"strategy spec {spec!r}: empty setting {where}; remove the extra comma")
         key, eq, value = part.partition("=")
         if not eq or not key.strip():
             raise ValueError(f"strategy spec {spec!r}: expected key=value, got {part!r}")
@@ -239,9 +245,10 @@ def get_strategy(spec: str | Strategy) -> Strategy:
         The strategy instance; its :attr:`Strategy.spec` is the canonical SPEC with every parameter.
 
     Raises:
-        ValueError: on an unknown name, an unknown parameter, a parameter given twice (by name or alias), a
-            ``|`` sweep value, a value that does not convert to the field's type, or a value the strategy's
-            ``__post_init__`` rejects.
+        ValueError: on an unknown name, an empty setting, an unknown parameter, a parameter given twice (by
+            name or alias), a ``|`` sweep value, a value that does not convert to the field's type, or a value
+            the strategy's ``__post_init__`` rejects (out of range, or over its bound: tokens at most
+            :data:`~latechunk.strategies._common.MAX_TOKENS`); the message then starts with the SPEC.
         TypeError: if a strategy's ``__post_init__`` rejects a value's type (e.g. a bool for an integer).
     """
     if isinstance(spec, Strategy):
@@ -267,7 +274,11 @@ def get_strategy(spec: str | Strategy) -> Strategy:
             raise ValueError(f"strategy spec {spec!r}: parameter {target!r} is given twice (name or alias)")
         converted = _convert(name, target, fields[target].type, value)
         kwargs[target] = fn(converted) if fn is not None else converted
-    return cls(**kwargs)
+    try:
+        return cls(**kwargs)
+    except ValueError as err:  # the strategy's own check (a range, a bound): name the SPEC the user typed
+        msg, own = str(err), f"{name}: "
+        raise ValueError(f"strategy spec {spec.strip()!r}: {msg.removeprefix(own)}") from err
 
 
 def expand_spec(spec: str) -> list[str]:
@@ -282,13 +293,20 @@ def expand_spec(spec: str) -> list[str]:
         parameters. Values are not checked here (:func:`get_strategy` checks each SPEC).
 
     Raises:
-        ValueError: as :func:`parse_spec` (unknown name, malformed or repeated ``key=value``).
+        ValueError: as :func:`parse_spec` (unknown name, empty setting, malformed or repeated ``key=value``), or
+            on an empty alternative (``size=32||64``, or a ``|`` at the start or end of a value).
     """
     name, raw = parse_spec(spec)
     if not raw:
         return [name]
     keys = list(raw)
-    choices = [raw[k].split("|") for k in keys]
+    choices = [[v.strip() for v in raw[k].split("|")] for k in keys]
+    for k, alternatives in zip(keys, choices):
+        if len(alternatives) > 1 and not all(alternatives):  # "" would be a SPEC of its own (or the default)
+            raise ValueError(
+                f"strategy spec {spec.strip()!r}: empty alternative in {k}={raw[k]}; give a value between "
+                "every two '|'"
+            )
     return [f"{name}:" + ",".join(f"{k}={v}" for k, v in zip(keys, combo)) for combo in itertools.product(*choices)]
 
 

@@ -230,7 +230,7 @@ class Code(Strategy):
     the content; the one way a chunk can exceed ``max_tokens`` is the wordpieces of one character.
 
     Args:
-        max_tokens: Most content tokens per chunk (> 0); aliases ``chunk_size``, ``size``.
+        max_tokens: Most content tokens per chunk (1..1,000,000); aliases ``chunk_size``, ``size``.
         min_tokens: Definitions shorter than this (tokens) are merged with small neighbours
             (``0 <= min_tokens <= max_tokens``; 0: every definition is a chunk of its own). Default 24, or
             ``max_tokens`` when that is smaller (so ``code:max_tokens=10`` is valid as given).
@@ -244,7 +244,7 @@ class Code(Strategy):
     bet: ClassVar[str] = "a function or class is the fact"
     aliases: ClassVar[dict[str, str]] = {"chunk_size": "max_tokens", "size": "max_tokens"}
 
-    max_tokens: int = field(default=256, metadata={"help": "most tokens per chunk (> 0); longer definitions are cut"})
+    max_tokens: int = field(default=256, metadata={"help": "most tokens per chunk (1..1,000,000); longer definitions are cut"})
     min_tokens: int = field(
         default=_DEFAULT_MIN_TOKENS,
         metadata={"help": "definitions under this many tokens merge with small neighbours (default 24, "

@@ -38,7 +38,7 @@ class Fixed(Strategy):
     token's whitespace tokens when ``size`` is smaller than that run).
 
     Args:
-        size: Content tokens per chunk (> 0); alias ``chunk_size``.
+        size: Content tokens per chunk (1..1,000,000); alias ``chunk_size``.
         overlap: Content tokens shared by consecutive chunks (``0 <= overlap < size``); alias
             ``chunk_overlap``.
 
@@ -50,7 +50,7 @@ class Fixed(Strategy):
     bet: ClassVar[str] = "facts end every n tokens"
     aliases: ClassVar[dict[str, str]] = {"chunk_size": "size", "chunk_overlap": "overlap"}
 
-    size: int = field(default=256, metadata={"help": "tokens per chunk (> 0)"})
+    size: int = field(default=256, metadata={"help": "tokens per chunk (1..1,000,000)"})
     overlap: int = field(
         default=0, metadata={"help": "tokens shared by consecutive chunks (0 <= overlap < size)"}
     )

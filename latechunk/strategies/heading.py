@@ -79,7 +79,7 @@ class Heading(Strategy):
     mark at the start of a line does not hide its heading (BR-025). See :mod:`latechunk.strategies._markdown`.
 
     Args:
-        max_tokens: Most content tokens per chunk (> 0); aliases ``chunk_size``, ``size``.
+        max_tokens: Most content tokens per chunk (1..1,000,000); aliases ``chunk_size``, ``size``.
         overlap: Most tokens shared by consecutive chunks of one long section (``0 <= overlap < max_tokens``);
             alias ``chunk_overlap``.
         levels: Heading levels (1..6) that start a section, e.g. ``(1, 2)``; stored sorted and deduplicated.
@@ -98,7 +98,7 @@ class Heading(Strategy):
     }
 
     max_tokens: int = field(
-        default=256, metadata={"help": "most tokens per chunk (> 0); longer sections are cut"}
+        default=256, metadata={"help": "most tokens per chunk (1..1,000,000); longer sections are cut"}
     )
     overlap: int = field(
         default=0, metadata={"help": "most tokens shared by consecutive chunks of one long section"}
@@ -113,7 +113,7 @@ class Heading(Strategy):
         if not levels:
             raise ValueError("heading: levels must name at least one heading level in 1..6, got ()")
         for lv in levels:
-            check_int("heading", "levels", lv)
+            check_int("heading", "levels", lv, maximum=None)  # 1..6, checked next
             if not 1 <= lv <= 6:
                 raise ValueError(f"heading: levels must be in 1..6, got levels={levels}")
         object.__setattr__(self, "levels", tuple(sorted({int(lv) for lv in levels})))

@@ -59,7 +59,7 @@ class Recursive(Strategy):
     character, when there are more of them than ``max_tokens``.
 
     Args:
-        max_tokens: Most content tokens per chunk (> 0); aliases ``chunk_size``, ``size``.
+        max_tokens: Most content tokens per chunk (1..1,000,000); aliases ``chunk_size``, ``size``.
         overlap: Most tokens (whole pieces) shared by consecutive chunks (``0 <= overlap < max_tokens``);
             alias ``chunk_overlap``.
 
@@ -75,7 +75,7 @@ class Recursive(Strategy):
         "chunk_overlap": "overlap",
     }
 
-    max_tokens: int = field(default=256, metadata={"help": "most tokens per chunk (> 0)"})
+    max_tokens: int = field(default=256, metadata={"help": "most tokens per chunk (1..1,000,000)"})
     overlap: int = field(
         default=0,
         metadata={

@@ -76,9 +76,9 @@ class Semantic(Strategy):
             ``min_chunk_size``. The default 16 (``max_tokens`` when that is smaller)
             keeps a lone heading or code fence (3 tokens) with the text it introduces: on the five Chroma
             corpora (MiniLM) chunks under 8 tokens fall from 380 of 1590 (``min_tokens=0``) to 6 of 1144.
-        max_tokens: Most tokens per chunk (> 0); alias ``chunk_size``. ``None`` (the default): 512, capped at the
-            model's content limit (its input limit less the document frame: 510 for MiniLM) when the pipeline
-            runs the strategy (:meth:`for_model`), so that no naive chunk needs two windows.
+        max_tokens: Most tokens per chunk (1..1,000,000); alias ``chunk_size``. ``None`` (the default): 512,
+            capped at the model's content limit (its input limit less the document frame: 510 for MiniLM) when
+            the pipeline runs the strategy (:meth:`for_model`), so that no naive chunk needs two windows.
         source: Where sentence vectors come from: ``"late"`` (pooled from the same late pass) or a model name
             (the pipeline encodes each sentence's text with it).
 
@@ -105,7 +105,7 @@ class Semantic(Strategy):
     )
     max_tokens: int | None = field(
         default=None,
-        metadata={"help": "most tokens per chunk (> 0); none: 512, capped at the model's content limit"},
+        metadata={"help": "most tokens per chunk (1..1,000,000); none: 512, capped at the model's content limit"},
     )
     source: str = field(
         default="late",

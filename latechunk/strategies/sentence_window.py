@@ -9,6 +9,7 @@ import numpy as np
 
 from latechunk.sentences import SentenceSegmenter
 from latechunk.strategies._common import (
+    MAX_SENTENCES,
     check_int,
     content_offsets,
     content_prefix,
@@ -42,26 +43,26 @@ class SentenceWindow(Strategy):
     token budget).
 
     Args:
-        window: Sentences on each side of the middle one (>= 0); alias ``window_size``.
+        window: Sentences on each side of the middle one (0..100,000); alias ``window_size``.
         stride: Sentences between window starts (``1 <= stride <= 2 * window + 1``).
 
     Raises:
         TypeError: if ``window`` or ``stride`` is not an int.
-        ValueError: unless ``window >= 0`` and ``1 <= stride <= 2 * window + 1`` (a longer stride would skip
-            sentences).
+        ValueError: unless ``0 <= window <= 100,000`` and ``1 <= stride <= 2 * window + 1`` (a longer stride
+            would skip sentences).
     """
 
     bet: ClassVar[str] = "a fact is a sentence and its neighbours"
     aliases: ClassVar[dict[str, str]] = {"window_size": "window"}
 
-    window: int = field(default=1, metadata={"help": "sentences on each side of the middle one (>= 0)"})
+    window: int = field(default=1, metadata={"help": "sentences on each side of the middle one (0..100,000)"})
     stride: int = field(
         default=1, metadata={"help": "sentences between window starts (1 <= stride <= 2*window+1)"}
     )
 
     def __post_init__(self) -> None:
-        check_int("sentence_window", "window", self.window, 0)
-        check_int("sentence_window", "stride", self.stride, 1)
+        check_int("sentence_window", "window", self.window, 0, MAX_SENTENCES, "sentences")
+        check_int("sentence_window", "stride", self.stride, 1, maximum=None)  # at most 2 * window + 1, checked next
         if self.stride > 2 * self.window + 1:
             raise ValueError(
                 f"sentence_window: stride must be at most 2 * window + 1 = {2 * self.window + 1} so that no "

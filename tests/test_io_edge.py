@@ -1,0 +1,234 @@
+"""latechunk/io.py edge cases of "nothing is lost": empty JSONL/parquet/Arrow files inside a folder, null or
+ill-typed ids, non-string titles, markdown files of nothing but front matter, duplicate ids across input roots."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from typer.testing import CliRunner
+
+from latechunk.io import count_inputs, iter_inputs, require_documents
+from latechunk.types import Document, Skipped
+
+runner = CliRunner()
+
+
+def _embed(*args):
+    from latechunk.cli import app
+
+    return runner.invoke(app, ["embed", *[str(a) for a in args], "--device", "cpu", "-q", "--strategy",
+                               "fixed:size=32"], catch_exceptions=False)
+
+
+def _skipped(items) -> dict[str, str]:
+    return {i.doc_id: i.reason for i in items if isinstance(i, Skipped)}
+
+
+# --------------------------------------------------------------------------- 1. empty table files inside a folder
+def test_empty_jsonl_parquet_and_arrow_files_in_a_folder_are_each_one_skipped_item(tmp_path):
+    src = tmp_path / "in"
+    (src / "sub").mkdir(parents=True)
+    (src / "a.md").write_text("A real document.", encoding="utf-8")
+    (src / "zero.jsonl").write_bytes(b"")
+    (src / "sub" / "blank.jsonl").write_text("\n  \n\n", encoding="utf-8")
+    (src / "bom.jsonl").write_bytes(b"\xef\xbb\xbf")
+    schema = pa.schema([("id", pa.string()), ("text", pa.string())])
+    pq.write_table(schema.empty_table(), src / "none.parquet")
+    with pa.ipc.new_stream(str(src / "none.arrow"), schema):
+        pass
+    items = list(iter_inputs([src]))
+    assert [i.doc_id for i in items if isinstance(i, Document)] == ["a.md"]
+    assert _skipped(items) == {
+        "bom.jsonl": "empty file: no JSON lines",
+        "none.arrow": "empty arrow file: no rows",
+        "none.parquet": "empty parquet file: no rows",
+        "sub/blank.jsonl": "empty file: no JSON lines",
+        "zero.jsonl": "empty file: no JSON lines",
+    }
+    assert all(i.source == i.doc_id for i in items if isinstance(i, Skipped))
+    assert count_inputs([src]) == len(items) == 6
+    require_documents([src])  # the folder has a document: fine
+
+
+def test_an_empty_table_given_alone_still_fails_naming_why(tmp_path):
+    (tmp_path / "e.jsonl").write_bytes(b"")
+    pq.write_table(pa.schema([("id", pa.string()), ("text", pa.string())]).empty_table(), tmp_path / "e.parquet")
+    for name, why in (("e.jsonl", "empty file: no JSON lines"), ("e.parquet", "empty parquet file: no rows")):
+        f = tmp_path / name
+        assert count_inputs([f]) == len(list(iter_inputs([f]))) == 1
+        with pytest.raises(ValueError, match="yielding no document") as err:
+            require_documents([f])
+        assert f"{f} (1 item(s), all skipped: {name}: {why})" in str(err.value)
+    res = _embed(tmp_path / "e.jsonl", "--out", tmp_path / "o")
+    assert res.exit_code == 2 and "yielding no document" in res.output and "empty file: no JSON lines" in res.output
+    assert not (tmp_path / "o").exists()
+
+
+def test_an_empty_dataset_split_is_one_skipped_item(tmp_path):
+    datasets = pytest.importorskip("datasets")
+    datasets.disable_progress_bars()
+    full = datasets.Dataset.from_dict({"id": ["a"], "text": ["Alpha text."]})
+    empty = datasets.Dataset.from_dict({"id": [], "text": []}, features=full.features)
+    datasets.DatasetDict({"train": full, "test": empty}).save_to_disk(str(tmp_path / "dd"))
+    items = list(iter_inputs([tmp_path / "dd"]))
+    assert [i.doc_id for i in items if isinstance(i, Document)] == ["a"]
+    assert _skipped(items) == {"dd/test": "empty Hugging Face dataset: no rows"}
+    assert count_inputs([tmp_path / "dd"]) == len(items) == 2
+
+
+def test_an_empty_jsonl_in_a_folder_is_listed_in_the_manifest(tmp_path):
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "a.md").write_text("A real document about rivers and their deltas.", encoding="utf-8")
+    (src / "empty.jsonl").write_bytes(b"")
+    out = tmp_path / "o"
+    res = _embed(src, "--out", out)
+    assert res.exit_code == 0, res.output
+    m = json.loads((out / "manifest.json").read_text())
+    assert [d["doc_id"] for d in m["documents"]] == ["a.md"]
+    assert [(s["doc_id"], s["reason"]) for s in m["skipped"]] == [("empty.jsonl", "empty file: no JSON lines")]
+
+
+# --------------------------------------------------------------------------- 2. null and ill-typed ids
+@pytest.mark.parametrize(
+    "line, reason",
+    [
+        ('{"id": null, "text": "hello"}', "'id' is null (an id must be a string or an integer)"),
+        ('{"_id": null, "text": "hello"}', "'_id' is null (an id must be a string or an integer)"),
+        ('{"id": [1, 2], "text": "hello"}', "'id' is a list [1, 2] (an id must be a string or an integer)"),
+        ('{"id": {"a": 1}, "text": "hello"}', "'id' is an object {\"a\": 1} (an id must be a string or an integer)"),
+        ('{"id": true, "text": "hello"}', "'id' is a boolean true (an id must be a string or an integer)"),
+        ('{"id": 1.5, "text": "hello"}', "'id' is a float 1.5 (an id must be a string or an integer)"),
+        ('{"id": 2.0, "text": "hello"}', "'id' is a float 2.0 (an id must be a string or an integer; write 2, not 2.0)"),
+        ('{"id": "  ", "text": "hello"}', "'id' is blank (an id must be a non-blank string or an integer)"),
+        ('{"text": "hello"}', "no 'id' (or '_id', 'doc_id') field"),
+    ],
+)
+def test_a_null_or_ill_typed_id_is_skipped_naming_the_field_and_its_type(tmp_path, line, reason):
+    src = tmp_path / "d.jsonl"
+    src.write_text(line + "\n", encoding="utf-8")
+    (item,) = list(iter_inputs([src]))
+    assert isinstance(item, Skipped) and item.reason == reason and item.doc_id == item.source == "d.jsonl:1"
+
+
+def test_string_and_integer_ids_are_still_accepted_and_a_long_bad_id_is_shortened(tmp_path):
+    src = tmp_path / "d.jsonl"
+    src.write_text('{"id": "a", "text": "x"}\n{"_id": 7, "text": "y"}\n{"doc_id": "c", "text": "z"}\n'
+                   + json.dumps({"id": list(range(100)), "text": "w"}) + "\n", encoding="utf-8")
+    items = list(iter_inputs([src]))
+    assert [i.doc_id for i in items if isinstance(i, Document)] == ["a", "7", "c"]
+    assert len(items[3].reason) < 120 and items[3].reason.startswith("'id' is a list [0, 1, 2")
+
+
+def test_a_null_id_in_a_parquet_column_names_the_column(tmp_path):
+    pq.write_table(pa.table({"doc_id": ["a", None], "text": ["x", "y"]}), tmp_path / "t.parquet")
+    items = list(iter_inputs([tmp_path / "t.parquet"]))
+    assert isinstance(items[1], Skipped) and items[1].reason == "'doc_id' is null (an id must be a string or an integer)"
+
+
+# --------------------------------------------------------------------------- 3. non-string titles
+def test_a_number_title_is_its_string_form_and_other_types_skip_the_record_naming_the_field(tmp_path):
+    src = tmp_path / "d.jsonl"
+    src.write_text('{"id": "i", "title": 5, "text": "body"}\n{"id": "f", "title": 2.5, "text": "body"}\n'
+                   '{"id": "n", "title": null, "text": "body"}\n{"id": "l", "title": ["a", "b"], "text": "body"}\n'
+                   '{"id": "d", "title": {"en": "x"}, "text": "body"}\n{"id": "b", "title": false, "text": "body"}\n',
+                   encoding="utf-8")
+    items = {i.doc_id: i for i in iter_inputs([src])}
+    assert items["i"].text == "5\n\nbody" and items["i"].metadata["title"] == "5"
+    assert items["i"].metadata["title_from"] == "record"
+    assert items["f"].text == "2.5\n\nbody" and items["n"].text == "body" and "title" not in items["n"].metadata
+    assert {k: (type(v).__name__, v.reason) for k, v in items.items() if isinstance(v, Skipped)} == {
+        "l": ("Skipped", "'title' is a list [\"a\", \"b\"] (a title must be a string or a number)"),
+        "d": ("Skipped", "'title' is an object {\"en\": \"x\"} (a title must be a string or a number)"),
+        "b": ("Skipped", "'title' is a boolean false (a title must be a string or a number)"),
+    }
+    assert items["l"].source == "d.jsonl:4"
+
+
+def test_parquet_title_columns_of_numbers_or_lists_follow_the_same_policy(tmp_path):
+    pq.write_table(pa.table({"id": ["a", "b", "c"], "text": ["x", "y", "z"], "title": [7, None, 9]}),
+                   tmp_path / "n.parquet")
+    pq.write_table(pa.table({"id": ["l"], "text": ["x"], "title": [["p", "q"]]}), tmp_path / "l.parquet")
+    pq.write_table(pa.table({"id": ["nan"], "text": ["x"], "title": pa.array([float("nan")], pa.float64())}),
+                   tmp_path / "f.parquet")
+    items = {i.doc_id: i for i in iter_inputs([tmp_path])}
+    assert items["a"].text == "7\n\nx" and items["b"].text == "y" and items["c"].metadata["title"] == "9"
+    assert items["nan"].text == "x" and "title" not in items["nan"].metadata  # NaN: a missing value
+    assert isinstance(items["l"], Skipped) and items["l"].reason.startswith("'title' is a list")
+
+
+# --------------------------------------------------------------------------- 4. nothing but front matter
+@pytest.mark.parametrize("text", ["---\ntitle: x\n---\n", "---\ntitle: x\n---", "+++\ntitle = 'x'\n+++\n\n  \n",
+                                  "\ufeff---\n---\n\u200b\n"])
+def test_a_markdown_file_of_nothing_but_front_matter_is_skipped(tmp_path, text):
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "fm.md").write_text(text, encoding="utf-8")
+    (src / "ok.md").write_text("---\ntitle: y\n---\nBody text.\n", encoding="utf-8")
+    items = list(iter_inputs([src]))
+    assert _skipped(items) == {"fm.md": "nothing but front matter (no text after it)"}
+    assert [i.doc_id for i in items if isinstance(i, Document)] == ["ok.md"]
+    assert count_inputs([src]) == len(items)
+
+
+def test_front_matter_alone_in_a_text_file_is_still_its_text(tmp_path):
+    (tmp_path / "fm.txt").write_text("---\ntitle: x\n---\n", encoding="utf-8")  # .txt has no front matter
+    (item,) = list(iter_inputs([tmp_path / "fm.txt"]))
+    assert isinstance(item, Document)
+
+
+def test_embed_lists_a_front_matter_only_markdown_file_as_skipped(tmp_path):
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "fm.md").write_text("---\ntitle: x\n---\n", encoding="utf-8")
+    (src / "ok.md").write_text("A document about harbours and their lanterns.", encoding="utf-8")
+    out = tmp_path / "o"
+    res = _embed(src, "--out", out)
+    assert res.exit_code == 0, res.output
+    m = json.loads((out / "manifest.json").read_text())
+    assert [d["doc_id"] for d in m["documents"]] == ["ok.md"]
+    assert [(s["doc_id"], s["reason"]) for s in m["skipped"]] == [
+        ("fm.md", "nothing but front matter (no text after it)")]
+    res = _embed(src / "fm.md", "--out", tmp_path / "o2")
+    assert res.exit_code == 2 and "nothing but front matter" in res.output
+
+
+# --------------------------------------------------------------------------- 5. duplicate ids across input roots
+def test_a_file_id_repeated_under_another_input_root_says_how_to_keep_both(tmp_path):
+    a, b = tmp_path / "A", tmp_path / "B"
+    for d in (a, b):
+        d.mkdir()
+        (d / "README.md").write_text(f"Readme of {d.name}.", encoding="utf-8")
+    items = list(iter_inputs([a, b]))
+    assert isinstance(items[0], Document) and isinstance(items[1], Skipped)
+    assert items[1].reason == (
+        f"duplicate doc_id: README.md (input {str(b)!r}) repeats the id first seen in README.md (input {str(a)!r}) "
+        "(ids are paths relative to each input: give the folders' common parent as one input to keep both)")
+    both = [i.doc_id for i in iter_inputs([tmp_path])]
+    assert both == ["A/README.md", "B/README.md"]
+
+
+def test_duplicate_hints_only_where_they_help(tmp_path):
+    a, b = tmp_path / "A", tmp_path / "B"
+    for d in (a, b):
+        d.mkdir()
+        (d / "r.jsonl").write_text('{"id": "x", "text": "one"}\n{"id": "x", "text": "two"}\n', encoding="utf-8")
+    reasons = [i.reason for i in iter_inputs([a, b]) if isinstance(i, Skipped)]
+    assert len(reasons) == 3 and not any("(ids are paths" in r for r in reasons)  # record ids are no paths
+    (a / "n.md").write_text("Note.", encoding="utf-8")
+    again = [i.reason for i in iter_inputs([a, tmp_path / "B" / ".." / "A"]) if isinstance(i, Skipped)]
+    assert any(r.startswith("duplicate doc_id: n.md") and r.endswith("(the same input is given twice)") for r in again)
+    within = [i.reason for i in iter_inputs([a]) if isinstance(i, Skipped)]
+    assert len(within) == 1 and not any("(ids are" in r or "twice" in r for r in within)
+
+
+def test_a_dataset_dict_listing_no_splits_is_one_skipped_item(tmp_path):
+    dd = tmp_path / "in" / "dd"
+    dd.mkdir(parents=True)
+    (dd / "dataset_dict.json").write_text('{"splits": []}', encoding="utf-8")
+    items = list(iter_inputs([tmp_path / "in"]))
+    assert _skipped(items) == {"dd": "Hugging Face DatasetDict folder lists no splits (dataset_dict.json)"}
+    assert count_inputs([tmp_path / "in"]) == len(items) == 1
