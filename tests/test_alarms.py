@@ -220,3 +220,59 @@ def test_semantic_densities_of_the_clean_pieces_are_close(corpus_counts):
     x = np.log([1000 * c / t for doc, _, t, c in corpus_counts["semantic"] if doc != "pubmed/interleaved"])
     assert np.ptp(x) < math.log(3), "the clean pieces spread less than a factor 3"
     assert isinstance(parse_alarms(corpus_counts["semantic"])[0], Alarm)
+
+
+# ------------------------------------------------------------------------------------------------ at scale
+def _brute_force(rows, k=3.5, sigma_floor=0.2, min_group=5, min_chunks=3):
+    """The rule as first written: every document's leave-one-out median and MAD from scratch (O(n^2))."""
+    docs = [DocCount(*r) for r in rows]
+    x = np.log([d.density for d in docs])
+    src = np.asarray([d.source for d in docs], dtype=object)
+    split = np.asarray([d.chunks >= 2 for d in docs])
+    out = []
+    for i, d in enumerate(docs):
+        others = np.arange(len(docs)) != i
+        peers = others & split & (src == d.source)
+        if peers.sum() + 1 >= min_group:
+            ref = x[peers]
+        elif (others & split).sum() + 1 >= min_group:
+            ref = x[others & split]
+        else:
+            continue
+        med = float(np.median(ref))
+        sigma = max(1.4826 * float(np.median(np.abs(ref - med))), sigma_floor, 1e-12)
+        z = (float(x[i]) - med) / sigma
+        if abs(z) > k and abs(d.chunks - math.exp(med) * d.tokens / 1000) >= min_chunks:
+            out.append((d.doc_id, z))
+    return out
+
+
+def _random_corpus(n, seed):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(n):
+        source = ["md", "html", "pdf"][i % 3] if i % 50 else "txt"  # "txt": a small source, read against the corpus
+        tokens = int(rng.integers(50, 20000))
+        density = 4.0 * math.exp(rng.normal(0, 0.25)) * (5.0 if i % 97 == 0 else 1.0)  # every 97th over-split
+        rows.append((f"d{i}", source, tokens, max(1, round(density * tokens / 1000))))
+    return rows
+
+
+def test_the_grouped_rule_equals_the_quadratic_one_exactly():
+    rows = _random_corpus(700, seed=1)
+    got = [(a.doc_id, a.z) for a in parse_alarms(rows) if a.level == "document"]
+    want = _brute_force(rows)
+    assert [g[0] for g in got] == [w[0] for w in want] and len(want) >= 5
+    assert np.allclose([g[1] for g in got], [w[1] for w in want], rtol=0, atol=1e-9)
+
+
+def test_groups_beyond_the_exact_size_keep_the_same_alarms(monkeypatch):
+    """Above LEAVE_ONE_OUT_EXACT a group's statistics keep the document's own value (O(n log n) for a
+    million documents); the planted over-split documents are flagged all the same, and nothing else."""
+    import latechunk.alarms as alarms_mod
+
+    rows = _random_corpus(900, seed=2)
+    want = [w[0] for w in _brute_force(rows)]
+    monkeypatch.setattr(alarms_mod, "LEAVE_ONE_OUT_EXACT", 40)
+    assert [a.doc_id for a in parse_alarms(rows) if a.level == "document"] == want
+    assert {f"d{i}" for i in range(0, 900, 97)} <= set(want)
