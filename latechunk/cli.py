@@ -345,7 +345,8 @@ def embed(
     c = manifest["counts"]
     typer.echo(
         f"embedded {_documents_line(c['documents_embedded'], c['documents_in'], manifest['skipped'])} -> {c['chunks']} chunks "
-        f"({config.mode}, {strat.spec}, {c['tokens_encoded']} tokens encoded, {manifest['seconds']['total']:.1f} s) into {out}"
+        f"({config.mode}, {strat.spec}, {c['tokens_encoded']} tokens encoded, {manifest['seconds']['total']:.1f} s"
+        f"{'; the whole run, its interrupted part included' if resume else ''}) into {out}"
     )
     _print_skipped(manifest["skipped"], out / "manifest.json")
     _print_ingest_notes(manifest, out / "manifest.json")

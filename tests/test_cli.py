@@ -540,6 +540,7 @@ def test_resume_alone_takes_the_interrupted_runs_options_from_run_json(tmp_path)
     shards[-1].unlink()
     res = _run("embed", src, "--out", out, "--device", "cpu", "-q", "--resume")
     assert res.exit_code == 0, res.output
+    assert "the whole run, its interrupted part included" in " ".join(res.output.split())  # tokens and seconds
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["strategy"]["name"] == "fixed" and manifest["strategy"]["size"] == 32, manifest["strategy"]
     assert json.loads((out / "run.json").read_text())["settings"]["mode"] == "fused"
