@@ -236,6 +236,57 @@ def test_progress_counts_documents_only_no_longer_one_long_file_moves_in_text_by
     assert bar.postfix == "items written 1/1"
 
 
+def test_a_resumed_runs_bar_starts_at_the_bytes_already_embedded_and_ends_at_its_total(tmp_path, monkeypatch):
+    """The bar of a resumed run started at the consumed items' share of the bytes *by number*: after three short
+    documents out of four (the fourth long), it started at 75% and grew past its total. It starts at the
+    consumed documents' own bytes now."""
+    import tqdm.auto
+
+    from latechunk.config import EmbedConfig, PipelineConfig
+    from latechunk.ingest import ingest
+    from tests.models import minilm_encoder
+
+    bars = []
+
+    class Recorder:
+        def __init__(self, total=None, initial=0, **kwargs):
+            self.total, self.n, self.initial, self.high = total, initial, initial, initial
+            bars.append(self)
+
+        def update(self, n=1):
+            self.n += n
+            self.high = max(self.high, self.n)
+
+        def set_postfix_str(self, s, refresh=True):
+            pass
+
+        def refresh(self):
+            pass
+
+        def close(self):
+            pass
+
+    src = tmp_path / "in"
+    src.mkdir()
+    short = [f"Short note {i} on rivers: the water rose at dawn, the banks held, and the ferry ran late." for i in range(3)]
+    long = " ".join(f"Sentence {i} of the long report on the delta and its channels." for i in range(60))
+    for i, t in enumerate([*short, long]):
+        (src / f"{i}.txt").write_text(t, encoding="utf-8")
+    out = tmp_path / "out"
+    config = EmbedConfig(inputs=(src,), out=out, pipeline=PipelineConfig(strategies=("fixed:size=64",),
+                                                                         group_tokens=16))
+    ingest(config, minilm_encoder())
+    shards = sorted((out / "shards").glob("*.npy"))
+    assert len(shards) == 4
+    (out / "manifest.json").unlink()
+    shards[-1].unlink()  # the long document's shard: killed while writing it
+    monkeypatch.setattr(tqdm.auto, "tqdm", Recorder)
+    ingest(EmbedConfig(inputs=(src,), out=out, resume=True, pipeline=config.pipeline), minilm_encoder(), progress=True)
+    (bar,) = bars
+    assert bar.initial == sum(len(t.encode()) for t in short)
+    assert bar.total == sum(len(t.encode()) for t in [*short, long]) == bar.n == bar.high
+
+
 def test_a_folder_that_cannot_be_written_is_one_clear_error(tmp_path):
     """Trial of issue 15: `--append` to a read-only folder printed an OSError traceback from the lock file."""
     from latechunk.ingest.folder import writer_lock

@@ -171,7 +171,9 @@ def _ingest_one(config: EmbedConfig, encoder, settings: dict, t_start: float, pr
     t_start -= _earlier_seconds(folder, records) if config.resume else 0.0
     items = iter_inputs(config.inputs)
     consumed = records[-1]["inputs"][1] if records else 0
-    digest = skip_consumed(items, consumed, records[-1]["inputs_digest"] if records else "", records)
+    consumed_bytes = [0]  # where a resumed run's progress bar starts
+    digest = skip_consumed(items, consumed, records[-1]["inputs_digest"] if records else "", records,
+                           consumed_bytes)
     if config.resume:
         n_kept = len(records)
         clean_shards(out, lambda i: i < n_kept)
@@ -187,7 +189,8 @@ def _ingest_one(config: EmbedConfig, encoder, settings: dict, t_start: float, pr
                                           "chunks": sum(r["rows"] for r in records),
                                           "seconds": round(time.time() - t_start, 3)})
 
-    stream(config, encoder, items, consumed, digest, len(records), None, write, progress=progress)
+    stream(config, encoder, items, consumed, digest, len(records), None, write, progress=progress,
+           bar_bytes=consumed_bytes[0] if consumed else None)
     return assemble(out, records, settings, config.index, encoder.dim, header or {}, t_start)
 
 

@@ -26,6 +26,7 @@ from latechunk.ingest.shards import write_shard
 from latechunk.io import count_input_bytes, count_inputs
 from latechunk.output import OutputFolder
 from latechunk.pipeline import GroupResult, iter_embed
+from latechunk.pipeline import text_bytes as utf8_bytes
 from latechunk.types import Boundaries, Document, Skipped
 
 __all__ = ["DedupState", "ShardInput", "chain", "shard_stats", "skip_consumed", "stream", "write_group"]
@@ -49,7 +50,8 @@ def chain(digest: str, item: Document | Skipped) -> str:
     return hashlib.sha256(f"{digest}\0{part}".encode()).hexdigest()
 
 
-def skip_consumed(items: Iterator, consumed: int, expected_digest: str, records: list[dict] | None = None) -> str:
+def skip_consumed(items: Iterator, consumed: int, expected_digest: str, records: list[dict] | None = None,
+                  text_bytes: list[int] | None = None) -> str:
     """Read the first ``consumed`` input items (those the kept shards consumed) and check their digest.
 
     Args:
@@ -59,6 +61,8 @@ def skip_consumed(items: Iterator, consumed: int, expected_digest: str, records:
         records: The kept shard records (``inputs`` ``[start, end)``, ``inputs_digest``), when known: the digest
             is then checked at the end of each, so the error names the first shard whose items differ and the
             documents it now reads there.
+        text_bytes: When given, a one-element list that gets the UTF-8 bytes of the consumed documents' text
+            added (where a resumed run's progress bar starts, :func:`stream`'s ``bar_bytes``).
 
     Returns:
         The running digest after them.
@@ -76,6 +80,8 @@ def skip_consumed(items: Iterator, consumed: int, expected_digest: str, records:
             raise ValueError(f"--resume: the inputs now hold {i} items, but the interrupted run had consumed "
                              f"{consumed}; pass --force to start over") from None
         digest = chain(digest, item)
+        if text_bytes is not None and isinstance(item, Document):
+            text_bytes[0] += utf8_bytes(item.text)
         if len(first) < 4:
             first.append(visible(str(item.doc_id)))
         if i + 1 in at:
@@ -299,7 +305,8 @@ def write_group(folder: OutputFolder, config: EmbedConfig, dim: int, shard: Shar
 
 def stream(config: EmbedConfig, encoder, items: Iterator, start: int, digest: str, k0: int,
            select: Callable[[int], bool] | None, on_shard: Callable[[ShardInput], None],
-           progress: bool = False, bar_start: int | None = None) -> tuple[int, int, str]:
+           progress: bool = False, bar_start: int | None = None,
+           bar_bytes: int | None = None) -> tuple[int, int, str]:
     """Run the pipeline over ``items`` and hand each group to ``on_shard`` as shard ``k0, k0 + 1, ...``.
 
     Args:
@@ -321,6 +328,8 @@ def stream(config: EmbedConfig, encoder, items: Iterator, start: int, digest: st
         bar_start: Items of ``config.inputs`` consumed before ``items`` (for the progress bar); default ``start``
             (a resumed run). An append gives 0: its inputs start at ``items`` while ``start`` counts the
             folder's earlier items.
+        bar_bytes: UTF-8 bytes of document text in those consumed items (a resumed run, as
+            :func:`skip_consumed` counts them), where the bar starts; default: estimated from their number.
 
     Returns:
         ``(shards, items consumed, digest after them)``; ``shards`` counts from 0 (i.e. ``k0`` + new ones).
@@ -340,7 +349,8 @@ def stream(config: EmbedConfig, encoder, items: Iterator, start: int, digest: st
         n_items = max(count_inputs(config.inputs), before)
         total = count_input_bytes(config.inputs)
         # a resumed run: the consumed items' share of the bytes, estimated by their number
-        initial = total * before // n_items if n_items else 0
+        initial = bar_bytes if bar_bytes is not None else total * before // n_items if n_items else 0
+        total = max(total, initial)
         bar = tqdm(total=total, initial=initial, unit="B", unit_scale=True, desc="embed")
         bar.set_postfix_str(f"items written {before}/{n_items}", refresh=False)
     groups = iter_embed(items, encoder, config.pipeline,
