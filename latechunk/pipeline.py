@@ -735,12 +735,18 @@ def _tokenize_batch(encoder: Encoder, batch: list[_Entry], max_tokens: int | Non
                 toks.append(encoder.tokenizer(e.item))
             except Exception as err:  # noqa: BLE001  (a bad document is listed, never fatal)
                 toks.append(err)
+    unk = getattr(encoder.tokenizer, "unk_token_id", None)
     for e, tok in zip(entries, toks):
         doc_id = e.item.doc_id
         if isinstance(tok, Exception):
             e.skip = Skipped(doc_id, f"tokenizer failed: {type(tok).__name__}: {tok}")
         elif tok.n_content == 0:
             e.skip = Skipped(doc_id, "empty or whitespace-only (no tokens)")
+        elif unk is not None and bool(np.all(tok.input_ids[~tok.special_tokens_mask] == unk)):
+            # a vector of nothing but [UNK] is the same for every such document: nothing of the text is in it
+            e.skip = Skipped(doc_id, f"nothing the model can read: all {tok.n_content} content token(s) are the "
+                                     "tokenizer's unknown token (a word over its length limit, or characters "
+                                     "outside its vocabulary)")
         elif max_tokens is not None and len(tok) > max_tokens:
             e.skip = Skipped(doc_id, f"{len(tok)} tokens > macro window {max_tokens} and macro windows are off (--long-documents skip)")
         else:

@@ -655,3 +655,19 @@ def test_summary_counts_documents_not_the_output_folder_inside_the_input(tmp_pat
     assert "skipped index/: latechunk output folder" in res.output and "skipped notes.docx" in res.output
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["counts"]["documents_in"] == 3  # the manifest still counts every input item
+
+
+def test_a_document_of_nothing_but_unknown_tokens_is_skipped_not_embedded(tmp_path):
+    """One 200,000-letter word is one [UNK] for MiniLM: its vector was the [UNK] vector, the same for every such
+    document, with nothing of its text; it is skipped with its reason (a zero-width-only document already was)."""
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "blob.txt").write_text("x" * 200_000, encoding="utf-8")
+    (src / "ok.md").write_text("Herons wait by the reeds. " + "y" * 150 + " They strike fast.\n", encoding="utf-8")
+    out = tmp_path / "o"
+    res = _run("embed", src, "--out", out, "--device", "cpu", "-q", "--strategy", "fixed:size=32")
+    assert res.exit_code == 0, res.output
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert [d["doc_id"] for d in manifest["documents"]] == ["ok.md"]  # some [UNK] among real words: embedded
+    (skip,) = manifest["skipped"]
+    assert skip["doc_id"] == "blob.txt" and "nothing the model can read" in skip["reason"]
