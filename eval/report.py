@@ -72,13 +72,14 @@ def _metric_table(result, metrics: Sequence[str], with_fp: bool = False) -> str:
     systems = result.systems
     cols = list(metrics) + (["FactsProtected"] if with_fp else [])
     best = {m: _best([s.aggregates.get(m) for s in systems], m) for m in cols}
+    best_text = {m: _fmt(m, b) for m, b in best.items() if b is not None}  # bold as printed: ties that round alike
     rows = []
     for s in systems:
         cells = [f"`{short_spec(s.strategy)}`", s.label]
         for m in cols:
             v = s.aggregates.get(m)
             text = _fmt(m, v)
-            if v is not None and best[m] is not None and v == best[m] and len(systems) > 1:
+            if v is not None and best[m] is not None and text == best_text[m] and len(systems) > 1:
                 text = f"**{text}**"
             cells.append(text)
         rows.append(cells)

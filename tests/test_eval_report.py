@@ -76,3 +76,16 @@ def test_report_reads_back_and_renders_the_same_sections(report):
     again = markdown_report(load_result(out))
     for section in ("## Boundary agreement", "## Parse alarms", "## Dedup at ingest"):
         assert section in again
+
+
+def test_bold_marks_every_value_that_prints_as_the_best():
+    """0.8194 and 0.8191 both print as 81.9: both are bold (the mark compared unrounded values, so a table showed
+    two equal numbers, one of them bold)."""
+    from types import SimpleNamespace
+
+    from latechunk.eval.report import _metric_table
+
+    systems = [SimpleNamespace(strategy="fixed:size=64", label=mode, aggregates={"SpanRecall@5": v})
+               for mode, v in (("late", 0.8194), ("naive", 0.8191), ("fused", 0.80))]
+    table = _metric_table(SimpleNamespace(systems=systems), ["SpanRecall@5"])
+    assert table.count("**81.9**") == 2 and "**80.0**" not in table and "80.0" in table
