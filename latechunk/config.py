@@ -453,6 +453,23 @@ class IndexConfig:
         return d
 
 
+def _nested_input(inputs: tuple[Path, ...]) -> str:
+    """Why two inputs would read the same documents twice (one is the other, or lies inside an input folder: its
+    documents would get two ids, one relative to each input), or ``""``."""
+    resolved = [p.resolve() for p in inputs]
+    for i, a in enumerate(resolved):
+        for j, b in enumerate(resolved):
+            if i == j:
+                continue
+            if a == b and i < j:
+                return (f"input {inputs[j]} is the input {inputs[i]} given again: its documents would be read twice; "
+                        "give it once")
+            if a != b and a.is_dir() and b.is_relative_to(a):
+                return (f"input {inputs[j]} is inside the input folder {inputs[i]}: its documents would be read twice "
+                        f"(under two ids, one relative to each); give {inputs[i]} alone")
+    return ""
+
+
 @dataclass(frozen=True)
 class EmbedConfig:
     """One ``latechunk embed`` run.
@@ -470,7 +487,8 @@ class EmbedConfig:
             (``0 < dedup <= 1``; :mod:`latechunk.dedup`); None: off. A setting of the run (run.json).
 
     Raises:
-        ValueError: on a missing input, ``out`` that is a file or an input folder, both ``force`` and ``resume``, a pipeline
+        ValueError: on a missing input, an input given twice or inside an input folder, ``out`` that is a file or an
+            input folder, both ``force`` and ``resume``, a pipeline
             with other than one strategy and one mode, or a dedup threshold outside ``(0, 1]``.
     """
 
@@ -496,6 +514,8 @@ class EmbedConfig:
                  f"documents (a folder inside it, e.g. --out {first}/index, is fine: it is never read back)")
         _require(not (self.force and self.resume),
                  "--force (start over) and --resume (continue) exclude each other; give one")
+        nested = _nested_input(inputs)
+        _require(not nested, nested)
         _require(len(self.pipeline.strategies) == 1, "embed takes exactly one strategy")
         _require(len(self.pipeline.modes) == 1, "embed takes exactly one mode: late, naive, contextual or fused")
         object.__setattr__(self, "inputs", inputs)

@@ -387,3 +387,23 @@ def test_dist_env_is_read_without_the_ingest_package():
     assert reexported is dist_env and dist_env({}) == (0, 1, 0)
     with pytest.raises(ValueError, match=r"\$RANK=2 is outside 0..1"):
         dist_env({"RANK": "2", "WORLD_SIZE": "2"})
+
+
+def test_an_input_inside_another_input_folder_or_given_twice_is_refused(tmp_path):
+    """`embed A A/sub` embedded A/sub's files twice (ids `sub/x.md` and `x.md`); `embed A B/../A` listed every
+    document of the second as a duplicate. Both are refused before any work, naming the two inputs."""
+    from latechunk.config import EmbedConfig, PipelineConfig
+
+    pipe = PipelineConfig(strategies=("fixed",))
+
+    a = tmp_path / "A"
+    (a / "sub").mkdir(parents=True)
+    (a / "sub" / "x.md").write_text("Herons wait.", encoding="utf-8")
+    (tmp_path / "B").mkdir()
+    with pytest.raises(ValueError, match=r"inside the input folder .*A: its documents would be read twice"):
+        EmbedConfig(inputs=(a, a / "sub"), out=tmp_path / "o", pipeline=pipe)
+    with pytest.raises(ValueError, match="inside the input folder"):
+        EmbedConfig(inputs=(a / "sub" / "x.md", a), out=tmp_path / "o", pipeline=pipe)  # a file inside a later folder
+    with pytest.raises(ValueError, match="given again"):
+        EmbedConfig(inputs=(a, tmp_path / "B" / ".." / "A"), out=tmp_path / "o", pipeline=pipe)
+    EmbedConfig(inputs=(a / "sub", tmp_path / "B"), out=tmp_path / "o", pipeline=pipe)  # side by side: fine
