@@ -112,6 +112,7 @@ def _fast_english():
     guards: dict[str, re.Pattern] = {}
     abbreviations = English.Abbreviation.ABBREVIATIONS
     stripped_all = tuple(a.strip() for a in abbreviations)
+    max_stripped = max(map(len, stripped_all), default=0)
     # abbreviations of ASCII lowercase letters and digits only: no regex meaning, and under IGNORECASE they match
     # only their own upper and lower case letters, in a line without any of the characters below
     plain = frozenset(a for a in stripped_all if re.fullmatch(r"[a-z0-9]+", a))
@@ -124,6 +125,11 @@ def _fast_english():
             if "." not in text:  # every substitution below needs a period
                 return text
             words = None
+            own = self.lang.Abbreviation.ABBREVIATIONS
+            stripped_own = stripped_all if own is abbreviations else [a.strip() for a in own]
+            # a prefix longer than the longest abbreviation matches none: without this bound a token of n
+            # periods (200,000 dots, a minified file) stored n prefixes of up to n characters (O(n^2) memory)
+            longest = max_stripped if own is abbreviations else max(map(len, stripped_own), default=0)
             if case_folds_to_ascii.search(text) is None:
                 # in such a line, (?:^|\s){abbr}\. matches for a plain abbreviation only where some
                 # whitespace-delimited token (str.split() and \s agree on all of Unicode) starts with abbr + "."
@@ -135,7 +141,7 @@ def _fast_english():
                     k = token.find(".")
                     if k != -1:
                         token = token.lower()
-                        while k != -1:
+                        while k != -1 and k <= longest:
                             words.add(token[:k])
                             k = token.find(".", k + 1)
             # the characters right before a period, lowercased; a non-ASCII one may case-fold to an ASCII letter
@@ -151,8 +157,6 @@ def _fast_english():
                         exotic = True
                     i = text.find(".", i + 1)
             lowered = text.lower()
-            own = self.lang.Abbreviation.ABBREVIATIONS
-            stripped_own = stripped_all if own is abbreviations else [a.strip() for a in own]
             if words is not None:  # (in words implies pysbd's own test, in lowered)
                 todo = [a for a in stripped_own if (a in words if a in plain else a in lowered)]
             else:
