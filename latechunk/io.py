@@ -335,6 +335,27 @@ def _record_title(title) -> tuple[str, str]:
     return "", f"'title' is {_value_kind(title)} (a title must be a string or a number)"
 
 
+def surrogate_reason(text: str, what: str = "text") -> str:
+    r"""Why ``text`` is not valid Unicode text: a lone surrogate (a JSON ``"\ud800"`` escape without its pair
+    decodes to one), which no UTF-8 encoder, hash or tokenizer takes; ``""`` when it has none.
+
+    Args:
+        text: A string.
+        what: What it is, for the reason (``"text"``, ``"'id'"``, ``"'title'"``).
+
+    Returns:
+        ``""``, or e.g. ``"text holds a lone surrogate U+D800 at character 15 (...)"``.
+    """
+    if text.isascii():
+        return ""
+    try:
+        text.encode("utf-8")
+        return ""
+    except UnicodeEncodeError as err:
+        return (f"{what} holds a lone surrogate U+{ord(text[err.start]):04X} at character {err.start} (not valid "
+                "Unicode: in JSON, a \\uD800-\\uDFFF escape without its pair)")
+
+
 def _record(doc_id, text, title, where: str, url=None, id_field: str | None = "id") -> Document | Skipped:
     r"""One JSONL line or parquet row as a Document (``title + "\n\n" + text`` when titled) or a Skipped; a
     non-blank string ``url`` (a JSONL ``url`` field) goes to ``metadata["url"]``.
@@ -342,7 +363,8 @@ def _record(doc_id, text, title, where: str, url=None, id_field: str | None = "i
     ``id_field`` names the field or column ``doc_id`` came from (None: the record has none), for the reason of a
     null or ill-typed id. A number ``title`` is used as its string form; a title of another type skips the
     record (:func:`_record_title`)."""
-    reason = _id_reason(doc_id, id_field)
+    reason = _id_reason(doc_id, id_field) or (surrogate_reason(doc_id, f"'{id_field}'") if isinstance(doc_id, str)
+                                                else "")
     if reason:
         return Skipped(where, reason, where)
     if not isinstance(text, str):  # listed under the record's own id (it has a valid one), its place as source
@@ -350,6 +372,7 @@ def _record(doc_id, text, title, where: str, url=None, id_field: str | None = "i
             return Skipped(str(doc_id), "no 'text' field (or it is null)", where)
         return Skipped(str(doc_id), f"'text' must be a string, got {type(text).__name__}", where)
     title, reason = _record_title(title)
+    reason = reason or surrogate_reason(text) or surrogate_reason(title, "'title'")
     if reason:
         return Skipped(str(doc_id), reason, where)
     full = f"{title}\n\n{text}" if title else text

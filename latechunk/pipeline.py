@@ -52,6 +52,7 @@ import torch
 
 from latechunk.config import PipelineConfig
 from latechunk.encoder import Encoder, StateBatch
+from latechunk.io import surrogate_reason
 from latechunk.pooling import segment_mean
 from latechunk.sentences import SentenceSegmenter
 from latechunk.strategies.base import SentenceVectors, Strategy, get_strategy
@@ -738,8 +739,8 @@ def _tokenize_batch(encoder: Encoder, batch: list[_Entry], max_tokens: int | Non
     unk = getattr(encoder.tokenizer, "unk_token_id", None)
     for e, tok in zip(entries, toks):
         doc_id = e.item.doc_id
-        if isinstance(tok, Exception):
-            e.skip = Skipped(doc_id, f"tokenizer failed: {type(tok).__name__}: {tok}")
+        if isinstance(tok, Exception):  # text that is not valid Unicode says so (the tokenizer's TypeError does not)
+            e.skip = Skipped(doc_id, surrogate_reason(e.item.text) or f"tokenizer failed: {type(tok).__name__}: {tok}")
         elif tok.n_content == 0:
             e.skip = Skipped(doc_id, "empty or whitespace-only (no tokens)")
         elif unk is not None and bool(np.all(tok.input_ids[~tok.special_tokens_mask] == unk)):

@@ -232,3 +232,45 @@ def test_a_dataset_dict_listing_no_splits_is_one_skipped_item(tmp_path):
     items = list(iter_inputs([tmp_path / "in"]))
     assert _skipped(items) == {"dd": "Hugging Face DatasetDict folder lists no splits (dataset_dict.json)"}
     assert count_inputs([tmp_path / "in"]) == len(items) == 1
+
+
+def test_a_lone_surrogate_in_jsonl_skips_that_record_and_embed_goes_on(tmp_path):
+    r"""User trial: `{"text": "lone \ud800 here"}` is valid JSON and decodes to a lone surrogate, which no UTF-8
+    encoder takes: the whole embed stopped ("surrogates not allowed", no file or id named) in the input digest.
+    The record is skipped with its reason; so is an id holding one; the other records are embedded."""
+    from latechunk.cli import app
+
+    src = tmp_path / "s.jsonl"
+    src.write_text('{"id": "surr", "text": "lone surrogate \\ud800 here"}\n'
+                   '{"id": "ok", "text": "Herons wait by the reeds."}\n'
+                   '{"id": "a\\udc00b", "text": "x"}\n'
+                   '{"id": "pair", "text": "a real pair \\ud83d\\ude00 is fine"}\n', encoding="utf-8")
+    items = list(iter_inputs([src]))
+    reasons = {getattr(x, "reason", None) for x in items if isinstance(x, Skipped)}
+    assert {x.doc_id for x in items if not isinstance(x, Skipped)} == {"ok", "pair"}
+    assert any(r.startswith("text holds a lone surrogate U+D800 at character 15") for r in reasons), reasons
+    assert any(r.startswith("'id' holds a lone surrogate U+DC00") for r in reasons), reasons
+    out = tmp_path / "o"
+    res = CliRunner().invoke(app, ["embed", str(src), "--out", str(out), "--device", "cpu", "-q"])
+    assert res.exit_code == 0, res.output
+    assert "embedded 2/4 documents" in res.output
+
+
+def test_a_lone_surrogate_given_in_python_is_named_as_such():
+    """LateChunker.map with such a str: the tokenizer's TypeError ("TextEncodeInput must be Union[...]") was the
+    reason logged; the document is skipped saying what is wrong with its text."""
+    import logging
+
+    from latechunk.api import LateChunker
+
+    records = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    logger = logging.getLogger("latechunk")
+    logger.addHandler(handler)
+    try:
+        out = list(LateChunker(strategy="fixed:size=16", device="cpu").map(["bad \ud800 text", "Herons wait."]))
+    finally:
+        logger.removeHandler(handler)
+    assert out[0] == [] and len(out[1]) == 1
+    assert any("lone surrogate U+D800" in r.getMessage() for r in records), [r.getMessage() for r in records]
