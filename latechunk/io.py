@@ -594,9 +594,22 @@ def is_output_folder(d: Path) -> bool:
         d: A folder.
 
     Returns:
-        True when it holds a run.json, or an index.faiss beside a manifest.json.
+        True when it holds latechunk's run.json (its ``format`` is ``latechunk-run/N``: any other project's
+        run.json, an ML experiment's, is not one), or an index.faiss beside a manifest.json.
+
+    Raises:
+        OSError: when ``d``'s entries cannot be checked (a path too long for the file system, ...).
     """
-    return (d / "run.json").is_file() or ((d / "index.faiss").is_file() and (d / "manifest.json").is_file())
+    run = d / "run.json"
+    if run.is_file():
+        try:
+            with open(run, "rb") as f:
+                head = f.read(1 << 16)
+            if json.loads(head).get("format", "").startswith("latechunk-run/"):
+                return True
+        except (ValueError, AttributeError, OSError):  # not JSON, not an object, too big: not latechunk's
+            pass
+    return (d / "index.faiss").is_file() and (d / "manifest.json").is_file()
 
 
 def is_not_read(reason: str) -> bool:
@@ -649,12 +662,15 @@ def _not_a_file_reason(path: Path) -> str:
 
 def _folder_reason(d: Path, name: str) -> str:
     """Why the folder ``d`` (named ``name``) found inside an input folder is not walked; ``""`` when it is."""
-    if d.is_symlink():
-        return "symlinked folder not followed (name it as an input to read it)"
-    if name in VCS_FOLDERS:
-        return "version-control folder (not read)"
-    if is_output_folder(d):
-        return "latechunk output folder (not read as documents)"
+    try:
+        if d.is_symlink():
+            return "symlinked folder not followed (name it as an input to read it)"
+        if name in VCS_FOLDERS:
+            return "version-control folder (not read)"
+        if is_output_folder(d):
+            return "latechunk output folder (not read as documents)"
+    except OSError as err:  # e.g. a path longer than the file system takes (folders nested a thousand deep)
+        return f"unreadable folder: {err.strerror or err}"
     return ""
 
 

@@ -274,3 +274,41 @@ def test_a_lone_surrogate_given_in_python_is_named_as_such():
         logger.removeHandler(handler)
     assert out[0] == [] and len(out[1]) == 1
     assert any("lone surrogate U+D800" in r.getMessage() for r in records), [r.getMessage() for r in records]
+
+
+def test_folders_nested_past_the_path_limit_are_one_skipped_entry_not_a_crash(tmp_path):
+    """User trial: 1,200 nested folders crashed embed with `OSError: [Errno 36] File name too long` (from the
+    output-folder check); the folder the file system cannot name is listed as unreadable, the rest is read."""
+    import os
+
+    root = tmp_path / "deep"
+    root.mkdir()
+    (root / "a.md").write_text("Herons wait by the reeds.", encoding="utf-8")
+    fd = os.open(root, os.O_RDONLY)
+    try:
+        for _ in range(700):  # 700 x "dd0000/" = 4,900 characters, past Linux's 4,096
+            os.mkdir("dd0000", dir_fd=fd)
+            nxt = os.open("dd0000", os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+    finally:
+        os.close(fd)
+    items = list(iter_inputs([root]))
+    assert [x.doc_id for x in items if isinstance(x, Document)] == ["a.md"]
+    (bad,) = [x for x in items if isinstance(x, Skipped)]
+    assert bad.reason.startswith("unreadable folder:") and bad.doc_id.startswith("dd0000/dd0000/")
+    assert count_inputs([root]) == len(items)
+
+
+def test_another_projects_run_json_does_not_make_a_folder_a_latechunk_output(tmp_path):
+    """An ML experiment folder with its own run.json was skipped whole as a "latechunk output folder"."""
+    root = tmp_path / "in"
+    (root / "exp").mkdir(parents=True)
+    (root / "exp" / "run.json").write_text('{"lr": 0.001, "epochs": 3}', encoding="utf-8")
+    (root / "exp" / "notes.md").write_text("The run diverged at epoch two.", encoding="utf-8")
+    (root / "idx").mkdir()
+    (root / "idx" / "run.json").write_text('{"format": "latechunk-run/1", "settings": {}}', encoding="utf-8")
+    items = list(iter_inputs([root]))
+    assert [x.doc_id for x in items if isinstance(x, Document)] == ["exp/notes.md"]
+    assert [(x.doc_id, x.reason.split(" (")[0]) for x in items if isinstance(x, Skipped)] == \
+        [("exp/run.json", "unsupported type .json"), ("idx/", "latechunk output folder")]
