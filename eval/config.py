@@ -21,7 +21,11 @@ def _split_list(value, what: str) -> list[str]:
         return []
     if isinstance(value, str):
         sep = "|" if "|" in value else ","
-        return [v.strip() for v in value.split(sep) if v.strip()]
+        parts = [v.strip() for v in value.split(sep)]
+        if len(parts) > 1 and not all(parts):  # "1,,5", "128|": the user meant a value there, so say so
+            raise ValueError(f"--{what} {value!r}: an empty value between or around its '{sep}'; give a value "
+                             f"between every two '{sep}'")
+        return [v for v in parts if v]
     return [str(v).strip() for v in value]
 
 

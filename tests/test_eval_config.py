@@ -37,3 +37,13 @@ def test_sentence_workers_below_0_names_the_option():
     """Issue 10: the message named the field only (`sentence_workers must be >= 0`), not `--sentence-workers`."""
     with pytest.raises(ValueError, match="--sentence-workers"):
         CompareConfig(dataset="chroma", sentence_workers=-1)
+
+
+@pytest.mark.parametrize("option, value", [("k", "1,,5"), ("window", "128|"), ("modes", "late,"),
+                                           ("window_overlap", "|0")])
+def test_an_empty_list_value_is_refused_naming_the_option(option, value):
+    """`--k 1,,5` and `--window '128|'` were read as `1,5` and `128`; `fixed:size=64,,overlap=2` was already
+    refused, so the list options now are too."""
+    kwargs = {"dataset": "x", "strategies": ["fixed"], "modes": "late", "k": "1,5", option: value}
+    with pytest.raises(ValueError, match=f"--{option.replace('_', '-')} '.*': an empty value"):
+        CompareConfig.from_options(**kwargs)

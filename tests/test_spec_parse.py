@@ -45,7 +45,9 @@ def test_an_empty_setting_is_refused_naming_the_spec(spec, where):
 
 def test_a_spec_without_empty_settings_still_parses():
     assert parse_spec("fixed: size=64 , overlap=2 ") == ("fixed", {"size": "64", "overlap": "2"})
-    assert parse_spec("fixed:") == parse_spec("fixed") == ("fixed", {})  # a name and a colon: no settings
+    assert parse_spec("fixed") == ("fixed", {})
+    with pytest.raises(ValueError, match="nothing after ':'"):  # a name and a colon: a setting was meant
+        parse_spec("fixed:")
     assert get_strategy("fixed:size=64,overlap=2") == Fixed(size=64, overlap=2)
 
 

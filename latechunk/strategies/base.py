@@ -209,17 +209,20 @@ def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
         ``(name, params)``: the registered strategy name and ``{key: raw value string}`` in SPEC order.
 
     Raises:
-        ValueError: on an unknown strategy name, an empty setting (``size=64,,overlap=2``, or a comma at the
-            start or end of the settings), a part that is not ``key=value``, or a key given twice.
+        ValueError: on an unknown strategy name, an empty setting (``size=64,,overlap=2``, a comma at the
+            start or end of the settings, or nothing after the colon: ``fixed:``), a part that is not
+            ``key=value``, or a key given twice.
     """
     spec = spec.strip()
-    name, _, rest = spec.partition(":")
+    name, colon, rest = spec.partition(":")
     name = name.strip()
     known = registry()
     if name not in known:
         raise ValueError(f"unknown strategy {name!r}; choose one of: {', '.join(sorted(known))}")
     params: dict[str, str] = {}
-    parts = [p.strip() for p in rest.split(",")] if rest.strip() else []  # "name:" alone: no settings
+    if colon and not rest.strip():  # "fixed:": a setting was meant and is missing
+        raise ValueError(f"strategy spec {spec!r}: nothing after ':'; give key=value settings or drop the ':'")
+    parts = [p.strip() for p in rest.split(",")] if rest.strip() else []
     for i, part in enumerate(parts):
         if not part:  # a doubled, leading or trailing comma: refused, not skipped (the user meant something)
             where = ("before the first comma" if i == 0 else "after the last comma" if i == len(parts) - 1
