@@ -133,7 +133,7 @@ def embed(
     inputs: Annotated[list[Path], typer.Argument(metavar="INPUT", help=".md/.txt files, source code (.py/.js/.ts/.go/.rs/.java), .html (as markdown), folders of them, .jsonl (id/text), BEIR corpus.jsonl, .parquet or .arrow (id/text), Hugging Face save_to_disk folders.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Output folder: index.faiss, chunks.parquet, manifest.json.")],
     model: ModelOpt = None,
-    strategy: Annotated[Optional[str], typer.Option("--strategy", "-s", show_default=False, help=f"SPEC: name or name:key=value,... (see `latechunk strategies`). With --append, every option not given is the folder's (run.json).  [default: {DEFAULT_STRATEGY}]")] = None,
+    strategy: Annotated[Optional[str], typer.Option("--strategy", "-s", show_default=False, help=f"SPEC: name or name:key=value,... (see `latechunk strategies`). With --resume or --append, every option not given is the folder's (run.json).  [default: {DEFAULT_STRATEGY}]")] = None,
     mode: Annotated[Optional[str], typer.Option("--mode", show_default=False, help="late (encode the document once, pool per chunk), naive (encode each chunk alone), contextual (naive, with the chunk's header [title > section path] and a blank line before its text; the stored text stays the exact slice) or fused (late + naive vectors of each chunk, each unit-normalised, summed: both encodings, about 2x late's tokens through the model; on Chroma more recall than either, eval/results/fused.md; with --no-normalize the sum of the two unit vectors, norm up to 2).  [default: late]")] = None,
     device: DeviceOpt = "auto",
     dtype: Annotated[Optional[str], typer.Option(help="float32, bfloat16, float16 (or fp32, bf16, fp16). Default: bfloat16 on CUDA and on CPUs with AMX or AVX-512 BF16 (1.5-2x float32's speed there, equal recall: eval/results/bf16.md), else float32; $LATECHUNK_CPU_DTYPE=float32 sets the CPU default. Recorded in run.json: --resume and --append keep it.")] = None,
@@ -205,7 +205,8 @@ def embed(
     }
     # --resume and --append: every option not given is the folder's (run.json), so `--resume` alone continues a run
     o = _resolve_embed_options(given, out if (append or resume) else None, resume=resume)
-    if resume and not OutputFolder(out).run_path.is_file():  # killed before run.json: a new run, said so
+    resumed = resume and OutputFolder(out).run_path.is_file()  # a run to continue (else --resume starts one)
+    if resume and not resumed:  # killed before run.json: a new run, said so
         typer.echo(f"--resume: {out} holds no run to continue (no run.json); starting a new run with the options "
                    "given (embed's defaults for the others)", err=True)
     model, strategy, mode, dtype = o["model"], o["strategy"], o["mode"], o["dtype"]
@@ -318,7 +319,8 @@ def embed(
         from latechunk.output import OutputFolder
 
         try:
-            check_same_settings(OutputFolder(out).read_run().get("settings", {}), run_settings(config, encoder))
+            check_same_settings(OutputFolder(out).read_run().get("settings", {}), run_settings(config, encoder),
+                                what="--resume of a finished run with settings that differ from it")
         except ValueError as err:
             _fail(str(err))
         typer.echo(finished, err=True)
@@ -346,7 +348,7 @@ def embed(
     typer.echo(
         f"embedded {_documents_line(c['documents_embedded'], c['documents_in'], manifest['skipped'])} -> {c['chunks']} chunks "
         f"({config.mode}, {strat.spec}, {c['tokens_encoded']} tokens encoded, {manifest['seconds']['total']:.1f} s"
-        f"{'; the whole run, its interrupted part included' if resume else ''}) into {out}"
+        f"{'; the whole run, its interrupted part included' if resumed else ''}) into {out}"
     )
     _print_skipped(manifest["skipped"], out / "manifest.json")
     _print_ingest_notes(manifest, out / "manifest.json")
@@ -797,7 +799,7 @@ def compare(
     dataset: Annotated[str, typer.Option("--dataset", "-d", help="chroma, xquad, or a path: Chroma folder, BEIR folder, SQuAD .json.")],
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Report folder (report.md, results.json, per_query.csv, plot.png). Default: compare-<dataset>.")] = None,
     model: ModelOpt = None,
-    strategies: Annotated[Optional[list[str]], typer.Option("--strategies", "-s", help="SPEC (repeatable; several SPECs in one value split on spaces, or several words after it). Sweeps: fixed:size=128|256. Default: all five strategies.")] = None,
+    strategies: Annotated[Optional[list[str]], typer.Option("--strategies", "-s", help="SPEC (repeatable; several SPECs in one value split on spaces, or several words after it). Sweeps: fixed:size=128|256. Default: the five text strategies (fixed, recursive, heading, sentence_window, semantic; code is for source files).")] = None,
     modes: Annotated[str, typer.Option("--modes", help="Comma list of late, naive, contextual (naive with a [title > section path] header), fused (late + naive vectors summed; compared with late and naive where they run).")] = "late,naive",
     k: Annotated[str, typer.Option("--k", "-k", help="Comma list of cut-offs, e.g. 1,5,10.")] = "1,5,10",
     macro_window: Annotated[Optional[str], typer.Option("--window", help="Late macro-window size in tokens; sweep with 128|256|512 (one late pass each). Default: the model's sentence-transformers max_seq_length (256 for all-MiniLM-L6-v2), else its limit.")] = None,

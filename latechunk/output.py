@@ -764,7 +764,7 @@ def read_output(out: str | os.PathLike):
             if folder.run_path.is_file():  # run.json is written first, the manifest last: a run that never ended
                 raise ValueError(f"{folder.path}: {name} is missing: the folder holds an unfinished `latechunk "
                                  f"embed` run (killed or still running?); finish it with `latechunk embed INPUTS "
-                                 f"--out {folder.path} --resume` (the same options)")
+                                 f"--out {folder.path} --resume` (options left out are the run's, from its run.json)")
             raise ValueError(f"{folder.path}: {name} is missing (not a latechunk output folder? run "
                              "`latechunk embed` first)")
     index = folder.read_index()

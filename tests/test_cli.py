@@ -520,6 +520,9 @@ def test_resume_seconds_total_covers_the_interrupted_run(tmp_path):
     assert _run("embed", src, "--out", out, "--resume", *args).exit_code == 0
     after = json.loads((out / "manifest.json").read_text())
     assert after["seconds"]["total"] >= 1000.0
+    # every shard was kept, so none was written: progress.json (which --resume's clean-up removes) is written again
+    progress = json.loads((out / "progress.json").read_text())
+    assert progress["shards"] == len(after["shards"]) and progress["chunks"] == after["counts"]["chunks"]
     assert after["seconds"]["total"] >= after["seconds"].get("late_encode", 0.0)
 
 
@@ -554,6 +557,7 @@ def test_resume_alone_takes_the_interrupted_runs_options_from_run_json(tmp_path)
     # nothing to continue (killed before run.json): a new run, and stderr says so
     res = _run("embed", src, "--out", tmp_path / "new", "--device", "cpu", "-q", "--resume")
     assert res.exit_code == 0 and "holds no run to continue" in res.output
+    assert "interrupted part" not in res.output  # nothing was interrupted
 
 
 def test_text_read_as_the_unknown_token_is_listed_and_printed(tmp_path):
@@ -636,7 +640,8 @@ def test_resume_of_a_finished_folder_says_so_and_leaves_it_as_it_is(tmp_path):
     assert res.exit_code == 0 and "holds a finished run" in res.output, res.output
     res = CliRunner().invoke(app, ["embed", str(src), "--out", str(out), "--device", "cpu", "-q", "--resume",
                                    "--strategy", "fixed:size=64"])
-    assert res.exit_code == 2 and "strategy" in res.output and "finished" not in res.output, res.output
+    assert res.exit_code == 2 and "strategy" in res.output, res.output
+    assert "finished run with settings that differ" in " ".join(res.output.split())
     assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file() and p.name != ".latechunk.lock"} \
         == {k: v[0] for k, v in before.items() if k.name != ".latechunk.lock"}
 

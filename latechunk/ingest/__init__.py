@@ -180,17 +180,22 @@ def _ingest_one(config: EmbedConfig, encoder, settings: dict, t_start: float, pr
     # --dedup: the kept set, rebuilt from the kept shards on --resume (they hold only kept chunks)
     dedup = None if config.dedup is None else DedupState.from_shards(folder, records, encoder.dim, config.dedup)
 
+    def progress_record(end: int) -> None:
+        write_json(folder.progress_path, {"shards": len(records), "inputs_consumed": end,
+                                          "chunks": sum(r["rows"] for r in records),
+                                          "seconds": round(time.time() - t_start, 3)})
+
     def write(s: ShardInput) -> None:
         rec = write_group(folder, config, encoder.dim, s, dedup)
         records.append(rec)
         if on_shard is not None:
             on_shard(rec)
-        write_json(folder.progress_path, {"shards": s.k + 1, "inputs_consumed": s.end,
-                                          "chunks": sum(r["rows"] for r in records),
-                                          "seconds": round(time.time() - t_start, 3)})
+        progress_record(s.end)
 
     stream(config, encoder, items, consumed, digest, len(records), None, write, progress=progress,
            bar_bytes=consumed_bytes[0] if consumed else None)
+    if records and not folder.progress_path.is_file():  # resumed with every shard kept: --resume's clean-up took it
+        progress_record(records[-1]["inputs"][1])
     return assemble(out, records, settings, config.index, encoder.dim, header or {}, t_start)
 
 
