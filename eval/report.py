@@ -579,6 +579,7 @@ def write_plot(result, path: str | os.PathLike) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
 
     metric = f"AR@{result.main_k}" if f"AR@{result.main_k}" in result.headline else result.headline[0]
     specs = list(dict.fromkeys(s.strategy for s in result.systems))
@@ -650,8 +651,13 @@ def write_plot(result, path: str | os.PathLike) -> None:
             ax.scatter([p[0] for p in pts], [p[1] for p in pts], label=label, color=colors[j % len(colors)])
             for x, y, name in pts:
                 ax.annotate(name, (x, y), fontsize=7, xytext=(3, 3), textcoords="offset points")
-        if all(s.costs[cost] > 0 for s in result.systems):
-            ax.set_xscale("log")
+        xs = [s.costs[cost] for s in result.systems]
+        if xs and min(xs) > 0 and max(xs) / min(xs) >= 10:  # log only over a decade or more: else its minor-tick
+            ax.set_xscale("log")                            # labels (3.235 x 10^5 ...) overlap and say nothing
+        else:
+            ax.ticklabel_format(axis="x", style="plain", useOffset=False)
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if abs(v) >= 100 else f"{v:g}"))
+            ax.tick_params(axis="x", labelrotation=20)
         ax.set_xlabel(xlabel)
         ax.set_ylabel(f"{_col_name(metric)} (%)")
         ax.set_title(f"cost vs quality ({cost.replace('_', ' ')})")

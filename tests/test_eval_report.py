@@ -89,3 +89,35 @@ def test_bold_marks_every_value_that_prints_as_the_best():
                for mode, v in (("late", 0.8194), ("naive", 0.8191), ("fused", 0.80))]
     table = _metric_table(SimpleNamespace(systems=systems), ["SpanRecall@5"])
     assert table.count("**81.9**") == 2 and "**80.0**" not in table and "80.0" in table
+
+
+def test_plot_cost_axes_use_a_log_scale_only_over_a_decade(tmp_path, monkeypatch):
+    """User trial: costs within a few percent (late 323,840 vs naive 323,490 tokens) on a log axis gave minor-tick
+    labels "3.235 x 10^5 ..." printed over each other. Under a decade the axis is linear with plain numbers."""
+    from pathlib import Path
+
+    import matplotlib.figure
+
+    from latechunk.eval.report import load_result, write_plot
+
+    figs = []
+    real = matplotlib.figure.Figure.savefig
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda self, *a, **k: (figs.append(self), real(self, *a, **k)))
+    import copy
+
+    result = load_result(Path(__file__).resolve().parents[1] / "eval" / "results" / "chroma_precision")
+    naive = copy.deepcopy(result.systems[0])
+    naive.label = naive.mode = "naive"
+    result.systems.append(naive)
+    for s in result.systems:
+        s.costs["tokens_encoded"] = 323_490 + (350 if s.label == "late" else 0)
+        s.costs["seconds"] = 40.0 + len(s.label)
+    write_plot(result, tmp_path / "plot.png")
+    ax_tokens, ax_seconds = figs[-1].axes[2], figs[-1].axes[3]
+    assert ax_tokens.get_xscale() == ax_seconds.get_xscale() == "linear"
+    labels = [t.get_text() for t in ax_tokens.get_xticklabels()]
+    assert any("," in t for t in labels) and not any("10^" in t or "\\times" in t for t in labels), labels
+    for s in result.systems:  # a spread of more than a decade: log
+        s.costs["tokens_encoded"] = 1_000 if s.label == "late" else 50_000
+    write_plot(result, tmp_path / "plot2.png")
+    assert figs[-1].axes[2].get_xscale() == "log"
