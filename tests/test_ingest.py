@@ -169,8 +169,14 @@ def test_resume_refuses_changed_inputs(corpus, tmp_path):
                               "100", "--resume"])
     assert res.exit_code == 2 and "inputs changed" in res.output
     # the error names the first shard whose items differ and what is read there now
-    assert "shard 1 consumed input items 1-1" in " ".join(res.output.split()) and "d1.md" in res.output
+    assert "shard 1 consumed input items 1-1, and they now differ (the text of d1.md changed)" in \
+        " ".join(res.output.split())
     assert {f: f.read_bytes() for f in sorted(out.rglob("*")) if f.is_file()} == before  # nothing touched
+    (src / "d1.md").write_text("Document 1 talks about topic 1. " * 40, encoding="utf-8")  # as it was
+    (src / "d0a.md").write_text("A new note between the two.", encoding="utf-8")  # sorted after d0.md
+    res = runner.invoke(app, ["embed", str(src), "--out", str(out), "--model", str(model), *ARGS, "--group-tokens",
+                              "100", "--resume"])
+    assert res.exit_code == 2 and "(d0a.md is new there)" in " ".join(res.output.split()), res.output
 
 
 def test_embed_progress_bar_counts_every_input_item(tmp_path, capsys):

@@ -70,9 +70,9 @@ def skip_consumed(items: Iterator, consumed: int, expected_digest: str, records:
     Raises:
         ValueError: if the inputs now hold fewer items, or other ones ("the inputs changed", naming the items).
     """
-    at = {int(r["inputs"][1]): (k, int(r["inputs"][0]), r["inputs_digest"]) for k, r in enumerate(records or [])
+    at = {int(r["inputs"][1]): (k, int(r["inputs"][0]), r["inputs_digest"], r) for k, r in enumerate(records or [])
           if r.get("inputs") and r.get("inputs_digest")}
-    digest, first = "", []  # first: the first doc ids read since the last shard end (for the error)
+    digest, first = "", []  # first: the items read since the last shard end (for the error)
     for i in range(consumed):
         try:
             item = next(items)
@@ -82,21 +82,42 @@ def skip_consumed(items: Iterator, consumed: int, expected_digest: str, records:
         digest = chain(digest, item)
         if text_bytes is not None and isinstance(item, Document):
             text_bytes[0] += utf8_bytes(item.text)
-        if len(first) < 4:
-            first.append(visible(str(item.doc_id)))
+        if records is not None:
+            first.append(item)
         if i + 1 in at:
-            k, start, want = at[i + 1]
+            k, start, want, rec = at[i + 1]
             if digest != want:
-                shown = ", ".join(first[:3]) + (", ..." if len(first) > 3 else "")
                 raise ValueError(f"--resume: the inputs changed since the interrupted run: shard {k} consumed input "
-                                 f"items {start}-{i}, and they now differ (read there now: {shown}): a document "
-                                 "changed, or one was added or removed at or before them; pass --force to start "
-                                 "over")
+                                 f"items {start}-{i}, and they now differ ({_what_changed(first, rec)}); pass "
+                                 "--force to start over")
             first = []
     if digest != expected_digest:
         raise ValueError("--resume: the inputs changed since the interrupted run (the items it consumed differ); "
                          "pass --force to start over")
     return digest
+
+
+def _what_changed(items: list, record: dict) -> str:
+    """Which of a shard's input items differ from what its record says it consumed: the first document whose text
+    changed, that is new there, or that is gone (the record lists each document's text sha256 and each skipped
+    item's reason); else the first items read there now."""
+    was = {str(d["doc_id"]): ("D", d.get("sha256", "")) for d in record.get("documents", [])}
+    was.update({str(x["doc_id"]): ("S", x.get("reason", "")) for x in record.get("skipped", [])})
+    for item in items:
+        doc_id = str(item.doc_id)
+        now = ("D", sha256_text(item.text)) if isinstance(item, Document) else ("S", item.reason)
+        if doc_id not in was:
+            return f"{visible(doc_id)} is new there"
+        if was[doc_id] != now:
+            if was[doc_id][0] == now[0] == "D":
+                return f"the text of {visible(doc_id)} changed"
+            return f"{visible(doc_id)} was {'embedded' if was[doc_id][0] == 'D' else 'skipped'} and is now " + (
+                "embedded" if now[0] == "D" else f"skipped: {now[1]}")
+    gone = [d for d in was if d not in {str(x.doc_id) for x in items}]
+    if gone:
+        return f"{visible(gone[0])} is no longer there"
+    shown = ", ".join(visible(str(x.doc_id)) for x in items[:3]) + (", ..." if len(items) > 3 else "")
+    return f"read there now: {shown}: a document was added or removed before them"
 
 
 @dataclass(frozen=True)
