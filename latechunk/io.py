@@ -594,8 +594,9 @@ def is_output_folder(d: Path) -> bool:
         d: A folder.
 
     Returns:
-        True when it holds latechunk's run.json (its ``format`` is ``latechunk-run/N``: any other project's
-        run.json, an ML experiment's, is not one), or an index.faiss beside a manifest.json.
+        True when it holds latechunk's run.json (its ``format`` is ``latechunk-run/N``, or it has latechunk's
+        ``created`` and ``settings`` keys: any other project's run.json, an ML experiment's, is not one), or an
+        index.faiss beside a manifest.json.
 
     Raises:
         OSError: when ``d``'s entries cannot be checked (a path too long for the file system, ...).
@@ -605,8 +606,10 @@ def is_output_folder(d: Path) -> bool:
         try:
             with open(run, "rb") as f:
                 head = f.read(1 << 16)
-            if json.loads(head).get("format", "").startswith("latechunk-run/"):
-                return True
+            run_json = json.loads(head)
+            if str(run_json.get("format", "")).startswith("latechunk-run/") or (
+                    "format" not in run_json and isinstance(run_json.get("settings"), dict) and "created" in run_json):
+                return True  # (the second: a run.json of a version before the format key, if any)
         except (ValueError, AttributeError, OSError):  # not JSON, not an object, too big: not latechunk's
             pass
     return (d / "index.faiss").is_file() and (d / "manifest.json").is_file()

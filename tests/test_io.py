@@ -150,7 +150,7 @@ def test_symlinked_folders_and_symlink_loops_are_listed_not_dropped(tmp_path):
 def test_a_previous_output_folder_inside_the_corpus_is_listed_as_skipped(tmp_path):
     (tmp_path / "a.md").write_text("A document.", encoding="utf-8")
     (tmp_path / "idx").mkdir()
-    (tmp_path / "idx" / "run.json").write_text("{}", encoding="utf-8")
+    (tmp_path / "idx" / "run.json").write_text('{"format": "latechunk-run/1", "settings": {}}', encoding="utf-8")
     (tmp_path / "idx" / "notes.md").write_text("inside an output folder", encoding="utf-8")
     items = list(iter_inputs([tmp_path]))
     assert [(i.doc_id, type(i).__name__) for i in items] == [("a.md", "Document"), ("idx/", "Skipped")]
