@@ -276,7 +276,11 @@ def embed(
     source = getattr(strat, "source", "late")
     try:
         if strat.needs_sentence_vectors and source != "late":
-            resolve_model_path(source)  # a missing sentence-model path fails here, before any work
+            try:  # a missing sentence-model path fails here, before any work, naming the strategy's setting
+                resolve_model_path(source)
+            except ValueError as err:
+                raise ValueError(f"strategy {strat.spec!r}: its sentence model source={source!r} does not load "
+                                 f"(source=late uses the run's own model): {err}") from err
         # the settings that need the model (late pooling, the macro window) against its files: no torch, no weights
         facts = ModelFacts.read(config.model.name)
         config.pipeline.check_model(facts)

@@ -176,6 +176,7 @@ def test_missing_semantic_sentence_model_fails_before_work(tmp_path):
     res = runner.invoke(app, ["embed", str(doc), "--out", str(tmp_path / "o"), "--device", "cpu",
                               "--strategy", "semantic:source=/no/such/model"])
     assert res.exit_code == 2 and "does not exist" in res.output
+    assert "its sentence model source='/no/such/model' does not load" in " ".join(res.output.split())  # not --model
     assert not (tmp_path / "o").exists()
 
 
