@@ -439,6 +439,9 @@ def _check_sources(folder: OutputFolder, manifest: dict, documents: list, skippe
     for i, d in enumerate(documents):
         by_id.setdefault(d["doc_id"], i)
     skipped_ids = {s["doc_id"] for s in skipped}
+    # an item skipped at embedding under an id a later item was embedded with (an empty record, then one with
+    # text): skipped then, skipped now, nothing changed
+    skipped_as = {(s["doc_id"], s.get("source", ""), s.get("reason", "")) for s in skipped}
     reader = _RowReader(folder, ["doc_id", "chunk_index", "char_start", "char_end", "text", "heading_path", "title",
                                  "title_from", "header", "url"]) if n_rows is not None else None
     j = 0  # next manifest document in order (its rows are next in chunks.parquet)
@@ -449,7 +452,8 @@ def _check_sources(folder: OutputFolder, manifest: dict, documents: list, skippe
             continue  # never opened (an output folder or .docx added since): nothing embedded depends on it
         n_items += 1
         if isinstance(item, Skipped):
-            if item.doc_id in by_id and item.doc_id not in seen and not item.reason.startswith("duplicate doc_id"):
+            if (item.doc_id in by_id and item.doc_id not in seen and not item.reason.startswith("duplicate doc_id")
+                    and (item.doc_id, item.source, item.reason) not in skipped_as):
                 P.add("source", f"{item.doc_id!r} was embedded but its source is now skipped: {item.reason}")
                 seen.add(item.doc_id)
             elif item.doc_id not in skipped_ids and item.doc_id not in by_id:

@@ -303,3 +303,50 @@ def test_a_folder_that_cannot_be_written_is_one_clear_error(tmp_path):
     with pytest.raises(ValueError, match="cannot write to the output folder .*need a writable folder"), \
             writer_lock(blocker / "out"):
         pass
+
+
+def test_write_json_streams_an_indented_file_with_the_same_bytes(tmp_path):
+    """An indented JSON file (the manifest lists every document) is written piece by piece: the bytes of
+    ``OutputFolder.json_bytes``, with Python memory far below the file's size (``json.dumps`` of an indented dump
+    holds the encoder's pieces, some six times the text, then the text and its UTF-8 copy: 0.5 GB at 320,000
+    documents); a value JSON cannot encode leaves no temp file."""
+    import tracemalloc
+
+    from latechunk.ingest import files
+    from latechunk.output import OutputFolder
+
+    docs = [{"doc_id": f"d{i} \u00e9\u4e2d\U0001f600", "chunks": i % 7, "sha256": f"{i:064x}", "source": f"c.jsonl:{i}",
+             "tokens": i, "score": i / 3, "nested": {"empty": {}, "list": [], "none": None, "flag": i % 2 == 0}}
+            for i in range(20000)]
+    obj = {"format": "x", "documents": docs, "seconds": {"total": 1.5, "nan": float("nan")}}
+    for indent in (None, 1, 2):
+        path = tmp_path / f"m{indent}.json"
+        tracemalloc.start()
+        files.write_json(path, obj, indent=indent)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        data = path.read_bytes()
+        assert data == OutputFolder.json_bytes(obj, indent)
+        if indent is not None:
+            assert peak < len(data) // 2, (indent, peak, len(data))
+    bad = tmp_path / "bad.json"
+    with pytest.raises(TypeError):
+        files.write_json(bad, {"documents": docs[:10] + [{"x": object()}]}, indent=2)
+    assert not bad.exists() and not files.tmp_path(bad).exists()
+
+
+def test_a_resumed_runs_earlier_seconds_are_its_wall_time_not_the_sum_of_overlapping_stages(tmp_path):
+    """Scale trial: seconds.total of a resumed 25 s run said 41 s: the earlier part counted the larger of
+    progress.json's wall seconds and the *sum* of every stage, though tokenizing and splitting run beside the
+    encoder. It is progress.json's wall time; without one, the largest single stage (a lower bound)."""
+    from latechunk.ingest import _earlier_seconds
+    from latechunk.ingest.files import write_json
+    from latechunk.output import OutputFolder
+
+    folder = OutputFolder(tmp_path)
+    records = [{"stats": {"seconds": {"tokenize": 5.0, "split": 4.0, "late_encode": 10.0}}}] * 2
+    write_json(folder.progress_path, {"shards": 2, "seconds": 24.5})
+    assert _earlier_seconds(folder, records) == 24.5
+    folder.progress_path.unlink()
+    assert _earlier_seconds(folder, records) == 20.0
+    assert _earlier_seconds(folder, []) == 0.0

@@ -162,3 +162,21 @@ def test_verify_on_an_output_with_0_vectors_is_ok(tmp_path):
     assert manifest["counts"]["chunks"] == 0 and manifest["counts"]["documents_skipped"] == 1
     res = _verify(tmp_path / "out")
     assert res.exit_code == 0 and res.output.startswith("ok: 0 vectors, 0 rows"), res.output
+
+
+def test_an_empty_record_before_one_with_text_under_the_same_id_is_no_problem(tmp_path):
+    """Scale trial: `{"id": "a", "text": ""}` then `{"id": "a", "text": "..."}`: embed skips the first (empty)
+    and embeds the second; verify of the untouched folder reported "'a' was embedded but its source is now
+    skipped". A source that *became* empty is still a problem."""
+    src = tmp_path / "c.jsonl"
+    src.write_text('{"id": "a", "text": ""}\n{"id": "a", "text": "Herons wait by the reeds."}\n'
+                   '{"id": "b", "text": "Otters float on their backs."}\n', encoding="utf-8")
+    out = tmp_path / "o"
+    res = runner.invoke(app, ["embed", str(src), "--out", str(out), "--device", "cpu", "-q", "--strategy", "fixed"])
+    assert res.exit_code == 0, res.output
+    res = runner.invoke(app, ["verify", str(out)])
+    assert res.exit_code == 0, res.output
+    src.write_text('{"id": "a", "text": ""}\n{"id": "a", "text": "  "}\n'
+                   '{"id": "b", "text": "Otters float on their backs."}\n', encoding="utf-8")
+    res = runner.invoke(app, ["verify", str(out)])
+    assert res.exit_code == 1 and "'a' was embedded but its source is now skipped" in res.output, res.output

@@ -207,15 +207,20 @@ def _earlier_seconds(folder: OutputFolder, records: list[dict]) -> float:
         records: The kept shard records.
 
     Returns:
-        progress.json's ``seconds`` (wall seconds of the earlier runs up to their last complete shard), and at
-        least the sum of the kept shards' stage seconds (a progress.json without ``seconds``, or none); 0.0
-        when no shard is kept.
+        progress.json's ``seconds`` (wall seconds of the earlier runs up to their last complete shard); without
+        it, the largest of the kept shards' per-stage sums (a lower bound: each stage runs in one thread, and the
+        stages overlap, so their sum over-counted: 41 s for a 25 s run); 0.0 when no shard is kept.
     """
     if not records:
         return 0.0
-    stages = sum(float(v) for r in records for v in r.get("stats", {}).get("seconds", {}).values())
     try:
         recorded = float(OutputFolder.read_json(folder.progress_path).get("seconds", 0.0))
-    except (ValueError, TypeError):  # missing, damaged or without seconds: the shards' own stage times
+    except (ValueError, TypeError, AttributeError):  # missing, damaged or without seconds: the shards' stage times
         recorded = 0.0
-    return max(recorded, stages)
+    if recorded > 0:  # the wall time itself (the stages overlap: tokenizing and splitting run beside the encoder)
+        return recorded
+    per_stage: dict[str, float] = {}
+    for r in records:
+        for key, v in r.get("stats", {}).get("seconds", {}).items():
+            per_stage[key] = per_stage.get(key, 0.0) + float(v)
+    return max(per_stage.values(), default=0.0)  # each stage runs in one thread: its sum is at most the wall time

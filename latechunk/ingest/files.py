@@ -141,8 +141,42 @@ def write_json(path: Path, obj: dict, indent: int | None = 1) -> None:
 
     Raises:
         OSError: if the file cannot be written or committed.
+        TypeError, ValueError: if ``obj`` holds a value JSON cannot encode (nothing is written).
     """
-    write_atomic(path, lambda tmp: tmp.write_bytes(OutputFolder.json_bytes(obj, indent)))
+    if indent is None:  # one line: the C encoder, the text whole (such files are small)
+        write_atomic(path, lambda tmp: tmp.write_bytes(OutputFolder.json_bytes(obj, indent)))
+    else:
+        write_atomic(path, lambda tmp: _write_json_pieces(tmp, obj, indent))
+
+
+_JSON_PIECE_CHARS = 1 << 16
+"""Characters of encoded JSON gathered before each write (:func:`_write_json_pieces`)."""
+
+
+def _write_json_pieces(tmp: Path, obj, indent: int) -> None:
+    """Write ``obj`` as :meth:`OutputFolder.json_bytes` writes it (the same bytes), encoding it piece by piece: an
+    indented dump is the pure-Python encoder's millions of small strings (some 30 a document record of a
+    manifest, 1.5 KB a document together), which ``json.dumps`` keeps in a list before joining them, and the joined
+    text and its UTF-8 copy after that; here memory holds about :data:`_JSON_PIECE_CHARS` characters of them.
+    A value JSON cannot encode raises (TypeError, ValueError) with the temp file removed."""
+    import json
+
+    pieces: list[str] = []
+    size = 0
+    try:
+        with open(tmp, "wb") as fh:
+            # json.dumps(obj, indent=indent, ensure_ascii=False) is this encoder's "".join(iterencode(obj))
+            for piece in json.JSONEncoder(ensure_ascii=False, indent=indent).iterencode(obj):
+                pieces.append(piece)
+                size += len(piece)
+                if size >= _JSON_PIECE_CHARS:
+                    fh.write("".join(pieces).encode("utf-8"))
+                    pieces, size = [], 0
+            pieces.append("\n")
+            fh.write("".join(pieces).encode("utf-8"))
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def read_json(path: Path) -> dict | None:
