@@ -695,7 +695,11 @@ def _walk(root: Path) -> Iterator[tuple[Path, str]]:
         keep = []
         for name in dirnames:
             reason = _folder_reason(d / name, name)
-            if reason or hf_dataset_kind(d / name):
+            try:
+                dataset = not reason and hf_dataset_kind(d / name)
+            except OSError as err:  # a path too long for the file system, ...
+                reason, dataset = f"unreadable folder: {err.strerror or err}", False
+            if reason or dataset:
                 yield d / name, reason  # a dataset folder: reason "", read whole (not walked)
             else:
                 keep.append(name)

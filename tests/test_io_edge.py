@@ -281,23 +281,24 @@ def test_folders_nested_past_the_path_limit_are_one_skipped_entry_not_a_crash(tm
     output-folder check); the folder the file system cannot name is listed as unreadable, the rest is read."""
     import os
 
-    root = tmp_path / "deep"
-    root.mkdir()
-    (root / "a.md").write_text("Herons wait by the reeds.", encoding="utf-8")
-    fd = os.open(root, os.O_RDONLY)
-    try:
-        for _ in range(700):  # 700 x "dd0000/" = 4,900 characters, past Linux's 4,096
-            os.mkdir("dd0000", dir_fd=fd)
-            nxt = os.open("dd0000", os.O_RDONLY, dir_fd=fd)
+    for pad in range(7):  # a level is 7 characters: 7 root lengths put the limit at every check on a found folder
+        root = tmp_path / ("deep" + "x" * pad)
+        root.mkdir()
+        (root / "a.md").write_text("Herons wait by the reeds.", encoding="utf-8")
+        fd = os.open(root, os.O_RDONLY)
+        try:
+            for _ in range(600):  # 600 x "dd0000/" = 4,200 characters, past Linux's 4,096
+                os.mkdir("dd0000", dir_fd=fd)
+                nxt = os.open("dd0000", os.O_RDONLY, dir_fd=fd)
+                os.close(fd)
+                fd = nxt
+        finally:
             os.close(fd)
-            fd = nxt
-    finally:
-        os.close(fd)
-    items = list(iter_inputs([root]))
-    assert [x.doc_id for x in items if isinstance(x, Document)] == ["a.md"]
-    (bad,) = [x for x in items if isinstance(x, Skipped)]
-    assert bad.reason.startswith("unreadable folder:") and bad.doc_id.startswith("dd0000/dd0000/")
-    assert count_inputs([root]) == len(items)
+        items = list(iter_inputs([root]))
+        assert [x.doc_id for x in items if isinstance(x, Document)] == ["a.md"], pad
+        (bad,) = [x for x in items if isinstance(x, Skipped)]
+        assert bad.reason.startswith("unreadable folder:") and bad.doc_id.startswith("dd0000/dd0000/"), (pad, bad)
+        assert count_inputs([root]) == len(items)
 
 
 def test_another_projects_run_json_does_not_make_a_folder_a_latechunk_output(tmp_path):
