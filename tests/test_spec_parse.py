@@ -4,10 +4,6 @@ strategy is built (before any work), so a value no one means never reaches a doc
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
 import pytest
 
 from latechunk.eval.config import CompareConfig
@@ -139,23 +135,6 @@ def test_a_setting_at_its_bound_splits_a_document(minilm_tokenizer, spec):
 
 # --- the command line -----------------------------------------------------------------------------------------
 
-_FRESH = r"""
-import contextlib, io, json, sys
-from latechunk.cli import app
-results = []
-for args in json.loads(sys.argv[1]):
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-        try:
-            app(args, prog_name="latechunk")
-            code = 0
-        except SystemExit as exc:
-            code = exc.code
-    results.append({"code": code, "output": out.getvalue(), "torch": "torch" in sys.modules})
-print(json.dumps(results))
-"""
-
-
 def test_embed_refuses_a_bad_spec_with_exit_2_before_the_model_loads(tmp_path):
     """`latechunk embed /tmp/x --out /tmp/y -q --strategy 'fixed:size=64,,overlap=2'` (and a size past its
     bound) exit 2 with the message, torch never imported and nothing written."""
@@ -165,12 +144,11 @@ def test_embed_refuses_a_bad_spec_with_exit_2_before_the_model_loads(tmp_path):
         ("fixed:size=64,,overlap=2", "strategy spec 'fixed:size=64,,overlap=2': empty setting between commas"),
         (f"fixed:size={HUGE}", f"strategy spec 'fixed:size={HUGE}': size must be at most 1,000,000 tokens"),
     ]
+    from tests.test_cli import _cli_in_a_fresh_process
+
     calls = [["embed", str(tmp_path / "docs"), "--out", str(tmp_path / "out"), "-q", "--strategy", spec]
              for spec, _ in cases]
-    res = subprocess.run([sys.executable, "-c", _FRESH, json.dumps(calls)], check=False, capture_output=True,
-                         text=True, timeout=300)
-    assert res.returncode == 0, res.stdout + res.stderr
-    for (spec, needle), r in zip(cases, json.loads(res.stdout.strip().splitlines()[-1])):
+    for (spec, needle), r in zip(cases, _cli_in_a_fresh_process(*calls)):
         assert r["code"] == 2 and needle in " ".join(r["output"].split()), (spec, r)
         assert not r["torch"], spec
     assert not (tmp_path / "out").exists()
