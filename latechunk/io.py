@@ -227,7 +227,8 @@ def _iter_jsonl(path: Path, root_name: str) -> Iterator[Document | Skipped]:
                 continue
             id_field = next((k for k in _ID_COLUMNS if k in obj), None)  # the first present, even when null
             doc_id = obj[id_field] if id_field is not None else None
-            yield _record(doc_id, obj.get("text"), obj.get("title"), where, url=obj.get("url"), id_field=id_field)
+            yield _record(doc_id, obj.get("text", _NO_FIELD), obj.get("title"), where, url=obj.get("url"),
+                          id_field=id_field)
         if not any_line:  # 0 bytes, a byte-order mark alone or blank lines only: one item, never nothing
             yield Skipped(root_name, "empty file: no JSON lines", root_name)
 
@@ -335,6 +336,10 @@ def _record_title(title) -> tuple[str, str]:
     return "", f"'title' is {_value_kind(title)} (a title must be a string or a number)"
 
 
+#: a JSONL line without a ``text`` field (``_record`` tells it from ``"text": null``)
+_NO_FIELD = object()
+
+
 def surrogate_reason(text: str, what: str = "text") -> str:
     r"""Why ``text`` is not valid Unicode text: a lone surrogate (a JSON ``"\ud800"`` escape without its pair
     decodes to one), which no UTF-8 encoder, hash or tokenizer takes; ``""`` when it has none.
@@ -368,8 +373,10 @@ def _record(doc_id, text, title, where: str, url=None, id_field: str | None = "i
     if reason:
         return Skipped(where, reason, where)
     if not isinstance(text, str):  # listed under the record's own id (it has a valid one), its place as source
+        if text is _NO_FIELD:
+            return Skipped(str(doc_id), "no 'text' field", where)
         if text is None:
-            return Skipped(str(doc_id), "no 'text' field (or it is null)", where)
+            return Skipped(str(doc_id), "'text' is null", where)
         return Skipped(str(doc_id), f"'text' must be a string, got {type(text).__name__}", where)
     title, reason = _record_title(title)
     reason = reason or surrogate_reason(text) or surrogate_reason(title, "'title'")

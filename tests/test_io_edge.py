@@ -313,3 +313,11 @@ def test_another_projects_run_json_does_not_make_a_folder_a_latechunk_output(tmp
     assert [x.doc_id for x in items if isinstance(x, Document)] == ["exp/notes.md"]
     assert [(x.doc_id, x.reason.split(" (")[0]) for x in items if isinstance(x, Skipped)] == \
         [("exp/run.json", "unsupported type .json"), ("idx/", "latechunk output folder")]
+
+
+def test_a_missing_text_field_and_a_null_text_have_their_own_reasons(tmp_path):
+    """Both read "no 'text' field (or it is null)"; the reason now says which."""
+    src = tmp_path / "t.jsonl"
+    src.write_text('{"id": "a"}\n{"id": "b", "text": null}\n{"id": "c", "text": "Herons wait."}\n', encoding="utf-8")
+    reasons = {x.doc_id: x.reason for x in iter_inputs([src]) if isinstance(x, Skipped)}
+    assert reasons == {"a": "no 'text' field", "b": "'text' is null"}
