@@ -251,17 +251,19 @@ def embed(
     # against its run.json first (below, once the model's facts are known), so a different one is still refused
     finished = _finished_run_note(out) if resume else ""
     if resumed:  # every setting but the model's facts (known once it loads), against run.json: before any loading
-        from latechunk.ingest.folder import diff_settings
+        from latechunk.ingest.folder import check_same_settings
 
         try:
             old = {k: v for k, v in (OutputFolder(out).read_run().get("settings") or {}).items() if k != "model"}
         except (ValueError, OSError):
             old = None  # unreadable: prepare_output says why
-        new = {k: v for k, v in config.to_dict().items() if k != "model"}
-        diff = diff_settings(old, new) if old is not None else []
-        if diff:
-            _fail(f"--resume of a {'finished' if finished else 'interrupted'} run with settings that differ from it: "
-                  + "; ".join(diff) + ". Use the same options, or --force to start over")
+        if old is not None:
+            try:
+                check_same_settings(old, {k: v for k, v in config.to_dict().items() if k != "model"},
+                                    what=f"--resume of {'a finished' if finished else 'an interrupted'} run with "
+                                         "settings that differ from it")
+            except ValueError as err:
+                _fail(str(err))
     if finished and not trust_remote_code and all(v is None for k, v in given.items() if k != "trust_remote_code"):
         typer.echo(finished, err=True)
         return

@@ -159,8 +159,9 @@ def assemble(out: Path, records: list[dict], settings: dict, index_config: Index
             seconds[key] = seconds.get(key, 0.0) + v
     seconds["assemble"] = time.perf_counter() - t0
     header = {k: v for k, v in header.items() if k not in ("alarms", "alarms_unchecked", "unknown_tokens", "dedup")}
-    header["alarms"] = [a.to_dict() for a in parse_alarms(alarm_rows(documents))]
-    unchecked = alarms_unchecked(alarm_rows(documents))
+    rows = alarm_rows(documents)
+    header["alarms"] = [a.to_dict() for a in parse_alarms(rows)]
+    unchecked = alarms_unchecked(rows)
     if unchecked:  # an empty alarm list would otherwise read as "all documents look alike"
         header["alarms_unchecked"] = unchecked
     header["unknown_tokens"] = unknown_token_notes(documents)
