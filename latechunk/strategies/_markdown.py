@@ -58,7 +58,7 @@ _LINE_TEXT = re.compile(r"[^\r\n]+")
 #: a line that may be an ATX heading, a setext underline or a table delimiter row (a cheap test before parsing)
 _MAYBE_LEAD_IN = re.compile(
     r"^[ \t]{0,3}(?:#{1,6}(?:[ \t]|$)|=+[ \t]*$|-+[ \t]*$"
-    r"|(?=[^\n]*\|)\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$)",
+    r"|(?=[^\n]*\|)\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*(?:\|[ \t]*)?$)",
     re.MULTILINE,
 )
 
@@ -67,9 +67,17 @@ _INLINE = None
 #: a content tab's title line (pymdownx.tabbed): ``=== "Title"``, ``===+ "Title"`` (selected), ``===! "Title"``
 _TAB_LINE = re.compile(r'===[+!]{0,2}[ \t]+"[^"\r\n]*"[ \t]*$')
 #: a trailing attribute list (Python-Markdown attr_list): ``{ #id .class key=value key="v" bare }``, ``{: ...}``
-_ATTR_LIST = re.compile(
-    r"[ \t]*\{:?[ \t]*((?:[#.]?[\w:.-]+(?:=(?:\"[^\"]*\"|'[^']*'|[^\s}]+))?[ \t]*)+)\}[ \t]*$"
+#:
+#: Every pattern in this module runs in time linear in its input (a document is any text a user has): no two
+#: parts of a pattern can match the same characters, so a failed match never retries them in another split
+#: (``(?=(?P<x>...))(?P=x)`` is an atomic group, which ``re`` has only from Python 3.11). An attribute item is
+#: ``#?name`` (``.`` is a name character, so ``.class`` is a name) with an optional value, quoted or not, each
+#: taken whole; lines are matched with their leading and trailing spaces and tabs stripped.
+_ATTR_BODY = (
+    r"\{:?[ \t]*((?:#?(?=(?P<name>[\w:.-]+))(?P=name)"
+    r"(?:=(?=(?P<value>\"[^\"]*\"|'[^']*'|[^\s}]+))(?P=value))?[ \t]*)+)\}"
 )
+_ATTR_LIST = re.compile(_ATTR_BODY + r"[ \t]*$")
 _ATTR_ID = re.compile(r"(?:^|\s)#([\w:.-]+)")
 
 
@@ -168,7 +176,7 @@ def heading_plain_text(source: str, anchor_fallback: bool = True) -> str:
     if m:
         ids = _ATTR_ID.findall(m.group(1))
         anchor = ids[-1] if ids else ""
-        source = source[: m.start()]
+        source = source[: m.start()].rstrip(" \t")
     parts: list[str] = []
     if any(c in source for c in "\\`*_[]<>!&"):
         for tok in _inline_parser().parseInline(source):
@@ -263,21 +271,42 @@ def reference_runs(text: str, code: list[tuple[int, int]]) -> list[int]:
     return out
 
 
-#: lines that carry no content: thematic breaks, fence markers (with an info string), link reference
-#: definitions, HTML comments or bare tags, attribute lists, table delimiter rows, setext underlines
+#: lines that carry no content, stripped of spaces and tabs, HTML comments already blanked: thematic breaks,
+#: fence markers (with an info string), link reference definitions, bare HTML tags, attribute lists, table
+#: delimiter rows, setext underlines (linear, as the patterns above)
 _MARKUP_LINE = re.compile(
-    r"[ \t]*(?:"
-    r"(?:[-*_][ \t]*){3,}"
+    r"[-*_](?:[ \t]*[-*_]){2,}"
     r"|=+"
-    r"|(?:`{3,}|~{3,})[^`\r\n]*"
+    r"|`{3,}[^`\r\n]*|~~~[^`\r\n]*"
     r"|\[[^\]\r\n^][^\]\r\n]*\]:[ \t]*\S+(?:[ \t]+(?:\"[^\"]*\"|'[^']*'|\([^)]*\)))?"
-    r"|(?:<!--.*?-->[ \t]*)+"
-    r"|(?:</?[A-Za-z][^<>]*>[ \t]*)+"
-    r"|\{:?[ \t]*(?:[#.]?[\w:.-]+(?:=(?:\"[^\"]*\"|'[^']*'|[^\s}]+))?[ \t]*)+\}"
-    r"|\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?"
-    r")[ \t]*"
+    r"|</?[A-Za-z][^<>]*>(?:[ \t]*</?[A-Za-z][^<>]*>)*"
+    r"|" + _ATTR_BODY + r"|\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?"
 )
-_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+
+
+def comment_spans(text: str):
+    """The HTML comments of a text, as ``re.finditer(r"<!--.*?-->", text, re.DOTALL)`` finds them, in linear time
+    (that pattern rescans the rest of the text from every ``<!--`` that is never closed).
+
+    Args:
+        text: Any text.
+
+    Yields:
+        ``(start, end)`` character offsets of each comment, ``<!--`` to ``-->`` inclusive, in order.
+    """
+    pos = 0
+    while True:
+        start = text.find("<!--", pos)
+        if start < 0:
+            return
+        end = text.find("-->", start + 4)
+        if end < 0:  # no comment after this one closes either
+            return
+        pos = end + 3
+        yield start, pos
+
+
+_NOT_LINE_BREAK = re.compile(r"[^\r\n]")
 _SPACE = re.compile(r"\s+")
 
 
@@ -299,13 +328,16 @@ def content_counts(text: str) -> np.ndarray:
     markup[:fm] = True
     blanked = text
     if "<!--" in text:
-        for m in _COMMENT.finditer(text):
-            markup[m.start() : m.end()] = True
-        blanked = _COMMENT.sub(lambda m: re.sub(r"[^\r\n]", " ", m.group(0)), text)
+        pieces, last = [], 0
+        for start, end in comment_spans(text):
+            markup[start:end] = True
+            pieces += [text[last:start], _NOT_LINE_BREAK.sub(" ", text[start:end])]
+            last = end
+        blanked = "".join(pieces) + text[last:]
     pos = 0
     for line in blanked.splitlines(keepends=True):
         body = line.rstrip("\r\n")
-        if body.strip() and _MARKUP_LINE.fullmatch(body):
+        if body.strip() and _MARKUP_LINE.fullmatch(body.strip(" \t")):
             markup[pos : pos + len(body)] = True
         pos += len(line)
     if n == 0:
