@@ -662,7 +662,7 @@ def _not_a_file_reason(path: Path) -> str:
     except OSError as err:
         if err.errno == errno.ELOOP:
             return "symlink loop (never followed)"
-        if path.is_symlink():
+        if err.errno != errno.ENAMETOOLONG and path.is_symlink():
             return f"broken symlink (its target {os.readlink(path)!r} does not exist)"
         return f"unreadable: {err.strerror or err}"
     if not stat.S_ISREG(st.st_mode):
@@ -684,18 +684,19 @@ def _folder_reason(d: Path, name: str) -> str:
     return ""
 
 
-def _walk(root: Path) -> Iterator[tuple[Path, str]]:
-    """Everything below ``root`` as ``(path, reason)``: a file to read has reason ``""``, and so has a Hugging
-    Face dataset folder (:func:`hf_dataset_kind`: read as one table, never walked); a file or folder that is not
-    read (unsupported type, symlinked or version-control folder, latechunk output folder, symlink loop, broken
-    symlink, special file, unreadable folder) comes with its reason, a folder as one entry."""
-    unreadable: list[tuple[Path, str]] = []
+def _walk(root: Path) -> Iterator[tuple[Path, str, bool]]:
+    """Everything below ``root`` as ``(path, reason, is_folder)``: a file to read has reason ``""``, and so has a
+    Hugging Face dataset folder (:func:`hf_dataset_kind`: read as one table, never walked); a file or folder that
+    is not read (unsupported type, symlinked or version-control folder, latechunk output folder, symlink loop,
+    broken symlink, special file, unreadable folder) comes with its reason, a folder as one entry. ``is_folder``
+    comes from the walk itself (a path too long for the file system cannot be asked again)."""
+    unreadable: list[tuple[Path, str, bool]] = []
 
     def onerror(err: OSError) -> None:
-        unreadable.append((Path(err.filename), f"unreadable folder: {err.strerror or err}"))
+        unreadable.append((Path(err.filename), f"unreadable folder: {err.strerror or err}", True))
 
     if is_output_folder(root):
-        yield root, "latechunk output folder (not read as documents)"
+        yield root, "latechunk output folder (not read as documents)", True
         return
     for dirpath, dirnames, filenames in os.walk(root, onerror=onerror, followlinks=False):
         d = Path(dirpath)
@@ -707,13 +708,13 @@ def _walk(root: Path) -> Iterator[tuple[Path, str]]:
             except OSError as err:  # a path too long for the file system, ...
                 reason, dataset = f"unreadable folder: {err.strerror or err}", False
             if reason or dataset:
-                yield d / name, reason  # a dataset folder: reason "", read whole (not walked)
+                yield d / name, reason, True  # a dataset folder: reason "", read whole (not walked)
             else:
                 keep.append(name)
         dirnames[:] = keep
         for name in filenames:
             f = d / name
-            yield f, (_not_a_file_reason(f) or unsupported_reason(f))
+            yield f, (_not_a_file_reason(f) or unsupported_reason(f)), False
     yield from unreadable  # the root itself too (listed under its own name)
 
 
@@ -730,8 +731,8 @@ def _input_files(paths: Sequence[Path]) -> Iterator[tuple[Path, list[tuple[Path,
             yield p, [(p, p.name or p.resolve().name, "")]
         elif p.is_dir():
             entries = sorted(_walk(p), key=lambda e: e[0])
-            yield p, [(f, (f.relative_to(p).as_posix() if f != p else p.name) + ("/" if reason and f.is_dir() else ""),
-                       reason) for f, reason in entries]
+            yield p, [(f, (f.relative_to(p).as_posix() if f != p else p.name) + ("/" if reason and folder else ""),
+                       reason) for f, reason, folder in entries]
         else:
             yield p, [(p, p.name, _not_a_file_reason(p) or unsupported_reason(p))]
 

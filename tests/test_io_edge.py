@@ -301,6 +301,42 @@ def test_folders_nested_past_the_path_limit_are_one_skipped_entry_not_a_crash(tm
         assert count_inputs([root]) == len(items)
 
 
+def test_folders_with_long_names_nested_past_the_path_limit_are_listed_not_a_crash(tmp_path):
+    """Trial: 20 nested folders of 243-character names crashed embed (`is_dir()` on the entry the walk had
+    already found unreadable). Each level holds a short and a 200-character file name, so the limit falls on a
+    file as well as on a folder: every entry is a document or listed as unreadable, none lost."""
+    import os
+
+    root = tmp_path / "in"
+    root.mkdir()
+    fd = os.open(root, os.O_RDONLY)
+    names = []
+    try:
+        for level in range(20):
+            name = chr(ord("a") + level) * 243
+            os.mkdir(name, dir_fd=fd)
+            nxt = os.open(name, os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+            names.append(name)
+            for file in ("doc.txt", "f" * 196 + ".txt"):
+                w = os.open(file, os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
+                os.write(w, f"Herons wait at level {level}.".encode())
+                os.close(w)
+    finally:
+        os.close(fd)
+    items = list(iter_inputs([root]))
+    docs = [x for x in items if isinstance(x, Document)]
+    skipped = [x for x in items if isinstance(x, Skipped)]
+    assert docs and skipped and len(items) == count_inputs([root])
+    assert all(x.reason.startswith("unreadable") for x in skipped), [x.reason for x in skipped]
+    folders = [x for x in skipped if x.doc_id.endswith("/")]
+    assert len(folders) == 1 and folders[0].reason.startswith("unreadable folder: File name too long")
+    depth = folders[0].doc_id.count("/") - 1  # the levels above the unreadable folder were read
+    assert len(docs) == 2 * depth - sum(1 for x in skipped if not x.doc_id.endswith("/"))
+    assert {d.doc_id.rsplit("/", 1)[0] for d in docs} <= {"/".join(names[: k + 1]) for k in range(depth)}
+
+
 def test_another_projects_run_json_does_not_make_a_folder_a_latechunk_output(tmp_path):
     """An ML experiment folder with its own run.json was skipped whole as a "latechunk output folder"."""
     root = tmp_path / "in"
