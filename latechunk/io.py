@@ -363,7 +363,7 @@ def surrogate_reason(text: str, what: str = "text") -> str:
 
 def _record(doc_id, text, title, where: str, url=None, id_field: str | None = "id") -> Document | Skipped:
     r"""One JSONL line or parquet row as a Document (``title + "\n\n" + text`` when titled) or a Skipped; a
-    non-blank string ``url`` (a JSONL ``url`` field) goes to ``metadata["url"]``.
+    non-blank string ``url`` (a JSONL ``url`` field, a table's ``url`` column) goes to ``metadata["url"]``.
 
     ``id_field`` names the field or column ``doc_id`` came from (None: the record has none), for the reason of a
     null or ill-typed id. A number ``title`` is used as its string form; a title of another type skips the
@@ -379,7 +379,8 @@ def _record(doc_id, text, title, where: str, url=None, id_field: str | None = "i
             return Skipped(str(doc_id), "'text' is null", where)
         return Skipped(str(doc_id), f"'text' must be a string, got {type(text).__name__}", where)
     title, reason = _record_title(title)
-    reason = reason or surrogate_reason(text) or surrogate_reason(title, "'title'")
+    url, url_reason = _record_url(url)
+    reason = reason or url_reason or surrogate_reason(text) or surrogate_reason(title, "'title'")
     if reason:
         return Skipped(str(doc_id), reason, where)
     full = f"{title}\n\n{text}" if title else text
@@ -389,9 +390,20 @@ def _record(doc_id, text, title, where: str, url=None, id_field: str | None = "i
     if title:
         meta["title"] = title
         meta["title_from"] = "record"
-    if isinstance(url, str) and url.strip():
-        meta["url"] = url.strip()
+    if url:
+        meta["url"] = url
     return Document(str(doc_id), full, meta)
+
+
+def _record_url(url) -> tuple[str, str]:
+    """``(url, reason)`` of a record's ``url`` value: a string stripped (blank: no url); null, absent or NaN is
+    no url; a string holding a lone surrogate, or a value of another type, is ``("", reason)``: the record is
+    skipped rather than embedded without the url it was given (as a title, :func:`_record_title`)."""
+    if url is None or (isinstance(url, float) and math.isnan(url)):
+        return "", ""
+    if not isinstance(url, str):
+        return "", f"'url' is {_value_kind(url)} (a url must be a string)"
+    return url.strip(), surrogate_reason(url, "'url'")
 
 
 def _iter_parquet(path: Path, root_name: str) -> Iterator[Document | Skipped]:
@@ -427,9 +439,10 @@ def _iter_parquet(path: Path, root_name: str) -> Iterator[Document | Skipped]:
             yield Skipped(where, f"parquet rows from {row} on unreadable: {type(err).__name__}: {err}", where)
             return
         data = batch.to_pydict()
-        titles = data.get("title") or [None] * batch.num_rows
-        for doc_id, text, title in zip(data[id_col], data["text"], titles):
-            yield _record(doc_id, text, title, f"{root_name}:{row}", id_field=id_col)
+        nothing = [None] * batch.num_rows
+        for doc_id, text, title, url in zip(data[id_col], data["text"], data.get("title") or nothing,
+                                            data.get("url") or nothing):
+            yield _record(doc_id, text, title, f"{root_name}:{row}", url=url, id_field=id_col)
             row += 1
 
 
@@ -454,12 +467,12 @@ def hf_dataset_kind(d: Path) -> str:
 
 
 def _table_columns(names: Sequence[str]) -> list[str] | None:
-    """The columns to read (id, ``text``, ``title`` when present) of a table with these column names; None when
-    it has no id (``id``/``_id``/``doc_id``) or no ``text`` column."""
+    """The columns to read (id, ``text``, and ``title`` and ``url`` when present) of a table with these column
+    names; None when it has no id (``id``/``_id``/``doc_id``) or no ``text`` column."""
     id_col = next((c for c in _ID_COLUMNS if c in names), None)
     if id_col is None or "text" not in names:
         return None
-    return [id_col, "text"] + (["title"] if "title" in names else [])
+    return [id_col, "text"] + [c for c in ("title", "url") if c in names]
 
 
 def _columns_reason(what: str, names: Sequence[str]) -> str:
@@ -505,9 +518,10 @@ def _iter_arrow_rows(files: Sequence[Path], root_name: str, what: str) -> Iterat
                     batch = batch.select(cols)
                     for start in range(0, batch.num_rows, ARROW_BATCH_ROWS):
                         data = batch.slice(start, ARROW_BATCH_ROWS).to_pydict()
-                        titles = data.get("title") or [None] * len(data["text"])
-                        for doc_id, text, title in zip(data[cols[0]], data["text"], titles):
-                            yield _record(doc_id, text, title, f"{root_name}:{row}", id_field=cols[0])
+                        nothing = [None] * len(data["text"])
+                        for doc_id, text, title, url in zip(data[cols[0]], data["text"], data.get("title") or nothing,
+                                                            data.get("url") or nothing):
+                            yield _record(doc_id, text, title, f"{root_name}:{row}", url=url, id_field=cols[0])
                             row += 1
         except Exception as err:  # noqa: BLE001  (pyarrow raises several types for a damaged file)
             where = f"{root_name}:{row}"

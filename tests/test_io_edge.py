@@ -357,3 +357,25 @@ def test_a_missing_text_field_and_a_null_text_have_their_own_reasons(tmp_path):
     src.write_text('{"id": "a"}\n{"id": "b", "text": null}\n{"id": "c", "text": "Herons wait."}\n', encoding="utf-8")
     reasons = {x.doc_id: x.reason for x in iter_inputs([src]) if isinstance(x, Skipped)}
     assert reasons == {"a": "no 'text' field", "b": "'text' is null"}
+
+
+def test_a_records_url_is_kept_from_jsonl_and_tables_and_a_bad_one_skips_the_record(tmp_path):
+    """Trial: a lone surrogate in a JSONL `url` killed the whole run at the chunk table's write; a parquet `url`
+    column was ignored. A bad url (lone surrogate, not a string) now skips its record with the reason."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    src = tmp_path / "r.jsonl"
+    src.write_text('{"id": "a", "text": "Herons wait.", "url": "https://x.org/\\ud800"}\n'
+                   '{"id": "b", "text": "Herons wait.", "url": 5}\n'
+                   '{"id": "c", "text": "Herons wait.", "url": " https://x.org/c "}\n'
+                   '{"id": "d", "text": "Herons wait.", "url": null}\n', encoding="utf-8")
+    items = {x.doc_id: x for x in iter_inputs([src])}
+    assert "'url' holds a lone surrogate U+D800" in items["a"].reason
+    assert items["b"].reason == "'url' is an integer 5 (a url must be a string)"
+    assert items["c"].metadata["url"] == "https://x.org/c" and "url" not in items["d"].metadata
+    table = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"id": ["p", "q"], "text": ["Herons wait.", "Egrets too."],
+                             "url": ["https://x.org/p", None]}), table)
+    rows = {x.doc_id: x for x in iter_inputs([table])}
+    assert rows["p"].metadata["url"] == "https://x.org/p" and "url" not in rows["q"].metadata
