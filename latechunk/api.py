@@ -378,7 +378,11 @@ class LateChunker:
 
     @staticmethod
     def _items(documents: Iterable[DocumentLike]) -> Iterator[Document | Skipped]:
-        """The input as Documents, a repeated id as a Skipped (the first occurrence wins, as ``embed``)."""
+        """The input as Documents, a repeated id as a Skipped: the first occurrence with text wins, as in
+        ``embed``'s reader (an empty or whitespace-only text, or one with a lone surrogate, is skipped by the
+        pipeline and claims no id)."""
+        from latechunk.io import surrogate_reason
+
         first: dict[str, int] = {}
         for pos, item in enumerate(documents):
             doc = _as_document(item, pos, _position_id)
@@ -386,7 +390,8 @@ class LateChunker:
                 yield Skipped(doc.doc_id, f"duplicate doc_id: documents[{pos}] repeats the id of "
                                           f"documents[{first[doc.doc_id]}] (the first one wins)", f"documents[{pos}]")
                 continue
-            first[doc.doc_id] = pos
+            if doc.text.strip() and not surrogate_reason(doc.text):
+                first[doc.doc_id] = pos
             yield doc
 
     def _group_chunks(self, g) -> Iterator[list[Chunk]]:

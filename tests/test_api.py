@@ -118,6 +118,15 @@ def test_naive_chunks_equal_embeds_vectors(chunker, corpus, tmp_path):
     assert np.abs(late[1].embedding - naive(latechunk.Document("rivers.md", RIVERS))[1].embedding).max() > 1e-3
 
 
+def test_map_a_skipped_document_claims_no_id(chunker):
+    """Trial: `map([("a", ""), ("a", "real")])` gave `[[], []]`: the empty first document was skipped and still
+    made the real one a duplicate. As embed's reader, an empty text (or one with a lone surrogate) claims no id."""
+    out = list(latechunk.LateChunker(chunker.encoder).map([("a", ""), ("a", ETNA), ("b", "bad \ud800"),
+                                                           ("b", BREAD), ("a", "the same id again")]))
+    assert [len(x) > 0 for x in out] == [False, True, False, True, False]
+    assert out[1][0].doc_id == "a" and out[3][0].doc_id == "b"
+
+
 def test_map_yields_one_list_per_input_in_order(chunker, caplog):
     docs = [BREAD, "", ("etna", ETNA), ("etna", "the same id again"), latechunk.Document("r", RIVERS, {"title": "R"}),
             (7, "An integer id is taken as text.")]
