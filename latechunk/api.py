@@ -571,17 +571,20 @@ class Index:
 
         Raises:
             ValueError: on ``k < 1``, a bad ``expand``, an ``nprobe`` below 1 or for an index that is not IVF, an
-                empty query, a model that does not load, or query vectors whose dimension does not fit the index
+                empty query (or one of invisible marks only) or one with a lone surrogate, a model that does not load, or query vectors whose dimension does not fit the index
                 (another model).
             TypeError: if a query is not a str.
         """
+        from latechunk.index import query_problem
+
         single = isinstance(query, str)
         queries = [query] if single else list(query)
         for i, q in enumerate(queries):
             if not isinstance(q, str):
                 raise TypeError(f"query {i} must be a str, got {type(q).__name__}")
-            if not q.strip():
-                raise ValueError(f"query {i} is empty" if not single else "the query is empty")
+            problem = query_problem(q)
+            if problem:
+                raise ValueError(f"query {i} {problem}" if not single else f"the query {problem}")
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise ValueError(f"k must be an integer >= 1, got {k!r}")
         if expand is not None:

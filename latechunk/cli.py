@@ -614,13 +614,14 @@ def search(
     """  # noqa: D301  (\b: click's marker for a paragraph it must not rewrap, the examples)
     from latechunk.config import IndexConfig
     from latechunk.encoder import Encoder
-    from latechunk.index import check_nprobe, query_transform, search_index
+    from latechunk.index import check_nprobe, query_problem, query_transform, search_index
     from latechunk.output import read_output, search_records
 
     if k < 1:
         _fail(f"-k must be >= 1, got {k}")
-    if not query.strip():
-        _fail("the query is empty")
+    problem = query_problem(query)
+    if problem:
+        _fail(f"the query {problem}")
     if expand is not None:
         from latechunk.contexts import expand_hits, parse_expand
 

@@ -86,6 +86,7 @@ __all__ = [
     "is_binary_index",
     "ivf_of",
     "new_index",
+    "query_problem",
     "query_transform",
     "search_index",
     "self_search",
@@ -709,6 +710,35 @@ def search_index(index, xq, k: int, rescore_multiplier: int = RESCORE_MULTIPLIER
     if not is_binary_index(index):
         return index.search(q, k_eff) if params is None else index.search(q, k_eff, params=params)
     return _search_binary(index, q, k_eff, rescore_multiplier)
+
+
+def query_problem(query: str) -> str:
+    r"""What makes a search query unusable, for ``latechunk search`` and :meth:`latechunk.Index.search` alike;
+    ``""`` for a good one.
+
+    Args:
+        query: The query as given (a command-line argument with bytes that are not UTF-8 arrives with them as
+            ``\udc80``-``\udcff``, Python's ``surrogateescape``).
+
+    Returns:
+        ``"is empty"`` (whitespace or invisible marks such as U+200B only: nothing the model can read), ``"holds
+        a byte that is not UTF-8 (\xff at character 3)"``, ``"holds a lone surrogate U+D800 at character 3 (not
+        valid Unicode)"``, or ``""``.
+    """
+    from latechunk.front_matter import INVISIBLE_MARKS
+
+    if not query.strip() or not "".join(query.split()).strip(INVISIBLE_MARKS):
+        return "is empty"
+    if query.isascii():
+        return ""
+    try:
+        query.encode("utf-8")
+        return ""
+    except UnicodeEncodeError as err:
+        c = ord(query[err.start])
+        if 0xDC80 <= c <= 0xDCFF:
+            return f"holds a byte that is not UTF-8 (\\x{c - 0xDC00:02x} at character {err.start})"
+        return f"holds a lone surrogate U+{c:04X} at character {err.start} (not valid Unicode)"
 
 
 def check_nprobe(index, nprobe: int | None) -> None:

@@ -192,6 +192,10 @@ def test_index_search(late_folder, chunker):
         index.search("bread", k=0)
     with pytest.raises(ValueError, match="the query is empty"):
         index.search("  ")
+    with pytest.raises(ValueError, match="the query is empty"):  # zero-width marks only: nothing to read
+        index.search("\u200b \ufeff")
+    with pytest.raises(ValueError, match=r"query 1 holds a lone surrogate U\+D800 at character 4"):
+        index.search(["bread", "bad \ud800"])  # was the tokenizer's TypeError
 
 
 def test_index_load_errors_name_the_problem(tmp_path, late_folder):

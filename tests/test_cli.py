@@ -245,6 +245,9 @@ def test_cli_messages_from_the_fresh_user_trial(tmp_path, monkeypatch):
     assert res.exit_code == 2 and "no config.json" in res.output
     res = runner.invoke(app, ["search", str(tmp_path), "   "])
     assert res.exit_code == 2 and "query is empty" in res.output
+    # a non-UTF-8 byte in the argument (os.fsdecode's \udcff) was the tokenizer's TypeError, after the model load
+    res = runner.invoke(app, ["search", str(tmp_path), "caf\udcff"])
+    assert res.exit_code == 2 and "holds a byte that is not UTF-8 (\\xff at character 3)" in res.output
     monkeypatch.setenv("LATECHUNK_DATA", str(tmp_path / "nowhere"))
     res = runner.invoke(app, ["compare", "--dataset", "chroma", "--out", str(tmp_path / "rep")])
     assert res.exit_code == 2 and "LATECHUNK_DATA" in res.output
