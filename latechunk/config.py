@@ -470,6 +470,26 @@ def _nested_input(inputs: tuple[Path, ...]) -> str:
     return ""
 
 
+def _require_utf8_path(path: Path, what: str) -> None:
+    """Refuse a path whose bytes are not valid UTF-8 (os.fsdecode's surrogate escapes), also through the working
+    directory it is under: run.json and the manifest record it, and JSON takes only valid text."""
+    def shown(p: str) -> str:
+        return p.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+    given, full = os.fspath(path), os.fspath(path.absolute())
+    try:
+        full.encode("utf-8")
+        return
+    except UnicodeEncodeError:
+        pass
+    why = "run.json records every path as text"
+    if shown(given) != given:
+        raise ValueError(f"{what} '{shown(given)}' is not valid UTF-8 (its bytes shown as \\x escapes): {why}; "
+                         "rename it") from None
+    raise ValueError(f"{what} '{given}' is under '{shown(full)}', whose path is not valid UTF-8: {why}; give it "
+                     "from another working directory or rename that folder") from None
+
+
 @dataclass(frozen=True)
 class EmbedConfig:
     """One ``latechunk embed`` run.
@@ -487,8 +507,8 @@ class EmbedConfig:
             (``0 < dedup <= 1``; :mod:`latechunk.dedup`); None: off. A setting of the run (run.json).
 
     Raises:
-        ValueError: on a missing input, an input given twice or inside an input folder, ``out`` that is a file or an
-            input folder, both ``force`` and ``resume``, a pipeline
+        ValueError: on a missing input, an input given twice or inside an input folder, an input or ``out`` whose
+            path is not valid UTF-8, ``out`` that is a file or an input folder, both ``force`` and ``resume``, a pipeline
             with other than one strategy and one mode, or a dedup threshold outside ``(0, 1]``.
     """
 
@@ -506,7 +526,10 @@ class EmbedConfig:
         _require(bool(inputs), "give at least one input path")
         missing = [str(p) for p in inputs if not p.exists()]
         _require(not missing, f"input path(s) not found: {', '.join(missing)}")
+        for p in inputs:
+            _require_utf8_path(p, "the input path")
         out = Path(self.out)
+        _require_utf8_path(out, "--out")
         _require(not (out.exists() and not out.is_dir()), f"--out {out} exists and is not a folder")
         same = [str(p) for p in inputs if p.is_dir() and out.resolve() == p.resolve()]
         first = same[0] if same else ""

@@ -407,3 +407,23 @@ def test_an_input_inside_another_input_folder_or_given_twice_is_refused(tmp_path
     with pytest.raises(ValueError, match="given again"):
         EmbedConfig(inputs=(a, tmp_path / "B" / ".." / "A"), out=tmp_path / "o", pipeline=pipe)
     EmbedConfig(inputs=(a / "sub", tmp_path / "B"), out=tmp_path / "o", pipeline=pipe)  # side by side: fine
+
+
+def test_paths_that_are_not_utf8_are_refused_before_any_work(tmp_path, monkeypatch):
+    """Trial: an input folder or --out named with a byte that is not UTF-8 failed after the work had started
+    (`'utf-8' codec can't encode character '\\udcff'` from run.json), leaving a half-made output folder."""
+    bad = tmp_path / os.fsdecode(b"in\xff")
+    bad.mkdir()
+    (bad / "a.md").write_text("Herons wait.", encoding="utf-8")
+    good = tmp_path / "b.md"
+    good.write_text("Egrets wait.", encoding="utf-8")
+    pipeline = PipelineConfig(strategies=(Fixed(size=16),))
+    with pytest.raises(ValueError, match=r"the input path '.*in\\xff' is not valid UTF-8 .*rename it"):
+        EmbedConfig(inputs=(bad,), out=tmp_path / "o", pipeline=pipeline)
+    with pytest.raises(ValueError, match=r"--out '.*o\\xff' is not valid UTF-8"):
+        EmbedConfig(inputs=(good,), out=tmp_path / os.fsdecode(b"o\xff"), pipeline=pipeline)
+    monkeypatch.chdir(bad)  # a relative path under a working directory that is not UTF-8
+    with pytest.raises(ValueError, match=r"'a.md' is under '.*in\\xff/a.md', whose path is not valid UTF-8"):
+        EmbedConfig(inputs=(Path("a.md"),), out=tmp_path / "o", pipeline=pipeline)
+    res = CliRunner().invoke(app, ["embed", str(bad), "--out", str(tmp_path / "o2")])
+    assert res.exit_code == 2 and "is not valid UTF-8" in res.output and not (tmp_path / "o2").exists()
