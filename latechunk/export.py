@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import re
 import time
@@ -480,6 +481,53 @@ def export_folder(folder: str | os.PathLike, target: str, *, collection: str = D
         if path.exists() and not path.is_dir():
             raise ValueError(f"{store} path {path} exists and is not a folder")
         path.mkdir(parents=True, exist_ok=True)
+    with contextlib.ExitStack() as stack:
+        if client is None:  # two exports into one store folder: the second waits (two clients crashed both)
+            stack.enter_context(_store_lock(path, store))
+        _write(source, store, path, client, collection, overwrite, settings, progress, batch_size)
+    return ExportResult(store=store, path=path, collection=collection, rows=source.rows, dim=source.out_dim,
+                        distance=source.distance, manifest_sha256=source.manifest_sha256,
+                        seconds=time.perf_counter() - t0, hnsw=settings)
+
+
+#: the lock file in a store's folder that one export at a time holds (``fcntl.flock``; never removed)
+STORE_LOCK_FILE = ".latechunk-export.lock"
+
+
+@contextlib.contextmanager
+def _store_lock(path: Path, store: str) -> Iterator[None]:
+    """Hold an exclusive ``fcntl.flock`` on ``path/.latechunk-export.lock`` while an export writes the store: a
+    second export into the same folder (another collection, or the same one, which it then finds full) waits
+    for the first, saying so, instead of two clients corrupting one store (Chroma: "database is locked" and
+    "table collections already exists"). Released when the block ends or the process dies."""
+    import fcntl
+
+    try:
+        fh = open(path / STORE_LOCK_FILE, "a+", encoding="ascii")  # noqa: SIM115 (held across the block)
+    except OSError as err:
+        raise ValueError(f"cannot write to the {store} folder {path}: {err.strerror or err}") from err
+    try:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            pid = fh.read().strip()
+            logging.getLogger("latechunk").warning(
+                "waiting for another latechunk export into %s%s to finish (one writer per store folder)",
+                path, f" (pid {pid})" if pid.isdigit() else "")
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"{os.getpid()}\n")
+        fh.flush()
+        yield
+    finally:
+        fh.close()
+
+
+def _write(source, store: str, path: Path, client, collection: str, overwrite: bool, settings, progress: bool,
+           batch_size: int) -> None:
+    """Write every row of ``source`` into the store (:func:`export_folder`'s body, under its lock)."""
     from tqdm.auto import tqdm
 
     writer = _WRITERS[store](source, path, client, collection, overwrite, settings or {})  # refuses a non-empty one
@@ -494,9 +542,6 @@ def export_folder(folder: str | os.PathLike, target: str, *, collection: str = D
         raise
     finally:
         writer.close()
-    return ExportResult(store=store, path=path, collection=collection, rows=source.rows, dim=source.out_dim,
-                        distance=source.distance, manifest_sha256=source.manifest_sha256,
-                        seconds=time.perf_counter() - t0, hnsw=settings)
 
 
 def to_lancedb(folder: str | os.PathLike, path: str | os.PathLike, **kwargs) -> ExportResult:

@@ -482,3 +482,33 @@ def test_chroma_gets_hnsw_settings_sized_to_the_collection(raw_folder, chroma_cl
     res = runner.invoke(app, ["export", str(raw_folder), "--to", f"qdrant:{tmp_path / 'q'}", "--hnsw-ef", "300"])
     assert res.exit_code == 2 and "--hnsw-ef" in res.output and "Chroma" in res.output, res.output
     assert not (tmp_path / "q").exists()
+
+
+def test_a_second_export_into_one_store_folder_waits_for_the_first(raw_folder, tmp_path, caplog):
+    """Trial: two `export --to chroma:PATH` at once both crashed ("database is locked", "table collections
+    already exists"). An export holds the store folder's lock; a second one says it waits, and then runs."""
+    import fcntl
+    import logging
+    import threading
+
+    from latechunk.export import STORE_LOCK_FILE
+
+    store = tmp_path / "c"
+    store.mkdir()
+    holder = open(store / STORE_LOCK_FILE, "a+", encoding="ascii")  # another export, as the kernel sees it
+    fcntl.flock(holder.fileno(), fcntl.LOCK_EX)
+    holder.write("4242\n")
+    holder.flush()
+    result: dict = {}
+    worker = threading.Thread(target=lambda: result.update(res=export_folder(raw_folder, f"chroma:{store}")))
+    with caplog.at_level(logging.WARNING, logger="latechunk"):
+        worker.start()
+        for _ in range(600):
+            if "waiting for another latechunk export" in caplog.text:
+                break
+            worker.join(0.05)
+        assert "waiting for another latechunk export" in caplog.text and "(pid 4242)" in caplog.text
+        assert worker.is_alive() and not result and not (store / "chroma.sqlite3").exists()
+        holder.close()  # the first export ends
+        worker.join(300)
+    assert result["res"].rows == OutputFolder(raw_folder).read_manifest()["index"]["ntotal"]
