@@ -566,6 +566,34 @@ def _pair_series(result, metric: str) -> tuple[list[dict], list[tuple[str, str, 
     return comps, series, "late − naive (points)", "late minus naive, paired bootstrap 95% CI"
 
 
+def _tick_label(spec: str, window: int | None = None) -> str:
+    """A category label of plot.png: the SPEC's non-default settings one a line (a sweep's SPECs differ in
+    them; on one line six were wider than their slots and overlapped), the macro window when it has one."""
+    name, _, settings = short_spec(spec).partition(":")
+    lines = [name] + [x for x in settings.split(",") if x]
+    return "\n".join(lines + ([f"w={window}"] if window is not None else []))
+
+
+def _renderer(fig):
+    """The figure's Agg renderer, to measure text (a figure made under another backend gets an Agg canvas)."""
+    if not hasattr(fig.canvas, "get_renderer"):
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        FigureCanvasAgg(fig)
+    return fig.canvas.get_renderer()
+
+
+def _categories(ax, labels: Sequence[str]) -> None:
+    """Category ticks at 0..n-1, labelled; labels that would overlap are turned, each on one line."""
+    ax.set_xticks(range(len(labels)))
+    ax.set_xticklabels(labels, fontsize=7)
+    renderer = _renderer(ax.figure)
+    boxes = [t.get_window_extent(renderer) for t in ax.get_xticklabels()]
+    if any(a.x1 + 2 > b.x0 for a, b in zip(boxes, boxes[1:])):
+        ax.set_xticklabels([x.replace("\n", " ") for x in labels], fontsize=6, rotation=60, ha="right",
+                           rotation_mode="anchor")
+
+
 def write_plot(result, path: str | os.PathLike) -> None:
     """``plot.png``: (a) the main metric per strategy, late (each macro window) and naive, with bootstrap CIs;
     (b) late minus naive with CIs (with fused or contextual systems: every paired difference of the main metric,
@@ -603,8 +631,7 @@ def write_plot(result, path: str | os.PathLike) -> None:
             lo.append(100 * (mean - a))
             hi.append(100 * (b - mean))
         ax.errorbar(xs, ys, yerr=[lo, hi], fmt="o", capsize=3, label=label, color=colors[j % len(colors)])
-    ax.set_xticks(range(len(specs)))
-    ax.set_xticklabels([short_spec(s).replace(",", ",\n") for s in specs], fontsize=7)
+    _categories(ax, [_tick_label(s) for s in specs])
     ax.set_ylabel(f"{_col_name(metric)} (%)")
     ax.set_title(f"{_col_name(metric)} per strategy, 95% bootstrap CI")
     ax.legend(fontsize=8)
@@ -614,13 +641,22 @@ def write_plot(result, path: str | os.PathLike) -> None:
     # late − naive for every headline metric; with other pairs (fused − late, fused − naive, ... − contextual),
     # every pair for the main metric instead, one series a pair
     comps, series, ylabel, title = _pair_series(result, metric)
-    names = list(dict.fromkeys((c["strategy"], c["window"]) for c in comps))
+    windows: dict[str, set] = {}
+    for c in comps:
+        windows.setdefault(c["strategy"], set()).update([c["window"]] if c["window"] is not None else [])
+
+    def key(c):  # a pair without a macro window (naive − contextual) sits with its strategy's one window
+        w = c["window"]
+        if w is None and len(windows[c["strategy"]]) == 1:
+            w = next(iter(windows[c["strategy"]]))
+        return c["strategy"], w
+
+    names = list(dict.fromkeys(key(c) for c in comps))
     pair_colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for j, (kind, m, name) in enumerate(series):
         ys, lo, hi, xs = [], [], [], []
-        for i, key in enumerate(names):
-            c = next((c for c in comps if (c["strategy"], c["window"]) == key and c["metric"] == m
-                      and c["kind"] == kind), None)
+        for i, k in enumerate(names):
+            c = next((c for c in comps if key(c) == k and c["metric"] == m and c["kind"] == kind), None)
             if c is None:
                 continue
             xs.append(i + (j - (len(series) - 1) / 2) * (0.8 / max(len(series), 1)))
@@ -629,8 +665,7 @@ def write_plot(result, path: str | os.PathLike) -> None:
             hi.append(100 * (c["ci_high"] - c["mean_diff"]))
         ax.errorbar(xs, ys, yerr=[lo, hi], fmt="o", capsize=3, label=name, color=pair_colors[j % len(pair_colors)])
     ax.axhline(0, color="black", lw=0.8)
-    ax.set_xticks(range(len(names)))
-    ax.set_xticklabels([f"{short_spec(s)}\nw={w}".replace(",", ",\n") for s, w in names], fontsize=7)
+    _categories(ax, [_tick_label(s, w) for s, w in names])
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     if series:

@@ -121,3 +121,32 @@ def test_plot_cost_axes_use_a_log_scale_only_over_a_decade(tmp_path, monkeypatch
         s.costs["tokens_encoded"] = 1_000 if s.label == "late" else 50_000
     write_plot(result, tmp_path / "plot2.png")
     assert figs[-1].axes[2].get_xscale() == "log"
+
+
+@pytest.mark.parametrize("run, turned", [("fused/chroma_xquad_3ep_sweep", (True, True)),
+                                         ("contextual_xquad", (False, False)), ("xquad_window_sweep", (False, True))])
+def test_plot_category_labels_never_overlap_and_name_no_missing_window(run, turned, tmp_path, monkeypatch):
+    """User trial: six sweep SPECs (`recursive:max_tokens=128,overlap=64`, ...) printed over each other in
+    panels (a) and (b), and naive − contextual pairs sat apart from their strategy, labelled "w=None"."""
+    from pathlib import Path
+
+    import matplotlib.figure
+
+    from latechunk.eval.report import _renderer, load_result, write_plot
+
+    figs = []
+    real = matplotlib.figure.Figure.savefig
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda self, *a, **k: (figs.append(self), real(self, *a, **k)))
+    result = load_result(Path(__file__).resolve().parents[1] / "eval" / "results" / run)
+    write_plot(result, tmp_path / "plot.png")
+    fig = figs[-1]
+    renderer = _renderer(fig)  # plt.close left it without a canvas that draws
+    for ax, turn in zip(fig.axes[:2], turned):  # turned where side by side they would overlap
+        ticks = [t for t in ax.get_xticklabels() if t.get_text()]
+        assert ticks and not any("None" in t.get_text() for t in ticks), [t.get_text() for t in ticks]
+        assert all(bool(t.get_rotation()) == turn for t in ticks)
+        if not turn:  # side by side: no two labels share a pixel column
+            boxes = [t.get_window_extent(renderer) for t in ticks]
+            assert all(a.x1 <= b.x0 for a, b in zip(boxes, boxes[1:])), [t.get_text() for t in ticks]
+    windows = {(c["strategy"], c["window"]) for c in result.comparisons if c["kind"] == "late-naive"}
+    assert len(fig.axes[1].get_xticks()) == len(windows)  # a pair without a window sits with its strategy
