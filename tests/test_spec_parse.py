@@ -4,6 +4,8 @@ strategy is built (before any work), so a value no one means never reaches a doc
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from latechunk.eval.config import CompareConfig
@@ -100,7 +102,7 @@ def test_the_other_settings_were_already_bounded():
         (f"heading:levels={HUGE}", "levels must be in 1..6"),
         (f"sentence_window:window=1,stride={HUGE}", "stride must be at most 2 * window + 1 = 3"),
         ("semantic:percentile=1e999", "percentile must be in [0, 100]"),
-        ("semantic:percentile=nan", "percentile must be in [0, 100]"),
+        ("semantic:percentile=nan", "percentile='nan' is not a valid float"),
     ]:
         with pytest.raises(ValueError) as err:
             get_strategy(spec)
@@ -152,3 +154,22 @@ def test_embed_refuses_a_bad_spec_with_exit_2_before_the_model_loads(tmp_path):
         assert r["code"] == 2 and needle in " ".join(r["output"].split()), (spec, r)
         assert not r["torch"], spec
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("spec, value", [
+    ("fixed:size=+5", "'+5'"), ("fixed:size=1_000", "'1_000'"), ("fixed:size=\u0665", "'\u0665'"),
+    ("heading:levels=1//2", "'1//2'"), ("heading:levels=1/2/", "'1/2/'"), ("semantic:percentile=nan", "'nan'"),
+    ("semantic:percentile=1e", "'1e'"),
+])
+def test_a_number_not_written_in_plain_ascii_digits_is_refused(spec, value):
+    """Trial: Python's int()/float() took `+5`, `1_000`, an Arabic-Indic digit and `nan`, and `levels=1//2`
+    skipped its empty level; each is refused, naming the setting as written."""
+    with pytest.raises(ValueError, match=f"parameter .*={re.escape(value)} is not a valid"):
+        get_strategy(spec)
+
+
+def test_plain_numbers_still_parse():
+    assert get_strategy("fixed:size= 64,overlap=-0").spec == "fixed:size=64,overlap=0"
+    assert get_strategy("heading:levels=1/2").levels == (1, 2)
+    assert get_strategy("semantic:percentile=.5").percentile == 0.5
+    assert get_strategy("semantic:percentile=2.5e1").percentile == 25.0

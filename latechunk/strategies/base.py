@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any, ClassVar
@@ -171,14 +172,32 @@ def registry() -> dict[str, type[Strategy]]:
     return dict(_REGISTRY)
 
 
+#: a SPEC's numbers as written in ASCII: Python's int() and float() also take "+5", "1_000", "٥" (Arabic-Indic
+#: five) and "nan", which a SPEC must not (its canonical form would not read back as the user wrote it)
+_INT = re.compile(r"-?[0-9]+")
+_FLOAT = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
+
+
+def _int(raw: str) -> int:
+    if not _INT.fullmatch(raw):
+        raise ValueError(raw)
+    return int(raw)
+
+
+def _float(raw: str) -> float:
+    if not _FLOAT.fullmatch(raw):
+        raise ValueError(raw)
+    return float(raw)
+
+
 def _convert(cls_name: str, fname: str, ftype: Any, raw: str) -> Any:
     t = ftype if isinstance(ftype, str) else getattr(ftype, "__name__", str(ftype))
     t = t.replace(" ", "")
     try:
         if t in ("int",):
-            return int(raw)
+            return _int(raw)
         if t in ("float",):
-            return float(raw)
+            return _float(raw)
         if t in ("bool",):
             if raw.lower() in ("1", "true", "yes", "on"):
                 return True
@@ -186,11 +205,14 @@ def _convert(cls_name: str, fname: str, ftype: Any, raw: str) -> Any:
                 return False
             raise ValueError(raw)
         if t.startswith(("int|None", "None|int")) or t == "Optional[int]":
-            return None if raw.lower() in ("none", "") else int(raw)
-        if t.startswith("tuple[int"):
-            return tuple(int(x) for x in raw.split("/") if x)
+            return None if raw.lower() in ("none", "") else _int(raw)
+        if t.startswith("tuple[int"):  # 1/2/3; an empty element (1//2, a trailing /) is a typo, refused
+            return tuple(_int(x) for x in raw.split("/"))
         if t.startswith("tuple[str"):
-            return tuple(x for x in raw.split("/") if x)
+            items = raw.split("/")
+            if not all(items):
+                raise ValueError(raw)
+            return tuple(items)
     except ValueError as err:
         raise ValueError(f"strategy {cls_name!r}: parameter {fname}={raw!r} is not a valid {t}") from err
     return raw
