@@ -698,6 +698,11 @@ def _folder_reason(d: Path, name: str) -> str:
     return ""
 
 
+#: why a BEIR folder's ``queries.jsonl`` (beside its ``corpus.jsonl``) is not read as documents
+BEIR_QUERIES_REASON = ("BEIR queries file beside corpus.jsonl (questions, not documents; name the file itself to "
+                       "embed it)")
+
+
 def _walk(root: Path) -> Iterator[tuple[Path, str, bool]]:
     """Everything below ``root`` as ``(path, reason, is_folder)``: a file to read has reason ``""``, and so has a
     Hugging Face dataset folder (:func:`hf_dataset_kind`: read as one table, never walked); a file or folder that
@@ -726,8 +731,12 @@ def _walk(root: Path) -> Iterator[tuple[Path, str, bool]]:
             else:
                 keep.append(name)
         dirnames[:] = keep
+        beir = "corpus.jsonl" in filenames
         for name in filenames:
             f = d / name
+            if beir and name == "queries.jsonl":  # a BEIR dataset folder: its questions are not documents
+                yield f, BEIR_QUERIES_REASON, False
+                continue
             yield f, (_not_a_file_reason(f) or unsupported_reason(f)), False
     yield from unreadable  # the root itself too (listed under its own name)
 

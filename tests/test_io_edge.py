@@ -379,3 +379,19 @@ def test_a_records_url_is_kept_from_jsonl_and_tables_and_a_bad_one_skips_the_rec
                              "url": ["https://x.org/p", None]}), table)
     rows = {x.doc_id: x for x in iter_inputs([table])}
     assert rows["p"].metadata["url"] == "https://x.org/p" and "url" not in rows["q"].metadata
+
+
+def test_a_beir_folder_gives_its_corpus_not_its_queries(tmp_path):
+    """Trial: `embed BEIR_DIR` embedded queries.jsonl's questions as documents beside corpus.jsonl's; they are
+    listed as skipped with the reason; the file named alone is still read (the user asked for it)."""
+    root = tmp_path / "scifact"
+    (root / "qrels").mkdir(parents=True)
+    (root / "corpus.jsonl").write_text('{"_id": "d1", "title": "T", "text": "Herons wait."}\n', encoding="utf-8")
+    (root / "queries.jsonl").write_text('{"_id": "q1", "text": "Do herons wait?"}\n', encoding="utf-8")
+    (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n", encoding="utf-8")
+    items = list(iter_inputs([root]))
+    assert [x.doc_id for x in items if isinstance(x, Document)] == ["d1"]
+    skipped = {x.doc_id: x.reason for x in items if isinstance(x, Skipped)}
+    assert skipped["queries.jsonl"].startswith("BEIR queries file beside corpus.jsonl")
+    assert count_inputs([root]) == len(items)
+    assert [x.doc_id for x in iter_inputs([root / "queries.jsonl"])] == ["q1"]
