@@ -350,3 +350,22 @@ def test_a_resumed_runs_earlier_seconds_are_its_wall_time_not_the_sum_of_overlap
     folder.progress_path.unlink()
     assert _earlier_seconds(folder, records) == 20.0
     assert _earlier_seconds(folder, []) == 0.0
+
+
+def test_seconds_assemble_counts_the_parse_alarms_and_the_manifest_build(corpus, tmp_path, monkeypatch):
+    """Scale trial: seconds.assemble stopped before the parse alarms and the shard hashes (about 2 s at 320,000
+    documents, counted nowhere). Only the manifest's own write, which records it, is left out."""
+    import importlib
+
+    assemble = importlib.import_module("latechunk.ingest.assemble")  # the package's `assemble` is the function
+    real = assemble.parse_alarms
+
+    def slow(rows):
+        time.sleep(0.5)
+        return real(rows)
+
+    monkeypatch.setattr(assemble, "parse_alarms", slow)
+    corpus_dir, model = corpus
+    _embed_inproc(corpus_dir, model, tmp_path / "out")
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["seconds"]["assemble"] >= 0.5

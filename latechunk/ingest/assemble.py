@@ -157,7 +157,6 @@ def assemble(out: Path, records: list[dict], settings: dict, index_config: Index
     for rec in records:
         for key, v in rec["stats"]["seconds"].items():
             seconds[key] = seconds.get(key, 0.0) + v
-    seconds["assemble"] = time.perf_counter() - t0
     header = {k: v for k, v in header.items() if k not in ("alarms", "alarms_unchecked", "unknown_tokens", "dedup")}
     rows = alarm_rows(documents)
     header["alarms"] = [a.to_dict() for a in parse_alarms(rows)]
@@ -169,6 +168,9 @@ def assemble(out: Path, records: list[dict], settings: dict, index_config: Index
         dropped = [x for rec in records for x in rec.get("dedup", [])]
         header["dedup"] = {"threshold": settings["dedup"], "chunks_dropped": len(dropped), "dropped": dropped}
     run = folder.read_run()
+    shards = [{"name": r["name"], "inputs": r["inputs"], "rows": r["rows"],
+               "sha256": sha256_file(folder.shard_path(r["shard"], "json"))} for r in records]
+    seconds["assemble"] = time.perf_counter() - t0  # all but the manifest's own write, which records it
     manifest = build_manifest(
         created=run.get("created", ""),
         finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -189,8 +191,7 @@ def assemble(out: Path, records: list[dict], settings: dict, index_config: Index
         },
         documents=documents,
         skipped=skipped,
-        shards=[{"name": r["name"], "inputs": r["inputs"], "rows": r["rows"],
-                 "sha256": sha256_file(folder.shard_path(r["shard"], "json"))} for r in records],
+        shards=shards,
         seconds={k: round(v, 3) for k, v in seconds.items()} | {"total": round(time.time() - t_start, 3)},
     )
     write_json(folder.manifest_path, manifest, indent=2)
