@@ -267,9 +267,9 @@ def test_embed_append_adds_and_refuses_other_settings(late_folder, tmp_path):
     before = OutputFolder(out).read_manifest()
 
     bad = runner.invoke(app, ["embed", str(new), "--out", str(out), "--append", "--strategy", "fixed:size=64", "-q"])
-    assert bad.exit_code == 2 and "strategy was 'recursive:max_tokens=256,overlap=0', now 'fixed:size=64,overlap=0'" in bad.output
+    assert bad.exit_code == 2 and "strategy (--strategy) was 'recursive:max_tokens=256,overlap=0', now 'fixed:size=64,overlap=0'" in bad.output
     bad = runner.invoke(app, ["embed", str(new), "--out", str(out), "--append", "--no-normalize", "-q"])
-    assert bad.exit_code == 2 and "normalize was True, now False" in bad.output
+    assert bad.exit_code == 2 and "normalize (--normalize/--no-normalize) was True, now False" in bad.output
     bad = runner.invoke(app, ["embed", str(new), "--out", str(out), "--append", "--resume", "-q"])
     assert bad.exit_code == 2 and "--append excludes --force and --resume" in bad.output
     bad = runner.invoke(app, ["embed", str(new), "--out", str(tmp_path / "none"), "--append", "-q"])
@@ -301,10 +301,10 @@ def test_append_takes_the_folders_settings_for_options_not_given(corpus, tmp_pat
     new.mkdir()
     (new / "etna.md").write_text(ETNA + "\n", encoding="utf-8")
     bad = runner.invoke(app, ["embed", str(new), "--out", str(out), "--append", "-q", "--precision", "float16"])
-    assert bad.exit_code == 2 and "index.precision was 'int8', now 'float16'" in bad.output
+    assert bad.exit_code == 2 and "index.precision (--precision) was 'int8', now 'float16'" in bad.output
     assert "renormalize" not in bad.output and "strategy" not in bad.output  # only what was given and differs
     bad = runner.invoke(app, ["embed", str(new), "--out", str(out), "--append", "-q", "--no-normalize"])
-    assert bad.exit_code == 2 and "normalize was True, now False" in bad.output and "renormalize" not in bad.output
+    assert bad.exit_code == 2 and "normalize (--normalize/--no-normalize) was True, now False" in bad.output and "renormalize" not in bad.output
     _embed(new, "--out", out, "--append")  # a plain --append: strategy, precision, truncate-dim from run.json
     m = OutputFolder(out).read_manifest()
     assert m["index"]["precision"] == "int8" and m["index"]["truncate_dim"] == 128

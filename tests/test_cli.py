@@ -650,7 +650,7 @@ def test_resume_of_a_finished_folder_says_so_and_leaves_it_as_it_is(tmp_path):
     # ... refused before torch is imported or the model loads (it took 8-18 s)
     (fresh,) = _cli_in_a_fresh_process(["embed", str(src), "--out", str(out), "--device", "cpu", "-q", "--resume",
                                         "--strategy", "fixed:size=64"])
-    assert fresh["code"] == 2 and "strategy was" in fresh["output"] and not fresh["torch"], fresh
+    assert fresh["code"] == 2 and "strategy (--strategy) was" in fresh["output"] and not fresh["torch"], fresh
     assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file() and p.name != ".latechunk.lock"} \
         == {k: v[0] for k, v in before.items() if k.name != ".latechunk.lock"}
 

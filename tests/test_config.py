@@ -240,7 +240,7 @@ def test_a_torch_folder_refusing_an_onnx_append_names_torch_and_what_to_do(doc, 
 
     torch_d, onnx_d = _embed(doc).to_dict(), _embed(doc, model=ModelConfig(backend="onnx")).to_dict()
     diff = append_settings_diff(torch_d, onnx_d)
-    assert diff == ["model.backend was 'torch', now 'onnx'"], diff
+    assert diff == ["model.backend (--backend) was 'torch', now 'onnx'"], diff
     assert append_settings_diff(torch_d, _embed(doc, model=ModelConfig(backend="torch")).to_dict()) == []
     out = tmp_path / "folder"
     out.mkdir()
@@ -250,7 +250,7 @@ def test_a_torch_folder_refusing_an_onnx_append_names_torch_and_what_to_do(doc, 
     with pytest.raises(ValueError) as err:  # refused before the model loads (and before an ONNX export)
         check_append_options(cfg)
     msg = str(err.value)
-    assert "model.backend was 'torch', now 'onnx'" in msg and "leave out the options that differ" in msg, msg
+    assert "model.backend (--backend) was 'torch', now 'onnx'" in msg and "leave out the options that differ" in msg, msg
     assert msg.endswith("embed into a new folder"), msg
 
 
@@ -427,3 +427,19 @@ def test_paths_that_are_not_utf8_are_refused_before_any_work(tmp_path, monkeypat
         EmbedConfig(inputs=(Path("a.md"),), out=tmp_path / "o", pipeline=pipeline)
     res = CliRunner().invoke(app, ["embed", str(bad), "--out", str(tmp_path / "o2")])
     assert res.exit_code == 2 and "is not valid UTF-8" in res.output and not (tmp_path / "o2").exists()
+
+
+def test_diff_settings_names_the_option_and_a_key_one_side_lacks():
+    """A differing setting names the embed option that sets it; a key one run does not record reads 'not set'
+    (not 'was None', which a user could take for a value)."""
+    from latechunk.ingest.folder import diff_settings
+
+    old = {"strategy": "fixed:size=64,overlap=0", "model": {"backend": "torch"}, "dedup": "exact"}
+    new = {"strategy": "fixed:size=32,overlap=0", "model": {"backend": "torch", "dtype": "float16"}}
+    assert diff_settings(old, new) == [
+        "dedup (--dedup) was 'exact', now not set",
+        "model.dtype (--dtype) was not set, now 'float16'",
+        "strategy (--strategy) was 'fixed:size=64,overlap=0', now 'fixed:size=32,overlap=0'",
+    ]
+    assert diff_settings(new, new) == []
+    assert diff_settings({"other": 1}, {}) == ["other was 1, now not set"]  # a key with no option keeps its name

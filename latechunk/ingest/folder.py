@@ -148,7 +148,9 @@ def diff_settings(old: dict, new: dict, prefix: str = "") -> list[str]:
         prefix: Prepended to every key path (used by the recursion; ``"model."`` for a nested block).
 
     Returns:
-        One line per differing key, ``"a.b was X, now Y"``, keys sorted.
+        One line per differing key, keys sorted: ``"a.b was X, now Y"``, a key that one side does not record
+        ``"was not set"`` / ``"now not set"``; a key with its option beside it (``strategy (--strategy)``, the
+        inputs as ``inputs`` (relative to the output folder)``).
     """
     out = []
     for key in sorted(set(old) | set(new)):
@@ -156,8 +158,28 @@ def diff_settings(old: dict, new: dict, prefix: str = "") -> list[str]:
         if isinstance(a, dict) and isinstance(b, dict):
             out.extend(diff_settings(a, b, f"{prefix}{key}."))
         elif a != b:
-            out.append(f"{prefix}{key} was {a!r}, now {b!r}")
+            was = "was not set" if key not in old else f"was {a!r}"
+            now = "now not set" if key not in new else f"now {b!r}"
+            out.append(f"{_setting_name(prefix + key)} {was}, {now}")
     return out
+
+
+#: run.json keys by the embed option that sets them (the keys a user cannot map to an option alone)
+_SETTING_OPTIONS = {
+    "inputs_from_out": "inputs (relative to the output folder)", "strategy": "strategy (--strategy)",
+    "mode": "mode (--mode)", "macro_window": "macro_window (--macro-window)",
+    "macro_window_overlap": "macro_window_overlap (--macro-window-overlap)",
+    "long_documents": "long_documents (--long-documents)", "include_special": "include_special (--include-special)",
+    "normalize": "normalize (--normalize/--no-normalize)", "index.factory": "index.factory (--index)",
+    "index.precision": "index.precision (--precision)", "index.truncate_dim": "index.truncate_dim (--truncate-dim)",
+    "model.name": "model.name (--model)", "model.dtype": "model.dtype (--dtype)",
+    "model.batch_tokens": "model.batch_tokens (--batch-tokens)", "model.backend": "model.backend (--backend)",
+    "late_pooling": "late_pooling (--late-pooling)", "dedup": "dedup (--dedup)",
+}
+
+
+def _setting_name(key: str) -> str:
+    return _SETTING_OPTIONS.get(key, key)
 
 
 def check_same_settings(old: dict, new: dict, what: str = "--resume with settings that differ from the "
