@@ -77,14 +77,21 @@ def snippet(text: str, query: str, width: int = 200) -> str:
 
 
 _ATX_HEADING = re.compile(r"[ ]{0,3}#{1,6}(?:[ \t][^\n]*)?(?:\n|$)")
+#: a run of whitespace: what ``str.lstrip()`` removes (``\s`` and ``str.isspace`` agree on all of Unicode)
+_SPACES = re.compile(r"\s*")
 
 
 def _drop_leading_headings(text: str) -> str:
     """``text`` without the markdown ATX heading lines (``# Title``) and blank lines it starts with; ``text`` itself
-    when nothing else is left."""
-    rest = text.lstrip()
-    while (m := _ATX_HEADING.match(rest)) and m.end() > 0:
-        rest = rest[m.end():].lstrip()
+    when nothing else is left.
+
+    Matches at a moving position in ``text`` (the pattern has no ``^`` or lookbehind, and ``$`` sees the same end),
+    so each line is read once: re-slicing the rest after every heading copied O(n^2) characters for n heading
+    lines."""
+    pos = _SPACES.match(text).end()
+    while (m := _ATX_HEADING.match(text, pos)) and m.end() > pos:
+        pos = _SPACES.match(text, m.end()).end()
+    rest = text[pos:]
     return rest if rest.strip() else text
 
 

@@ -18,10 +18,13 @@ __all__ = ["FRONT_MATTER", "INVISIBLE_MARKS", "front_matter_title", "front_matte
 #: zero-width format characters that hide line-start markdown syntax (a BOM, ZWSP, LRM/RLM, word joiner, ...)
 INVISIBLE_MARKS = "\ufeff\u200b\u200c\u200d\u200e\u200f\u2060\u2061\u2062\u2063\u2064\u00ad"
 #: front matter at the start of the text (after invisible marks): ``---`` YAML ``---`` or ``+++`` TOML ``+++``;
-#: group ``fence`` is the fence, group ``body`` the lines between the fences
+#: group ``fence`` is the fence, group ``body`` the lines between the fences. A line ends at CRLF, LF or a lone
+#: CR: ``\r(?!\n)``, so that a CRLF is one line end only; with a plain ``\r`` alternative each CRLF could also be
+#: read as two line ends, and a text with no closing fence took 2^(CRLF lines) steps to fail (30 lines: minutes).
+#: The same texts match, with the same groups (tests/test_regex_linear.py)
 FRONT_MATTER = re.compile(
-    f"\\A[{INVISIBLE_MARKS}]*(?P<fence>---|\\+\\+\\+)[ \\t]*(?:\\r\\n|\\n|\\r)"
-    r"(?P<body>(?:[^\r\n]*(?:\r\n|\n|\r))*?)(?P=fence)[ \t]*(?=\r\n|\n|\r|\Z)"
+    f"\\A[{INVISIBLE_MARKS}]*(?P<fence>---|\\+\\+\\+)[ \\t]*(?:\\r\\n|\\n|\\r(?!\\n))"
+    r"(?P<body>(?:[^\r\n]*(?:\r\n|\n|\r(?!\n)))*?)(?P=fence)[ \t]*(?=\r\n|\n|\r|\Z)"
 )
 
 

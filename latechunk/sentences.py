@@ -80,6 +80,10 @@ _STAND_INS = {c: " " for c in range(0x1C, 0x20)} | {
 _LINE = re.compile(r"\S(?:[^\r\n]*\S)?")  # a line's text without its outer whitespace
 #: characters per pysbd call (see _segment_paragraph)
 _BLOCK_CHARS = 1000
+#: the most characters of one pysbd call: a block with no whitespace after its first ``_BLOCK_CHARS`` is cut here
+#: (several of pysbd 0.3.4's patterns are quadratic in one call's length on text without whitespace: ``!?``,
+#: ``"\\`` or ``“a.`` repeated; 8,000 characters of ``!?`` took 2.7 s in one call, 80,000 would take minutes)
+_BLOCK_MAX_CHARS = 2 * _BLOCK_CHARS
 
 #: the characters that ``re.IGNORECASE`` matches to an ASCII letter other than its own two cases (İ ı ſ K)
 _CASE_FOLDS_TO_ASCII = "[\u0130\u0131\u017f\u212a]"
@@ -204,6 +208,19 @@ _PROBES = {
     r"(?<=^)[a-z](?=\.)|(?<=\A)[a-z](?=\.)|(?<=\s)[a-z](?=\.)": r"(?:\A|\s)[a-z]\.",
     r"(?<=\()[a-z]+(?=\))|(?<=^)[a-z]+(?=\))|(?<=\A)[a-z]+(?=\))|(?<=\s)[a-z]+(?=\))": r"[a-z]\)",
 }
+#: pysbd patterns the gate runs as an equivalent pattern without super-linear backtracking (same matches, same
+#: groups where pysbd's replacement reads them; tests/test_regex_linear.py checks both on random strings and
+#: against stock pysbd). pysbd's ``NUMBERED_REFERENCE_REGEX`` (``Processor.replace_periods_before_numeric_references``,
+#: replacement ``∯\2\r\7``) reads a bracketed reference as ``(\d{1,3},?\s?-?\s?)*\b\d{1,3}``: a run of digits splits
+#: into parts of 1-3 digits in ~1.84^k ways, and a lone space is either ``\s?``, so ``x.[`` and a run of digits (or
+#: of ``1 2 3 ...``) with no ``]`` took exponential time (26 digits: ~1 s, ~1.8x per digit). The same language, each
+#: string read one way: digit runs of any length, each followed by one non-empty separator (``\b`` rules out an
+#: empty one before the last number), then the last number of 1-3 digits. Group 4 (unused by pysbd) differs.
+_LINEAR_PATTERNS = {
+    r"(?<=[^\d\s])(\.|∯)((\[(\d{1,3},?\s?-?\s?)*\b\d{1,3}\])+|((\d{1,3}\s?)?\d{1,3}))(\s)(?=[A-Z])":
+    r"(?<=[^\d\s])(\.|∯)((\[((?:\d+(?:,(?:\s-?\s?|-\s?)?|\s-?\s?|-\s?))*)\b\d{1,3}\])+|((\d{1,3}\s?)?\d{1,3}))(\s)"
+    r"(?=[A-Z])",
+}
 #: the pysbd modules whose ``re`` calls go through :data:`_GATED_RE`
 _PYSBD_RE_MODULES = ("pysbd.processor", "pysbd.utils", "pysbd.abbreviation_replacer", "pysbd.lists_item_replacer",
                      "pysbd.between_punctuation", "pysbd.exclamation_words", "pysbd.punctuation_replacer")
@@ -321,7 +338,7 @@ class _GatedRe:
         key = (pattern, flags)
         entry = self._compiled.get(key)
         if entry is None:
-            compiled = re.compile(pattern, flags)
+            compiled = re.compile(_LINEAR_PATTERNS.get(pattern, pattern) if isinstance(pattern, str) else pattern, flags)
             reqs = _required_chars(compiled.pattern, compiled.flags) if isinstance(compiled.pattern, str) else ()
             tests = tuple(r if len(r) == 1 else re.compile("[" + "".join(map(re.escape, r)) + "]") for r in reqs)
             probe = _PROBES.get(compiled.pattern)
@@ -593,15 +610,17 @@ def _segment_paragraph(text: str, a: int, b: int) -> list[tuple[int, int]]:
 
     pysbd's time grows with (characters x sentences) of one call, so a long paragraph is cut into blocks at
     whitespace; the last (possibly incomplete) sentence of a block is segmented again at the head of the next
-    block, so every boundary is decided with the text on both sides of it.
+    block, so every boundary is decided with the text on both sides of it. A block with no whitespace between
+    ``_BLOCK_CHARS`` and ``_BLOCK_MAX_CHARS`` is cut at ``_BLOCK_MAX_CHARS`` (inside a run of non-space
+    characters), so that no pysbd call is longer: a sentence is cut there only when it is the block's one sentence.
     """
     out: list[tuple[int, int]] = []
     pos = a
     while pos < b:
         end = b
         if b - pos > _BLOCK_CHARS:
-            m = _SPACE.search(text, pos + _BLOCK_CHARS, b)
-            end = m.start() if m else b
+            m = _SPACE.search(text, pos + _BLOCK_CHARS, min(b, pos + _BLOCK_MAX_CHARS))
+            end = m.start() if m else min(b, pos + _BLOCK_MAX_CHARS)
         spans = _segment_block(text[pos:end], pos)
         if end < b and len(spans) > 1:
             out.extend(spans[:-1])
