@@ -12,6 +12,7 @@ strategy (:func:`latechunk.alarms.parse_alarms`) and the boundary agreement of e
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 import math
 import os
@@ -589,7 +590,7 @@ def _categories(ax, labels: Sequence[str]) -> None:
     ax.set_xticklabels(labels, fontsize=7)
     renderer = _renderer(ax.figure)
     boxes = [t.get_window_extent(renderer) for t in ax.get_xticklabels()]
-    if any(a.x1 + 2 > b.x0 for a, b in zip(boxes, boxes[1:])):
+    if any(a.x1 + 2 > b.x0 for a, b in itertools.pairwise(boxes)):
         ax.set_xticklabels([x.replace("\n", " ") for x in labels], fontsize=6, rotation=60, ha="right",
                            rotation_mode="anchor")
 

@@ -777,7 +777,7 @@ def _nprobe_params(index, nprobe: int | None):
 
 
 def _hnsw_params(index, k: int):
-    """faiss search parameters widening an HNSW index's beam to ``k`` when its ``efSearch`` is narrower, else None
+    """The faiss search parameters widening an HNSW index's beam to ``k`` when its ``efSearch`` is narrower, else None
     (the index is not changed)."""
     import faiss
 

@@ -25,6 +25,7 @@ numbers depend on the machine and its load.
 from __future__ import annotations
 
 import argparse
+import itertools
 import sys
 import time
 from pathlib import Path
@@ -96,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         for name, fn in cases.items():
             times = measure(fn, sizes, args.repeats)
             # ratios of times under 5 ms are noise
-            ratios = [b / a if a > 0.005 else None for a, b in zip(times, times[1:])]
+            ratios = [b / a if a > 0.005 else None for a, b in itertools.pairwise(times)]
             flag = any(r is not None and r > args.max_ratio for r in ratios)
             bad |= flag and group == "fixed"
             print(f"{group:6} {name:20} " + " ".join(f"{n}:{t:.4f}s" for n, t in zip(sizes, times))

@@ -7,6 +7,7 @@ name (so near-duplicate chunks exist); the bundled all-MiniLM-L6-v2 on the CPU, 
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 
@@ -147,6 +148,6 @@ def test_plot_category_labels_never_overlap_and_name_no_missing_window(run, turn
         assert all(bool(t.get_rotation()) == turn for t in ticks)
         if not turn:  # side by side: no two labels share a pixel column
             boxes = [t.get_window_extent(renderer) for t in ticks]
-            assert all(a.x1 <= b.x0 for a, b in zip(boxes, boxes[1:])), [t.get_text() for t in ticks]
+            assert all(a.x1 <= b.x0 for a, b in itertools.pairwise(boxes)), [t.get_text() for t in ticks]
     windows = {(c["strategy"], c["window"]) for c in result.comparisons if c["kind"] == "late-naive"}
     assert len(fig.axes[1].get_xticks()) == len(windows)  # a pair without a window sits with its strategy

@@ -495,7 +495,8 @@ def test_a_second_export_into_one_store_folder_waits_for_the_first(raw_folder, t
 
     store = tmp_path / "c"
     store.mkdir()
-    holder = open(store / STORE_LOCK_FILE, "a+", encoding="ascii")  # another export, as the kernel sees it
+    holder = open(store / STORE_LOCK_FILE, "a+", encoding="ascii")  # noqa: SIM115  (closed below to end the hold)
+    # another export, as the kernel sees it
     fcntl.flock(holder.fileno(), fcntl.LOCK_EX)
     holder.write("4242\n")
     holder.flush()

@@ -96,9 +96,9 @@ def test_hnsw_search_with_k_past_its_beam_returns_k_results():
     xb = rng.standard_normal((600, 16)).astype(np.float32)
     xb /= np.linalg.norm(xb, axis=1, keepdims=True)
     index = build_index(xb, IndexConfig.from_option("hnsw", hnsw_m=8, ef_construction=32, ef_search=16))
-    D0, I0 = index.search(xb[:3], 600)  # faiss's own search at efSearch 16
+    _, I0 = index.search(xb[:3], 600)  # faiss's own search at efSearch 16
     assert (I0 < 0).any()
-    D, I = search_index(index, xb[:3], k=600)
+    _, I = search_index(index, xb[:3], k=600)
     assert (I >= 0).all() and [sorted(r) for r in I.tolist()] == [list(range(600))] * 3
     assert index.hnsw.efSearch == 16
     exact = np.argsort(-(xb[:3] @ xb.T), axis=1)[:, :50]
