@@ -134,7 +134,8 @@ def format_hits(results: list[dict], query: str, *, expand: str | None = None, w
     for r in results:
         head = f"{r['rank']}. {visible(str(r['doc_id']))}  chars {r['char_start']}-{r['char_end']}  score {r['score']:.4f}"
         if expand:
-            head += "  hits " + ", ".join(str(h["rank"]) for h in r.get("hits", []))
+            ranks = [str(h["rank"]) for h in r.get("hits", [])]  # ranks, not a count: "hits 3" read as three hits
+            head += ("  holds hit " if len(ranks) == 1 else "  holds hits ") + ", ".join("#" + x for x in ranks)
         lines.append((head, True))
         path = heading_path_text(r)
         text = r.get("text") or ""
