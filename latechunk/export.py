@@ -459,8 +459,9 @@ def export_folder(folder: str | os.PathLike, target: str, *, collection: str = D
 
     Raises:
         ValueError: on an unknown store or bad target, a bad collection name, ``batch_size`` or ``hnsw`` value, an
-            incomplete or damaged folder, a non-empty collection without ``overwrite``, or a local Qdrant folder
-            that another client holds open (each message names the value).
+            incomplete or damaged folder, a non-empty collection without ``overwrite``, a store folder that holds
+            another store's files or a latechunk output folder, or a local Qdrant folder that another client
+            holds open (each message names the value).
         ImportError: if the store's client is not installed (the message names the extra:
             ``pip install 'latechunk[lancedb]'``).
     """
@@ -480,6 +481,7 @@ def export_folder(folder: str | os.PathLike, target: str, *, collection: str = D
     if client is None:
         if path.exists() and not path.is_dir():
             raise ValueError(f"{store} path {path} exists and is not a folder")
+        _check_store_folder(path, store)
         path.mkdir(parents=True, exist_ok=True)
     with contextlib.ExitStack() as stack:
         if client is None:  # two exports into one store folder: the second waits (two clients crashed both)
@@ -488,6 +490,40 @@ def export_folder(folder: str | os.PathLike, target: str, *, collection: str = D
     return ExportResult(store=store, path=path, collection=collection, rows=source.rows, dim=source.out_dim,
                         distance=source.distance, manifest_sha256=source.manifest_sha256,
                         seconds=time.perf_counter() - t0, hnsw=settings)
+
+
+def _store_kinds(path: Path) -> list[tuple[str, str]]:
+    """What ``path`` already holds, as ``(kind, evidence)``: another store's files (Chroma's ``chroma.sqlite3``,
+    local Qdrant's ``meta.json`` beside ``collection/``, a LanceDB table folder ``NAME.lance``) or a latechunk
+    output folder (its run.json or manifest.json)."""
+    from latechunk.ingest.folder import _is_latechunk_output
+
+    if not path.is_dir():
+        return []
+    kinds = []
+    if (path / "chroma.sqlite3").is_file():
+        kinds.append(("chroma", "chroma.sqlite3"))
+    if (path / "meta.json").is_file() and (path / "collection").is_dir():
+        kinds.append(("qdrant", "meta.json and collection/"))
+    try:
+        tables = sorted(p.name for p in path.iterdir() if p.name.endswith(".lance") and p.is_dir())
+    except OSError:
+        tables = []
+    if tables:
+        kinds.append(("lancedb", tables[0] + ("" if len(tables) == 1 else f" and {len(tables) - 1} more")))
+    if _is_latechunk_output(path):
+        kinds.append(("a latechunk output folder", "run.json / manifest.json"))
+    return kinds
+
+
+def _check_store_folder(path: Path, store: str) -> None:
+    """Refuse a store folder that holds another store's files or a latechunk output folder (one store of one
+    kind per folder: a Chroma export into a LanceDB folder mixed the two, and into an output folder its files)."""
+    for kind, evidence in _store_kinds(path):
+        if kind != store:
+            what = kind if kind.startswith("a ") else f"a {kind} store"
+            raise ValueError(f"{store} path {path} holds {what} ({evidence}); export into a folder of its own "
+                             f"(a new or empty folder, or one that holds a {store} store)")
 
 
 #: the lock file in a store's folder that one export at a time holds (``fcntl.flock``; never removed)

@@ -322,6 +322,31 @@ def test_non_empty_collection_is_refused_unless_overwrite(raw_folder, tmp_path):
     assert lancedb.connect(str(tmp_path / "l")).open_table("latechunk").count_rows() == n  # replaced, not appended
 
 
+def test_a_folder_of_another_store_or_an_output_folder_is_refused(raw_folder, tmp_path):
+    """One store of one kind per folder: each store's folder is refused to the other two (before the store is
+    touched), and so is a latechunk output folder; the same store's folder and an empty folder are taken."""
+    folders = {store: tmp_path / store for store in ("lancedb", "qdrant", "chroma")}
+    for store, path in folders.items():
+        assert export_folder(raw_folder, f"{store}:{path}").rows > 0
+    evidence = {"lancedb": "latechunk.lance", "qdrant": "meta.json and collection/", "chroma": "chroma.sqlite3"}
+    for store, path in folders.items():
+        before = sorted(p.relative_to(path) for p in path.rglob("*"))
+        for other in folders:
+            if other == store:
+                continue
+            with pytest.raises(ValueError) as err:
+                export_folder(raw_folder, f"{other}:{path}")
+            msg = str(err.value)
+            assert f"holds a {store} store ({evidence[store]})" in msg and "a folder of its own" in msg, msg
+        assert sorted(p.relative_to(path) for p in path.rglob("*")) == before  # nothing written beside it
+        assert export_folder(raw_folder, f"{store}:{path}", collection="second").rows > 0  # its own kind: taken
+    res = runner.invoke(app, ["export", str(raw_folder), "--to", f"chroma:{raw_folder}", "-q"])
+    assert res.exit_code == 2 and "holds a latechunk output folder" in " ".join(res.output.split()), res.output
+    assert not (raw_folder / "chroma.sqlite3").exists()
+    (tmp_path / "empty").mkdir()
+    assert export_folder(raw_folder, f"chroma:{tmp_path / 'empty'}").rows > 0
+
+
 @pytest.mark.parametrize("target, message", [
     ("pinecone:/tmp/x", "unknown vector store 'pinecone'.*known: lancedb, qdrant, chroma"),
     ("lancedb", "not STORE:PATH"),
