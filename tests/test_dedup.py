@@ -166,7 +166,7 @@ def test_resume_after_an_interruption_gives_the_same_folder(copies, deduped, mon
     assert m_new["dedup"] == m_ref["dedup"]
     # resume keeps the setting (an option not given is the run's): another value is refused
     res = runner.invoke(app, ["embed", str(corpus), "--out", str(out), *ARGS, "--dedup", "0.9", "--resume"])
-    assert res.exit_code != 0 and "dedup was 0.95, now 0.9" in res.output
+    assert res.exit_code != 0 and "dedup (--dedup) was 0.95, now 0.9" in res.output
 
 
 def test_append_deduplicates_against_the_indexed_chunks(copies, deduped, tmp_path):
