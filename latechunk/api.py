@@ -653,8 +653,9 @@ class Index:
         (``latechunk verify`` passes; :meth:`search` finds the new chunks). The Python side of
         ``latechunk embed NEW --out DIR --append`` (:mod:`latechunk.ingest.append`).
 
-        The documents are first written to ``DIR/appended/NNNNN.jsonl`` (``id`` and ``text``; other metadata is
-        not kept), an input of the folder like its others, so that ``verify`` re-reads and hashes them. The
+        The documents are first written to ``DIR/appended/NNNNN.jsonl`` (``id``, ``text``, and a Document's
+        ``metadata["title"]`` and ``metadata["url"]``, read as ``embed`` reads a JSONL record: the title heads
+        the text and is its chunks' title; other metadata is not kept), an input of the folder like its others, so that ``verify`` re-reads and hashes them. The
         vectors come from the folder's own model, whatever ``model`` :meth:`load` was given for the queries.
         ``add`` holds the folder's writer lock (:func:`latechunk.ingest.folder.writer_lock`): one writer at a
         time; another process writing the folder makes it fail at once. An ``add`` that embeds no document

@@ -613,6 +613,31 @@ def _load(config: TrainConfig):
     return st, encoder
 
 
+def _keep_base_limits(out: Path, base: Path, max_seq_length: int | None) -> None:
+    """Give the saved model its base's input limit and ``max_seq_length`` back.
+
+    sentence-transformers 6 saves ``max_seq_length`` as the tokenizer's ``model_max_length`` and no longer in
+    ``sentence_bert_config.json``, so a model trained from all-MiniLM-L6-v2 read back with an input limit of 256
+    tokens (the base: 512) and no ``max_seq_length``: ``search`` over an index built with the base model failed
+    with "max_length=512 exceeds the model's limit of 256 tokens". The base's ``model_max_length`` goes back into
+    ``tokenizer_config.json`` and ``max_seq_length`` into ``sentence_bert_config.json``, which
+    sentence-transformers reads first (it then caps its tokenizer at that length, as for the base model).
+    """
+    tok_path, sb_path = out / "tokenizer_config.json", out / "sentence_bert_config.json"
+    try:
+        base_mml = json.loads((base / "tokenizer_config.json").read_text(encoding="utf-8")).get("model_max_length")
+    except (OSError, ValueError):
+        base_mml = None
+    if isinstance(base_mml, int) and tok_path.is_file():
+        tok = json.loads(tok_path.read_text(encoding="utf-8"))
+        tok["model_max_length"] = base_mml
+        tok_path.write_text(json.dumps(tok, indent=2) + "\n", encoding="utf-8")
+    if isinstance(max_seq_length, int) and sb_path.is_file():
+        sb = json.loads(sb_path.read_text(encoding="utf-8"))
+        sb["max_seq_length"] = max_seq_length
+        sb_path.write_text(json.dumps(sb, indent=4) + "\n", encoding="utf-8")
+
+
 def _examples(config: TrainConfig, progress: bool) -> tuple[list[TrainExample], str]:
     if config.dataset is not None:
         from latechunk.eval.datasets import load_dataset
@@ -745,6 +770,7 @@ def train(config: TrainConfig, progress: bool = True, log: Callable[[str], None]
     model.to("cpu")
     out.mkdir(parents=True, exist_ok=True)
     st.save(str(out))
+    _keep_base_limits(out, Path(encoder.path), st.max_seq_length)
     record = {
         "config": config.to_dict(),
         "base_model": encoder.path,

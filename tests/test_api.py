@@ -258,6 +258,32 @@ def test_add_then_verify_passes_and_search_finds_it(late_folder, tmp_path):
     assert index.add([]) == latechunk.AddResult()
 
 
+def test_add_keeps_a_documents_title_and_url(late_folder, tmp_path):
+    """Fresh-user trial: ``Index.add`` wrote only id and text, so a Document's title and url were dropped (the
+    hit's title '', url None) where the same record through a JSONL input keeps them."""
+    out = tmp_path / "out"
+    shutil.copytree(late_folder, out)
+    index = latechunk.Index.load(out, device="cpu")
+    doc = latechunk.Document("whale", "Blue whales are the largest animals ever known to have lived.",
+                             metadata={"title": "Whale Facts", "url": "https://example.org/whales"})
+    assert index.add([doc]).added == ("whale",)
+    hit = index.search("the largest animal that ever lived", k=1)[0]
+    assert (hit.doc_id, hit.title, hit.url) == ("whale", "Whale Facts", "https://example.org/whales")
+    line = json.loads((out / "appended" / "00001.jsonl").read_text(encoding="ascii"))
+    assert line == {"id": "whale", "text": doc.text, "title": "Whale Facts", "url": "https://example.org/whales"}
+    # read back as embed reads that JSONL record: the same title and url in a fresh folder's chunk table
+    src = tmp_path / "whale.jsonl"
+    src.write_text(json.dumps(line) + "\n", encoding="utf-8")
+    res = runner.invoke(app, ["embed", str(src), "--out", str(tmp_path / "ref"), "-q", "--model",
+                              OutputFolder(out).read_run()["settings"]["model"]["name"], "--device", "cpu"])
+    assert res.exit_code == 0, res.output
+    ref = latechunk.Index.load(tmp_path / "ref", device="cpu").search("the largest animal that ever lived", k=1)[0]
+    assert (ref.title, ref.url, ref.text) == (hit.title, hit.url, hit.text)
+    assert verify_output(out)[0] == []
+    with pytest.raises(TypeError, match=r"document 'w2': metadata\['url'\] must be a str, got int"):
+        index.add([latechunk.Document("w2", "More on whales.", metadata={"url": 42})])
+
+
 def test_embed_append_adds_and_refuses_other_settings(late_folder, tmp_path):
     out = tmp_path / "out"
     shutil.copytree(late_folder, out)

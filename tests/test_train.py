@@ -180,3 +180,26 @@ def test_cli_bad_dataset_fails_clearly(tiny, tmp_path):
     assert res.exit_code == 2 and "exactly one of --dataset" in res.output
     res = runner.invoke(app, ["train", "--dataset", str(beir), "--out", str(tmp_path / "m"), "--strategy", "semantic"])
     assert res.exit_code == 2 and "semantic" in res.output
+
+
+def test_trained_model_keeps_the_base_models_limits(tmp_path):
+    """Fresh-user trial: sentence-transformers 6 saves ``max_seq_length`` (256) as the tokenizer's
+    ``model_max_length``, so a model trained from the bundled MiniLM read back with an input limit of 256 (512 in
+    the base) and no ``max_seq_length``; ``search -m TRAINED`` over an index built with the base failed. The
+    saved folder gets both back (checked on the real model, saved as ``train`` saves it)."""
+    from sentence_transformers import SentenceTransformer
+
+    from latechunk.encoder import Encoder
+    from latechunk.models import resolve_model_path
+    from latechunk.train import _keep_base_limits
+
+    base_path = resolve_model_path(None)
+    st = SentenceTransformer(base_path, device="cpu")
+    out = tmp_path / "saved"
+    st.save(str(out))
+    base = Encoder(base_path, device="cpu")
+    assert Encoder(str(out), device="cpu").max_length < base.max_length  # what sentence-transformers alone gives
+    _keep_base_limits(out, type(out)(base_path), st.max_seq_length)
+    kept = Encoder(str(out), device="cpu")
+    assert (kept.max_length, kept.max_seq_length) == (base.max_length, base.max_seq_length) == (512, 256)
+    assert SentenceTransformer(str(out), device="cpu").max_seq_length == 256  # sentence-transformers as before

@@ -204,13 +204,15 @@ def config_from_settings(settings: Mapping, inputs: Iterable[str | os.PathLike],
 
 def write_documents(out: str | os.PathLike, documents: Iterable[Document]) -> tuple[Path, int]:
     """Write documents given in Python as the next ``DIR/appended/NNNNN.jsonl`` (one ``{"id", "text"}`` line
-    each, ASCII-escaped JSON, so any text reads back the same), an input an append can read and ``verify``
-    can re-read. ``NNNNN`` counts the folder's appends (one more than its manifest's ``appends``); a file left
+    each, with the document's ``metadata["title"]`` and ``metadata["url"]`` where it has them; ASCII-escaped
+    JSON, so any text reads back the same), an input an append can read and ``verify`` can re-read: each
+    document is read as ``embed`` reads a JSONL record (a title heads the text and is the chunks' title). ``NNNNN`` counts the folder's appends (one more than its manifest's ``appends``); a file left
     by an append that never finished is replaced.
 
     Args:
         out: The output folder.
-        documents: The documents (only ``doc_id`` and ``text`` are kept; a title or other metadata is not).
+        documents: The documents (``doc_id``, ``text``, and a ``title`` or ``url`` in ``metadata``; other
+            metadata is not kept).
 
     Returns:
         ``(path, lines written)``.
@@ -218,8 +220,21 @@ def write_documents(out: str | os.PathLike, documents: Iterable[Document]) -> tu
     Raises:
         ValueError: if the folder has no manifest (see :meth:`OutputFolder.read_manifest
             <latechunk.output.OutputFolder.read_manifest>`).
+        TypeError: for a ``title`` or ``url`` that is not a str (a title may be a number), naming the document.
         OSError: if the file cannot be written.
     """
+    records = []
+    for d in documents:
+        rec = {"id": d.doc_id, "text": d.text}
+        for key in ("title", "url"):
+            v = d.metadata.get(key)
+            if v is None:
+                continue
+            if isinstance(v, bool) or not isinstance(v, (str, int, float) if key == "title" else str):
+                raise TypeError(f"document {d.doc_id!r}: metadata[{key!r}] must be a str"
+                                f"{' or a number' if key == 'title' else ''}, got {type(v).__name__}")
+            rec[key] = v
+        records.append(rec)
     folder = OutputFolder(Path(out))
     manifest = folder.read_manifest()
     path = folder.path / APPENDED_DIR / f"{len(manifest.get('appends', [])) + 1:05d}.jsonl"
@@ -227,8 +242,8 @@ def write_documents(out: str | os.PathLike, documents: Iterable[Document]) -> tu
     n = 0
     tmp = tmp_path(path)
     with open(tmp, "w", encoding="ascii") as fh:
-        for d in documents:
-            fh.write(json.dumps({"id": d.doc_id, "text": d.text}) + "\n")
+        for rec in records:
+            fh.write(json.dumps(rec) + "\n")
             n += 1
     commit(tmp, path)
     return path, n
