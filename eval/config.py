@@ -274,7 +274,10 @@ def _to_int(value: str, what: str) -> int:
 
 def _check_config(c: CompareConfig) -> None:
     """Validate a config up front (every error before any work)."""
-    if not c.modes or any(m not in MODES for m in c.modes) or len(set(c.modes)) != len(c.modes):
+    if c.modes and all(m in MODES for m in c.modes) and len(set(c.modes)) != len(c.modes):
+        repeated = sorted({m for m in c.modes if c.modes.count(m) > 1}, key=list(c.modes).index)
+        raise ValueError(f"modes repeat: {', '.join(repeated)} given more than once in {list(c.modes)}")
+    if not c.modes or any(m not in MODES for m in c.modes):
         raise ValueError(
             f"modes must be a non-empty subset of late, naive, contextual, fused (e.g. 'late,naive,fused'), "
             f"got {list(c.modes)}"

@@ -22,7 +22,7 @@ import contextlib
 import logging
 import os
 import warnings
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -573,11 +573,13 @@ class Index:
             ValueError: on ``k < 1``, a bad ``expand``, an ``nprobe`` below 1 or for an index that is not IVF, an
                 empty query (or one of invisible marks only) or one with a lone surrogate, a model that does not load, or query vectors whose dimension does not fit the index
                 (another model).
-            TypeError: if a query is not a str.
+            TypeError: if ``query`` is neither a str nor a list of str (``None``, bytes), or a query is not a str.
         """
         from latechunk.index import query_problem
 
         single = isinstance(query, str)
+        if not single and (not isinstance(query, Iterable) or isinstance(query, (bytes, bytearray, Mapping))):
+            raise TypeError(f"query must be a str or a list of str, got {type(query).__name__}")
         queries = [query] if single else list(query)
         for i, q in enumerate(queries):
             if not isinstance(q, str):

@@ -196,6 +196,9 @@ def test_index_search(late_folder, chunker):
         index.search("\u200b \ufeff")
     with pytest.raises(ValueError, match=r"query 1 holds a lone surrogate U\+D800 at character 4"):
         index.search(["bread", "bad \ud800"])  # was the tokenizer's TypeError
+    for bad in (None, b"bread", 42, {"q": "bread"}):  # None was "'NoneType' object is not iterable"
+        with pytest.raises(TypeError, match=r"query must be a str or a list of str, got "):
+            index.search(bad)
 
 
 def test_index_load_errors_name_the_problem(tmp_path, late_folder):

@@ -15,6 +15,10 @@ def test_config_validation():
         CompareConfig(dataset="x", modes=("late", "fast"))
     with pytest.raises(ValueError, match="k values"):
         CompareConfig(dataset="x", ks=(0,))
+    with pytest.raises(ValueError, match=r"modes repeat: late given more than once in \['late', 'late'\]"):
+        CompareConfig(dataset="x", modes=("late", "late"))  # said "must be a non-empty subset", not the repeat
+    with pytest.raises(ValueError, match="non-empty subset"):
+        CompareConfig(dataset="x", modes=("late", "late", "fast"))  # an unknown mode is named first
     with pytest.raises(ValueError, match="window sweep"):
         CompareConfig(dataset="x", modes=("naive",), windows=(128, 256))
     with pytest.raises(ValueError, match="unknown strategy"):
