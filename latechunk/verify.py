@@ -227,9 +227,13 @@ def _check_shards(folder: OutputFolder, manifest: dict, documents: list, skipped
     shard_dir = folder.shards_dir
     listed = {f"{s['name']}.{ext}" for s in shards for ext in ("json", "parquet", "npy")}
     if shard_dir.is_dir():
-        for f in sorted(shard_dir.iterdir()):
-            if f.name not in listed and not f.name.endswith(".tmp"):
-                P.add("shard", f"shards/{f.name} is not part of the manifest")
+        extra = [f.name for f in sorted(shard_dir.iterdir()) if f.name not in listed and not f.name.endswith(".tmp")]
+        for name in extra:
+            P.add("shard", f"shards/{name} is not part of the manifest")
+        if extra:  # the manifest, index and chunk table still agree: the last finished state, served as it is
+            P.add("shard", f"{len(extra)} shard file(s) beyond the manifest: an interrupted `--append` (or "
+                  "Index.add) left them; the folder still serves its last finished state. The next append, or "
+                  "the same one again, removes them and carries on")
     normalize = bool(manifest.get("normalize", True))
     reader = None
     if n_rows is not None:

@@ -369,3 +369,27 @@ def test_seconds_assemble_counts_the_parse_alarms_and_the_manifest_build(corpus,
     _embed_inproc(corpus_dir, model, tmp_path / "out")
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest["seconds"]["assemble"] >= 0.5
+
+
+def test_verify_after_a_killed_append_says_what_left_the_extra_shards(corpus, reference, tmp_path):
+    """Fresh-user trial: after a SIGKILLed `--append`, verify listed each shard file beyond the manifest and
+    exited 1 with no word of what to do; it now says an interrupted append left them, and the same append again
+    repairs the folder (verify passes)."""
+    import shutil
+
+    corpus_dir, model = corpus
+    out = tmp_path / "out"
+    shutil.copytree(reference, out)
+    new = tmp_path / "new"
+    new.mkdir()
+    for i in range(3):
+        (new / f"extra{i}.md").write_text(f"# Extra {i}\n\n" + "A new note on harbours and tides. " * 60, encoding="utf-8")
+    first_new = len(json.loads((out / "manifest.json").read_text())["shards"])
+    proc = _spawn(new, model, out, "--append", kill_at=f"shard-{first_new:05d}-json")
+    _wait_killed(proc)
+    res = runner.invoke(app, ["verify", str(out)])
+    assert res.exit_code == 1 and f"shards/{first_new:05d}.json is not part of the manifest" in res.output, res.output
+    assert "an interrupted `--append` (or Index.add) left them" in " ".join(res.output.split()), res.output
+    _embed_inproc(new, model, out, "--append")
+    res = runner.invoke(app, ["verify", str(out)])
+    assert res.exit_code == 0 and res.output.startswith("ok:"), res.output

@@ -12,8 +12,8 @@ What the manifest records of an append: its inputs are appended to ``inputs`` an
 ``latechunk verify`` re-reads them all, so ``verify --inputs`` takes every input in that order), and ``appends``
 lists each one (inputs, input items ``[start, end)``, shards ``[first, end)``, documents embedded and skipped,
 when it finished, versions). run.json keeps the first run's settings. Documents given in Python
-(:func:`write_documents`) are first written to ``DIR/appended/NNNNN.jsonl`` (``id``/``text``), an input like any
-other, so that ``verify`` can re-read and hash them.
+(:func:`write_documents`) are first written to ``DIR/appended/NNNNN.jsonl`` (``id``/``text``, and a title and url
+where the Document's metadata has them), an input like any other, so that ``verify`` can re-read and hash them.
 
 Under ``--dedup`` (a setting of the folder's run, so the append gives it too; :meth:`latechunk.Index.add
 <latechunk.api.Index.add>` repeats it from run.json) the new chunks are checked against every chunk already in
