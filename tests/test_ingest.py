@@ -377,7 +377,7 @@ def test_verify_after_a_killed_append_says_what_left_the_extra_shards(corpus, re
     repairs the folder (verify passes)."""
     import shutil
 
-    corpus_dir, model = corpus
+    _, model = corpus
     out = tmp_path / "out"
     shutil.copytree(reference, out)
     new = tmp_path / "new"
