@@ -40,8 +40,10 @@ def document_record(doc: Document, chunks: int, extra: dict | None = None) -> di
             ``dropped``: see :func:`latechunk.ingest.stream.write_group`).
 
     Returns:
-        ``{"doc_id", "chunks", "sha256" (of the text as read), "source"}``, and ``"title"`` when the document has
-        one (a JSONL/parquet ``title``, a markdown file's front-matter title, BR-022, an HTML ``<title>``), and
+        ``{"doc_id", "chunks", "sha256" (of the text as read), "source"}``, and ``"title"`` when the source
+        declares one (a JSONL/parquet ``title``, a markdown file's front-matter title, BR-022, an HTML ``<title>``;
+        the chunk table's ``title`` is the resolved one, :func:`latechunk.titles.document_title`, where a first
+        heading comes before a record's or a page's title), and
         ``"converted_from"``/``"converter"`` for a document whose text is a conversion (an HTML page's markdown:
         ``"html"``, ``"markdownify 1.2.3"``; its offsets and sha256 are the markdown's); then ``extra``.
     """
