@@ -327,3 +327,11 @@ def _check_config(c: CompareConfig) -> None:
         raise ValueError("give at least one --precision (e.g. float32,int8,ubinary)")
     c.specs()  # unknown names and bad parameters raise here
     c.index_specs()  # and bad index, precision and truncate_dim settings here
+    if "IVF" in c.index_spec().factory.upper():
+        # embed fits an IVF index's nlist to its corpus (n // 39 below 39 * nlist vectors): here each system has
+        # its own chunk count, so the systems would not share one index setting, and an evaluation corpus of a few
+        # thousand chunks trains lists on a handful of vectors each
+        raise ValueError(f"--index {c.index}: compare indexes every system alike, with flat, hnsw or another faiss "
+                         "string without IVF (Flat, HNSW32, HNSW32,SQ8); an IVF index's lists are fitted to each "
+                         "corpus's size. Measure an IVF index's recall cost on one corpus with `latechunk embed "
+                         "--index IVF...` and `latechunk search --nprobe`")

@@ -19,6 +19,9 @@ def test_config_validation():
         CompareConfig(dataset="x", modes=("late", "late"))  # said "must be a non-empty subset", not the repeat
     with pytest.raises(ValueError, match="non-empty subset"):
         CompareConfig(dataset="x", modes=("late", "late", "fast"))  # an unknown mode is named first
+    with pytest.raises(ValueError, match=r"--index IVF4,Flat: compare indexes every system alike"):
+        CompareConfig(dataset="x", index="IVF4,Flat")  # was accepted: 4 lists trained on each system's vectors
+    assert CompareConfig(dataset="x", index="HNSW16").index_spec().factory == "HNSW16"
     with pytest.raises(ValueError, match="window sweep"):
         CompareConfig(dataset="x", modes=("naive",), windows=(128, 256))
     with pytest.raises(ValueError, match="unknown strategy"):
