@@ -17,7 +17,7 @@ The Python API (:mod:`latechunk.api`)::
 latechunk`` imports neither torch nor FAISS.
 """
 
-import importlib
+import importlib as _importlib
 
 from latechunk.types import Boundaries, ChunkVectors, Document, Span, Tokenization
 
@@ -35,7 +35,7 @@ def __getattr__(name: str):
     if name in _API:
         # imported by name, not by an import statement: the root package sits above every layer of the import
         # rules (provenance reads __version__ here), so only the attribute access depends on latechunk.api
-        api = importlib.import_module("latechunk.api")
+        api = _importlib.import_module("latechunk.api")
         value = getattr(api, name)
         globals()[name] = value
         return value
@@ -43,4 +43,5 @@ def __getattr__(name: str):
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_API))
+    """The public names (``__all__``): ``dir(latechunk)`` listed ``importlib`` and the ``types`` submodule."""
+    return sorted(__all__)

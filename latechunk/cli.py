@@ -719,8 +719,10 @@ def chunk(
         missing = [str(p) for p in inputs if not p.exists()]
         if missing:
             raise ValueError(f"input path(s) not found: {', '.join(missing)}")
-        if out is not None and (out.is_dir() or not out.parent.is_dir()):
-            raise ValueError(f"--out {out} must be a file path in an existing folder")
+        if out is not None and out.is_dir():
+            raise ValueError(f"--out {out} is a folder; chunk writes one JSONL file (e.g. --out {out / 'chunks.jsonl'})")
+        if out is not None and not out.parent.is_dir():
+            raise ValueError(f"--out {out}: the folder {out.parent} does not exist (chunk writes one JSONL file there)")
         if out is not None and out.exists() and not force:
             raise ValueError(f"--out {out} exists; pass --force to overwrite it")
         require_documents(inputs)  # an input with nothing to chunk fails here, naming it

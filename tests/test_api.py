@@ -91,6 +91,12 @@ def _check_same_as_embed(chunks, rows, vectors, text) -> None:
     np.testing.assert_allclose(np.stack([c.embedding for c in chunks]), vectors, atol=1e-5, rtol=0)
 
 
+def test_dir_lists_the_public_names_only():
+    """dir(latechunk) listed ``importlib`` and the ``types`` submodule beside the API."""
+    assert dir(latechunk) == sorted(latechunk.__all__)
+    assert "importlib" not in dir(latechunk) and "LateChunker" in dir(latechunk)
+
+
 def test_late_chunks_are_exact_slices_with_embeds_vectors(chunker, corpus, late_folder):
     folder = _folder_vectors(late_folder)
     for doc_id, text in (("rivers.md", RIVERS), ("bread.md", BREAD)):

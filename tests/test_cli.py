@@ -201,7 +201,10 @@ def test_chunk_with_bad_arguments_fails_clearly_and_keeps_existing_output(tmp_pa
     doc = tmp_path / "a.md"
     doc.write_text("hello world", encoding="utf-8")
     res = runner.invoke(app, ["chunk", str(doc), "--out", str(tmp_path)])
-    assert res.exit_code == 2 and "must be a file path" in res.output
+    said = " ".join(res.output.split())
+    assert res.exit_code == 2 and "is a folder; chunk writes one JSONL file" in said, res.output
+    res = runner.invoke(app, ["chunk", str(doc), "--out", str(tmp_path / "no" / "c.jsonl")])
+    assert res.exit_code == 2 and "does not exist" in " ".join(res.output.split()), res.output
     res = runner.invoke(app, ["chunk", str(doc), "--model", "./no/such/model"])
     assert res.exit_code == 2 and "does not exist" in res.output
 
