@@ -156,6 +156,26 @@ def test_small_neighbours_merge_up_to_the_budget(tokenizer):
     assert b.heading_paths == ((), ("tiny",), ("other",), ("load",))
 
 
+def test_a_small_header_or_tail_joins_its_neighbouring_definition(tokenizer):
+    """Fresh-user trial: ``code:max_tokens=64,min_tokens=8`` made the 3-token chunk ``class Big:`` (the header of a
+    class cut at its methods). A run of small units under min_tokens now opens the next definition's chunk when
+    it fits (and a small tail closes the chunk before it); chunks under min_tokens are left only where nothing fits."""
+    methods = "".join(f"    def method_{i}(self, value):\n        return self.table[{i}] * value + {i}\n\n"
+                      for i in range(4))
+    text = "import os\n\n\nclass Big:\n" + methods + "\nx = 1\n"
+    _, b = _split("code:max_tokens=64,min_tokens=8", text, tokenizer)
+    texts, sizes = _texts(text, b), (b.token_spans[:, 1] - b.token_spans[:, 0]).tolist()
+    assert not any(t.strip() == "class Big:" for t in texts), list(zip(b.heading_paths, texts))
+    first = next(t for t, p in zip(texts, b.heading_paths) if p[-1:] == ("method_0",))
+    assert first.startswith("class Big:\n    def method_0"), texts
+    # "x = 1" closes the last method's chunk; the import stays alone: the class after it does not fit whole
+    assert texts[0] == "import os" and min(sizes[1:]) >= 8, list(zip(sizes, texts))
+    assert texts[-1].rstrip().endswith("x = 1")
+    # min_tokens=0 keeps the old rule: every unit is its own chunk where it is a definition
+    _, b0 = _split("code:max_tokens=64,min_tokens=0", text, tokenizer)
+    assert ("Big",) in b0.heading_paths
+
+
 def test_a_long_function_is_cut_at_statements_then_lines_within_the_budget(tokenizer):
     body = "".join(f"    total = total + compute_value_number_{i}(argument_{i})\n" for i in range(40))
     text = f"def big(total):\n    \"\"\"Sum many values.\"\"\"\n{body}    return total\n"

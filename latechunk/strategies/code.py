@@ -221,7 +221,10 @@ class Code(Strategy):
        then tokens.
     4. Other units (imports, constants, statements, comments not attached to a definition) and definitions under
        ``min_tokens`` are merged greedily with their neighbours up to ``max_tokens``
-       (:func:`~latechunk.strategies._common.merge_pieces`).
+       (:func:`~latechunk.strategies._common.merge_pieces`). A run of them shorter than ``min_tokens`` right
+       before a definition that fits ``max_tokens`` with it opens that definition's chunk instead (a cut class's
+       header ``class Big:``, a lone import), and such a run at the end of a level closes the chunk before it
+       when that fits; elsewhere it stays a chunk of its own.
 
     Heading path: the names of the enclosing definitions, outermost first, plus the chunk's own name when the
     chunk is one definition (``("Parser",)`` for a whole class, ``("Parser", "parse")`` for a method of a class
@@ -380,15 +383,25 @@ class _Run:
                 u, fused = _Unit(u.char, None), False
             n = e - s
             if u.node is not None and (n >= self.min_tokens or n > self.max_tokens):
+                own = (*path, u.name)
+                if small and small[-1][1] - small[0][0] < self.min_tokens and e - small[0][0] <= self.max_tokens:
+                    # a run of small units under min_tokens before a definition that fits (a cut class's
+                    # header "class Big:", a lone import) opens the definition's chunk, not a chunk of its own
+                    s, small = small[0][0], []
                 out.extend(self.merge(small, path))
                 small = []
-                own = (*path, u.name)
                 if n <= self.max_tokens:
                     out.append((s, e, own))
                 else:
                     out.extend(self.inside(u.node, s, e, own))
             else:
                 small.append((s, e, u))
+        if (small and out and small[-1][1] - small[0][0] < self.min_tokens and out[-1][1] == small[0][0]
+                and small[-1][1] - out[-1][0] <= self.max_tokens):
+            # a trailing run under min_tokens (a closing brace, a last statement) closes the chunk before it
+            s0, _e0, p0 = out.pop()
+            out.append((s0, small[-1][1], p0))
+            small = []
         out.extend(self.merge(small, path))
         return out
 
