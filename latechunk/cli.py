@@ -669,6 +669,12 @@ def search(
     results = search_records(table, D[0], I[0])  # only the k rows are read, never the whole table
     if expand is not None:  # the rows around each hit, within its document
         results = expand_hits(table, results, expand)
+        if expand.strip() == "section":
+            for r in results:  # a hit outside every heading: its section is all of the document
+                if not r.get("section") and len(r.get("text") or "") > _LONG_SECTION_CHARS:
+                    typer.echo(f"note: context {r['rank']} ({visible(str(r['doc_id']))}) is the whole document, "
+                               f"{len(r['text']):,} characters: its chunks have no heading path, so a section is "
+                               "the document; --expand neighbors:N gives N chunks on each side of a hit", err=True)
     if as_json:
         typer.echo(json.dumps(results, ensure_ascii=False, indent=2))
         return
@@ -680,6 +686,10 @@ def search(
             typer.secho(line, bold=True)  # bold on a terminal; click drops the codes when piped
         else:
             typer.echo(line)
+
+
+#: a section context longer than this (characters) that is a whole document without headings gets a note
+_LONG_SECTION_CHARS = 20_000
 
 
 @app.command()

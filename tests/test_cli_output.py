@@ -274,3 +274,28 @@ def test_chunk_help_teaches_folders_with_examples():
     res = runner.invoke(app, ["chunk", "--help"], env={"COLUMNS": "120"})
     assert "latechunk chunk docs/ --strategy heading --out chunks.jsonl" in res.output
     assert "one start-up" in " ".join(res.output.split())
+
+
+def test_expand_section_of_a_document_without_headings_says_it_is_the_whole_document(tmp_path):
+    """Fresh-user trial: `--expand section` over chunks with no heading path gave the whole 737,905-character
+    document as a hit's context, silently; it still does (that is the section), with a note on stderr that
+    names the document, its size and `--expand neighbors:N`."""
+    model = save_tiny_bert(tmp_path / "model")
+    src = tmp_path / "docs"
+    src.mkdir()
+    (src / "long.txt").write_text("The harbour tide rises at dawn and the ferries leave. " * 600, encoding="utf-8")
+    (src / "short.md").write_text("# Ferries\n\nA short note on ferries.\n", encoding="utf-8")
+    out = tmp_path / "idx"
+    res = _run("embed", src, "--out", out, "--model", model, "--device", "cpu", "--quiet")
+    assert res.exit_code == 0, res.output
+    res = runner.invoke(app, ["search", str(out), "harbour tide", "-k", "3", "--expand", "section", "--json"])
+    assert res.exit_code == 0, res.output
+    contexts = json.loads(res.stdout)
+    whole = [c for c in contexts if c["doc_id"] == "long.txt"]
+    assert whole and len(whole[0]["text"]) > 20_000
+    note = " ".join(res.stderr.split())
+    assert f"note: context {whole[0]['rank']} (long.txt) is the whole document, {len(whole[0]['text']):,} characters" \
+        in note and "--expand neighbors:N" in note, res.stderr
+    assert "short.md" not in note  # a section under a heading gets no note
+    res = runner.invoke(app, ["search", str(out), "harbour tide", "-k", "3", "--expand", "neighbors:1"])
+    assert res.exit_code == 0 and "note:" not in res.stderr
