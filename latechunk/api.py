@@ -661,7 +661,9 @@ class Index:
         vectors come from the folder's own model, whatever ``model`` :meth:`load` was given for the queries.
         ``add`` holds the folder's writer lock (:func:`latechunk.ingest.folder.writer_lock`): one writer at a
         time; another process writing the folder makes it fail at once. An ``add`` that embeds no document
-        leaves the folder as it was (no shard, no document file, the manifest unchanged).
+        leaves the folder as it was (no shard, no document file, the manifest unchanged). This handle reads the
+        folder again afterwards; another :class:`Index` of the same folder (in this or another process) keeps the
+        index it loaded until it is loaded again (:meth:`load`).
 
         Args:
             documents: An iterable of ``str`` (id ``"text-"`` + the first 16 hex digits of the text's sha256, so
