@@ -517,8 +517,15 @@ def _store_kinds(path: Path) -> list[tuple[str, str]]:
 
 
 def _check_store_folder(path: Path, store: str) -> None:
-    """Refuse a store folder that holds another store's files or a latechunk output folder (one store of one
-    kind per folder: a Chroma export into a LanceDB folder mixed the two, and into an output folder its files)."""
+    """Refuse a store folder that holds another store's files, or that is or lies inside a latechunk output
+    folder (one store of one kind per folder: a Chroma export into a LanceDB folder mixed the two; a Qdrant
+    export into ``OUT/shards`` was taken for an interrupted append's files, and the next append crashed on it)."""
+    from latechunk.ingest.folder import _is_latechunk_output
+
+    for above in path.resolve().parents:
+        if _is_latechunk_output(above):
+            raise ValueError(f"{store} path {path} is inside the latechunk output folder {above}; export into a "
+                             "folder of its own, outside it")
     for kind, evidence in _store_kinds(path):
         if kind != store:
             what = kind if kind.startswith("a ") else f"a {kind} store"

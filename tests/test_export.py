@@ -343,6 +343,10 @@ def test_a_folder_of_another_store_or_an_output_folder_is_refused(raw_folder, tm
     res = runner.invoke(app, ["export", str(raw_folder), "--to", f"chroma:{raw_folder}", "-q"])
     assert res.exit_code == 2 and "holds a latechunk output folder" in " ".join(res.output.split()), res.output
     assert not (raw_folder / "chroma.sqlite3").exists()
+    for inside in (raw_folder / "shards", raw_folder / "new" / "store"):  # inside an output folder: refused
+        with pytest.raises(ValueError, match=r"is inside the latechunk output folder .*; export into a folder of"):
+            export_folder(raw_folder, f"qdrant:{inside}")
+    assert not (raw_folder / "new").exists() and not (raw_folder / "shards" / "meta.json").exists()
     (tmp_path / "empty").mkdir()
     assert export_folder(raw_folder, f"chroma:{tmp_path / 'empty'}").rows > 0
 

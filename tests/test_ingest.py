@@ -387,9 +387,18 @@ def test_verify_after_a_killed_append_says_what_left_the_extra_shards(corpus, re
     first_new = len(json.loads((out / "manifest.json").read_text())["shards"])
     proc = _spawn(new, model, out, "--append", kill_at=f"shard-{first_new:05d}-json")
     _wait_killed(proc)
+    # many leftovers (more than verify prints of one kind): the explanation still comes, first
+    for k in range(first_new + 1, first_new + 12):
+        for ext in ("json", "parquet", "npy"):
+            (out / "shards" / f"{k:05d}.{ext}").write_bytes(b"left by a killed append")
+    (out / "shards" / "notes.txt").write_text("mine", encoding="utf-8")  # not latechunk's: never removed
     res = runner.invoke(app, ["verify", str(out)])
-    assert res.exit_code == 1 and f"shards/{first_new:05d}.json is not part of the manifest" in res.output, res.output
-    assert "an interrupted `--append` (or Index.add) left them" in " ".join(res.output.split()), res.output
+    lines = [x for x in res.output.splitlines() if x.startswith("problem:")]
+    assert res.exit_code == 1 and "an interrupted `--append` (or Index.add) left them" in lines[0], res.output
+    assert "shard file(s) beyond the manifest" in lines[0]
+    assert f"shards/{first_new:05d}.json is not part of the manifest" in res.output, res.output
     _embed_inproc(new, model, out, "--append")
+    assert (out / "shards" / "notes.txt").read_text(encoding="utf-8") == "mine"
+    (out / "shards" / "notes.txt").unlink()
     res = runner.invoke(app, ["verify", str(out)])
     assert res.exit_code == 0 and res.output.startswith("ok:"), res.output

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -284,10 +285,18 @@ def _manifest_shards(folder: OutputFolder, manifest: dict) -> list[dict]:
                              f"`latechunk verify {folder.path}`, and embed into a new folder if it fails")
     n = len(listed)
     for f in folder.shards_dir.iterdir():
-        k = folder.shard_number(f.name)
-        if f.name.endswith(".tmp") or k is None or k >= n:
+        # only shard files (NNNNN.json/.parquet/.npy, and their .tmp) are this folder's to remove: a file or
+        # folder of another name (a vector store exported into shards/) was deleted here, or crashed the append
+        # (IsADirectoryError)
+        if not _SHARD_FILE.fullmatch(f.name) or not f.is_file() or f.is_symlink():
+            continue
+        if f.name.endswith(".tmp") or folder.shard_number(f.name) >= n:
             f.unlink()
     return records[:n]
+
+
+#: the files a run writes in ``shards/``: ``NNNNN.json``, ``.parquet``, ``.npy``, each also under its temp name
+_SHARD_FILE = re.compile(r"\d+\.(?:json|parquet|npy)(?:\.tmp)?")
 
 
 def append(config: EmbedConfig, encoder, *, progress: bool = False) -> AppendResult:
