@@ -272,6 +272,23 @@ def _to_int(value: str, what: str) -> int:
         raise ValueError(f"--{what}: {value!r} is not an integer") from err
 
 
+def _check_factory_early(c: CompareConfig) -> None:
+    """The index string checked as ``embed`` checks it (:func:`latechunk.index.check_factory`) before the model
+    loads: an unknown string or an ID map failed only after every system was encoded (``IDMap,Flat`` with a
+    traceback). The model's dimension is not known yet, so the string is refused only when it fits none of the
+    common ones (384, 768, 1024: a PQ's code count must divide the dimension)."""
+    from latechunk.index import check_factory
+
+    err = None
+    for dim in (384, 768, 1024):
+        try:
+            check_factory(c.index_spec(), dim)
+            return
+        except ValueError as e:
+            err = e
+    raise ValueError(str(err)) from err
+
+
 def _check_config(c: CompareConfig) -> None:
     """Validate a config up front (every error before any work)."""
     if c.modes and all(m in MODES for m in c.modes) and len(set(c.modes)) != len(c.modes):
@@ -327,6 +344,7 @@ def _check_config(c: CompareConfig) -> None:
         raise ValueError("give at least one --precision (e.g. float32,int8,ubinary)")
     c.specs()  # unknown names and bad parameters raise here
     c.index_specs()  # and bad index, precision and truncate_dim settings here
+    _check_factory_early(c)
     if "IVF" in c.index_spec().factory.upper():
         # embed fits an IVF index's nlist to its corpus (n // 39 below 39 * nlist vectors): here each system has
         # its own chunk count, so the systems would not share one index setting, and an evaluation corpus of a few

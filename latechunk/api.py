@@ -202,10 +202,14 @@ def _text_id(pos: int, text: str) -> str:
     return f"text-{sha256_text(text)[:16]}"
 
 
+#: how to pass one text to each API that takes an iterable (Index.add said "chunker(text)", which adds nothing)
+_ONE_TEXT_HINT = {"Index.add": "index.add([text])", "LateChunker.map": "chunker.map([text]), or chunker(text)"}
+
+
 def _check_iterable(documents, what: str) -> None:
     if isinstance(documents, (str, bytes, Document)):
         raise TypeError(f"{what} takes an iterable of documents (str, (id, text) or Document), got one "
-                        f"{type(documents).__name__}; for one text, call the chunker: chunker(text)")
+                        f"{type(documents).__name__}; for one text, give a list of one: {_ONE_TEXT_HINT[what]}")
 
 
 class LateChunker:

@@ -693,7 +693,10 @@ def train(config: TrainConfig, progress: bool = True, log: Callable[[str], None]
     mw = encoder.macro_window(size, config.window_overlap)
     plans, pairs, skipped = _plan_documents(examples, encoder, config.strategy, mw, progress)
     if not pairs:
-        raise ValueError(f"no training example left: {skipped}")
+        why = ", ".join(f"{n} {reason}" for reason, n in skipped.items()) if skipped else (
+            "no passage has a sentence to hold out: --ict takes a sentence of 5 to 60 words that is neither the "
+            "first nor the last of its document" if config.ict else "no query has an answer span in a chunk")
+        raise ValueError(f"no training example left ({why})")
     order = random.Random(config.seed)
     order.shuffle(pairs)
     if config.max_queries is not None:

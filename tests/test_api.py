@@ -152,8 +152,12 @@ def test_map_yields_one_list_per_input_in_order(chunker, caplog):
 def test_bad_input_is_a_clear_error(chunker):
     with pytest.raises(TypeError, match=r"documents\[1\]: expected a str, an \(id, text\) pair or a latechunk.Document, got dict"):
         list(chunker.map(["fine", {"id": 1}]))
-    with pytest.raises(TypeError, match="takes an iterable of documents"):
+    with pytest.raises(TypeError, match=r"takes an iterable of documents.*chunker.map\(\[text\]\), or chunker\(text\)"):
         next(chunker.map("one text"))
+    from latechunk.api import _check_iterable
+
+    with pytest.raises(TypeError, match=r"give a list of one: index.add\(\[text\]\)"):  # said "chunker(text)"
+        _check_iterable("one text", "Index.add")
     with pytest.raises(TypeError, match=r"documents\[0\] \(id 'a'\): text must be a str, got int"):
         list(chunker.map([("a", 3)]))
     with pytest.raises(ValueError, match="is blank"):

@@ -22,6 +22,10 @@ def test_config_validation():
     with pytest.raises(ValueError, match=r"--index IVF4,Flat: compare indexes every system alike"):
         CompareConfig(dataset="x", index="IVF4,Flat")  # was accepted: 4 lists trained on each system's vectors
     assert CompareConfig(dataset="x", index="HNSW16").index_spec().factory == "HNSW16"
+    for bad, why in (("IDMap,Flat", "an ID map is not needed"), ("bogus", "bogus")):  # refused before any encoding
+        with pytest.raises(ValueError, match=why):
+            CompareConfig(dataset="x", index=bad)
+    assert CompareConfig(dataset="x", index="PQ48").index_spec().factory == "PQ48"  # fits 384 and 768
     with pytest.raises(ValueError, match="window sweep"):
         CompareConfig(dataset="x", modes=("naive",), windows=(128, 256))
     with pytest.raises(ValueError, match="unknown strategy"):

@@ -164,6 +164,19 @@ def test_cli_ict_runs(tiny, tmp_path):
     assert record["examples"] == 8 and record["steps"] == 2 and "inverse cloze" in record["data"]
 
 
+def test_ict_without_a_sentence_to_hold_out_says_the_rule(tiny, tmp_path):
+    """Fresh-user trial: documents of one or two sentences gave "no training example left: {}"."""
+    corpus = tmp_path / "few"
+    corpus.mkdir()
+    (corpus / "a.md").write_text("Only one sentence here.\n", encoding="utf-8")
+    (corpus / "b.md").write_text("Two sentences. Here is the second one.\n", encoding="utf-8")
+    res = CliRunner().invoke(app, ["train", "--ict", str(corpus), "--out", str(tmp_path / "m"), "--model", str(tiny),
+                                   "--device", "cpu", "--quiet"])
+    said = " ".join(res.output.split())
+    assert res.exit_code == 2 and "a sentence of 5 to 60 words that is neither the first nor the last" in said, said
+    assert "{}" not in said
+
+
 def test_cli_bad_dataset_fails_clearly(tiny, tmp_path):
     beir = tmp_path / "beir"
     (beir / "qrels").mkdir(parents=True)
