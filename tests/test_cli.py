@@ -205,6 +205,9 @@ def test_chunk_with_bad_arguments_fails_clearly_and_keeps_existing_output(tmp_pa
     assert res.exit_code == 2 and "is a folder; chunk writes one JSONL file" in said, res.output
     res = runner.invoke(app, ["chunk", str(doc), "--out", str(tmp_path / "no" / "c.jsonl")])
     assert res.exit_code == 2 and "does not exist" in " ".join(res.output.split()), res.output
+    res = runner.invoke(app, ["chunk", str(tmp_path), "--out", str(tmp_path / "c.jsonl")])  # inside the input
+    assert res.exit_code == 2 and "is inside the input folder" in " ".join(res.output.split()), res.output
+    assert not (tmp_path / "c.jsonl").exists() and not (tmp_path / "c.jsonl.tmp").exists()
     res = runner.invoke(app, ["chunk", str(doc), "--model", "./no/such/model"])
     assert res.exit_code == 2 and "does not exist" in res.output
 
