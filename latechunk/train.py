@@ -681,8 +681,10 @@ def train(config: TrainConfig, progress: bool = True, log: Callable[[str], None]
 
     say = log or (lambda _m: None)
     out = Path(config.out)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise ValueError(f"--out {out} exists and is not an empty folder; give a new folder for the trained model")
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out} is a file; give a new folder for the trained model")
+    if out.exists() and any(out.iterdir()):
+        raise ValueError(f"--out {out} is a folder that is not empty; give a new folder for the trained model")
     random.seed(config.seed)
     np.random.seed(config.seed)
     torch.manual_seed(config.seed)

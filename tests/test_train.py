@@ -175,6 +175,13 @@ def test_ict_without_a_sentence_to_hold_out_says_the_rule(tiny, tmp_path):
     said = " ".join(res.output.split())
     assert res.exit_code == 2 and "a sentence of 5 to 60 words that is neither the first nor the last" in said, said
     assert "{}" not in said
+    (tmp_path / "file.md").write_text("x", encoding="utf-8")
+    res = CliRunner().invoke(app, ["train", "--ict", str(corpus), "--out", str(tmp_path / "file.md"), "--model",
+                                   str(tiny), "--device", "cpu", "--quiet"])
+    assert res.exit_code == 2 and "is a file; give a new folder" in " ".join(res.output.split()), res.output
+    res = CliRunner().invoke(app, ["train", "--ict", str(corpus), "--out", str(corpus), "--model", str(tiny),
+                                   "--device", "cpu", "--quiet"])
+    assert res.exit_code == 2 and "is a folder that is not empty" in " ".join(res.output.split()), res.output
 
 
 def test_cli_bad_dataset_fails_clearly(tiny, tmp_path):
