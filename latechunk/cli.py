@@ -729,18 +729,20 @@ def chunk(
         missing = [str(p) for p in inputs if not p.exists()]
         if missing:
             raise ValueError(f"input path(s) not found: {', '.join(missing)}")
-        if out is not None and out.is_dir():
-            raise ValueError(f"--out {out} is a folder; chunk writes one JSONL file (e.g. --out {out / 'chunks.jsonl'})")
-        if out is not None and not out.parent.is_dir():
-            raise ValueError(f"--out {out}: the folder {out.parent} does not exist (chunk writes one JSONL file there)")
         if out is not None:
+            if out.is_dir():
+                raise ValueError(f"--out {out} is a folder; chunk writes one JSONL file (e.g. --out "
+                                 f"{out / 'chunks.jsonl'})")
+            if not out.parent.is_dir():
+                raise ValueError(f"--out {out}: the folder {out.parent} does not exist (chunk writes one JSONL file "
+                                 "there)")
             for p in inputs:  # the JSONL would be read as documents by the next run over that folder
                 if p.is_dir() and out.resolve().is_relative_to(p.resolve()):
                     raise ValueError(f"--out {out} is inside the input folder {p}: this run lists its temp file as "
                                      "skipped and the next run over the folder reads it as documents; write it "
                                      "outside the inputs")
-        if out is not None and out.exists() and not force:
-            raise ValueError(f"--out {out} exists; pass --force to overwrite it")
+            if out.exists() and not force:
+                raise ValueError(f"--out {out} exists; pass --force to overwrite it")
         require_documents(inputs)  # an input with nothing to chunk fails here, naming it
         if strat.needs_sentence_vectors:
             from latechunk.encoder import Encoder

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,6 +58,7 @@ __all__ = [
     "RUN_FILE",
     "RUN_FORMAT",
     "SHARDS_DIR",
+    "SHARD_FILE",
     "SHARD_FORMAT",
     "SHARD_KEYS",
     "SOURCE_COLUMNS",
@@ -84,6 +86,9 @@ MANIFEST_FILE = "manifest.json"
 RUN_FILE = "run.json"
 PROGRESS_FILE = "progress.json"
 SHARDS_DIR = "shards"
+#: the names of the files a run writes in ``shards/``: ``NNNNN.json``, ``.parquet`` and ``.npy`` (each first under
+#: its ``.tmp`` name, :func:`latechunk.ingest.files.tmp_path`); anything else there was not written by latechunk
+SHARD_FILE = re.compile(r"\d+\.(?:json|parquet|npy)")
 RANKS_DIR = "ranks"
 #: the writer lock of an output folder (see the layout above); not in :data:`OUTPUT_FILES`: ``--force`` leaves it
 LOCK_FILE = ".latechunk.lock"

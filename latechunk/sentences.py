@@ -619,8 +619,9 @@ def _segment_paragraph(text: str, a: int, b: int) -> list[tuple[int, int]]:
     while pos < b:
         end = b
         if b - pos > _BLOCK_CHARS:
-            m = _SPACE.search(text, pos + _BLOCK_CHARS, min(b, pos + _BLOCK_MAX_CHARS))
-            end = m.start() if m else min(b, pos + _BLOCK_MAX_CHARS)
+            most = min(b, pos + _BLOCK_MAX_CHARS)
+            m = _SPACE.search(text, pos + _BLOCK_CHARS, most)
+            end = m.start() if m else most
         spans = _segment_block(text[pos:end], pos)
         if end < b and len(spans) > 1:
             out.extend(spans[:-1])

@@ -35,7 +35,6 @@ Tests: ``tests/test_verify.py`` (one test per fault).
 from __future__ import annotations
 
 import os
-import re
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -48,6 +47,7 @@ from latechunk.output import (
     CHUNKS_FILE,
     INDEX_FILE,
     MANIFEST_FILE,
+    SHARD_FILE,
     OutputFolder,
     section_text,
     source_metadata,
@@ -219,10 +219,6 @@ def verify_output(out: str | os.PathLike, inputs: Sequence[os.PathLike] | None =
     return P.finish(), summary
 
 
-#: the files a run writes in ``shards/`` (as latechunk.ingest.append removes them)
-_SHARD_FILE = re.compile(r"\d+\.(?:json|parquet|npy)")
-
-
 def _check_shards(folder: OutputFolder, manifest: dict, documents: list, skipped: list, index, n_rows,
                   P: _Problems) -> None:
     shards = manifest.get("shards")
@@ -233,7 +229,7 @@ def _check_shards(folder: OutputFolder, manifest: dict, documents: list, skipped
     listed = {f"{s['name']}.{ext}" for s in shards for ext in ("json", "parquet", "npy")}
     if shard_dir.is_dir():
         extra = [f.name for f in sorted(shard_dir.iterdir()) if f.name not in listed and not f.name.endswith(".tmp")]
-        shardlike = [x for x in extra if _SHARD_FILE.fullmatch(x)]
+        shardlike = [x for x in extra if SHARD_FILE.fullmatch(x)]
         if shardlike:  # first: the per-kind limit of lines cuts the list, never this
             # the manifest, index and chunk table still agree: the last finished state, served as it is
             P.add("shard", f"{len(shardlike)} shard file(s) beyond the manifest ({shardlike[0]}, ...): an "
@@ -241,7 +237,7 @@ def _check_shards(folder: OutputFolder, manifest: dict, documents: list, skipped
                   "state. The next append, or the same one again, removes them and carries on")
         for name in extra:
             P.add("shard", f"shards/{name} is not part of the manifest"
-                  + ("" if _SHARD_FILE.fullmatch(name) else " (not a shard file: not written by latechunk)"))
+                  + ("" if SHARD_FILE.fullmatch(name) else " (not a shard file: not written by latechunk)"))
     normalize = bool(manifest.get("normalize", True))
     reader = None
     if n_rows is not None:

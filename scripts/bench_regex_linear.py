@@ -17,6 +17,10 @@ a ratio above ``--max-ratio`` (default 3) per doubling marks the case SUPERLINEA
   per block.
 
     python3 scripts/bench_regex_linear.py [--cases fixed,pysbd] [--sizes 10000,20000,40000] [--repeats 3]
+    python3 scripts/bench_regex_linear.py --cases pysbd --uncapped --sizes 2000,4000,8000   # the cap lifted
+
+``--uncapped`` lifts ``_BLOCK_MAX_CHARS`` (one pysbd call over a paragraph without whitespace, as before the cap),
+to show what the cap buys; use small sizes, the quadratic cases take seconds at 8,000 characters.
 
 Exit status 1 when a ``fixed`` case is SUPERLINEAR (the ``pysbd`` cases only report). Not a timed test: the
 numbers depend on the machine and its load.
@@ -89,7 +93,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sizes", default="20000,40000,80000")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--max-ratio", type=float, default=3.0)
+    ap.add_argument("--uncapped", action="store_true", help="lift the 2,000-character cap of one pysbd call")
     args = ap.parse_args(argv)
+    if args.uncapped:
+        from latechunk import sentences
+
+        sentences._BLOCK_MAX_CHARS = 10**12
     sizes = [int(s) for s in args.sizes.split(",")]
     bad = False
     for group in args.cases.split(","):

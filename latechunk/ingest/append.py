@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -43,7 +42,7 @@ from latechunk.ingest.files import commit, sha256_file, sha256_text, tmp_path, w
 from latechunk.ingest.folder import APPENDED_DIR, diff_settings, writer_lock
 from latechunk.ingest.shards import scan_shards
 from latechunk.io import iter_inputs
-from latechunk.output import OutputFolder
+from latechunk.output import SHARD_FILE, OutputFolder
 from latechunk.provenance import versions
 from latechunk.types import Document, Skipped
 
@@ -207,8 +206,9 @@ def write_documents(out: str | os.PathLike, documents: Iterable[Document]) -> tu
     """Write documents given in Python as the next ``DIR/appended/NNNNN.jsonl`` (one ``{"id", "text"}`` line
     each, with the document's ``metadata["title"]`` and ``metadata["url"]`` where it has them; ASCII-escaped
     JSON, so any text reads back the same), an input an append can read and ``verify`` can re-read: each
-    document is read as ``embed`` reads a JSONL record (a title heads the text and is the chunks' title). ``NNNNN`` counts the folder's appends (one more than its manifest's ``appends``); a file left
-    by an append that never finished is replaced.
+    document is read as ``embed`` reads a JSONL record (a title heads the text and is the chunks' title).
+    ``NNNNN`` counts the folder's appends (one more than its manifest's ``appends``); a file left by an append
+    that never finished is replaced.
 
     Args:
         out: The output folder.
@@ -288,15 +288,11 @@ def _manifest_shards(folder: OutputFolder, manifest: dict) -> list[dict]:
         # only shard files (NNNNN.json/.parquet/.npy, and their .tmp) are this folder's to remove: a file or
         # folder of another name (a vector store exported into shards/) was deleted here, or crashed the append
         # (IsADirectoryError)
-        if not _SHARD_FILE.fullmatch(f.name) or not f.is_file() or f.is_symlink():
+        if not SHARD_FILE.fullmatch(f.name.removesuffix(".tmp")) or not f.is_file() or f.is_symlink():
             continue
         if f.name.endswith(".tmp") or folder.shard_number(f.name) >= n:
             f.unlink()
     return records[:n]
-
-
-#: the files a run writes in ``shards/``: ``NNNNN.json``, ``.parquet``, ``.npy``, each also under its temp name
-_SHARD_FILE = re.compile(r"\d+\.(?:json|parquet|npy)(?:\.tmp)?")
 
 
 def append(config: EmbedConfig, encoder, *, progress: bool = False) -> AppendResult:
