@@ -737,6 +737,8 @@ def chunk(
                 raise ValueError(f"--out {out}: the folder {out.parent} does not exist (chunk writes one JSONL file "
                                  "there)")
             for p in inputs:  # the JSONL would be read as documents by the next run over that folder
+                if p.is_file() and out.resolve() == p.resolve():  # with --force it overwrote its own input
+                    raise ValueError(f"--out {out} is the input file {p}; write the chunks to another file")
                 if p.is_dir() and out.resolve().is_relative_to(p.resolve()):
                     raise ValueError(f"--out {out} is inside the input folder {p}: this run lists its temp file as "
                                      "skipped and the next run over the folder reads it as documents; write it "

@@ -231,10 +231,12 @@ def _check_shards(folder: OutputFolder, manifest: dict, documents: list, skipped
         extra = [f.name for f in sorted(shard_dir.iterdir()) if f.name not in listed and not f.name.endswith(".tmp")]
         shardlike = [x for x in extra if SHARD_FILE.fullmatch(x)]
         if shardlike:  # first: the per-kind limit of lines cuts the list, never this
-            # the manifest, index and chunk table still agree: the last finished state, served as it is
+            # killed before assembly the folder still serves its last finished state; killed during it (index.faiss
+            # replaced, chunks.parquet not yet) search refuses the folder: either way the next append repairs it
             P.add("shard", f"{len(shardlike)} shard file(s) beyond the manifest ({shardlike[0]}, ...): an "
-                  "interrupted `--append` (or Index.add) left them; the folder still serves its last finished "
-                  "state. The next append, or the same one again, removes them and carries on")
+                  "interrupted `--append` (or Index.add) left them. The next append, or the same one again, "
+                  "removes them and carries on (a kill during its assembly also leaves index and chunk table "
+                  "out of step, listed below, until then)")
         for name in extra:
             P.add("shard", f"shards/{name} is not part of the manifest"
                   + ("" if SHARD_FILE.fullmatch(name) else " (not a shard file: not written by latechunk)"))

@@ -208,6 +208,9 @@ def test_chunk_with_bad_arguments_fails_clearly_and_keeps_existing_output(tmp_pa
     res = runner.invoke(app, ["chunk", str(tmp_path), "--out", str(tmp_path / "c.jsonl")])  # inside the input
     assert res.exit_code == 2 and "is inside the input folder" in " ".join(res.output.split()), res.output
     assert not (tmp_path / "c.jsonl").exists() and not (tmp_path / "c.jsonl.tmp").exists()
+    res = runner.invoke(app, ["chunk", str(doc), "--out", str(doc), "--force"])  # its own input: refused
+    assert res.exit_code == 2 and "is the input file" in " ".join(res.output.split()), res.output
+    assert doc.read_text(encoding="utf-8") == "hello world"
     res = runner.invoke(app, ["chunk", str(doc), "--model", "./no/such/model"])
     assert res.exit_code == 2 and "does not exist" in res.output
 
