@@ -14,6 +14,9 @@ Layout of an output folder ``DIR`` (DESIGN.md)::
     shards/NNNNN.npy        (rows, dim) float32 chunk vectors, ``np.save(..., allow_pickle=False)``
     shards/NNNNN.json       shard record, format :data:`SHARD_FORMAT`, keys :data:`SHARD_KEYS`
     ranks/                  several processes only (:mod:`latechunk.ingest.ranks`), removed when the run completes
+    commit.json             only while an assembly commits (:data:`COMMIT_FILE`, :meth:`OutputFolder.finish_commit`):
+                            the assembled files wait whole under their ``.tmp`` names and are renamed into place;
+                            the next reader or writer finishes a commit that was killed halfway
     .latechunk.lock         the writer lock (:data:`LOCK_FILE`, :func:`latechunk.ingest.folder.writer_lock`): an
                             ``fcntl.flock`` held by the one process writing the folder (embed, --resume, --append,
                             ``Index.add``); holds that writer's pid. Never removed (removing a lock file races),
@@ -28,10 +31,11 @@ Tests: ``tests/test_output.py``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -90,13 +94,19 @@ SHARDS_DIR = "shards"
 #: its ``.tmp`` name, :func:`latechunk.ingest.files.tmp_path`); anything else there was not written by latechunk
 SHARD_FILE = re.compile(r"\d+\.(?:json|parquet|npy)")
 RANKS_DIR = "ranks"
+#: the commit journal of an assembly: written once ``index.faiss``, ``index.ivfdata``, ``chunks.parquet`` and
+#: ``manifest.json`` are whole under their ``.tmp`` names, removed once they are renamed into place; while it
+#: exists the folder's new state is decided, and :meth:`OutputFolder.finish_commit` completes the renames
+COMMIT_FILE = "commit.json"
+#: the files a commit journal may rename into place or remove (in this order: the index last but the manifest)
+COMMIT_ORDER = (IVFDATA_FILE, CHUNKS_FILE, INDEX_FILE, MANIFEST_FILE)
 #: the writer lock of an output folder (see the layout above); not in :data:`OUTPUT_FILES`: ``--force`` leaves it
 LOCK_FILE = ".latechunk.lock"
 #: the files assembled from the shards at the end of a run (manifest last)
 ASSEMBLED_FILES = (INDEX_FILE, CHUNKS_FILE, MANIFEST_FILE)
 #: files and folders of an output folder that ``--force`` removes (nothing else there is touched)
 OUTPUT_FILES = (INDEX_FILE, IVFDATA_FILE, CHUNKS_FILE, MANIFEST_FILE, RUN_FILE, PROGRESS_FILE, SHARDS_DIR,
-                RANKS_DIR)
+                RANKS_DIR, COMMIT_FILE)
 
 RUN_FORMAT = "latechunk-run/1"
 MANIFEST_FORMAT = "latechunk-index/1"
@@ -335,6 +345,24 @@ def search_records(table, D: np.ndarray, I: np.ndarray) -> list[dict]:
             for rank, ((score, i), row) in enumerate(zip(hits, rows), 1)]
 
 
+def fsync_dir(path: Path) -> None:
+    """Flush a folder's entries to disk (best effort: some file systems refuse; errors are ignored).
+
+    Args:
+        path: The folder.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
 def _json_bytes(obj, indent: int | None) -> bytes:
     return (json.dumps(obj, indent=indent, ensure_ascii=False) + "\n").encode("utf-8")
 
@@ -382,6 +410,11 @@ class OutputFolder:
     def run_path(self) -> Path:
         """``DIR/run.json``."""
         return self.path / RUN_FILE
+
+    @property
+    def commit_path(self) -> Path:
+        """``DIR/commit.json`` (the commit journal of an assembly, :data:`COMMIT_FILE`)."""
+        return self.path / COMMIT_FILE
 
     @property
     def progress_path(self) -> Path:
@@ -443,6 +476,86 @@ class OutputFolder:
         """
         return sorted(self.path.glob("*.tmp")) + sorted(self.shards_dir.glob("*.tmp"))
 
+    # ---------------------------------------------------------------- the commit of an assembly
+    def begin_commit(self, rename: Sequence[str], remove: Sequence[str] = (),
+                     after_first: Callable[[], None] | None = None) -> None:
+        """Decide an assembly's new state: write the commit journal, then :meth:`finish_commit`.
+
+        Every file named in ``rename`` must be whole at its ``.tmp`` name (flushed). Until the journal is in
+        place the folder serves its old state (the temp files are ignored by readers and overwritten by the next
+        assembly); once it is, the new state is decided and whoever opens the folder next completes it, so a
+        kill between the renames never leaves the index and the chunk table out of step.
+
+        Args:
+            rename: Names from :data:`COMMIT_ORDER` to rename from ``NAME.tmp`` to ``NAME``.
+            remove: Names from :data:`COMMIT_ORDER` to remove (a file of the old state the new one lacks, such
+                as ``index.ivfdata`` when the index type changed).
+            after_first: Called after the first rename (a fault-injection point).
+
+        Raises:
+            ValueError: if a name is not one of :data:`COMMIT_ORDER`.
+            OSError: if the journal cannot be written or a rename fails.
+        """
+        bad = [n for n in (*rename, *remove) if n not in COMMIT_ORDER]
+        if bad:
+            raise ValueError(f"commit of {bad}: only {COMMIT_ORDER} are committed together")
+        tmp = self.path / (COMMIT_FILE + ".tmp")
+        with open(tmp, "wb") as fh:
+            fh.write(_json_bytes({"rename": list(rename), "remove": list(remove)}, 1))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, self.commit_path)
+        fsync_dir(self.path)
+        self.finish_commit(after_first)
+
+    def finish_commit(self, after_first: Callable[[], None] | None = None) -> bool:
+        """Complete an assembly's commit that was interrupted (a kill between :meth:`begin_commit`'s renames).
+
+        Readers (:func:`read_output`, :meth:`read_manifest`, ``latechunk verify``) and writers (``--append``,
+        ``--resume``) call it first; it costs one ``stat`` when there is nothing to finish. Two processes may
+        finish the same commit at once: a rename already done is skipped.
+
+        Args:
+            after_first: Called after the first rename (a fault-injection point of :meth:`begin_commit`).
+
+        Returns:
+            True when a commit was finished (or was found finished and its journal removed), False when there
+            was none.
+
+        Raises:
+            ValueError: if the journal is unreadable, or the folder cannot be written (a read-only copy of a
+                folder whose commit was interrupted: the message says to open it writable once).
+        """
+        if not self.commit_path.is_file():
+            return False
+        try:
+            journal = json.loads(self.commit_path.read_text(encoding="utf-8"))
+            rename, remove = list(journal["rename"]), list(journal["remove"])
+        except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as err:
+            raise ValueError(f"{self.commit_path} (the commit journal of an interrupted assembly) is unreadable "
+                             f"({err}); run `latechunk verify {self.path}`") from err
+        try:
+            for name in COMMIT_ORDER:  # the order of begin_commit's renames; a file already renamed is skipped
+                final = self.path / name
+                if name in rename:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.replace(final.with_name(name + ".tmp"), final)
+                    if after_first is not None:
+                        after_first()
+                        after_first = None
+                elif name in remove:
+                    with contextlib.suppress(FileNotFoundError):
+                        final.unlink()
+            fsync_dir(self.path)
+            with contextlib.suppress(FileNotFoundError):
+                self.commit_path.unlink()
+            fsync_dir(self.path)
+        except OSError as err:
+            raise ValueError(f"{self.path}: an assembly was killed while committing its files ({COMMIT_FILE} is "
+                             f"there) and they cannot be renamed into place here ({err}); open the folder once "
+                             "where it is writable (any `latechunk search` or `verify` finishes the commit)") from err
+        return True
+
     # ---------------------------------------------------------------- JSON files
     @staticmethod
     def read_json(path: Path) -> dict:
@@ -490,8 +603,10 @@ class OutputFolder:
             The manifest (keys: :func:`build_manifest`).
 
         Raises:
-            ValueError: if it is missing (an unfinished run?) or unreadable.
+            ValueError: if it is missing (an unfinished run?) or unreadable, or an interrupted commit cannot be
+                finished (:meth:`finish_commit`).
         """
+        self.finish_commit()
         if not self.manifest_path.is_file():
             raise ValueError(f"{self.path}: {MANIFEST_FILE} is missing (not a latechunk output folder, or an "
                              "unfinished run? run `latechunk embed` first, or finish it with --resume)")
@@ -764,6 +879,7 @@ def read_output(out: str | os.PathLike):
         raise ValueError(f"{folder.path} does not exist (give an output folder of `latechunk embed`)")
     if not folder.path.is_dir():
         raise ValueError(f"{folder.path} is not a folder (give an output folder of `latechunk embed`)")
+    folder.finish_commit()
     for name in ASSEMBLED_FILES:
         if not (folder.path / name).is_file():
             if folder.run_path.is_file():  # run.json is written first, the manifest last: a run that never ended

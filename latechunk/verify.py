@@ -137,6 +137,11 @@ def verify_output(out: str | os.PathLike, inputs: Sequence[os.PathLike] | None =
     out = Path(out)
     folder = OutputFolder(out)
     P = _Problems()
+    try:
+        folder.finish_commit()  # an assembly killed between its renames: its new state was decided, finish it
+    except ValueError as err:
+        P.add("file", str(err))
+        return P.finish(), ""
     if not folder.manifest_path.is_file():
         P.add("file", f"{MANIFEST_FILE} is missing (an unfinished run? `latechunk embed ... --resume` finishes it)")
         return P.finish(), ""
@@ -231,12 +236,11 @@ def _check_shards(folder: OutputFolder, manifest: dict, documents: list, skipped
         extra = [f.name for f in sorted(shard_dir.iterdir()) if f.name not in listed and not f.name.endswith(".tmp")]
         shardlike = [x for x in extra if SHARD_FILE.fullmatch(x)]
         if shardlike:  # first: the per-kind limit of lines cuts the list, never this
-            # killed before assembly the folder still serves its last finished state; killed during it (index.faiss
-            # replaced, chunks.parquet not yet) search refuses the folder: either way the next append repairs it
+            # killed before or during assembly the folder still serves its last finished state (assembly commits
+            # its files together, OutputFolder.begin_commit): the next append removes them and carries on
             P.add("shard", f"{len(shardlike)} shard file(s) beyond the manifest ({shardlike[0]}, ...): an "
-                  "interrupted `--append` (or Index.add) left them. The next append, or the same one again, "
-                  "removes them and carries on (a kill during its assembly also leaves index and chunk table "
-                  "out of step, listed below, until then)")
+                  "interrupted `--append` (or Index.add) left them; the folder still serves its last finished "
+                  "state. The next append, or the same one again, removes them and carries on")
         for name in extra:
             P.add("shard", f"shards/{name} is not part of the manifest"
                   + ("" if SHARD_FILE.fullmatch(name) else " (not a shard file: not written by latechunk)"))

@@ -106,9 +106,10 @@ def test_sigkill_at_three_points_then_resume_equals_uninterrupted_run(corpus, re
     assert (out / "shards" / "00005.parquet").exists() and (out / "shards" / "00005.npy.tmp").exists()
     assert not (out / "shards" / "00005.json").exists() and not (out / "manifest.json").exists()
 
-    # 3. resumed, then killed while assembling (index.faiss written, chunks.parquet half written)
+    # 3. resumed, then killed while assembling (index.faiss whole at its temp name, chunks.parquet half written)
     _wait_killed(_spawn(corpus_dir, model, out, "--resume", kill_at="assemble-chunks.tmp"))
-    assert (out / "index.faiss").exists() and (out / "chunks.parquet.tmp").exists()
+    assert (out / "index.faiss.tmp").exists() and (out / "chunks.parquet.tmp").exists()
+    assert not (out / "index.faiss").exists()
     assert not (out / "manifest.json").exists()
 
     # resume to the end: identical to the uninterrupted run, and it verifies
@@ -402,3 +403,98 @@ def test_verify_after_a_killed_append_says_what_left_the_extra_shards(corpus, re
     (out / "shards" / "notes.txt").unlink()
     res = runner.invoke(app, ["verify", str(out)])
     assert res.exit_code == 0 and res.output.startswith("ok:"), res.output
+
+
+def _append_files(tmp_path: Path) -> Path:
+    new = tmp_path / "new"
+    new.mkdir()
+    for i in range(3):
+        (new / f"extra{i}.md").write_text(f"# Extra {i}\n\n" + "A new note on harbours and tides. " * 60, encoding="utf-8")
+    return new
+
+
+def test_an_append_killed_while_assembling_leaves_the_folder_serving_its_last_state(corpus, reference, tmp_path):
+    """Fresh-user trial: a SIGKILL during an append's assembly replaced index.faiss before chunks.parquet and the
+    manifest, so search and Index.load refused the folder ("index has 1831 vectors but chunks.parquet has 1468
+    rows") until the next append. Every assembled file is now whole under its temp name before any is renamed:
+    killed before the commit journal, the folder serves its last state; the next append carries on."""
+    import shutil
+
+    from latechunk.output import read_output
+
+    _, model = corpus
+    out = tmp_path / "out"
+    shutil.copytree(reference, out)
+    before = {n: (out / n).read_bytes() for n in ("index.faiss", "chunks.parquet", "manifest.json")}
+    new = _append_files(tmp_path)
+    for point in ("assemble-index.tmp", "assemble-chunks.tmp", "assemble-manifest.tmp"):
+        _wait_killed(_spawn(new, model, out, "--append", kill_at=point))
+        assert {n: (out / n).read_bytes() for n in before} == before, point
+        index, table, manifest = read_output(out)  # searchable, in its last finished state
+        assert index.ntotal == table.num_rows == manifest["counts"]["chunks"]
+        assert not (out / "commit.json").exists()
+    assert (out / "manifest.json.tmp").exists()  # the last kill: every file whole, no journal yet
+    res = runner.invoke(app, ["search", str(out), "harbours and tides", "-k", "3"])
+    assert res.exit_code == 0, res.output
+    _embed_inproc(new, model, out, "--append")
+    res = runner.invoke(app, ["verify", str(out)])
+    assert res.exit_code == 0 and res.output.startswith("ok:"), res.output
+    appended = json.loads((out / "manifest.json").read_text())
+    assert appended["counts"]["documents_embedded"] == json.loads(before["manifest.json"])["counts"][
+        "documents_embedded"] + 3
+
+
+def test_an_append_killed_between_its_renames_is_finished_by_the_next_reader(corpus, reference, tmp_path):
+    """Killed after the commit journal, with only chunks.parquet renamed: the folder's new state was decided, and
+    the next reader (search, Index.load, verify) finishes the renames, so it answers from the appended folder
+    and verify passes; the result equals an append that was never killed."""
+    import shutil
+
+    from latechunk.output import read_output
+
+    _, model = corpus
+    new = _append_files(tmp_path)
+    whole = tmp_path / "whole"
+    shutil.copytree(reference, whole)
+    _embed_inproc(new, model, whole, "--append")
+    out = tmp_path / "out"
+    shutil.copytree(reference, out)
+    _wait_killed(_spawn(new, model, out, "--append", kill_at="commit-renamed-1"))
+    assert (out / "commit.json").exists() and (out / "index.faiss.tmp").exists()
+    assert not (out / "chunks.parquet.tmp").exists()  # renamed first: the index alone is still the old one
+    index, table, manifest = read_output(out)
+    assert not (out / "commit.json").exists() and not list(out.glob("*.tmp"))
+    assert index.ntotal == table.num_rows == manifest["counts"]["chunks"]
+    assert_same_output(whole, out)
+    res = runner.invoke(app, ["verify", str(out)])
+    assert res.exit_code == 0 and res.output.startswith("ok:"), res.output
+
+
+def test_a_commit_interrupted_in_a_read_only_folder_says_how_to_finish_it(reference, tmp_path, monkeypatch):
+    """A folder whose commit was interrupted, opened where it cannot be written (a read-only mount: os.replace
+    fails): a clear error naming what to do, not a traceback; opened writable, the commit is finished."""
+    import shutil
+
+    from latechunk.output import OutputFolder, read_output
+
+    out = tmp_path / "out"
+    shutil.copytree(reference, out)
+    folder = OutputFolder(out)
+    shutil.copy(out / "index.faiss", out / "index.faiss.tmp")
+    (out / "commit.json").write_text(json.dumps({"rename": ["index.faiss"], "remove": []}), encoding="utf-8")
+
+    def refuse(src, dst):
+        raise PermissionError(30, "Read-only file system", str(src))
+
+    with monkeypatch.context() as m:
+        m.setattr(os, "replace", refuse)
+        with pytest.raises(ValueError, match="killed while committing its files.*open the folder once where it is writable"):
+            read_output(out)
+    assert (out / "commit.json").exists()
+    assert folder.finish_commit() and not (out / "commit.json").exists() and not (out / "index.faiss.tmp").exists()
+    assert not folder.finish_commit()  # nothing left to finish
+    (out / "commit.json").write_text("{", encoding="utf-8")
+    with pytest.raises(ValueError, match="commit journal of an interrupted assembly.*unreadable"):
+        folder.read_manifest()
+    with pytest.raises(ValueError, match="only"):
+        folder.begin_commit(["run.json"])

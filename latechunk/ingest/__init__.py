@@ -18,7 +18,10 @@ Guarantees:
 
 - every file is written to ``NAME.tmp``, flushed to disk and ``os.replace``-d, so a file either exists whole or
   not at all. A shard counts once its ``.json`` exists and the checksums in it match its data files; the
-  ``.json`` is written after both. The manifest is written last.
+  ``.json`` is written after both. The assembled files (index, chunk table, manifest) are all written whole
+  under their temp names, then committed together through a journal (``commit.json``,
+  :meth:`latechunk.output.OutputFolder.begin_commit`): a folder killed before the journal serves its last state,
+  one killed after it is finished by its next reader or writer, so the index and the chunk table never disagree.
 - ``--resume`` keeps the complete shards, deletes whatever follows the first incomplete one, and skips the input
   items the complete shards consumed (checked against a running digest of those items). The result equals an
   uninterrupted run: the input order is fixed (:func:`latechunk.io.iter_inputs` sorts), a shard is exactly one

@@ -7,8 +7,11 @@ type that needs training is trained on a seeded sample of all shards' vectors (:
 trained empty index (a part file under ``index.ivfparts.tmp/``), and faiss contrib's ``merge_ondisk`` merges the
 parts' inverted lists into ``index.ivfdata`` beside ``index.faiss`` (manifest ``index.ivfdata``: file, bytes,
 sha256), so assembly never holds all vectors: peak memory is the training sample plus one shard. Other index
-types are built in memory. The chunk table is the concatenation of the shard tables. The manifest is written
-last, so a folder with a manifest is complete.
+types are built in memory. The chunk table is the concatenation of the shard tables. Every assembled file is
+written whole under its ``.tmp`` name, then all are committed together through the commit journal
+(:meth:`OutputFolder.begin_commit <latechunk.output.OutputFolder.begin_commit>`), manifest last: a folder with a
+manifest is complete, and an ``--append`` killed while assembling leaves the folder serving its previous state
+(killed before the journal) or its new one (after: the next reader or writer finishes the renames).
 
 Three accounts are made here from the shard records: ``alarms`` (:func:`latechunk.alarms.parse_alarms` over each
 document's source type, content tokens and chunks: the strategy's chunks, those dropped by ``--dedup``
@@ -30,8 +33,16 @@ import numpy as np
 from latechunk.alarms import alarms_unchecked, parse_alarms
 from latechunk.config import IndexConfig
 from latechunk.index import build_batched, set_ondisk_name
-from latechunk.ingest.files import commit, fault, sha256_file, tmp_path, write_json
-from latechunk.output import IVFDATA_FILE, OutputFolder, build_manifest, write_chunk_table
+from latechunk.ingest.files import fault, flush, sha256_file, tmp_path
+from latechunk.output import (
+    CHUNKS_FILE,
+    INDEX_FILE,
+    IVFDATA_FILE,
+    MANIFEST_FILE,
+    OutputFolder,
+    build_manifest,
+    write_chunk_table,
+)
 
 __all__ = ["alarm_rows", "assemble", "unknown_token_notes"]
 
@@ -123,18 +134,19 @@ def assemble(out: Path, records: list[dict], settings: dict, index_config: Index
 
     index, facts = build_batched(index_config, dim, shard_vectors, [int(rec["rows"]) for rec in records],
                                  ivfdata=ivfdata_tmp, work_dir=folder.ivf_parts_path, progress=stage)
+    # every assembled file is written whole under its .tmp name first: the folder serves its old state (an
+    # --append's) until the commit journal decides the new one, and then a kill between the renames is finished by
+    # the next reader or writer (OutputFolder.finish_commit), so index and chunk table never disagree
     ivfdata = None
     if facts.ondisk:  # index.faiss names index.ivfdata (read back with faiss.IO_FLAG_ONDISK_SAME_DIR)
         set_ondisk_name(index, IVFDATA_FILE)
         ivfdata = {"file": IVFDATA_FILE, "bytes": ivfdata_tmp.stat().st_size, "sha256": sha256_file(ivfdata_tmp)}
-        commit(ivfdata_tmp, folder.ivfdata_path)
-    elif folder.ivfdata_path.exists():  # left by an earlier assembly of another index type
-        folder.ivfdata_path.unlink()
+        flush(ivfdata_tmp)
     folder.write_index(index, tmp_path(folder.index_path))
-    commit(tmp_path(folder.index_path), folder.index_path)
+    flush(tmp_path(folder.index_path))
     ntotal = int(index.ntotal)
     del index
-    fault("assemble-index")
+    fault("assemble-index.tmp")
 
     def tables():
         for i, rec in enumerate(records):
@@ -143,7 +155,7 @@ def assemble(out: Path, records: list[dict], settings: dict, index_config: Index
                 fault("assemble-chunks.tmp")
 
     write_chunk_table(tables(), tmp_path(folder.chunks_path))
-    commit(tmp_path(folder.chunks_path), folder.chunks_path)
+    flush(tmp_path(folder.chunks_path))
 
     documents = [d for rec in records for d in rec["documents"]]
     skipped = [s for rec in records for s in rec["skipped"]]
@@ -194,5 +206,12 @@ def assemble(out: Path, records: list[dict], settings: dict, index_config: Index
         shards=shards,
         seconds={k: round(v, 3) for k, v in seconds.items()} | {"total": round(time.time() - t_start, 3)},
     )
-    write_json(folder.manifest_path, manifest, indent=2)
+    manifest_tmp = tmp_path(folder.manifest_path)
+    manifest_tmp.write_bytes(folder.json_bytes(manifest, indent=2))
+    flush(manifest_tmp)
+    fault("assemble-manifest.tmp")
+    renamed = [IVFDATA_FILE] if ivfdata else []
+    folder.begin_commit([*renamed, CHUNKS_FILE, INDEX_FILE, MANIFEST_FILE],
+                        remove=[] if ivfdata else [IVFDATA_FILE],  # an index.ivfdata of another index type
+                        after_first=lambda: fault("commit-renamed-1"))
     return manifest

@@ -13,9 +13,9 @@ import signal
 from collections.abc import Callable
 from pathlib import Path
 
-from latechunk.output import OutputFolder
+from latechunk.output import OutputFolder, fsync_dir
 
-__all__ = ["FAULT_ENV", "commit", "fault", "fsync_dir", "read_json", "sha256_file", "sha256_text", "write_atomic",
+__all__ = ["FAULT_ENV", "commit", "fault", "flush", "fsync_dir", "read_json", "sha256_file", "sha256_text", "write_atomic",
            "write_json"]
 
 #: test hook: ``LATECHUNK_FAULT_KILL_AT=<event>`` makes the process SIGKILL itself at that event (see :func:`fault`)
@@ -57,8 +57,10 @@ def fault(event: str) -> None:
     """Fault injection for the kill tests: SIGKILL this process when ``$LATECHUNK_FAULT_KILL_AT == event``.
 
     Events: ``shard-NNNNN-parquet`` (after the shard's parquet is in place), ``shard-NNNNN-npy.tmp`` (vectors
-    written to the temp name, not yet renamed), ``shard-NNNNN-json`` (shard committed), ``assemble-index``
-    (index.faiss in place), ``assemble-chunks.tmp`` (chunks.parquet half written).
+    written to the temp name, not yet renamed), ``shard-NNNNN-json`` (shard committed), ``assemble-index.tmp``
+    (index.faiss whole at its temp name), ``assemble-chunks.tmp`` (chunks.parquet half written),
+    ``assemble-manifest.tmp`` (every assembled file whole at its temp name, no commit journal yet),
+    ``commit-renamed-1`` (the commit journal in place, only the first file renamed).
 
     Args:
         event: The event reached (one of the names above).
@@ -67,22 +69,17 @@ def fault(event: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-def fsync_dir(path: Path) -> None:
-    """Flush a folder's entries to disk (best effort: some file systems refuse; errors are ignored).
+def flush(path: Path) -> None:
+    """Flush a written file's data to disk (before it is renamed into place).
 
     Args:
-        path: The folder.
+        path: The file.
+
+    Raises:
+        OSError: if it cannot be opened or flushed.
     """
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+    with open(path, "rb+") as fh:
+        os.fsync(fh.fileno())
 
 
 def commit(tmp: Path, final: Path) -> None:
@@ -95,8 +92,7 @@ def commit(tmp: Path, final: Path) -> None:
     Raises:
         OSError: if ``tmp`` cannot be opened, flushed or renamed.
     """
-    with open(tmp, "rb+") as fh:
-        os.fsync(fh.fileno())
+    flush(tmp)
     os.replace(tmp, final)
     fsync_dir(final.parent)
 

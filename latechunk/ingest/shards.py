@@ -18,6 +18,7 @@ import numpy as np
 from latechunk.ingest.files import commit, fault, read_json, sha256_file, sha256_text, tmp_path, write_json
 from latechunk.output import (
     ASSEMBLED_FILES,
+    COMMIT_FILE,
     PROGRESS_FILE,
     SHARD_FORMAT,
     OutputFolder,
@@ -236,7 +237,7 @@ def clean_shards(out: Path, keep: Callable[[int], bool]) -> None:
         idx = folder.shard_number(f.name)
         if f.name.endswith(".tmp") or idx is None or not keep(idx):
             f.unlink()
-    for name in (*ASSEMBLED_FILES, PROGRESS_FILE):
+    for name in (COMMIT_FILE, *ASSEMBLED_FILES, PROGRESS_FILE):  # the journal first: no reader then commits them
         for p in (out / name, out / f"{name}.tmp"):
             if p.exists():
                 p.unlink()
