@@ -185,6 +185,28 @@ def test_a_long_function_is_cut_at_statements_then_lines_within_the_budget(token
     assert (np.diff(b.token_spans, axis=1) <= 48).all()
 
 
+def test_a_last_statement_after_a_full_chunk_takes_lines_from_it(tokenizer):
+    """Review of the code strategy: the greedy merge of a long function's statements left its last ``return
+    total`` (2 tokens) as a chunk of its own after a chunk filled to the budget (26 chunks under min_tokens over
+    latechunk/*.py at 256/24). The chunk before now hands over its last lines, so both hold min_tokens."""
+    body = "".join(f"    total = total + value_{i}\n" for i in range(60))
+    text = f"def big(total):\n{body}    return total\n"
+    for max_tokens in range(40, 80, 3):  # some budget leaves the greedy tail short; none may now
+        _, b = _split(f"code:max_tokens={max_tokens},min_tokens=16", text, tokenizer)
+        sizes = (b.token_spans[:, 1] - b.token_spans[:, 0]).tolist()
+        texts = _texts(text, b)
+        assert min(sizes) >= 16 and max(sizes) <= max_tokens, (max_tokens, list(zip(sizes, texts)))
+        assert texts[-1].rstrip().endswith("return total") and "total = total" in texts[-1]
+        assert all(t.lstrip().startswith(("def big", "total")) for t in texts)  # cuts at line starts only (_split
+        # checks the invariants: exact slices tiling the content, within the budget)
+    # a signature before a docstring too long to join it takes the docstring's first lines
+    doc = "".join(f"    line {i} of a long docstring about totals\n" for i in range(20))
+    text = f'def f(total):\n    """\n{doc}    """\n    return total + 1\n'
+    _, b = _split("code:max_tokens=64,min_tokens=16", text, tokenizer)
+    sizes = (b.token_spans[:, 1] - b.token_spans[:, 0]).tolist()
+    assert min(sizes) >= 16, list(zip(sizes, _texts(text, b)))
+
+
 def test_non_ascii_source_cuts_at_the_right_characters(tokenizer):
     text = ('GREETING = "héllo wörld 😀 中文"\n\n\ndef café(x):\n    """Dé-dup ünïcode 😀 names and values."""\n'
             '    return x\n\n\ndef naïve(y):\n    """Straße und Grüße: 日本語のテキスト, again and again."""\n    return y\n')

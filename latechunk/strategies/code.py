@@ -224,7 +224,10 @@ class Code(Strategy):
        (:func:`~latechunk.strategies._common.merge_pieces`). A run of them shorter than ``min_tokens`` right
        before a definition that fits ``max_tokens`` with it opens that definition's chunk instead (a cut class's
        header ``class Big:``, a lone import), and such a run at the end of a level closes the chunk before it
-       when that fits; elsewhere it stays a chunk of its own.
+       when that fits. A merged chunk still under ``min_tokens`` (a last ``return x`` after a full chunk, a
+       signature before a long docstring) takes the last lines of the merged chunk before it (the first lines of
+       the one after it, for the first), blank lines first, when both then hold ``min_tokens`` within
+       ``max_tokens``; elsewhere it stays a chunk of its own.
 
     Heading path: the names of the enclosing definitions, outermost first, plus the chunk's own name when the
     chunk is one definition (``("Parser",)`` for a whole class, ``("Parser", "parse")`` for a method of a class
@@ -414,22 +417,40 @@ class _Run:
         return [(s, e, path) for s, e in merge_pieces(pieces, self.max_tokens).tolist()]
 
     def merge(self, small: list[tuple[int, int, _Unit]], path: tuple[str, ...]) -> list[tuple[int, int, tuple]]:
-        """Merge a run of small units up to the budget; a chunk that is exactly one definition keeps its name."""
+        """Merge a run of small units up to the budget; a chunk that is exactly one definition keeps its name.
+        A chunk under ``min_tokens`` left by the greedy merge (a last ``return x`` after a full chunk, a
+        signature before a long docstring) takes lines from its neighbour (:meth:`fill_under_min`)."""
         if not small:
             return []
-        pieces, owner = [], []
-        for i, (s, e, _u) in enumerate(small):
-            p = self.splitter.pieces(s, e, _CODE_LEVELS)
-            pieces.append(p)
-            owner.extend([i] * p.shape[0])
-        p = np.concatenate(pieces)
-        chunks = merge_pieces(p, self.max_tokens)
-        first = np.searchsorted(p[:, 0], chunks[:, 0], side="left")
-        last = np.searchsorted(p[:, 1], chunks[:, 1], side="left")
-        out = []
-        for (s, e), f, la in zip(chunks.tolist(), first.tolist(), last.tolist()):
-            i, j = owner[f], owner[la]
-            u = small[i][2]
-            one = i == j and small[i][0] == s and small[i][1] == e and u.node is not None
-            out.append((s, e, (*path, u.name) if one else path))
-        return out
+        p = np.concatenate([self.splitter.pieces(s, e, _CODE_LEVELS) for s, e, _u in small])
+        chunks = self.fill_under_min(merge_pieces(p, self.max_tokens).tolist())
+        names = {(s, e): u.name for s, e, u in small if u.node is not None}
+        return [(s, e, (*path, names[(s, e)]) if (s, e) in names else path) for s, e in chunks]
+
+    def fill_under_min(self, chunks: list[list[int]]) -> list[list[int]]:
+        """Contiguous chunks ``[start, end)`` with each chunk under ``min_tokens`` grown to ``min_tokens`` from a
+        neighbour where one can give it: the previous chunk hands over its last lines (the next chunk its first
+        lines, for the first chunk) at the cut nearest to the old one, blank lines before other line breaks,
+        leaving both at least ``min_tokens`` and at most ``max_tokens``. Otherwise a chunk stays as it is."""
+        lo, hi = self.min_tokens, self.max_tokens
+        for i in range(len(chunks)):
+            s, e = chunks[i]
+            if e - s >= lo or len(chunks) == 1:
+                continue
+            if i > 0:  # take the previous chunk's tail: the latest cut c with e - c and c - its start in range
+                ps = chunks[i - 1][0]
+                for level in ("paragraph", "line"):
+                    c = self.splitter.cuts(level, ps, s)
+                    c = c[(e - c >= lo) & (e - c <= hi) & (c - ps >= lo)]
+                    if c.size:
+                        chunks[i - 1][1] = chunks[i][0] = int(c[-1])
+                        break
+            elif i + 1 < len(chunks):  # the first chunk: take the next chunk's head, the earliest such cut
+                ne = chunks[1][1]
+                for level in ("paragraph", "line"):
+                    c = self.splitter.cuts(level, e, ne)
+                    c = c[(c - s >= lo) & (c - s <= hi) & (ne - c >= lo)]
+                    if c.size:
+                        chunks[0][1] = chunks[1][0] = int(c[0])
+                        break
+        return chunks
