@@ -524,7 +524,8 @@ def _append(config, encoder, quiet: bool) -> None:
 
 def _print_ingest_notes(manifest: dict, where: Path) -> None:
     """On stderr, plain text: each parse alarm of the manifest, the documents with text read as the unknown token
-    (at most :data:`_MAX_SKIPPED_SHOWN`, then a count), and how many chunks ``--dedup`` dropped."""
+    and those whose front matter was ignored (at most :data:`_MAX_SKIPPED_SHOWN` each, then a count), and how
+    many chunks ``--dedup`` dropped."""
     for a in manifest.get("alarms", []):
         typer.echo(visible(a["message"]), err=True)
     unknown = manifest.get("unknown_tokens", [])
@@ -533,6 +534,12 @@ def _print_ingest_notes(manifest: dict, where: Path) -> None:
     if len(unknown) > _MAX_SKIPPED_SHOWN:
         typer.echo(f"unknown tokens: ... and {len(unknown) - _MAX_SKIPPED_SHOWN} more document(s) (all in {where})",
                    err=True)
+    odd = [d for d in manifest.get("documents", []) if d.get("front_matter_problem")]
+    for doc in odd[:_MAX_SKIPPED_SHOWN]:
+        typer.echo(visible(f"note: {doc['doc_id']}: {doc['front_matter_problem']}"), err=True)
+    if len(odd) > _MAX_SKIPPED_SHOWN:
+        typer.echo(f"front matter: ... and {len(odd) - _MAX_SKIPPED_SHOWN} more document(s) (all in {where}, "
+                   "documents[].front_matter_problem)", err=True)
     d = manifest.get("dedup")
     if d:
         typer.echo(f"dedup: {d['chunks_dropped']} chunk(s) dropped as near-duplicates (cosine >= {d['threshold']}) "

@@ -13,7 +13,7 @@ import re
 
 import tomllib
 
-__all__ = ["FRONT_MATTER", "INVISIBLE_MARKS", "front_matter_title", "front_matter_url"]
+__all__ = ["FRONT_MATTER", "INVISIBLE_MARKS", "front_matter_problem", "front_matter_title", "front_matter_url"]
 
 #: zero-width format characters that hide line-start markdown syntax (a BOM, ZWSP, LRM/RLM, word joiner, ...)
 INVISIBLE_MARKS = "\ufeff\u200b\u200c\u200d\u200e\u200f\u2060\u2061\u2062\u2063\u2064\u00ad"
@@ -30,20 +30,59 @@ FRONT_MATTER = re.compile(
 
 def _front_matter_data(text: str) -> dict | None:
     """The front matter of ``text`` parsed to a mapping, or None (no front matter, malformed, not a mapping)."""
+    return _parse(text)[0]
+
+
+def _parse(text: str) -> tuple[dict | None, str | None]:
+    """``(mapping or None, what is wrong with the front matter or None)``."""
     m = FRONT_MATTER.match(text)
     if m is None:
-        return None
+        return None, None
     body = m.group("body")
+    kind = "TOML" if m.group("fence") == "+++" else "YAML"
     try:
-        if m.group("fence") == "+++":
+        if kind == "TOML":
             data = tomllib.loads(body)
         else:
             import yaml
 
             data = yaml.safe_load(body)
-    except Exception:  # noqa: BLE001 - malformed front matter has no title; the document is still read
-        return None
-    return data if isinstance(data, dict) else None
+    except Exception as err:  # noqa: BLE001 - malformed front matter has no title; the document is still read
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 2}" if mark is not None else ""  # +1: 1-based, +1: the opening fence
+        what = (getattr(err, "problem", None) or str(err).splitlines()[0] if str(err) else type(err).__name__)
+        return None, f"front matter is not valid {kind}{where} ({what}): its title and url are ignored"
+    if data is None:  # an empty block
+        return None, None
+    if not isinstance(data, dict):
+        return None, f"front matter is {_kind(data)}, not a mapping of keys: its title and url are ignored"
+    problems = []
+    title = data.get("title")
+    if title is not None and (isinstance(title, bool) or not isinstance(title, (str, int, float))):
+        problems.append(f"front matter title is {_kind(title)}, not text: ignored")
+    url = data.get("url")
+    if url is not None and not isinstance(url, str):
+        problems.append(f"front matter url is {_kind(url)}, not text: ignored")
+    return data, "; ".join(problems) or None
+
+
+def _kind(value) -> str:
+    kinds = {bool: "a boolean", int: "a number", float: "a number", str: "text", list: "a list", dict: "a mapping"}
+    return kinds.get(type(value), f"a {type(value).__name__}")
+
+
+def front_matter_problem(text: str) -> str | None:
+    """What is wrong with a text's front matter, if anything: it does not parse, is not a mapping, or gives a
+    ``title`` or ``url`` that is not text (each then ignored, the document still read).
+
+    Args:
+        text: A markdown text (characters).
+
+    Returns:
+        One line naming the problem (``"front matter is not valid YAML at line 3 (...): its title and url are
+        ignored"``), or None when there is no front matter or nothing is wrong with it.
+    """
+    return _parse(text)[1]
 
 
 def front_matter_url(text: str) -> str | None:

@@ -63,7 +63,13 @@ from io import TextIOWrapper
 from pathlib import Path
 
 from latechunk.convert import declared_charset, decode_html, html_to_markdown
-from latechunk.front_matter import FRONT_MATTER, INVISIBLE_MARKS, front_matter_title, front_matter_url
+from latechunk.front_matter import (
+    FRONT_MATTER,
+    INVISIBLE_MARKS,
+    front_matter_problem,
+    front_matter_title,
+    front_matter_url,
+)
 from latechunk.types import Document, Skipped
 
 __all__ = ["CODE_SUFFIXES", "HTML_SUFFIXES", "NOT_READ_REASONS", "SUPPORTED_SUFFIXES", "TABLE_SUFFIXES",
@@ -286,6 +292,9 @@ def _text_document(rel: str, text: str, suffix: str) -> Document | Skipped:
         url = front_matter_url(text)  # the citation target beside the path (issue 12, chunk table ``url``)
         if url:
             meta["url"] = url
+        problem = front_matter_problem(text)  # the document is read; what was ignored is said (embed's notes)
+        if problem:
+            meta["front_matter_problem"] = problem
     return Document(rel, text, meta)
 
 

@@ -143,7 +143,7 @@ RECORD_COLUMNS = ("doc_id", "chunk_index", "char_start", "char_end", "token_star
 #: ``format``; ``shard`` (its number k) and ``name`` (``NNNNN``); ``inputs``: input items ``[start, end)``;
 #: ``inputs_digest``: running digest of the input items up to ``end``; ``rows``, ``dim``; ``files``:
 #: ``{file name: {"bytes", "sha256"}}`` of its .parquet and .npy; ``documents``: ``[{"doc_id", "chunks",
-#: "sha256", "source"[, "title"][, "converted_from", "converter"]}]``; ``skipped``: ``[{"doc_id", "reason", "source"}]``; ``stats``: ``{"content_tokens",
+#: "sha256", "source"[, "title"][, "converted_from", "converter"][, "front_matter_problem"]}]``; ``skipped``: ``[{"doc_id", "reason", "source"}]``; ``stats``: ``{"content_tokens",
 #: "tokens_encoded", "forward_calls", "seconds": {stage: s}}``.
 SHARD_KEYS = ("format", "shard", "name", "inputs", "inputs_digest", "rows", "dim", "files", "documents", "skipped",
               "stats")
