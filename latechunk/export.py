@@ -526,11 +526,22 @@ def _check_store_folder(path: Path, store: str) -> None:
         if _is_latechunk_output(above):
             raise ValueError(f"{store} path {path} is inside the latechunk output folder {above}; export into a "
                              "folder of its own, outside it")
-    for kind, evidence in _store_kinds(path):
+    kinds = _store_kinds(path)
+    for kind, evidence in kinds:
         if kind != store:
             what = kind if kind.startswith("a ") else f"a {kind} store"
             raise ValueError(f"{store} path {path} holds {what} ({evidence}); export into a folder of its own "
                              f"(a new or empty folder, or one that holds a {store} store)")
+    if not kinds and path.is_dir():  # files of the user's, not a store: the store's files would mix with them
+        try:
+            names = sorted(p.name for p in path.iterdir() if p.name != STORE_LOCK_FILE)
+        except OSError as err:
+            raise ValueError(f"cannot read the {store} folder {path}: {err.strerror or err}") from err
+        own = {"chroma": ("chroma.sqlite3",), "qdrant": ("meta.json",)}.get(store, ())  # a store just opened
+        if names and not any(n in own or (store == "lancedb" and n.endswith(".lance")) for n in names):
+            shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+            raise ValueError(f"{store} path {path} holds {shown} but no {store} store; export into a folder of "
+                             f"its own (a new or empty folder, or one that holds a {store} store)")
 
 
 #: the lock file in a store's folder that one export at a time holds (``fcntl.flock``; never removed)

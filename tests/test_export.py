@@ -351,6 +351,23 @@ def test_a_folder_of_another_store_or_an_output_folder_is_refused(raw_folder, tm
     assert export_folder(raw_folder, f"chroma:{tmp_path / 'empty'}").rows > 0
 
 
+def test_a_folder_of_other_files_is_refused(raw_folder, tmp_path):
+    """Fresh-user trial: an export into a folder of the user's own files (no store) was taken, and the store's
+    files were written among them, though the refusal messages promise "a new or empty folder, or one that
+    holds a ... store". Each store now refuses it, naming what is there, and writes nothing."""
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    for name in ("notes.txt", "b.csv", "c.md", "d.json"):
+        (mine / name).write_text("mine", encoding="utf-8")
+    for store in ("lancedb", "qdrant", "chroma"):
+        with pytest.raises(ValueError, match=rf"{store} path .*mine holds b.csv, c.md, d.json and 1 more but no "
+                                             rf"{store} store; export into a folder of its own"):
+            export_folder(raw_folder, f"{store}:{mine}")
+    assert sorted(p.name for p in mine.iterdir()) == ["b.csv", "c.md", "d.json", "notes.txt"]
+    res = runner.invoke(app, ["export", str(raw_folder), "--to", f"chroma:{mine}", "-q"])
+    assert res.exit_code == 2 and "but no chroma store" in " ".join(res.output.split()), res.output
+
+
 @pytest.mark.parametrize("target, message", [
     ("pinecone:/tmp/x", "unknown vector store 'pinecone'.*known: lancedb, qdrant, chroma"),
     ("lancedb", "not STORE:PATH"),
