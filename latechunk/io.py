@@ -11,7 +11,8 @@ Nothing is lost: every input either becomes a :class:`Document` or a :class:`Ski
 (empty, invalid UTF-8, binary, unreadable, bad JSON line, bad parquet row, duplicate id), and so does every file
 found under an input folder that is not read: an unsupported type (one suffix policy, :func:`unsupported_reason`,
 for files named as inputs and files found in folders), a symlink loop or broken symlink, a special file; a
-symlinked folder (never followed, so no loop is walked), a version-control folder, a latechunk output folder or an
+symlinked folder (never followed, so no loop is walked), a version-control folder, another hidden folder (a name
+starting with ``.``: ``.venv``, ``.cache``; read when named as an input itself), a latechunk output folder or an
 unreadable folder is one Skipped entry (its doc id ends in ``/``).
 
 Encodings: text and JSONL files are UTF-8 unless they start with a byte-order mark: a UTF-8, UTF-16 (LE/BE) or
@@ -90,7 +91,7 @@ SUPPORTED_SUFFIXES = TEXT_SUFFIXES + CODE_SUFFIXES + HTML_SUFFIXES + TABLE_SUFFI
 VCS_FOLDERS = frozenset({".git", ".hg", ".svn", ".bzr"})
 #: how the reason of an entry that is not read at all (by its type or kind, never opened) starts
 NOT_READ_REASONS = ("unsupported type", "symlinked folder not followed", "symlink loop", "broken symlink",
-                    "not a regular file", "version-control folder", "latechunk output folder")
+                    "not a regular file", "version-control folder", "hidden folder", "latechunk output folder")
 PARQUET_BATCH_ROWS = 256
 #: the fields (JSONL) or columns (tables) a record's id is read from, the first present one
 _ID_COLUMNS = ("id", "_id", "doc_id")
@@ -654,7 +655,7 @@ def is_not_read(reason: str) -> bool:
 
     Returns:
         True for an unsupported type, a symlinked folder, a symlink loop or broken symlink, a special file, a
-        version-control or latechunk output folder.
+        version-control, hidden or latechunk output folder.
     """
     return reason.startswith(NOT_READ_REASONS)
 
@@ -700,6 +701,8 @@ def _folder_reason(d: Path, name: str) -> str:
             return "symlinked folder not followed (name it as an input to read it)"
         if name in VCS_FOLDERS:
             return "version-control folder (not read)"
+        if name.startswith("."):  # .venv, .cache, .tox, .ipynb_checkpoints: tools' files, not the corpus
+            return "hidden folder (not read; name it as an input to read it)"
         if is_output_folder(d):
             return "latechunk output folder (not read as documents)"
     except OSError as err:  # e.g. a path longer than the file system takes (folders nested a thousand deep)

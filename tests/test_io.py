@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from latechunk.io import count_inputs, iter_inputs, read_text_file
+from latechunk.io import count_inputs, is_not_read, iter_inputs, read_text_file
 from latechunk.types import Document, Skipped
 
 TEXT = "Caf\u00e9 cr\u00e8me \u2014 \u65e5\u672c\u8a9e.\r\nThe river Nile flows north.\n\nSecond paragraph here.\n"
@@ -145,6 +145,28 @@ def test_symlinked_folders_and_symlink_loops_are_listed_not_dropped(tmp_path):
     assert reasons["broken.md"].startswith("broken symlink")
     assert reasons[".git/"].startswith("version-control folder")
     assert count_inputs([src]) == len(items) == 6
+
+
+def test_hidden_folders_are_listed_not_walked_unless_named(tmp_path):
+    """Fresh-user trial: `.venv/` and `.cache/` inside an input folder were read as the corpus (a repository's
+    virtualenv: thousands of .py files embedded). A hidden folder found inside an input folder is now one skipped
+    entry with its reason; named as an input itself it is read, and a hidden file of a supported type still is."""
+    src = tmp_path / "repo"
+    (src / ".venv" / "lib").mkdir(parents=True)
+    (src / ".venv" / "lib" / "site.py").write_text("import os\n", encoding="utf-8")
+    (src / ".cache").mkdir()
+    (src / ".cache" / "note.md").write_text("A cached page.", encoding="utf-8")
+    (src / "docs").mkdir()
+    (src / "docs" / "guide.md").write_text("The guide.", encoding="utf-8")
+    (src / ".notes.md").write_text("A hidden file.", encoding="utf-8")
+    items = list(iter_inputs([src]))
+    assert [i.doc_id for i in items if isinstance(i, Document)] == [".notes.md", "docs/guide.md"]
+    reasons = {i.doc_id: i.reason for i in items if isinstance(i, Skipped)}
+    assert set(reasons) == {".venv/", ".cache/"}
+    assert all(r.startswith("hidden folder (not read; name it as an input") and is_not_read(r) for r in reasons.values())
+    assert count_inputs([src]) == len(items) == 4
+    named = list(iter_inputs([src / ".cache"]))  # named itself: read
+    assert [i.doc_id for i in named if isinstance(i, Document)] == ["note.md"]
 
 
 def test_a_previous_output_folder_inside_the_corpus_is_listed_as_skipped(tmp_path):
