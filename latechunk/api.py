@@ -596,7 +596,7 @@ class Index:
         if expand is not None:
             from latechunk.contexts import parse_expand
 
-            parse_expand(expand)
+            parse_expand(expand, "expand=")
         if nprobe is not None:
             from latechunk.index import check_nprobe
 

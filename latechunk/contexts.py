@@ -43,12 +43,13 @@ _BLOCK = 256
 _COLUMNS = ("doc_id", "chunk_index", "char_start", "char_end", "heading_path", "text")
 
 
-def parse_expand(value: str) -> tuple[str, int]:
+def parse_expand(value: str, name: str = "--expand") -> tuple[str, int]:
     """An ``--expand`` value, checked.
 
     Args:
         value: ``"section"``, ``"document"`` or ``"neighbors:N"`` with N an integer >= 0 (``"neighbors"`` alone:
             N = 1).
+        name: How the caller's option is named in an error (``--expand``; ``expand=`` for Python callers).
 
     Returns:
         ``(kind, n)``: ``("section", 0)``, ``("document", 0)`` or ``("neighbors", N)``.
@@ -65,8 +66,8 @@ def parse_expand(value: str) -> tuple[str, int]:
             return kind, 1
         if arg.isdigit():
             return kind, int(arg)
-        raise ValueError(f"--expand {value!r}: N in neighbors:N must be an integer >= 0 (chunks on each side)")
-    raise ValueError(f"--expand {value!r} is not one of section, neighbors:N, document")
+        raise ValueError(f"{name} {value!r}: N in neighbors:N must be an integer >= 0 (chunks on each side)")
+    raise ValueError(f"{name} {value!r} is not one of section, neighbors:N, document")
 
 
 def _doc_rows(table, row: int, chunk_index: int, doc_id: str, upto: int | None) -> list[dict]:

@@ -165,6 +165,9 @@ def test_search_expand_through_the_cli_and_the_api(folder):
     assert sec[0].text.startswith("## Owls") and "Swifts" not in sec[0].text and sec[0].hits[0].section == "Birds > Owls"
     res = _run("search", folder, "owls", "--expand", "paragraph")
     assert res.exit_code != 0 and "not one of section, neighbors:N, document" in res.output
+    # a Python caller is told of its keyword argument, not of a CLI flag it never gave
+    with pytest.raises(ValueError, match=r"^expand= 'neighbors:-1': N in neighbors:N must be an integer >= 0"):
+        index.search("owls", expand="neighbors:-1")
 
 
 def _make_legacy(out) -> None:
