@@ -161,13 +161,21 @@ class AddResult:
     Attributes:
         added: Ids of the documents embedded, in input order.
         skipped: The documents not embedded, each with its reason (already in the index with the same id and
-            text sha256, a duplicate id, empty text, ...), in input order.
+            text sha256, a duplicate id, empty text, ...), in input order; its ``source`` is its position in the
+            list given to :meth:`Index.add` (``"documents[2]"``).
         chunks: Chunks (= vectors) added to the index.
     """
 
     added: tuple[str, ...] = ()
     skipped: tuple[Skipped, ...] = ()
     chunks: int = 0
+
+
+def _caller_position(source: str) -> str:
+    """A skipped record's source in ``DIR/appended/NNNNN.jsonl`` (``00001.jsonl:3``) as the caller's position
+    (``documents[2]``): the file is removed when the add embeds nothing."""
+    _, sep, line = source.rpartition(":")
+    return f"documents[{int(line) - 1}]" if sep and line.isdigit() and int(line) >= 1 else source
 
 
 def _as_document(item: DocumentLike, pos: int, auto_id) -> Document:
@@ -711,5 +719,6 @@ class Index:
                 jsonl.unlink(missing_ok=True)
             self._faiss, self._table, self.manifest = read_output(self.path)
         return AddResult(added=tuple(d["doc_id"] for d in result.documents),
-                         skipped=tuple(Skipped(s["doc_id"], s["reason"], s.get("source", "")) for s in result.skipped),
+                         skipped=tuple(Skipped(s["doc_id"], s["reason"], _caller_position(s.get("source", "")))
+                                       for s in result.skipped),
                          chunks=result.chunks)
