@@ -957,7 +957,7 @@ def export(
     out: Annotated[Path, typer.Argument(metavar="DIR", help="A folder written by `latechunk embed`.")],
     to: Annotated[str, typer.Option("--to", "-t", help="lancedb:PATH, qdrant:PATH or chroma:PATH (a local folder; "
                                     "the store's embedded/local client).")],
-    collection: Annotated[str, typer.Option("--collection", "-c", help="Table (LanceDB) or collection name.")] = "latechunk",
+    collection: Annotated[str, typer.Option("--collection", "-c", help="Table (LanceDB) or collection name, the same rule for every store (Chroma's, the strictest): 3-512 characters of letters, digits, '.', '_', '-', starting and ending with a letter or digit.")] = "latechunk",
     batch_size: Annotated[int, typer.Option("--batch-size", help="Rows read and written per batch.")] = 1024,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace a collection of that name that already holds rows.")] = False,
     hnsw_ef: Annotated[Optional[int], typer.Option("--hnsw-ef", min=1, help="Chroma only: HNSW ef_search, candidates per query (default: the row count, clamped to 128-1024).")] = None,

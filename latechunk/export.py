@@ -469,7 +469,8 @@ def export_folder(folder: str | os.PathLike, target: str, *, collection: str = D
     store, path = parse_target(target)
     if not isinstance(collection, str) or not _COLLECTION_NAME.fullmatch(collection):
         raise ValueError(f"collection name {collection!r} is not 3-512 characters of letters, digits, '.', '_' and "
-                         "'-' starting and ending with a letter or digit")
+                         "'-' starting and ending with a letter or digit (one rule for every store: Chroma's, the "
+                         "strictest)")
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size (--batch-size) must be an integer >= 1, got {batch_size!r}")
     if hnsw is not None and store != "chroma":

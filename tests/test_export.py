@@ -396,6 +396,11 @@ def test_incomplete_folder_fails_before_the_store_is_touched(raw_folder, tmp_pat
 def test_bad_collection_batch_size_and_hnsw(raw_folder, tmp_path):
     with pytest.raises(ValueError, match="collection name 'a b'"):
         export_folder(raw_folder, f"qdrant:{tmp_path}", collection="a b")
+    # LanceDB and Qdrant take Chroma's rule too: the error and --help say so (a user took "ab" for a LanceDB bug)
+    with pytest.raises(ValueError, match="collection name 'ab' .*one rule for every store: Chroma's"):
+        export_folder(raw_folder, f"lancedb:{tmp_path / 'l'}", collection="ab")
+    helptext = " ".join(runner.invoke(app, ["export", "--help"], terminal_width=200).output.split())
+    assert "the same rule for every store" in helptext and "3-512 characters" in helptext, helptext
     with pytest.raises(ValueError, match="hnsw settings are for chroma's index only, not qdrant"):
         export_folder(raw_folder, f"qdrant:{tmp_path}", hnsw={"max_neighbors": 32})
     res = runner.invoke(app, ["export", str(raw_folder), "--to", f"qdrant:{tmp_path}", "--batch-size", "0"])
