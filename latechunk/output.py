@@ -511,8 +511,9 @@ class OutputFolder:
     def finish_commit(self, after_first: Callable[[], None] | None = None) -> bool:
         """Complete an assembly's commit that was interrupted (a kill between :meth:`begin_commit`'s renames).
 
-        Readers (:func:`read_output`, :meth:`read_manifest`, ``latechunk verify``) and writers (``--append``,
-        ``--resume``) call it first; it costs one ``stat`` when there is nothing to finish. Two processes may
+        Readers (:func:`read_output`, :meth:`read_manifest`, ``latechunk verify``, ``export``) and ``--append``
+        (through :meth:`read_manifest`) call it first; ``--resume`` and ``--force`` remove the journal with the
+        files they rebuild. It costs one ``stat`` when there is nothing to finish. Two processes may
         finish the same commit at once: a rename already done is skipped.
 
         Args:
