@@ -194,6 +194,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
     ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds (default 3; medians reported)")
     ap.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
     ap.add_argument("--onnx", action="store_true", help="also run latechunk late on the onnx and onnx-int8 backends")
+    ap.add_argument("--compile", action="store_true",
+                    help="also run latechunk late with the model under torch.compile (inductor, static shapes); its "
+                         "compile time, paid once in a warm-up pass, is reported beside the table, not in it")
     ap.add_argument("--skip", nargs="*", default=[], help="system names to leave out (e.g. chonkie 'latechunk late x5')")
     ap.add_argument("--out", type=Path, default=REPO / "eval" / "results" / "peers.md", help="markdown table to write")
     ap.add_argument("--note", default="", help="a line written under the table (e.g. how loaded the machine was)")
@@ -242,6 +245,18 @@ def main(argv: Sequence[str] | None = None) -> dict:
     if args.onnx:
         for backend in ("onnx", "onnx-int8"):
             encoders[backend] = Encoder(args.model, device="cpu", backend=backend, batch_tokens=enc.batch_tokens)
+
+    compile_s = None
+    if args.compile:  # the one forward faster than torch's eager one left to try on the CPU (issue 15)
+        import dataclasses
+
+        ec = Encoder(args.model, device=args.device, batch_tokens=enc.batch_tokens)
+        ec.loaded = dataclasses.replace(ec.loaded, model=torch.compile(ec.model, dynamic=False))
+        encoders["compiled"] = ec
+        t_c = time.perf_counter()
+        embed(docs, ec, PipelineConfig((args.strategy,), modes=("late",), macro_window=mw.size,
+                                       macro_window_overlap=mw.overlap))  # compiles every batch shape once
+        compile_s = time.perf_counter() - t_c
 
     def late(specs, backend="torch", modes=("late",)):
         e = encoders[backend]
@@ -306,6 +321,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
         systems["latechunk late onnx"] = late([args.strategy], "onnx")
         systems["latechunk late onnx-int8"] = late([args.strategy], "onnx-int8")
         dtypes |= {"latechunk late onnx": "float32 (ORT)", "latechunk late onnx-int8": "int8 (ORT dynamic)"}
+    if args.compile:
+        systems["latechunk late compiled"] = late([args.strategy], "compiled")
+        dtypes["latechunk late compiled"] = f"{lc_dtype} (torch.compile)"
     systems = {k: v for k, v in systems.items() if k not in args.skip}
     dtypes = {k: v for k, v in dtypes.items() if k in systems}
     times: dict[str, list[float]] = {k: [] for k in systems}
@@ -360,6 +378,11 @@ def main(argv: Sequence[str] | None = None) -> dict:
                  f"{corpus_tokens:,} tokens (raw forward: {raw_tokens:,}; frames of extra windows and a last window "
                  f"pushed back to be full); attention implementation {attn}")
     target_lines = targets(med, raw_key, lc_dtype)
+    if compile_s is not None and "latechunk late compiled" in med:
+        target_lines.append(f"torch.compile: warm-up pass (compiling each batch shape) {compile_s:.1f} s, then "
+                            f"{med['latechunk late'] / med['latechunk late compiled']:.2f}x latechunk late (eager), "
+                            + (f"{med[CHONKIE] / med['latechunk late compiled']:.2f}x chonkie" if CHONKIE in med
+                               else "chonkie not run"))
     report = "\n".join([f"machine: {machine}", f"versions: {versions}", f"setup: {setup}", dtype_line, pad_line,
                         work_line, "", table, "", legend, "", *target_lines])
     print(report)

@@ -98,3 +98,13 @@ def test_targets_are_judged_plainly():
     assert lines[3].startswith("latechunk late vs the raw forward (bfloat16) (speed): 1.00x")
     assert lines[4].endswith("(speed, same dtype, no target: the part that is not the dtype): 0.50x")
     assert lines[5].endswith("run once per strategy (speed, no target): 2.38x")
+
+
+@pytest.mark.slow  # inductor compiles the tiny BERT's few batch shapes: ~30 s on 2 cores; the default run has the dry run
+def test_compile_adds_a_compiled_row_and_its_warm_up_time(tmp_path):
+    res, text = _dry_run(tmp_path, "--compile", "--skip", "latechunk late x5", "latechunk naive",
+                         "st naive (same spans)")
+    assert "| latechunk late compiled | float32 (torch.compile) |" in text
+    assert res["median_s"]["latechunk late compiled"] > 0
+    line = next(t for t in res["targets"] if t.startswith("torch.compile: warm-up pass"))
+    assert "x latechunk late (eager)" in line and "x chonkie" in line
