@@ -76,6 +76,7 @@ __all__ = [
     "naive_texts",
     "naive_vectors",
     "presegment_for",
+    "unreadable_reason",
 ]
 
 log = logging.getLogger("latechunk")
@@ -741,17 +742,32 @@ def _tokenize_batch(encoder: Encoder, batch: list[_Entry], max_tokens: int | Non
         doc_id = e.item.doc_id
         if isinstance(tok, Exception):  # text that is not valid Unicode says so (the tokenizer's TypeError does not)
             e.skip = Skipped(doc_id, surrogate_reason(e.item.text) or f"tokenizer failed: {type(tok).__name__}: {tok}")
-        elif tok.n_content == 0:
-            e.skip = Skipped(doc_id, "empty or whitespace-only (no tokens)")
-        elif unk is not None and bool(np.all(tok.input_ids[~tok.special_tokens_mask] == unk)):
-            # a vector of nothing but [UNK] is the same for every such document: nothing of the text is in it
-            e.skip = Skipped(doc_id, f"nothing the model can read: all {tok.n_content} content token(s) are the "
-                                     "tokenizer's unknown token (a word over its length limit, or characters "
-                                     "outside its vocabulary)")
+        elif unreadable_reason(tok, unk):
+            e.skip = Skipped(doc_id, unreadable_reason(tok, unk))
         elif max_tokens is not None and len(tok) > max_tokens:
             e.skip = Skipped(doc_id, f"{len(tok)} tokens > macro window {max_tokens} and macro windows are off (--long-documents skip)")
         else:
             e.tok = tok
+
+
+def unreadable_reason(tok: Tokenization, unk_token_id: int | None) -> str:
+    """Why a tokenized document holds nothing to embed (``embed`` and ``chunk`` skip it with this reason), or ``""``.
+
+    Args:
+        tok: The document's tokenization.
+        unk_token_id: The tokenizer's unknown-token id (None: the tokenizer has none).
+
+    Returns:
+        ``"empty or whitespace-only (no tokens)"`` for no content token; ``"nothing the model can read: ..."`` when
+        every content token is the unknown token (a vector of nothing but [UNK] is the same for every such
+        document: nothing of the text is in it); else ``""``.
+    """
+    if tok.n_content == 0:
+        return "empty or whitespace-only (no tokens)"
+    if unk_token_id is not None and bool(np.all(tok.input_ids[~tok.special_tokens_mask] == unk_token_id)):
+        return (f"nothing the model can read: all {tok.n_content} content token(s) are the tokenizer's unknown "
+                "token (a word over its length limit, or characters outside its vocabulary)")
+    return ""
 
 
 def _split_failed(doc: Document, err: Exception) -> Skipped:
@@ -1283,7 +1299,8 @@ def chunk_documents(
 
     Yields:
         ``(doc, boundaries, "")`` per chunked document, or ``(doc, None, reason)`` for a skipped one (no content
-        tokens, or the tokenizer or strategy failed on it).
+        tokens or nothing but the unknown token, :func:`unreadable_reason`, as ``embed`` skips; or the tokenizer or
+        strategy failed on it).
 
     Raises:
         ValueError: on an unknown strategy spec, or ``semantic`` without ``sentence_vectors`` (at the first
@@ -1293,11 +1310,13 @@ def chunk_documents(
     if strat.needs_sentence_vectors and sentence_vectors is None:
         raise ValueError(f"strategy {strat.name!r} needs sentence vectors: run it through embed() or pass a model")
     seg = segmenter if segmenter is not None else SentenceSegmenter()
+    unk = getattr(tokenizer, "unk_token_id", None)
     for doc in documents:
         try:
             tok = tokenizer(doc)
-            if tok.n_content == 0:
-                yield doc, None, "empty or whitespace-only (no tokens)"
+            reason = unreadable_reason(tok, unk)
+            if reason:  # the documents embed skips, skipped here too: chunk's rows are embed's chunk table
+                yield doc, None, reason
                 continue
             yield doc, strat.split(doc, tok, sentence_vectors, sentences=seg), ""
         except Exception as err:  # noqa: BLE001

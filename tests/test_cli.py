@@ -694,3 +694,10 @@ def test_a_document_of_nothing_but_unknown_tokens_is_skipped_not_embedded(tmp_pa
     assert [d["doc_id"] for d in manifest["documents"]] == ["ok.md"]  # some [UNK] among real words: embedded
     (skip,) = manifest["skipped"]
     assert skip["doc_id"] == "blob.txt" and "nothing the model can read" in skip["reason"]
+    # chunk skips it too, with embed's reason: its JSONL rows are embed's chunk table (fresh-user trial: chunk
+    # wrote the [UNK] chunk and said "0 skipped")
+    rows_out = tmp_path / "c.jsonl"
+    res = _run("chunk", src, "--strategy", "fixed:size=32", "--out", rows_out)
+    assert res.exit_code == 0 and "skipped blob.txt: nothing the model can read" in res.output, res.output
+    rows = [json.loads(x) for x in rows_out.read_text(encoding="utf-8").splitlines()]
+    assert {r["doc_id"] for r in rows} == {"ok.md"} and "(1 skipped)" in res.output
