@@ -345,6 +345,15 @@ def search_records(table, D: np.ndarray, I: np.ndarray) -> list[dict]:
             for rank, ((score, i), row) in enumerate(zip(hits, rows), 1)]
 
 
+def _identity(path: Path) -> list[int] | None:
+    """A file's identity for the commit journal: ``[inode, size, mtime_ns]``, None when it does not exist."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return [st.st_ino, st.st_size, st.st_mtime_ns]
+
+
 def fsync_dir(path: Path) -> None:
     """Flush a folder's entries to disk (best effort: some file systems refuse; errors are ignored).
 
@@ -499,9 +508,13 @@ class OutputFolder:
         bad = [n for n in (*rename, *remove) if n not in COMMIT_ORDER]
         if bad:
             raise ValueError(f"commit of {bad}: only {COMMIT_ORDER} are committed together")
+        # each file by its identity (inode, size, mtime): a reader that finishes this journal late, after a
+        # newer assembly has begun writing temp files of the same names, touches none of them
+        journal = {"rename": {n: _identity(self.path / (n + ".tmp")) for n in rename},
+                   "remove": {n: _identity(self.path / n) for n in remove if (self.path / n).exists()}}
         tmp = self.path / (COMMIT_FILE + ".tmp")
         with open(tmp, "wb") as fh:
-            fh.write(_json_bytes({"rename": list(rename), "remove": list(remove)}, 1))
+            fh.write(_json_bytes(journal, 1))
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, self.commit_path)
@@ -514,7 +527,9 @@ class OutputFolder:
         Readers (:func:`read_output`, :meth:`read_manifest`, ``latechunk verify``, ``export``) and ``--append``
         (through :meth:`read_manifest`) call it first; ``--resume`` and ``--force`` remove the journal with the
         files they rebuild. It costs one ``stat`` when there is nothing to finish. Two processes may
-        finish the same commit at once: a rename already done is skipped.
+        finish the same commit at once: a rename already done is skipped, and a file is renamed or removed only
+        while it is the one the journal names (inode, size, mtime), so a reader that finishes a journal late
+        never moves a newer assembly's temp files.
 
         Args:
             after_first: Called after the first rename (a fault-injection point of :meth:`begin_commit`).
@@ -527,11 +542,12 @@ class OutputFolder:
             ValueError: if the journal is unreadable, or the folder cannot be written (a read-only copy of a
                 folder whose commit was interrupted: the message says to open it writable once).
         """
-        if not self.commit_path.is_file():
-            return False
         try:
+            journal_id = _identity(self.commit_path)
             journal = json.loads(self.commit_path.read_text(encoding="utf-8"))
-            rename, remove = list(journal["rename"]), list(journal["remove"])
+            rename, remove = dict(journal["rename"]), dict(journal["remove"])
+        except FileNotFoundError:  # none, or finished by another process meanwhile
+            return False
         except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as err:
             raise ValueError(f"{self.commit_path} (the commit journal of an interrupted assembly) is unreadable "
                              f"({err}); run `latechunk verify {self.path}`") from err
@@ -539,17 +555,18 @@ class OutputFolder:
             for name in COMMIT_ORDER:  # the order of begin_commit's renames; a file already renamed is skipped
                 final = self.path / name
                 if name in rename:
-                    with contextlib.suppress(FileNotFoundError):
-                        os.replace(final.with_name(name + ".tmp"), final)
+                    tmp = final.with_name(name + ".tmp")
+                    if _identity(tmp) == list(rename[name]):  # this journal's file, not a newer assembly's
+                        os.replace(tmp, final)
                     if after_first is not None:
                         after_first()
                         after_first = None
-                elif name in remove:
-                    with contextlib.suppress(FileNotFoundError):
-                        final.unlink()
+                elif name in remove and _identity(final) == list(remove[name]):
+                    final.unlink()
             fsync_dir(self.path)
-            with contextlib.suppress(FileNotFoundError):
-                self.commit_path.unlink()
+            if _identity(self.commit_path) == journal_id:  # not a newer assembly's journal of the same name
+                with contextlib.suppress(FileNotFoundError):
+                    self.commit_path.unlink()
             fsync_dir(self.path)
         except OSError as err:
             raise ValueError(f"{self.path}: an assembly was killed while committing its files ({COMMIT_FILE} is "

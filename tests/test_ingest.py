@@ -475,13 +475,14 @@ def test_a_commit_interrupted_in_a_read_only_folder_says_how_to_finish_it(refere
     fails): a clear error naming what to do, not a traceback; opened writable, the commit is finished."""
     import shutil
 
-    from latechunk.output import OutputFolder, read_output
+    from latechunk.output import OutputFolder, _identity, read_output
 
     out = tmp_path / "out"
     shutil.copytree(reference, out)
     folder = OutputFolder(out)
     shutil.copy(out / "index.faiss", out / "index.faiss.tmp")
-    (out / "commit.json").write_text(json.dumps({"rename": ["index.faiss"], "remove": []}), encoding="utf-8")
+    journal = {"rename": {"index.faiss": _identity(out / "index.faiss.tmp")}, "remove": {}}
+    (out / "commit.json").write_text(json.dumps(journal), encoding="utf-8")
 
     def refuse(src, dst):
         raise PermissionError(30, "Read-only file system", str(src))
@@ -498,3 +499,28 @@ def test_a_commit_interrupted_in_a_read_only_folder_says_how_to_finish_it(refere
         folder.read_manifest()
     with pytest.raises(ValueError, match="only"):
         folder.begin_commit(["run.json"])
+
+
+def test_a_journal_finished_late_never_moves_a_newer_assemblys_temp_files(reference, tmp_path):
+    """Fresh-user trial (a race read from the code): a reader that reads an old journal, stalls, and finishes it
+    after a newer assembly has begun writing ``index.faiss.tmp`` would rename that half-written file into place.
+    The journal names each file by its identity (inode, size, mtime): a temp file of the same name that is not
+    the journal's, or an ``index.ivfdata`` the journal did not see, is left alone."""
+    import shutil
+
+    from latechunk.output import OutputFolder, _identity
+
+    out = tmp_path / "out"
+    shutil.copytree(reference, out)
+    folder = OutputFolder(out)
+    index_before = (out / "index.faiss").read_bytes()
+    shutil.copy(out / "index.faiss", out / "index.faiss.tmp")
+    stale = {"rename": {"index.faiss": _identity(out / "index.faiss.tmp")}, "remove": {"index.ivfdata": [1, 2, 3]}}
+    (out / "index.faiss.tmp").unlink()  # the old journal's file is gone (renamed long ago) ...
+    (out / "index.faiss.tmp").write_bytes(b"half of a newer assembly's index")  # ... a newer one writes its own
+    (out / "index.ivfdata").write_bytes(b"a newer IVF index's lists")
+    (out / "commit.json").write_text(json.dumps(stale), encoding="utf-8")
+    assert folder.finish_commit()
+    assert (out / "index.faiss").read_bytes() == index_before  # not replaced by the newer temp file
+    assert (out / "index.faiss.tmp").read_bytes() == b"half of a newer assembly's index"
+    assert (out / "index.ivfdata").exists() and not (out / "commit.json").exists()
