@@ -10,9 +10,11 @@ import dataclasses
 import json
 import logging
 import os
+import re
 import shlex
 import shutil
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -238,6 +240,7 @@ def embed(
         )
     except ValueError as err:
         _fail(str(err))
+    _check_hnsw_options(given, config.index, str(index))
     _check_engine(engine, ray_address, ray_actors, world_size=world_size, append=append, dedup=dedup,
                   sentence_workers=sentence_workers)
     if append:  # the folder's settings, as far as the options tell them, before the model loads
@@ -511,30 +514,46 @@ def _append(config, encoder, quiet: bool) -> None:
         res = append(config, encoder, progress=not quiet)
     except ValueError as err:
         _fail(str(err))
-    if not res.added:  # nothing embedded: the folder is as it was
-        _print_skipped(res.skipped, "the messages above")
+    if not res.added:  # nothing embedded: the folder is as it was, and records none of the skipped items
+        _print_skipped(res.skipped, None)
         _fail(f"nothing appended to {config.out}: none of the {len(res.skipped)} input item(s) was embedded "
               "(the reasons are above); the folder is unchanged", code=1)
     c = res.manifest["counts"]
     typer.echo(f"appended {_documents_line(len(res.documents), len(res.documents) + len(res.skipped), res.skipped)} -> {res.chunks} "
                f"chunks into {config.out} (now {c['chunks']} chunks from {c['documents_embedded']} documents)")
     _print_skipped(res.skipped, config.out / "manifest.json")
-    _print_ingest_notes(res.manifest, config.out / "manifest.json")
+    # this append's documents only: the earlier ones' notes were printed when they were embedded
+    _print_ingest_notes(res.manifest, config.out / "manifest.json", only={d["doc_id"] for d in res.documents})
 
 
-def _print_ingest_notes(manifest: dict, where: Path) -> None:
+def _check_hnsw_options(given: dict, index_config, index_option: str) -> None:
+    """Refuse HNSW options given for an index they do not set (they were ignored: `--ef-search 64` with the flat
+    default was recorded nowhere): ``--ef-construction``/``--ef-search`` need an HNSW index, ``--hnsw-m`` the
+    alias ``--index hnsw`` (``HNSW16`` names its own M)."""
+    beams = [f"--{k.replace('_', '-')}" for k in ("ef_construction", "ef_search") if given.get(k) is not None]
+    if beams and not index_config.is_hnsw:
+        _fail(f"{' and '.join(beams)} set an HNSW index, but the index is {index_config.factory}; give --index hnsw "
+              "(or HNSW{M}) with them, or leave them out")
+    if given.get("hnsw_m") is not None and index_option.strip().lower() != "hnsw":
+        _fail(f"--hnsw-m sets M of --index hnsw, but the index is {index_config.factory}"
+              + (" (its M is in the string)" if index_config.is_hnsw else "")
+              + "; give --index hnsw with it, or leave it out")
+
+
+def _print_ingest_notes(manifest: dict, where: Path, only: set[str] | None = None) -> None:
     """On stderr, plain text: each parse alarm of the manifest, the documents with text read as the unknown token
-    and those whose front matter was ignored (at most :data:`_MAX_SKIPPED_SHOWN` each, then a count), and how
-    many chunks ``--dedup`` dropped."""
+    and those whose front matter was ignored (at most :data:`_MAX_SKIPPED_SHOWN` each, then a count; of the
+    documents in ``only`` when given: an append's own), and how many chunks ``--dedup`` dropped."""
     for a in manifest.get("alarms", []):
         typer.echo(visible(a["message"]), err=True)
-    unknown = manifest.get("unknown_tokens", [])
+    unknown = [u for u in manifest.get("unknown_tokens", []) if only is None or u["doc_id"] in only]
     for u in unknown[:_MAX_SKIPPED_SHOWN]:
         typer.echo(visible(u["message"]), err=True)
     if len(unknown) > _MAX_SKIPPED_SHOWN:
         typer.echo(f"unknown tokens: ... and {len(unknown) - _MAX_SKIPPED_SHOWN} more document(s) (all in {where})",
                    err=True)
-    odd = [d for d in manifest.get("documents", []) if d.get("front_matter_problem")]
+    odd = [d for d in manifest.get("documents", [])
+           if d.get("front_matter_problem") and (only is None or d["doc_id"] in only)]
     for doc in odd[:_MAX_SKIPPED_SHOWN]:
         typer.echo(visible(f"note: {doc['doc_id']}: {doc['front_matter_problem']}"), err=True)
     if len(odd) > _MAX_SKIPPED_SHOWN:
@@ -564,13 +583,20 @@ def _documents_line(embedded: int, items: int, skipped: list[dict]) -> str:
     return line
 
 
-def _print_skipped(skipped: list[dict], where: Path | str) -> None:
-    """Print each skipped item (doc id: reason) on stderr, at most :data:`_MAX_SKIPPED_SHOWN`, then a count."""
+def _print_skipped(skipped: list[dict], where: Path | str | None) -> None:
+    """Print each skipped item (doc id: reason) on stderr, at most :data:`_MAX_SKIPPED_SHOWN`, then a count: where
+    they are all listed or, with ``where=None`` (nothing records them: an append that embedded nothing), the
+    rest's reasons counted."""
     for s in skipped[:_MAX_SKIPPED_SHOWN]:
         typer.secho(f"skipped {visible(str(s['doc_id']))}: {s['reason']}", fg=typer.colors.YELLOW, err=True)
-    if len(skipped) > _MAX_SKIPPED_SHOWN:
-        typer.secho(f"... and {len(skipped) - _MAX_SKIPPED_SHOWN} more skipped items (all listed in {where})",
-                    fg=typer.colors.YELLOW, err=True)
+    rest = skipped[_MAX_SKIPPED_SHOWN:]
+    if rest and where is not None:
+        typer.secho(f"... and {len(rest)} more skipped items (all listed in {where})", fg=typer.colors.YELLOW,
+                    err=True)
+    elif rest:
+        kinds = Counter(re.split(r"[:(']", str(s["reason"]), maxsplit=1)[0].strip() for s in rest)
+        typer.secho(f"... and {len(rest)} more skipped items: "
+                    + "; ".join(f"{n} {kind}" for kind, n in kinds.most_common()), fg=typer.colors.YELLOW, err=True)
 
 
 @app.command()
@@ -585,8 +611,10 @@ def verify(
     """
     from latechunk.verify import verify_output
 
+    if not out.exists():  # as search and Index.load say it
+        _fail(f"{out} does not exist (give an output folder of `latechunk embed`)")
     if not out.is_dir():
-        _fail(f"{out} is not a folder")
+        _fail(f"{out} is not a folder (give an output folder of `latechunk embed`)")
     try:
         problems, summary = verify_output(out, inputs=inputs, check_sources=not no_sources)
     except ValueError as err:

@@ -590,6 +590,32 @@ def test_text_read_as_the_unknown_token_is_listed_and_printed(tmp_path):
     assert records["plain.md"]["unknown_chars"] == 0 and records["blob.md"]["chunks"] >= 1
     assert "unknown tokens: blob.md: 150 character(s)" in res.output
     assert _run("verify", out).exit_code == 0
+    # an append says only its own documents' notes (fresh-user trial: each append re-printed blob.md's, and the
+    # list grew with the folder); its own document with unknown text is said
+    new = tmp_path / "new"
+    new.mkdir()
+    (new / "more.md").write_text(f"Egrets stand still. The code is {'Z' * 120} here.\n", encoding="utf-8")
+    res = CliRunner().invoke(app, ["embed", str(new), "--out", str(out), "--append", "-q"])
+    assert res.exit_code == 0, res.output
+    assert "unknown tokens: more.md: 120 character(s)" in res.output and "blob.md" not in res.output, res.output
+
+
+def test_hnsw_options_for_an_index_they_do_not_set_are_refused(tmp_path):
+    """Fresh-user trial: `--ef-search 64` with the flat default was accepted and recorded nowhere (run.json:
+    Flat). Each HNSW option given for an index it does not set is refused before any work, naming it."""
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "a.md").write_text("Herons wait by the reeds.\n", encoding="utf-8")
+    for extra, words in ((["--ef-search", "64"], "--ef-search set an HNSW index, but the index is Flat"),
+                         (["--index", "flat", "--ef-construction", "80", "--ef-search", "64"],
+                          "--ef-construction and --ef-search set an HNSW index"),
+                         (["--index", "HNSW16", "--hnsw-m", "8"], ("--hnsw-m sets M of --index hnsw, but the index "
+                                                                  "is HNSW16 (its M is in the string)")),
+                         (["--hnsw-m", "8"], "--hnsw-m sets M of --index hnsw, but the index is Flat")):
+        out = tmp_path / "o"
+        res = _run("embed", src, "--out", out, "--device", "cpu", "-q", *extra)
+        assert res.exit_code == 2 and words in " ".join(res.output.split()), (extra, res.output)
+        assert not out.exists()
 
 
 def test_a_file_name_that_is_not_utf8_is_skipped_by_name_and_the_rest_embedded(tmp_path):
@@ -701,3 +727,19 @@ def test_a_document_of_nothing_but_unknown_tokens_is_skipped_not_embedded(tmp_pa
     assert res.exit_code == 0 and "skipped blob.txt: nothing the model can read" in res.output, res.output
     rows = [json.loads(x) for x in rows_out.read_text(encoding="utf-8").splitlines()]
     assert {r["doc_id"] for r in rows} == {"ok.md"} and "(1 skipped)" in res.output
+
+
+def test_an_append_that_adds_nothing_counts_the_reasons_it_cannot_point_to(tmp_path):
+    """Fresh-user trial: re-running a finished append printed 50 skipped lines, then "... and 70 more skipped
+    items (all listed in the messages above)": they were listed nowhere (the folder is unchanged, its manifest
+    records none of them). The rest are now counted by reason."""
+    rows = tmp_path / "notes.jsonl"
+    rows.write_text("".join(json.dumps({"id": f"n{i}", "text": f"Note {i} on herons and reeds."}) + "\n"
+                            for i in range(60)), encoding="utf-8")
+    out = tmp_path / "o"
+    assert _run("embed", rows, "--out", out, "--device", "cpu", "-q").exit_code == 0
+    res = _run("embed", rows, "--out", out, "--append", "-q")
+    text = " ".join(res.output.split())
+    assert res.exit_code == 1 and "nothing appended" in text, res.output
+    assert "... and 10 more skipped items: 10 already in the index" in text, res.output
+    assert "listed in the messages above" not in text
