@@ -178,6 +178,13 @@ def _caller_position(source: str) -> str:
     return f"documents[{int(line) - 1}]" if sep and line.isdigit() and int(line) >= 1 else source
 
 
+def _caller_positions(reason: str, jsonl_name: str) -> str:
+    """``reason`` with each place in this add's document file (``00001.jsonl:7``) as the caller's position."""
+    import re
+
+    return re.sub(rf"(?<![\w.]){re.escape(jsonl_name)}:(\d+)", lambda m: f"documents[{int(m.group(1)) - 1}]", reason)
+
+
 def _as_document(item: DocumentLike, pos: int, auto_id) -> Document:
     """One input item as a Document; ``auto_id(pos, text)`` names a plain string."""
     if isinstance(item, Document):
@@ -719,6 +726,6 @@ class Index:
                 jsonl.unlink(missing_ok=True)
             self._faiss, self._table, self.manifest = read_output(self.path)
         return AddResult(added=tuple(d["doc_id"] for d in result.documents),
-                         skipped=tuple(Skipped(s["doc_id"], s["reason"], _caller_position(s.get("source", "")))
-                                       for s in result.skipped),
+                         skipped=tuple(Skipped(s["doc_id"], _caller_positions(s["reason"], jsonl.name),
+                                               _caller_position(s.get("source", ""))) for s in result.skipped),
                          chunks=result.chunks)

@@ -532,7 +532,8 @@ def _check_hnsw_options(given: dict, index_config, index_option: str) -> None:
     alias ``--index hnsw`` (``HNSW16`` names its own M)."""
     beams = [f"--{k.replace('_', '-')}" for k in ("ef_construction", "ef_search") if given.get(k) is not None]
     if beams and not index_config.is_hnsw:
-        _fail(f"{' and '.join(beams)} set an HNSW index, but the index is {index_config.factory}; give --index hnsw "
+        _fail(f"{' and '.join(beams)} {'set' if len(beams) > 1 else 'sets'} an HNSW index, but the index is "
+              f"{index_config.factory}; give --index hnsw "
               "(or HNSW{M}) with them, or leave them out")
     if given.get("hnsw_m") is not None and index_option.strip().lower() != "hnsw":
         _fail(f"--hnsw-m sets M of --index hnsw, but the index is {index_config.factory}"
@@ -818,6 +819,8 @@ def chunk(
 
         def emit(doc, b) -> None:
             nonlocal n_chunks, n_docs
+            if doc.metadata.get("front_matter_problem"):  # as embed says it (the document is still chunked)
+                typer.echo(visible(f"note: {doc.doc_id}: {doc.metadata['front_matter_problem']}"), err=True)
             for row in chunk_rows(doc, b, strat.spec):
                 fh.write(json.dumps(row, ensure_ascii=False) + "\n")
             n_docs += 1

@@ -464,7 +464,9 @@ def _nested_input(inputs: tuple[Path, ...]) -> str:
             if a == b and i < j:
                 return (f"input {inputs[j]} is the input {inputs[i]} given again: its documents would be read twice; "
                         "give it once")
-            if a != b and a.is_dir() and b.is_relative_to(a):
+            # a folder inside a hidden one (.venv, .cache) is never walked by the reader of a: named, it is read once
+            if (a != b and a.is_dir() and b.is_relative_to(a)
+                    and not any(part.startswith(".") for part in b.relative_to(a).parts)):
                 return (f"input {inputs[j]} is inside the input folder {inputs[i]}: its documents would be read twice "
                         f"(under two ids, one relative to each); give {inputs[i]} alone")
     return ""

@@ -335,10 +335,18 @@ def search_records(table, D: np.ndarray, I: np.ndarray) -> list[dict]:
         One dict per hit: ``rank`` (1-based), ``score`` (float), ``vector_id`` (int: the row), then
         :data:`RECORD_COLUMNS` (a table without :data:`SOURCE_COLUMNS`, from an older folder, gives them as
         None); an empty list when there is no hit (an index with 0 vectors).
+
+    Raises:
+        ValueError: if an id is not a row of ``table`` (index files and chunk table of different assemblies).
     """
     import pyarrow as pa
 
     hits = [(score, int(i)) for score, i in zip(np.asarray(D).tolist(), np.asarray(I).tolist()) if i >= 0]
+    beyond = [i for _, i in hits if i >= table.num_rows]
+    if beyond:  # an index whose lists hold ids the table lacks (an IVF index.ivfdata of another assembly)
+        raise ValueError(f"the index returned vector id {beyond[0]}, but chunks.parquet has {table.num_rows} rows: "
+                         "the index files and the chunk table are of different assemblies; run `latechunk verify` "
+                         "on the folder (an append run again rebuilds them)")
     # typed: an untyped empty list is a null array, which take() has no kernel for (an index with 0 vectors)
     rows = table.take(pa.array([i for _, i in hits], type=pa.int64())).to_pylist()
     return [{"rank": rank, "score": float(score), "vector_id": i, **{c: row.get(c) for c in RECORD_COLUMNS}}
@@ -346,12 +354,13 @@ def search_records(table, D: np.ndarray, I: np.ndarray) -> list[dict]:
 
 
 def _identity(path: Path) -> list[int] | None:
-    """A file's identity for the commit journal: ``[inode, size, mtime_ns]``, None when it does not exist."""
+    """A file's identity for the commit journal: ``[size, mtime_ns]`` (kept by a copy that keeps times, unlike
+    the inode), None when it does not exist."""
     try:
         st = os.stat(path)
     except FileNotFoundError:
         return None
-    return [st.st_ino, st.st_size, st.st_mtime_ns]
+    return [st.st_size, st.st_mtime_ns]
 
 
 def fsync_dir(path: Path) -> None:
@@ -508,7 +517,7 @@ class OutputFolder:
         bad = [n for n in (*rename, *remove) if n not in COMMIT_ORDER]
         if bad:
             raise ValueError(f"commit of {bad}: only {COMMIT_ORDER} are committed together")
-        # each file by its identity (inode, size, mtime): a reader that finishes this journal late, after a
+        # each file by its identity (size, mtime): a reader that finishes this journal late, after a
         # newer assembly has begun writing temp files of the same names, touches none of them
         journal = {"rename": {n: _identity(self.path / (n + ".tmp")) for n in rename},
                    "remove": {n: _identity(self.path / n) for n in remove if (self.path / n).exists()}}
@@ -521,26 +530,30 @@ class OutputFolder:
         fsync_dir(self.path)
         self.finish_commit(after_first)
 
-    def finish_commit(self, after_first: Callable[[], None] | None = None) -> bool:
+    def finish_commit(self, after_first: Callable[[], None] | None = None, repair: bool = False) -> bool:
         """Complete an assembly's commit that was interrupted (a kill between :meth:`begin_commit`'s renames).
 
         Readers (:func:`read_output`, :meth:`read_manifest`, ``latechunk verify``, ``export``) and ``--append``
         (through :meth:`read_manifest`) call it first; ``--resume`` and ``--force`` remove the journal with the
         files they rebuild. It costs one ``stat`` when there is nothing to finish. Two processes may
         finish the same commit at once: a rename already done is skipped, and a file is renamed or removed only
-        while it is the one the journal names (inode, size, mtime), so a reader that finishes a journal late
-        never moves a newer assembly's temp files.
+        while it is the one the journal names (size and mtime, which ``cp -a``, rsync and tar keep), so a reader
+        that finishes a journal late never moves a newer assembly's temp files.
 
         Args:
             after_first: Called after the first rename (a fault-injection point of :meth:`begin_commit`).
+            repair: A writer that rebuilds the assembled files anyway (``--append``): a journal whose files are not
+                as it recorded them is dropped instead of refused.
 
         Returns:
             True when a commit was finished (or was found finished and its journal removed), False when there
             was none.
 
         Raises:
-            ValueError: if the journal is unreadable, or the folder cannot be written (a read-only copy of a
-                folder whose commit was interrupted: the message says to open it writable once).
+            ValueError: if the journal is unreadable, names files that are not as it recorded them (a copy made
+                mid-commit that lost the file times; not with ``repair``), or the folder cannot be written (a
+                read-only copy of a folder whose commit was interrupted: the message says to open it writable
+                once).
         """
         try:
             journal_id = _identity(self.commit_path)
@@ -551,17 +564,29 @@ class OutputFolder:
         except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as err:
             raise ValueError(f"{self.commit_path} (the commit journal of an interrupted assembly) is unreadable "
                              f"({err}); run `latechunk verify {self.path}`") from err
+        # each file is this journal's (at its temp name: to rename), already renamed (at its final name), or
+        # neither: a copy made with its times lost, files touched since, or a newer assembly's temp files
+        state = {}
+        for name, want in rename.items():
+            tmp, final = self.path / (name + ".tmp"), self.path / name
+            state[name] = ("rename" if _identity(tmp) == list(want) else
+                           "done" if _identity(final) == list(want) else "neither")
+        stray = sorted(n for n, st in state.items() if st == "neither")
+        if stray and not repair:
+            raise ValueError(f"{self.path}: {COMMIT_FILE} (the journal of an assembly killed while committing its "
+                             f"files) names {', '.join(stray)} as files that are not here as it recorded them (was the "
+                             "folder copied mid-commit without its file times, or its files touched?), so the index "
+                             "and the chunk table may disagree; run the same `latechunk embed ... --append` (or "
+                             "Index.add) on it again: it rebuilds them from the shards")
         try:
             for name in COMMIT_ORDER:  # the order of begin_commit's renames; a file already renamed is skipped
                 final = self.path / name
-                if name in rename:
-                    tmp = final.with_name(name + ".tmp")
-                    if _identity(tmp) == list(rename[name]):  # this journal's file, not a newer assembly's
-                        os.replace(tmp, final)
+                if state.get(name) == "rename" and not stray:
+                    os.replace(final.with_name(name + ".tmp"), final)
                     if after_first is not None:
                         after_first()
                         after_first = None
-                elif name in remove and _identity(final) == list(remove[name]):
+                elif name in remove and not stray and _identity(final) == list(remove[name]):
                     final.unlink()
             fsync_dir(self.path)
             if _identity(self.commit_path) == journal_id:  # not a newer assembly's journal of the same name

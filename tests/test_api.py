@@ -265,6 +265,7 @@ def test_add_then_verify_passes_and_search_finds_it(late_folder, tmp_path):
     assert reasons[2][0] == "rivers.md" and "already in the index with another text" in reasons[2][1]
     # each is placed in the caller's list (the appended/NNNNN.jsonl it was written to is removed: nothing added)
     assert [s.source for s in again.skipped] == ["documents[0]", "documents[1]", "documents[2]"]
+    assert reasons[1][1] == "duplicate doc_id: documents[1] repeats the id first seen in documents[0]", reasons[1]
     assert verify_output(out)[0] == []
     # an add that embeds nothing leaves the folder as it was: no shard, no document file, skipped not grown
     assert OutputFolder(out).read_manifest() == manifest

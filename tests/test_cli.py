@@ -606,7 +606,7 @@ def test_hnsw_options_for_an_index_they_do_not_set_are_refused(tmp_path):
     src = tmp_path / "in"
     src.mkdir()
     (src / "a.md").write_text("Herons wait by the reeds.\n", encoding="utf-8")
-    for extra, words in ((["--ef-search", "64"], "--ef-search set an HNSW index, but the index is Flat"),
+    for extra, words in ((["--ef-search", "64"], "--ef-search sets an HNSW index, but the index is Flat"),
                          (["--index", "flat", "--ef-construction", "80", "--ef-search", "64"],
                           "--ef-construction and --ef-search set an HNSW index"),
                          (["--index", "HNSW16", "--hnsw-m", "8"], ("--hnsw-m sets M of --index hnsw, but the index "

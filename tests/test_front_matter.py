@@ -109,3 +109,6 @@ def test_ignored_front_matter_is_said_by_embed_and_kept_in_the_manifest(tmp_path
     assert "not valid YAML" in records["bad.md"]["front_matter_problem"]
     assert "front_matter_problem" not in records["good.md"] and records["good.md"]["title"] == "Pond survey"
     assert CliRunner().invoke(app, ["verify", str(out)]).exit_code == 0
+    # chunk says it too (trial 2: only embed did)
+    res = CliRunner().invoke(app, ["chunk", str(src), "--strategy", "recursive", "--out", str(tmp_path / "c.jsonl")])
+    assert res.exit_code == 0 and "note: bad.md: front matter is not valid YAML at line 2" in res.output, res.output

@@ -504,8 +504,8 @@ def test_a_commit_interrupted_in_a_read_only_folder_says_how_to_finish_it(refere
 def test_a_journal_finished_late_never_moves_a_newer_assemblys_temp_files(reference, tmp_path):
     """Fresh-user trial (a race read from the code): a reader that reads an old journal, stalls, and finishes it
     after a newer assembly has begun writing ``index.faiss.tmp`` would rename that half-written file into place.
-    The journal names each file by its identity (inode, size, mtime): a temp file of the same name that is not
-    the journal's, or an ``index.ivfdata`` the journal did not see, is left alone."""
+    The journal names each file by its size and mtime: a temp file of the same name that is not the journal's,
+    or an ``index.ivfdata`` the journal did not see, is left alone."""
     import shutil
 
     from latechunk.output import OutputFolder, _identity
@@ -513,14 +513,47 @@ def test_a_journal_finished_late_never_moves_a_newer_assemblys_temp_files(refere
     out = tmp_path / "out"
     shutil.copytree(reference, out)
     folder = OutputFolder(out)
-    index_before = (out / "index.faiss").read_bytes()
     shutil.copy(out / "index.faiss", out / "index.faiss.tmp")
-    stale = {"rename": {"index.faiss": _identity(out / "index.faiss.tmp")}, "remove": {"index.ivfdata": [1, 2, 3]}}
-    (out / "index.faiss.tmp").unlink()  # the old journal's file is gone (renamed long ago) ...
-    (out / "index.faiss.tmp").write_bytes(b"half of a newer assembly's index")  # ... a newer one writes its own
+    stale = {"rename": {"index.faiss": _identity(out / "index.faiss.tmp")}, "remove": {"index.ivfdata": [1, 2]}}
+    os.replace(out / "index.faiss.tmp", out / "index.faiss")  # the old commit's rename, done long ago
+    index_before = (out / "index.faiss").read_bytes()
+    (out / "index.faiss.tmp").write_bytes(b"half of a newer assembly's index")  # a newer assembly writes its own
     (out / "index.ivfdata").write_bytes(b"a newer IVF index's lists")
     (out / "commit.json").write_text(json.dumps(stale), encoding="utf-8")
     assert folder.finish_commit()
     assert (out / "index.faiss").read_bytes() == index_before  # not replaced by the newer temp file
     assert (out / "index.faiss.tmp").read_bytes() == b"half of a newer assembly's index"
     assert (out / "index.ivfdata").exists() and not (out / "commit.json").exists()
+
+
+def test_a_folder_copied_mid_commit_is_finished_or_refused_never_left_half_done(reference, tmp_path):
+    """Fresh-user trial 2: a copy (cp -a, rsync, tar) of a folder killed between the commit's renames gets new
+    inodes, the journal matched nothing, readers dropped it and kept a half-renamed folder ("index has 80 vectors
+    but chunks.parquet has 86 rows"; an IVF copy crashed in search). A copy that keeps file times now finishes the
+    commit; one that lost them is refused with what to do, and an append (which rebuilds) drops the journal."""
+    import shutil
+
+    from latechunk.output import OutputFolder, _identity, read_output
+
+    src = tmp_path / "src"
+    shutil.copytree(reference, src)
+    shutil.copy2(src / "index.faiss", src / "index.faiss.tmp")
+    shutil.copy2(src / "chunks.parquet", src / "chunks.parquet.tmp")
+    journal = {"rename": {n: _identity(src / (n + ".tmp")) for n in ("chunks.parquet", "index.faiss")},
+               "remove": {}}
+    (src / "commit.json").write_text(json.dumps(journal), encoding="utf-8")
+    os.replace(src / "chunks.parquet.tmp", src / "chunks.parquet")  # killed after the first rename
+    kept = tmp_path / "copy_a"
+    shutil.copytree(src, kept)  # copy2: times kept, inodes new
+    index, table, _ = read_output(kept)
+    assert index.ntotal == table.num_rows  # the commit finished: index and chunk table of one assembly
+    assert not (kept / "commit.json").exists() and not (kept / "index.faiss.tmp").exists()
+    lost = tmp_path / "copy_plain"
+    shutil.copytree(src, lost, copy_function=shutil.copyfile)  # times lost
+    with pytest.raises(ValueError, match=r"names chunks\.parquet, index\.faiss as files that are not here as it recorded them.*"
+                                         r"--append` \(or Index.add\) on it again"):
+        read_output(lost)
+    assert (lost / "commit.json").exists()  # kept for the writer, never silently dropped by a reader
+    res = runner.invoke(app, ["verify", str(lost)])
+    assert res.exit_code == 1 and "copied mid-commit" in " ".join(res.output.split()), res.output
+    assert OutputFolder(lost).finish_commit(repair=True) and not (lost / "commit.json").exists()

@@ -167,6 +167,11 @@ def test_hidden_folders_are_listed_not_walked_unless_named(tmp_path):
     assert count_inputs([src]) == len(items) == 4
     named = list(iter_inputs([src / ".cache"]))  # named itself: read
     assert [i.doc_id for i in named if isinstance(i, Document)] == ["note.md"]
+    # named beside its parent folder it is read once, so embed takes both (trial 2: refused as "read twice")
+    from latechunk.config import _nested_input
+
+    assert _nested_input((src, src / ".cache")) == ""
+    assert "inside the input folder" in _nested_input((src, src / "docs"))
 
 
 def test_a_previous_output_folder_inside_the_corpus_is_listed_as_skipped(tmp_path):

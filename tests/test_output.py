@@ -78,6 +78,10 @@ def test_read_output_and_search_records_map_vector_ids_to_rows(tmp_path):
     assert records[0]["score"] == pytest.approx(1.0, abs=1e-6)
     # -1 ids (fewer hits than asked) are dropped
     assert len(search_records(table, np.array([0.5, 0.0]), np.array([2, -1]))) == 1
+    # an id beyond the table (an index.ivfdata of another assembly: trial 2's copied folder crashed with an
+    # ArrowIndexError traceback) is a clear error
+    with pytest.raises(ValueError, match="returned vector id 4409461242399232619, but chunks.parquet has 3 rows"):
+        search_records(table, np.array([0.5, 0.4]), np.array([0, 4409461242399232619]))
 
 
 def test_read_output_errors_name_the_file(tmp_path):

@@ -336,6 +336,7 @@ def _append_locked(config: EmbedConfig, encoder, progress: bool) -> AppendResult
     out = Path(config.out)
     if config.force or config.resume:
         raise ValueError("--append excludes --force and --resume: it adds to a finished output folder")
+    OutputFolder(out).finish_commit(repair=True)  # a killed commit: finished, or dropped (this append rebuilds)
     manifest, old = _read_settings(out)
     folder = OutputFolder(out)
     settings = run_settings(config, encoder)
