@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -171,18 +172,11 @@ class AddResult:
     chunks: int = 0
 
 
-def _caller_position(source: str) -> str:
-    """A skipped record's source in ``DIR/appended/NNNNN.jsonl`` (``00001.jsonl:3``) as the caller's position
-    (``documents[2]``): the file is removed when the add embeds nothing."""
-    _, sep, line = source.rpartition(":")
-    return f"documents[{int(line) - 1}]" if sep and line.isdigit() and int(line) >= 1 else source
-
-
-def _caller_positions(reason: str, jsonl_name: str) -> str:
-    """``reason`` with each place in this add's document file (``00001.jsonl:7``) as the caller's position."""
-    import re
-
-    return re.sub(rf"(?<![\w.]){re.escape(jsonl_name)}:(\d+)", lambda m: f"documents[{int(m.group(1)) - 1}]", reason)
+def _caller_positions(text: str, jsonl_name: str) -> str:
+    """``text`` (a skipped record's source or reason) with each place in this add's document file
+    ``DIR/appended/NNNNN.jsonl`` (``00001.jsonl:7``) as the caller's position (``documents[6]``): the file is
+    removed when the add embeds nothing."""
+    return re.sub(rf"(?<![\w.]){re.escape(jsonl_name)}:(\d+)", lambda m: f"documents[{int(m.group(1)) - 1}]", text)
 
 
 def _as_document(item: DocumentLike, pos: int, auto_id) -> Document:
@@ -727,5 +721,6 @@ class Index:
             self._faiss, self._table, self.manifest = read_output(self.path)
         return AddResult(added=tuple(d["doc_id"] for d in result.documents),
                          skipped=tuple(Skipped(s["doc_id"], _caller_positions(s["reason"], jsonl.name),
-                                               _caller_position(s.get("source", ""))) for s in result.skipped),
+                                               _caller_positions(s.get("source", ""), jsonl.name))
+                                       for s in result.skipped),
                          chunks=result.chunks)

@@ -10,10 +10,12 @@ document. YAML is read with PyYAML's ``safe_load``, TOML with the standard libra
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 import tomllib
 
-__all__ = ["FRONT_MATTER", "INVISIBLE_MARKS", "front_matter_problem", "front_matter_title", "front_matter_url"]
+__all__ = ["FRONT_MATTER", "INVISIBLE_MARKS", "FrontMatter", "front_matter_problem", "front_matter_title",
+           "front_matter_url", "read_front_matter"]
 
 #: zero-width format characters that hide line-start markdown syntax (a BOM, ZWSP, LRM/RLM, word joiner, ...)
 INVISIBLE_MARKS = "\ufeff\u200b\u200c\u200d\u200e\u200f\u2060\u2061\u2062\u2063\u2064\u00ad"
@@ -26,11 +28,6 @@ FRONT_MATTER = re.compile(
     f"\\A[{INVISIBLE_MARKS}]*(?P<fence>---|\\+\\+\\+)[ \\t]*(?:\\r\\n|\\n|\\r(?!\\n))"
     r"(?P<body>(?:[^\r\n]*(?:\r\n|\n|\r(?!\n)))*?)(?P=fence)[ \t]*(?=\r\n|\n|\r|\Z)"
 )
-
-
-def _front_matter_data(text: str) -> dict | None:
-    """The front matter of ``text`` parsed to a mapping, or None (no front matter, malformed, not a mapping)."""
-    return _parse(text)[0]
 
 
 def _parse(text: str) -> tuple[dict | None, str | None]:
@@ -50,7 +47,7 @@ def _parse(text: str) -> tuple[dict | None, str | None]:
     except Exception as err:  # noqa: BLE001 - malformed front matter has no title; the document is still read
         mark = getattr(err, "problem_mark", None)
         where = f" at line {mark.line + 2}" if mark is not None else ""  # +1: 1-based, +1: the opening fence
-        what = (getattr(err, "problem", None) or str(err).splitlines()[0] if str(err) else type(err).__name__)
+        what = getattr(err, "problem", None) or (str(err).splitlines() or [type(err).__name__])[0]
         return None, f"front matter is not valid {kind}{where} ({what}): its title and url are ignored"
     if data is None:  # an empty block
         return None, None
@@ -71,18 +68,50 @@ def _kind(value) -> str:
     return kinds.get(type(value), f"a {type(value).__name__}")
 
 
-def front_matter_problem(text: str) -> str | None:
-    """What is wrong with a text's front matter, if anything: it does not parse, is not a mapping, or gives a
-    ``title`` or ``url`` that is not text (each then ignored, the document still read).
+class FrontMatter(NamedTuple):
+    """What a text's front matter gives (:func:`read_front_matter`): each field None when absent or ignored."""
+
+    title: str | None
+    url: str | None
+    problem: str | None
+
+
+def read_front_matter(text: str) -> FrontMatter:
+    """A text's front matter read once: its title, its url and what was ignored in it.
 
     Args:
         text: A markdown text (characters).
 
     Returns:
-        One line naming the problem (``"front matter is not valid YAML at line 3 (...): its title and url are
-        ignored"``), or None when there is no front matter or nothing is wrong with it.
+        ``FrontMatter(title, url, problem)``: ``title`` stripped, when the front matter (YAML ``---`` or TOML
+        ``+++``) parses to a mapping whose ``title`` is a non-blank string (or a number, as text); ``url``
+        stripped, when it is a non-blank string (not checked as a URL: ``/docs/setup/`` is kept as written);
+        ``problem`` one line naming what is wrong (does not parse, not a mapping, a ``title``/``url`` that is not
+        text: ``"front matter is not valid YAML at line 3 (...): its title and url are ignored"``). Never an
+        error: malformed front matter is still kept out of the markdown parse.
     """
-    return _parse(text)[1]
+    data, problem = _parse(text)
+    title = url = None
+    if data is not None:
+        t = data.get("title")
+        if not isinstance(t, bool) and isinstance(t, (str, int, float)):
+            title = str(t).strip() or None
+        u = data.get("url")
+        if isinstance(u, str):
+            url = u.strip() or None
+    return FrontMatter(title, url, problem)
+
+
+def front_matter_problem(text: str) -> str | None:
+    """What is wrong with a text's front matter, if anything (:func:`read_front_matter`'s ``problem``).
+
+    Args:
+        text: A markdown text (characters).
+
+    Returns:
+        One line naming the problem, or None when there is no front matter or nothing is wrong with it.
+    """
+    return read_front_matter(text).problem
 
 
 def front_matter_url(text: str) -> str | None:
@@ -92,13 +121,9 @@ def front_matter_url(text: str) -> str | None:
         text: A markdown text (characters).
 
     Returns:
-        The ``url`` value, stripped, when the front matter (YAML or TOML, as :func:`front_matter_title`) is a
-        mapping whose ``url`` is a non-blank string; else None (never an error). The value is not checked as a
-        URL: a site-relative ``/docs/setup/`` is kept as written.
+        :func:`read_front_matter`'s ``url``: a non-blank string, stripped, else None (never an error).
     """
-    data = _front_matter_data(text)
-    url = data.get("url") if data is not None else None
-    return url.strip() or None if isinstance(url, str) else None
+    return read_front_matter(text).url
 
 
 def front_matter_title(text: str) -> str | None:
@@ -108,15 +133,6 @@ def front_matter_title(text: str) -> str | None:
         text: A markdown text (characters).
 
     Returns:
-        The title, stripped, when the text starts with YAML (``---``) or TOML (``+++``) front matter that parses
-        to a mapping whose ``title`` is a non-blank string (or a number, as text); else None. Front matter that
-        does not parse gives None: it is still kept out of the markdown parse, and never an error.
+        :func:`read_front_matter`'s ``title``: stripped, else None (never an error).
     """
-    data = _front_matter_data(text)
-    if data is None:
-        return None
-    title = data.get("title")
-    if isinstance(title, bool) or not isinstance(title, (str, int, float)):
-        return None
-    title = str(title).strip()
-    return title or None
+    return read_front_matter(text).title

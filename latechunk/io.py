@@ -64,13 +64,7 @@ from io import TextIOWrapper
 from pathlib import Path
 
 from latechunk.convert import declared_charset, decode_html, html_to_markdown
-from latechunk.front_matter import (
-    FRONT_MATTER,
-    INVISIBLE_MARKS,
-    front_matter_problem,
-    front_matter_title,
-    front_matter_url,
-)
+from latechunk.front_matter import FRONT_MATTER, INVISIBLE_MARKS, read_front_matter
 from latechunk.types import Document, Skipped
 
 __all__ = ["CODE_SUFFIXES", "HTML_SUFFIXES", "NOT_READ_REASONS", "SUPPORTED_SUFFIXES", "TABLE_SUFFIXES",
@@ -286,15 +280,13 @@ def _text_document(rel: str, text: str, suffix: str) -> Document | Skipped:
         if fm is not None and all(ch.isspace() or ch in INVISIBLE_MARKS for ch in text[fm.end():]):
             # the strategies keep front matter out of the text they cut (BR-022): nothing would be left to embed
             return Skipped(rel, "nothing but front matter (no text after it)", rel)
-        title = front_matter_title(text)
+        title, url, problem = read_front_matter(text)  # parsed once
         if title:
             meta["title"] = title
             meta["title_from"] = "front_matter"
-        url = front_matter_url(text)  # the citation target beside the path (issue 12, chunk table ``url``)
-        if url:
+        if url:  # the citation target beside the path (issue 12, chunk table ``url``)
             meta["url"] = url
-        problem = front_matter_problem(text)  # the document is read; what was ignored is said (embed's notes)
-        if problem:
+        if problem:  # the document is read; what was ignored is said (embed's and chunk's notes)
             meta["front_matter_problem"] = problem
     return Document(rel, text, meta)
 

@@ -381,6 +381,34 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def flush(path: Path) -> None:
+    """Flush a written file's data to disk (before it is renamed into place).
+
+    Args:
+        path: The file.
+
+    Raises:
+        OSError: if it cannot be opened or flushed.
+    """
+    with open(path, "rb+") as fh:
+        os.fsync(fh.fileno())
+
+
+def commit(tmp: Path, final: Path) -> None:
+    """Flush ``tmp`` to disk and rename it to ``final`` (atomic on POSIX), then flush the folder.
+
+    Args:
+        tmp: The file as written (its temp name, :func:`latechunk.ingest.files.tmp_path`).
+        final: Its name once committed (replaced if it exists).
+
+    Raises:
+        OSError: if ``tmp`` cannot be opened, flushed or renamed.
+    """
+    flush(tmp)
+    os.replace(tmp, final)
+    fsync_dir(final.parent)
+
+
 def _json_bytes(obj, indent: int | None) -> bytes:
     return (json.dumps(obj, indent=indent, ensure_ascii=False) + "\n").encode("utf-8")
 
@@ -522,19 +550,15 @@ class OutputFolder:
         journal = {"rename": {n: _identity(self.path / (n + ".tmp")) for n in rename},
                    "remove": {n: _identity(self.path / n) for n in remove if (self.path / n).exists()}}
         tmp = self.path / (COMMIT_FILE + ".tmp")
-        with open(tmp, "wb") as fh:
-            fh.write(_json_bytes(journal, 1))
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, self.commit_path)
-        fsync_dir(self.path)
+        tmp.write_bytes(_json_bytes(journal, 1))
+        commit(tmp, self.commit_path)
         self.finish_commit(after_first)
 
     def finish_commit(self, after_first: Callable[[], None] | None = None, repair: bool = False) -> bool:
         """Complete an assembly's commit that was interrupted (a kill between :meth:`begin_commit`'s renames).
 
-        Readers (:func:`read_output`, :meth:`read_manifest`, ``latechunk verify``, ``export``) and ``--append``
-        (through :meth:`read_manifest`) call it first; ``--resume`` and ``--force`` remove the journal with the
+        Readers (:func:`read_output`, :meth:`read_manifest`, ``latechunk verify``, ``export``) call it first, and
+        ``--append``/``Index.add`` with ``repair=True``; ``--resume`` and ``--force`` remove the journal with the
         files they rebuild. It costs one ``stat`` when there is nothing to finish. Two processes may
         finish the same commit at once: a rename already done is skipped, and a file is renamed or removed only
         while it is the one the journal names (size and mtime, which ``cp -a``, rsync and tar keep), so a reader

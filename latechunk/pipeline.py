@@ -742,8 +742,8 @@ def _tokenize_batch(encoder: Encoder, batch: list[_Entry], max_tokens: int | Non
         doc_id = e.item.doc_id
         if isinstance(tok, Exception):  # text that is not valid Unicode says so (the tokenizer's TypeError does not)
             e.skip = Skipped(doc_id, surrogate_reason(e.item.text) or f"tokenizer failed: {type(tok).__name__}: {tok}")
-        elif unreadable_reason(tok, unk):
-            e.skip = Skipped(doc_id, unreadable_reason(tok, unk))
+        elif reason := unreadable_reason(tok, unk):
+            e.skip = Skipped(doc_id, reason)
         elif max_tokens is not None and len(tok) > max_tokens:
             e.skip = Skipped(doc_id, f"{len(tok)} tokens > macro window {max_tokens} and macro windows are off (--long-documents skip)")
         else:

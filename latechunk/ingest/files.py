@@ -13,7 +13,7 @@ import signal
 from collections.abc import Callable
 from pathlib import Path
 
-from latechunk.output import OutputFolder, fsync_dir
+from latechunk.output import OutputFolder, commit, flush, fsync_dir  # re-exported: the folder's one writer
 
 __all__ = ["FAULT_ENV", "commit", "fault", "flush", "fsync_dir", "read_json", "sha256_file", "sha256_text", "write_atomic",
            "write_json"]
@@ -67,34 +67,6 @@ def fault(event: str) -> None:
     """
     if os.environ.get(FAULT_ENV) == event:
         os.kill(os.getpid(), signal.SIGKILL)
-
-
-def flush(path: Path) -> None:
-    """Flush a written file's data to disk (before it is renamed into place).
-
-    Args:
-        path: The file.
-
-    Raises:
-        OSError: if it cannot be opened or flushed.
-    """
-    with open(path, "rb+") as fh:
-        os.fsync(fh.fileno())
-
-
-def commit(tmp: Path, final: Path) -> None:
-    """Flush ``tmp`` to disk and rename it to ``final`` (atomic on POSIX), then flush the folder.
-
-    Args:
-        tmp: The file as written (its temp name, :func:`tmp_path`).
-        final: Its name once committed (replaced if it exists).
-
-    Raises:
-        OSError: if ``tmp`` cannot be opened, flushed or renamed.
-    """
-    flush(tmp)
-    os.replace(tmp, final)
-    fsync_dir(final.parent)
 
 
 def tmp_path(final: Path) -> Path:
