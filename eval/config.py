@@ -63,10 +63,13 @@ class CompareConfig:
             vectors, and scored (:meth:`index_specs`); the first pair is the main index, which every other table
             and comparison uses.
         index_gpu: FAISS on the GPU (``auto``/``on``/``off``); default ``off`` so CPU and GPU runs search alike.
-        device / dtype / batch_tokens: Encoder settings.
+        device / dtype / batch_tokens: Encoder settings (``batch_tokens`` ``None``: the encoder's default,
+            :func:`latechunk.encoder.default_batch_tokens`).
         backend: What runs the model (``--backend``): ``torch`` (any device), ``onnx`` or ``onnx-int8`` (ONNX
             Runtime on the CPU, float32; :mod:`latechunk.onnx_backend`). Recorded in ``results.json``'s config,
             and (for the ONNX backends) in the manifest's model block.
+        compile: Run the torch forward through ``torch.compile`` (``--compile``;
+            :class:`~latechunk.encoder.Encoder`'s ``compile``): speed only, the same vectors to float rounding.
         include_special: Late mode: first/last chunk absorb the frame tokens.
         n_resamples / confidence / seed: Paired bootstrap settings.
         max_queries: Score only the first N queries (quick runs); ``None`` = all.
@@ -101,8 +104,9 @@ class CompareConfig:
     truncate_dim: tuple[int | None, ...] = (None,)
     device: str = "auto"
     dtype: str | None = None
-    batch_tokens: int = 16384
+    batch_tokens: int | None = None
     backend: str = "torch"
+    compile: bool = False
     include_special: bool = False
     n_resamples: int = 10000
     confidence: float = 0.95
@@ -319,8 +323,9 @@ def _check_config(c: CompareConfig) -> None:
     if len(c.window_overlap) > 1 and "late" not in c.modes:
         raise ValueError("a window-overlap sweep (--window-overlap a|b) needs late mode: overlaps only change late "
                          "vectors")
-    if c.backend != "torch" or c.dtype is not None:  # an unknown dtype or backend, ONNX on a GPU or in 16 bits:
-        ModelConfig(device=c.device, dtype=c.dtype, backend=c.backend)  # the encoder config's own check
+    if c.backend != "torch" or c.dtype is not None or c.compile:  # an unknown dtype or backend, ONNX on a GPU or in
+        # 16 bits, --compile with ONNX: the encoder config's own check
+        ModelConfig(device=c.device, dtype=c.dtype, backend=c.backend, compile=c.compile)
     if c.sentence_workers < 0:
         raise ValueError(f"--sentence-workers (sentence_workers) must be >= 0 (0: segment in the main process), "
                          f"got {c.sentence_workers}")
@@ -332,6 +337,8 @@ def _check_config(c: CompareConfig) -> None:
 
         check_threshold(c.dedup_threshold, "--dedup-threshold")
     for name in ("dedup_factor", "doc_depth", "batch_tokens", "n_resamples"):
+        if name == "batch_tokens" and c.batch_tokens is None:
+            continue
         if getattr(c, name) < 1:
             raise ValueError(f"{name} must be >= 1, got {getattr(c, name)}")
     if not 0.0 < c.confidence < 1.0:

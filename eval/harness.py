@@ -277,7 +277,7 @@ def run_compare(
     t0 = time.perf_counter()
     if encoder is None:
         encoder = Encoder(config.model, device=config.device, dtype=config.dtype, batch_tokens=config.batch_tokens,
-                          backend=config.backend)
+                          backend=config.backend, compile=config.compile)
     elif getattr(encoder, "backend", "torch") != config.backend:
         raise ValueError(f"the encoder given runs backend {encoder.backend!r}, the config asks for {config.backend!r}")
     base = encoder

@@ -63,6 +63,7 @@ ModelOpt = Annotated[
     typer.Option("--model", "-m", help="Hugging Face model id or local folder. Default: bundled all-MiniLM-L6-v2 (offline)."),
 ]
 DeviceOpt = Annotated[str, typer.Option("--device", help="auto (CUDA when present), cpu, cuda, cuda:N.")]
+CompileOpt = Annotated[bool, typer.Option("--compile", help="Run the model through torch.compile (TorchInductor; --backend torch): each new batch shape compiles on its first forward (tens of seconds on a CPU), then runs faster where the eager forward is the bottleneck: 0.99-1.15x the eager speed on an fp32 CPU in four runs, 0.97-1.01x in bf16 on an AVX-512 BF16 CPU (eval/results/peers.md); it pays on large corpora only (not yet measured on a GPU). Same vectors to float rounding, so not a setting of the output (not recorded). A failed compile warns and runs eager.")]
 SentenceWorkersOpt = Annotated[
     Optional[int],
     typer.Option("--sentence-workers", help="Processes that segment sentences (pysbd) ahead of the split, for "
@@ -141,8 +142,9 @@ def embed(
     dtype: Annotated[Optional[str], typer.Option(help="float32, bfloat16, float16 (or fp32, bf16, fp16). Default: bfloat16 on CUDA and on CPUs with AMX or AVX-512 BF16 (1.5-2x float32's speed there, equal recall: eval/results/bf16.md), else float32; $LATECHUNK_CPU_DTYPE=float32 sets the CPU default. Recorded in run.json: --resume and --append keep it.")] = None,
     macro_window: MacroWindowOpt = None,
     macro_window_overlap: MacroWindowOverlapOpt = None,
-    batch_tokens: Annotated[Optional[int], typer.Option(show_default=False, help="Token budget per forward batch (padded tokens).  [default: 16384]")] = None,
+    batch_tokens: Annotated[Optional[int], typer.Option(show_default=False, help="Token budget per forward batch (padded tokens). Never changes a vector. Recorded in run.json (unset: each run's device default): --resume and --append keep it.  [default: 4096 on the CPU, 16384 on a GPU]")] = None,
     backend: Annotated[Optional[str], typer.Option("--backend", help="What runs the model: torch (any device), onnx (ONNX Runtime on the CPU, fp32, token states within 1e-4 of torch; exported once, cached under $LATECHUNK_CACHE/onnx, default ~/.cache/latechunk/onnx) or onnx-int8 (the export dynamically quantized to int8: faster, a small recall cost). ONNX needs pip install 'latechunk[onnx]'. Recorded in run.json: --resume and --append keep it.")] = None,
+    compile: CompileOpt = False,
     index: Annotated[Optional[str], typer.Option("--index", show_default=False, help="A faiss index_factory string (Flat, HNSW32, IVF4096,Flat, IVF1024,PQ32, IVF65536,PQ64, ...); aliases: flat (= Flat), hnsw (= HNSW{--hnsw-m}). Inner product; vectors are L2-normalised unless --no-normalize. Checked against the model's dimension before anything is encoded. An IVF index is trained on a seeded sample of the vectors (max(65536, 64*nlist) rows, at most 2^20) and its inverted lists are merged on disk into index.ivfdata, one shard at a time: it may be larger than RAM; search it with --nprobe. With fewer than 39*nlist vectors, nlist becomes n//39 (recorded in the manifest). Every other type (Flat, HNSW32, PQ32) is built in memory. --precision float16/int8 turn Flat storage into SQfp16/SQ8 (Flat, HNSW{M}, IVF{n},Flat); a string with its own codes (PQ, SQ) needs --precision float32; ubinary needs flat. --truncate-dim applies to every type.  [default: flat]")] = None,
     hnsw_m: Annotated[Optional[int], typer.Option(show_default=False, help="With --index hnsw: graph degree M.  [default: 32]")] = None,
     ef_construction: Annotated[Optional[int], typer.Option(show_default=False, help="HNSW: build beam width.  [default: 200]")] = None,
@@ -226,7 +228,7 @@ def embed(
             inputs=tuple(inputs),
             out=out,
             model=ModelConfig(name=model, device=device, dtype=dtype, batch_tokens=batch_tokens,
-                              trust_remote_code=trust_remote_code, backend=backend),
+                              trust_remote_code=trust_remote_code, backend=backend, compile=compile),
             pipeline=PipelineConfig(
                 strategies=(strategy,), modes=(mode,), normalize=normalize, include_special=include_special,
                 macro_window=macro_window, macro_window_overlap=macro_window_overlap,
@@ -387,7 +389,7 @@ _EMBED_DEFAULTS = {
     "dtype": None,
     "macro_window": None,
     "macro_window_overlap": None,
-    "batch_tokens": 16384,
+    "batch_tokens": None,
     "index": "flat",
     "hnsw_m": 32,
     "ef_construction": 200,
@@ -448,7 +450,7 @@ def _resolve_embed_options(given: dict, append_to: Path | None, resume: bool = F
             values.update(
                 model=path if path and Path(path).is_dir() else m.get("name"), strategy=s.get("strategy"),
                 mode=s.get("mode"), dtype=m.get("dtype"), macro_window=s.get("macro_window"),
-                macro_window_overlap=s.get("macro_window_overlap"), batch_tokens=m.get("batch_tokens", 16384),
+                macro_window_overlap=s.get("macro_window_overlap"), batch_tokens=m.get("batch_tokens"),
                 index=ix.get("factory", "flat"), ef_construction=ix.get("ef_construction", 200),
                 ef_search=ix.get("ef_search", 128), precision=ix.get("precision", "float32"),
                 truncate_dim=ix.get("truncate_dim"), normalize=s.get("normalize", True),
@@ -892,6 +894,7 @@ def compare(
     device: DeviceOpt = "auto",
     dtype: Annotated[Optional[str], typer.Option("--dtype", help="float32, bfloat16, float16 (or fp32, bf16, fp16), for every system. Default: bfloat16 on CUDA and on CPUs with AMX or AVX-512 BF16, else float32 (as embed). Recorded in the report's model line.")] = None,
     backend: Annotated[str, typer.Option("--backend", help="What runs the model, for every system: torch (any device), onnx (ONNX Runtime on the CPU, fp32, token states within 1e-4 of torch) or onnx-int8 (dynamic int8: compare the two runs' folders to see its recall cost). Recorded in results.json. ONNX needs pip install 'latechunk[onnx]'.")] = "torch",
+    compile: CompileOpt = False,
     resamples: Annotated[int, typer.Option(help="Paired bootstrap resamples.")] = 10000,
     seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
     max_queries: Annotated[Optional[int], typer.Option(help="Score only the first N queries (quicker scoring; the whole corpus is still embedded).")] = None,
@@ -920,7 +923,7 @@ def compare(
                                             dedup_threshold=dedup_threshold,
                                             index=index, precision=precision, truncate_dim=truncate_dim,
                                             doc_depth=doc_depth, device=device, dtype=dtype, backend=backend,
-                                            n_resamples=resamples, seed=seed,
+                                            compile=compile, n_resamples=resamples, seed=seed,
                                             max_queries=max_queries, use_cache=not no_cache,
                                             sentence_workers=_sentence_workers(sentence_workers),
                                             late_pooling=late_pooling)
@@ -953,6 +956,7 @@ def train(
     lr: Annotated[float, typer.Option("--lr", help="Peak AdamW learning rate (linear warm-up over the first 10% of steps, then linear decay to 0).")] = 2e-5,
     batch_size: Annotated[int, typer.Option("--batch-size", help="Queries per step; every chunk held whole by the step's macro windows is a candidate (in-batch and in-sequence negatives).")] = 32,
     naive_weight: Annotated[float, typer.Option("--naive-weight", help="Weight of the naive InfoNCE term (each target chunk encoded on its own), so naive mode stays good; 0: late term only.")] = 0.5,
+    fused_weight: Annotated[float, typer.Option("--fused-weight", help="Weight of a fused InfoNCE term: the target chunks scored by their late + naive vectors (each unit-normalised, summed), the vector --mode fused serves; 0: none.")] = 0.0,
     temperature: Annotated[float, typer.Option("--temperature", help="InfoNCE temperature: cosine similarity / temperature (0.05 = sentence-transformers' scale 20).")] = 0.05,
     ict_queries: Annotated[int, typer.Option("--ict-queries", help="Inverse-cloze queries drawn from --ict CORPUS.")] = 1000,
     max_queries: Annotated[Optional[int], typer.Option("--max-queries", help="Train on at most N queries (after the seeded shuffle). Default: all.")] = None,
@@ -974,7 +978,7 @@ def train(
         config = TrainConfig(out=str(out), dataset=dataset, ict=tuple(ict) if ict else None, model=model,
                              strategy=strategy, macro_window=macro_window, window_overlap=macro_window_overlap,
                              epochs=epochs, lr=lr, batch_size=batch_size, naive_weight=naive_weight,
-                             temperature=temperature, ict_queries=ict_queries, max_queries=max_queries, seed=seed,
+                             fused_weight=fused_weight, temperature=temperature, ict_queries=ict_queries, max_queries=max_queries, seed=seed,
                              device=device, precision=precision)
         result = run_train(config, progress=not quiet, log=lambda m: typer.echo(m, err=True))
     except (ValueError, TypeError, FileNotFoundError) as err:

@@ -39,7 +39,8 @@ from latechunk.types import Tokenization
 if TYPE_CHECKING:
     from latechunk.config import ModelConfig
 
-__all__ = ["PROMPT_NAMES", "Encoder", "StateBatch", "StateBlock", "attention_implementation", "default_dtype"]
+__all__ = ["PROMPT_NAMES", "Encoder", "StateBatch", "StateBlock", "attention_implementation", "default_batch_tokens",
+           "default_dtype"]
 
 PROMPT_NAMES = ("query", "document")
 """The prompt names every encoder has (:attr:`Encoder.prompts`; sentence-transformers' ``prompt_name``); a model's
@@ -142,6 +143,36 @@ def default_dtype(device: torch.device, backend: str = "torch") -> str:
     return "bfloat16" if cpu_has_bf16_matmul() else "float32"
 
 
+#: what torch raises when a device runs out of memory (``torch.OutOfMemoryError`` from torch 2.5, the CUDA one
+#: before)
+_OUT_OF_MEMORY = getattr(torch, "OutOfMemoryError", torch.cuda.OutOfMemoryError)
+
+CPU_BATCH_TOKENS = 4096
+"""The CPU's default token budget per forward batch (:func:`default_batch_tokens`)."""
+
+GPU_BATCH_TOKENS = 16384
+"""The default token budget per forward batch on CUDA and MPS (:func:`default_batch_tokens`)."""
+
+
+def default_batch_tokens(device: torch.device) -> int:
+    """The token budget per forward batch (padded tokens, ``rows * longest``) an encoder takes when none is asked for.
+
+    :data:`CPU_BATCH_TOKENS` (4,096: 16 macro windows of 256 tokens) on the CPU, :data:`GPU_BATCH_TOKENS` (16,384)
+    elsewhere. Measured on a 2-core AMD EPYC (all-MiniLM-L6-v2, latechunk late over the first quarter of the five
+    Chroma corpora, 80,630 tokens, three interleaved rounds, ``scripts/bench_peers.py --budgets``;
+    ``eval/results/peers.md``, "batch budget"): fp32 12.0-12.8 s at 1,024-4,096 tokens against 13.7 s at 16,384;
+    bf16 7.05 s at 4,096 (the fastest) against 8.0 s at 16,384 (a batch's activations outgrow the caches). The
+    budget never changes a vector (batches are padding-invariant, ``tests/test_encoder.py``).
+
+    Args:
+        device: Where the encoder runs.
+
+    Returns:
+        The budget in tokens.
+    """
+    return CPU_BATCH_TOKENS if device.type == "cpu" else GPU_BATCH_TOKENS
+
+
 def attention_implementation(model: torch.nn.Module, device: torch.device, dtype: torch.dtype,
                              flash_attn: bool | None = None) -> str:
     """The attention implementation the encoder runs a Hugging Face model with (issue 15 part 2: no padding cost).
@@ -210,7 +241,8 @@ class Encoder:
             (:attr:`LoadedModel.input_limit <latechunk.models.LoadedModel.input_limit>`). It must hold the longer
             of the document and query frames plus :data:`~latechunk.macro_window.MIN_WINDOW_CONTENT_TOKENS` (16)
             content tokens.
-        batch_tokens: Token budget per forward batch (padded tokens: ``batch_size * longest``).
+        batch_tokens: Token budget per forward batch (padded tokens: ``batch_size * longest``); default
+            :func:`default_batch_tokens` (4,096 on the CPU, 16,384 on a GPU).
         trust_remote_code: Allow the model repository's own Python code when loading by name (off unless asked;
             a warning is given).
         document_prompt / query_prompt: Override the model's prompts (``None`` = the model's own).
@@ -219,9 +251,19 @@ class Encoder:
             the CPU, fp32; the model exported once and cached by its weight hash,
             :mod:`latechunk.onnx_backend`) or ``"onnx-int8"`` (the export dynamically quantized to int8). The
             ONNX backends need ``device`` cpu (or auto without CUDA), dtype float32 and the extra ``[onnx]``.
+        compile: Run the forward passes through ``torch.compile`` (TorchInductor; the torch backend only). Each
+            new batch shape is compiled on its first forward (seconds to tens of seconds; the full macro windows
+            of late mode share one shape, shorter inputs take a shape-generic graph after the first recompile:
+            ``dynamic=None``, torch's automatic dynamic shapes); token states equal the eager ones to float
+            rounding. Measured (``eval/results/peers.md``, "--compile"): 0.99-1.15x the eager pipeline on an fp32
+            CPU in four runs, 0.97-1.01x in bf16 on an AVX-512 BF16 CPU, so it pays on large fp32 corpora at best
+            (not yet measured on a GPU). Where the compile fails (no C++
+            compiler, an operator the compiler refuses) the encoder warns once and runs eager (:attr:`compiled`
+            is then False). See https://pytorch.org/docs/stable/generated/torch.compile.html.
 
     Raises:
-        ValueError: on a bad ``backend`` (or an ONNX backend on a GPU or with a 16-bit dtype), on a model that
+        ValueError: on a bad ``backend`` (or an ONNX backend on a GPU or with a 16-bit dtype, or with
+            ``compile``), on a model that
             does not resolve or load, a bad device/dtype/``batch_tokens``,
             ``max_length`` out of range, or ``trust_remote_code`` with a model already loaded.
         TypeError: if the tokenizer is not a fast tokenizer (character offsets are needed).
@@ -233,15 +275,18 @@ class Encoder:
         device: str = "auto",
         dtype: str | None = None,
         max_length: int | None = None,
-        batch_tokens: int = 16384,
+        batch_tokens: int | None = None,
         trust_remote_code: bool = False,
         document_prompt: str | None = None,
         query_prompt: str | None = None,
         hub_probe: HubProbe | None = None,
         backend: str = "torch",
+        compile: bool = False,
     ) -> None:
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+        if compile and backend != "torch":
+            raise ValueError(f"compile applies to the torch backend (torch.compile), not to {backend!r}")
         self.backend = backend
         if backend != "torch" and device == "auto":
             device = "cpu"
@@ -253,6 +298,8 @@ class Encoder:
         if dtype is None:
             dtype = default_dtype(self.device, backend)
         self.dtype = _DTYPES[dtype]
+        if batch_tokens is None:
+            batch_tokens = default_batch_tokens(self.device)
         if batch_tokens < 1:
             raise ValueError(f"batch_tokens must be >= 1, got {batch_tokens}")
         self.batch_tokens = int(batch_tokens)
@@ -299,11 +346,18 @@ class Encoder:
 
             variant = "int8" if backend == "onnx-int8" else "fp32"
             self._onnx = OnnxRunner(export_onnx(self.model, self.model_hash, variant))
+        #: what runs the forward passes: the model, or ``torch.compile(model)`` with ``compile`` (the eager model
+        #: again once a compile has failed); :attr:`model` stays the eager module
+        self._forward_model: torch.nn.Module = self.model
+        #: whether the forward passes run through ``torch.compile`` (False without ``compile``, or once it failed)
+        self.compiled = bool(compile)
+        if self.compiled:
+            self._forward_model = torch.compile(self.model, dynamic=None)
 
     @classmethod
     def from_config(cls, config: ModelConfig, **overrides) -> Encoder:
         """The encoder of a :class:`~latechunk.config.ModelConfig` (name, device, dtype, batch_tokens,
-        trust_remote_code).
+        trust_remote_code, backend, compile).
 
         Args:
             config: The model config.
@@ -316,7 +370,8 @@ class Encoder:
             ValueError / TypeError: as the constructor.
         """
         kwargs = {"device": config.device, "dtype": config.dtype, "batch_tokens": config.batch_tokens,
-                  "trust_remote_code": config.trust_remote_code, "backend": getattr(config, "backend", "torch")}
+                  "trust_remote_code": config.trust_remote_code, "backend": getattr(config, "backend", "torch"),
+                  "compile": getattr(config, "compile", False)}
         return cls(config.name, **(kwargs | overrides))
 
     # ------------------------------------------------------------------ the loaded model
@@ -447,10 +502,37 @@ class Encoder:
             mask_t = mask_t.pin_memory().to(self.device, non_blocking=True)
         t0 = time.perf_counter()
         with torch.inference_mode():
-            out = self.model(input_ids=ids_t, attention_mask=mask_t)
+            out = self._run_model(ids_t, mask_t)
         hidden = out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]
         del out
         return self._account(n, longest, int(mask.sum()), hidden, t0)
+
+    def _run_model(self, ids: torch.Tensor, mask: torch.Tensor):
+        """One forward of :attr:`_forward_model`. Where the compiled model raises and the eager one runs the same
+        batch, the compile failed: warn once and run eager from then on (the same states, at the eager speed).
+        An error the eager model raises too (the input's or the model's) propagates; so does running out of
+        memory (the batch's, not the compiler's)."""
+        if self._forward_model is self.model:
+            return self.model(input_ids=ids, attention_mask=mask)
+        try:
+            return self._forward_model(input_ids=ids, attention_mask=mask)
+        except Exception as err:  # dynamo and inductor raise many kinds (BackendCompilerFailed, ...)
+            if isinstance(err, _OUT_OF_MEMORY):
+                raise
+            out = self.model(input_ids=ids, attention_mask=mask)  # raises where the batch, not the compile, is wrong
+            import warnings
+
+            root, seen = err, {id(err)}  # BackendCompilerFailed wraps the compiler's own error: name that one
+            while (inner := getattr(root, "inner_exception", None) or root.__cause__) is not None and id(inner) not in seen:
+                root = inner
+                seen.add(id(inner))
+            lines = str(root).strip().splitlines()
+            warnings.warn(f"torch.compile failed ({type(root).__name__}: {lines[0][:300] if lines else ''}); the "
+                          "encoder runs the model eager (the same token states, without the compiled speed-up)",
+                          RuntimeWarning, stacklevel=3)
+            self._forward_model = self.model
+            self.compiled = False
+            return out
 
     def _account(self, n: int, longest: int, tokens: int, hidden: torch.Tensor, t0: float) -> tuple[torch.Tensor, int]:
         """Count one forward batch in :attr:`stats`; its states as (n * longest, dim) float32 and ``longest``."""

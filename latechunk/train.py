@@ -24,7 +24,10 @@ markedly better. This module does that training:
   cosine similarity divided by a temperature :data:`DEFAULT_TEMPERATURE` (0.05, i.e. sentence-transformers'
   scale 20). With ``naive_weight > 0`` a second InfoNCE term does the same for the naive vectors of the step's
   target chunks (each chunk's text encoded on its own, in-batch negatives), so the model stays good in naive
-  mode: ``loss = late + naive_weight * naive``. For inverse-cloze examples the chunks of *other* passages of
+  mode; with ``fused_weight > 0`` a third term scores the step's target chunks by their *fused* vectors (late and
+  naive each unit-normalised and summed, as ``--mode fused`` serves them: :func:`latechunk.pipeline.fused_vectors`,
+  in-batch negatives), so the model learns the vector it is served with in fused mode:
+  ``loss = late + naive_weight * naive + fused_weight * fused``. For inverse-cloze examples the chunks of *other* passages of
   the query's source document are left out of its softmax (passages drawn from one document overlap, so such a
   chunk may hold the target's very text: a false negative).
 - **Precision** (``--precision``). The weights, the optimiser state, the pooling and the loss stay float32; with
@@ -260,6 +263,8 @@ class TrainConfig:
         lr: Peak learning rate of AdamW.
         batch_size: Queries per optimiser step.
         naive_weight: Weight of the naive InfoNCE term (0: late term only).
+        fused_weight: Weight of the fused InfoNCE term (the target chunks' late + naive vectors, each
+            unit-normalised, summed; 0: none).
         temperature: InfoNCE temperature (cosine / temperature).
         warmup: Share of the steps with a linearly rising learning rate.
         weight_decay: AdamW weight decay.
@@ -282,6 +287,7 @@ class TrainConfig:
     lr: float = 2e-5
     batch_size: int = 32
     naive_weight: float = 0.5
+    fused_weight: float = 0.0
     temperature: float = DEFAULT_TEMPERATURE
     warmup: float = DEFAULT_WARMUP
     weight_decay: float = 0.01
@@ -302,6 +308,8 @@ class TrainConfig:
             raise ValueError(f"--lr must be a positive number, got {self.lr!r}")
         if not (self.naive_weight >= 0 and math.isfinite(self.naive_weight)):
             raise ValueError(f"--naive-weight must be >= 0, got {self.naive_weight!r}")
+        if not (self.fused_weight >= 0 and math.isfinite(self.fused_weight)):
+            raise ValueError(f"--fused-weight must be >= 0, got {self.fused_weight!r}")
         if not self.temperature > 0:
             raise ValueError(f"--temperature must be > 0, got {self.temperature!r}")
         if not 0 <= self.warmup < 1:
@@ -338,8 +346,9 @@ class TrainResult:
         n_examples: Training examples used (per epoch).
         n_skipped: Examples left out, by reason (``{reason: count}``).
         steps: Optimiser steps.
-        losses: The loss of every step (late + naive_weight * naive).
+        losses: The loss of every step (late + naive_weight * naive + fused_weight * fused).
         late_losses / naive_losses: The two terms of every step.
+        fused_losses: The fused term of every step (empty with ``fused_weight`` 0).
         seconds: Wall time of the training loop.
         config: The :class:`TrainConfig`.
     """
@@ -351,6 +360,7 @@ class TrainResult:
     losses: list[float] = field(default_factory=list)
     late_losses: list[float] = field(default_factory=list)
     naive_losses: list[float] = field(default_factory=list)
+    fused_losses: list[float] = field(default_factory=list)
     seconds: float = 0.0
     config: TrainConfig | None = None
 
@@ -543,6 +553,28 @@ def _late_step_vectors(batch: Sequence[tuple[TrainExample, int]], plans: dict[st
     row_of = {k: i for i, k in enumerate(keys)}
     targets = [row_of[(ex.doc.doc_id, j)] for ex, j in batch]
     return sums / counts, targets, keys
+
+
+def _fused_targets(late: torch.Tensor, targets: Sequence[int], naive: torch.Tensor,
+                   cols: Sequence[int]) -> torch.Tensor:
+    """The fused vectors of a step's distinct target chunks, as ``--mode fused`` serves them (unit late + unit
+    naive; :func:`latechunk.pipeline.fused_vectors` then normalises, which the InfoNCE cosine does here).
+
+    Args:
+        late: (n_candidates, dim) float32 late vectors of the step (:func:`_late_step_vectors`).
+        targets: Per query of the batch, its target's row in ``late``.
+        naive: (n_distinct, dim) float32 naive vectors of the distinct target chunks.
+        cols: Per query of the batch, its target's row in ``naive`` (queries sharing a chunk share a row).
+
+    Returns:
+        (n_distinct, dim) float32: row i is the fused vector of ``naive``'s chunk i.
+    """
+    import torch.nn.functional as F
+
+    rows = [0] * len(naive)
+    for t, c in zip(targets, cols):
+        rows[c] = t
+    return F.normalize(late[rows], dim=1) + F.normalize(naive, dim=1)
 
 
 def _info_nce(q: torch.Tensor, c: torch.Tensor, targets: Sequence[int], temperature: float,
@@ -745,7 +777,7 @@ def train(config: TrainConfig, progress: bool = True, log: Callable[[str], None]
                 late = _info_nce(q, chunks, targets, config.temperature, _overlapping(batch, keys, plans))
                 loss = late
                 naive_v = 0.0
-                if config.naive_weight > 0:
+                if config.naive_weight > 0 or config.fused_weight > 0:
                     uniq = list(dict.fromkeys((ex.doc.doc_id, j) for ex, j in batch))
                     col = {k: i for i, k in enumerate(uniq)}
                     n_toks = []
@@ -753,9 +785,14 @@ def train(config: TrainConfig, progress: bool = True, log: Callable[[str], None]
                         cs, ce = plans[d].bounds.char_spans[j].tolist()
                         n_toks.append(encoder.tokenizer(plans[d].doc.text[cs:ce]))
                     nv = _pooled_texts(encoder, n_toks, pad_id, amp)
-                    naive = _info_nce(q, nv, [col[(ex.doc.doc_id, j)] for ex, j in batch], config.temperature)
+                    cols = [col[(ex.doc.doc_id, j)] for ex, j in batch]
+                    naive = _info_nce(q, nv, cols, config.temperature)
                     loss = late + config.naive_weight * naive
                     naive_v = float(naive.detach())
+                    if config.fused_weight > 0:  # the target chunks as fused mode serves them
+                        fused = _info_nce(q, _fused_targets(chunks, targets, nv, cols), cols, config.temperature)
+                        loss = loss + config.fused_weight * fused
+                        result.fused_losses.append(float(fused.detach()))
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -790,10 +827,13 @@ def train(config: TrainConfig, progress: bool = True, log: Callable[[str], None]
         "loss": result.losses,
         "late_loss": result.late_losses,
         "naive_loss": result.naive_losses,
+        **({"fused_loss": result.fused_losses} if result.fused_losses else {}),
         "epoch_mean_loss": result.epoch_means(),
         "loss_definition": "InfoNCE over cosine / temperature; late: query vs late-pooled chunks of the step's macro "
                            "windows (target, in-sequence and in-batch negatives); naive: query vs naive vectors of "
-                           "the step's target chunks; loss = late + naive_weight * naive",
+                           "the step's target chunks; loss = late + naive_weight * naive"
+                           + ("; fused: query vs the target chunks' unit late + unit naive vectors; + fused_weight * "
+                              "fused" if config.fused_weight > 0 else ""),
     }
     (out / TRAIN_FILE).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     say(f"saved {out} ({result.steps} steps, {result.seconds:.1f} s; mean loss per epoch "

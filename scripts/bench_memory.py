@@ -192,7 +192,8 @@ def write_markdown(args, corpus: dict, single: dict, verdicts: dict) -> None:
          "its model inputs (8 bytes a token) and its chunk vectors and rows. The tokenizer's own transient (its "
          "Python lists of ids and offsets, several hundred bytes a token) is freed before the late pass and given "
          "back to the OS (`malloc_trim` after a tokenizer call on 1 MiB of text or more)."),
-        ("- The 1x document must span several forward batches (16,384 tokens each by default): the allocator's "
+        ("- The 1x document must span several forward batches (4,096 tokens each by default on the CPU, 16,384 "
+         "when these numbers were recorded): the allocator's "
          "resident size rises over the first three or four batches and then stays flat, so a 1x run of one or two "
          "batches (100 kB) would measure the allocator, not the document (100 kB / 1 MB gave 1.22)."),
         "",

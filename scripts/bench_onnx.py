@@ -6,7 +6,8 @@ Two workloads, each run by every backend in every round (the order rotates per r
 
 - ``pipeline``: ``latechunk.pipeline.embed`` late mode, one strategy (default ``fixed:size=256``), over the first
   ``--fraction`` of the Chroma corpora, at the pipeline's own shapes: macro window ``--window`` (default 256, the
-  model's default), the default token budget (16,384 padded tokens per batch), length-sorted batches. Wall seconds
+  model's default), the token budget ``--batch-tokens`` (default 16,384 padded tokens per batch, the runs recorded in
+  eval/results/onnx.md; latechunk's CPU default is now 4,096), length-sorted batches. Wall seconds
   of the whole call and the encoder's forward seconds (``Encoder.stats["seconds"]``) are both reported.
 - ``(B, S)`` (default ``(8, 512)``): one forward batch of random token ids, torch's ``model(...)`` under
   ``torch.inference_mode`` vs :class:`latechunk.onnx_backend.OnnxRunner`.
@@ -46,7 +47,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     ap.add_argument("--model", default=None, help="model folder or id (default: the bundled all-MiniLM-L6-v2)")
     ap.add_argument("--strategy", default="fixed:size=256", help="the pipeline's SPEC (default fixed:size=256)")
     ap.add_argument("--window", type=int, default=None, help="macro window in tokens (default: the model's, 256)")
-    ap.add_argument("--batch-tokens", type=int, default=16384, help="token budget per forward batch (default 16384)")
+    ap.add_argument("--batch-tokens", type=int, default=16384, help="token budget per forward batch (default 16384, as the recorded runs; latechunk's CPU default is 4096)")
     ap.add_argument("--shape", default="8x512", help="the single-batch workload, BxS (default 8x512)")
     ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds (default 5; medians reported)")
     ap.add_argument("--backends", default=",".join(BACKENDS), help="comma list (default torch,onnx,onnx-int8)")

@@ -9,7 +9,10 @@ Systems, each run once per round, rounds interleaved (so machine noise hits all 
 - ``latechunk late``: :func:`latechunk.pipeline.embed`, one strategy (``--strategy``), macro window
   ``--window`` with ``--overlap``; ``latechunk late x5``: the five default strategies in one pass;
   ``latechunk naive``: every chunk of ``--strategy`` encoded on its own; ``latechunk late onnx``
-  (``--onnx``): the late run on the ONNX Runtime backend (``--backend onnx``), and ``onnx-int8`` likewise.
+  (``--onnx``): the late run on the ONNX Runtime backend (``--backend onnx``), and ``onnx-int8`` likewise;
+  ``latechunk late compiled`` (``--compile``): with ``embed --compile``; ``latechunk late bt=N`` (``--budgets``):
+  the late run at another token budget per batch. latechunk runs at its default budget
+  (:func:`latechunk.encoder.default_batch_tokens`) unless ``--batch-tokens`` is given.
 - ``chonkie LateChunker``: chonkie's late chunker (recursive rules, ``chunk_size`` = the strategy's chunk size)
   over a ``SentenceTransformer`` of the same model with ``max_seq_length`` = ``--window``.
 - ``st naive``: ``SentenceTransformer.encode`` over the chunk texts of latechunk's ``--strategy`` spans.
@@ -189,20 +192,33 @@ def main(argv: Sequence[str] | None = None) -> dict:
     ap.add_argument("--overlap", type=int, default=None,
                     help="macro-window overlap in content tokens (default: latechunk's, 0)")
     ap.add_argument("--batch-sizes", default="4,8,16", help="raw forward batch sizes to pick the best from")
-    ap.add_argument("--batch-tokens", type=int, default=None,
-                    help="latechunk's token budget per batch (default: best raw batch size x window)")
+    ap.add_argument("--batch-tokens", default=None,
+                    help="latechunk's token budget per batch: N tokens, or 'best' (the best raw batch size x window); "
+                         "default: latechunk's own (latechunk.encoder.default_batch_tokens: 4096 on the CPU, 16384 "
+                         "on a GPU)")
     ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds (default 3; medians reported)")
     ap.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
     ap.add_argument("--onnx", action="store_true", help="also run latechunk late on the onnx and onnx-int8 backends")
     ap.add_argument("--compile", action="store_true",
-                    help="also run latechunk late with the model under torch.compile (inductor, static shapes); its "
+                    help="also run latechunk late with --compile (Encoder(compile=True): torch.compile, TorchInductor); its "
                          "compile time, paid once in a warm-up pass, is reported beside the table, not in it")
+    ap.add_argument("--budgets", default="",
+                    help="comma list of token budgets per batch (e.g. 1024,4096,16384): one more 'latechunk late "
+                         "bt=N' row each, the same encoder's model at that budget (how the default was chosen)")
     ap.add_argument("--skip", nargs="*", default=[], help="system names to leave out (e.g. chonkie 'latechunk late x5')")
     ap.add_argument("--out", type=Path, default=REPO / "eval" / "results" / "peers.md", help="markdown table to write")
     ap.add_argument("--note", default="", help="a line written under the table (e.g. how loaded the machine was)")
     args = ap.parse_args(argv)
     if not 0 < args.fraction <= 1:
         ap.error(f"--fraction must be in (0, 1], got {args.fraction}")
+    try:
+        budgets = [int(b) for b in args.budgets.split(",") if b.strip()]
+    except ValueError:
+        ap.error(f"--budgets must be a comma list of positive integers, got {args.budgets!r}")
+    if any(b < 1 for b in budgets):
+        ap.error(f"--budgets must be a comma list of positive integers, got {args.budgets!r}")
+    if args.batch_tokens not in (None, "best") and not (args.batch_tokens.isdigit() and int(args.batch_tokens) > 0):
+        ap.error(f"--batch-tokens must be a positive integer or 'best', got {args.batch_tokens!r}")
 
     import torch
 
@@ -240,18 +256,21 @@ def main(argv: Sequence[str] | None = None) -> dict:
         pick = {b: _timed(lambda b=b, e=e: raw_forward(e, rows, b)) for b in sizes}
         best[dt] = min(pick, key=pick.get)
     best_bs = best[lc_dtype]
-    enc.batch_tokens = args.batch_tokens or best_bs * mw.size
+    if args.batch_tokens == "best":
+        enc.batch_tokens = best_bs * mw.size
+    elif args.batch_tokens is not None:
+        enc.batch_tokens = int(args.batch_tokens)
     encoders = {"torch": enc}
     if args.onnx:
         for backend in ("onnx", "onnx-int8"):
             encoders[backend] = Encoder(args.model, device="cpu", backend=backend, batch_tokens=enc.batch_tokens)
 
+    for b in budgets:  # the same loaded model (shared weights) at another token budget per batch
+        encoders[f"bt={b}"] = Encoder(enc.loaded, device=args.device, dtype=lc_dtype, batch_tokens=b)
+
     compile_s = None
     if args.compile:  # the one forward faster than torch's eager one left to try on the CPU (issue 15)
-        import dataclasses
-
-        ec = Encoder(args.model, device=args.device, batch_tokens=enc.batch_tokens)
-        ec.loaded = dataclasses.replace(ec.loaded, model=torch.compile(ec.model, dynamic=False))
+        ec = Encoder(args.model, device=args.device, batch_tokens=enc.batch_tokens, compile=True)  # embed --compile
         encoders["compiled"] = ec
         t_c = time.perf_counter()
         embed(docs, ec, PipelineConfig((args.strategy,), modes=("late",), macro_window=mw.size,
@@ -321,6 +340,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
         systems["latechunk late onnx"] = late([args.strategy], "onnx")
         systems["latechunk late onnx-int8"] = late([args.strategy], "onnx-int8")
         dtypes |= {"latechunk late onnx": "float32 (ORT)", "latechunk late onnx-int8": "int8 (ORT dynamic)"}
+    for b in budgets:
+        systems[f"latechunk late bt={b}"] = late([args.strategy], f"bt={b}")
+        dtypes[f"latechunk late bt={b}"] = lc_dtype
     if args.compile:
         systems["latechunk late compiled"] = late([args.strategy], "compiled")
         dtypes["latechunk late compiled"] = f"{lc_dtype} (torch.compile)"
@@ -382,7 +404,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
         target_lines.append(f"torch.compile: warm-up pass (compiling each batch shape) {compile_s:.1f} s, then "
                             f"{med['latechunk late'] / med['latechunk late compiled']:.2f}x latechunk late (eager), "
                             + (f"{med[CHONKIE] / med['latechunk late compiled']:.2f}x chonkie" if CHONKIE in med
-                               else "chonkie not run"))
+                               else "chonkie not run")
+                            + ("" if encoders["compiled"].compiled else
+                               " (the compile FAILED, see the warning: the row ran eager)"))
     report = "\n".join([f"machine: {machine}", f"versions: {versions}", f"setup: {setup}", dtype_line, pad_line,
                         work_line, "", table, "", legend, "", *target_lines])
     print(report)

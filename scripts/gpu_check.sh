@@ -78,13 +78,14 @@ set +e
 rc_check=${PIPESTATUS[0]}
 set -e
 # issue 15: the peer benchmark on CUDA at latechunk's defaults (macro window = max_seq_length, overlap 0), short (a
-# tenth of each Chroma corpus, two rounds; it prints the attention implementation and the padding fraction); informative, so its
+# tenth of each Chroma corpus, two rounds, with the --compile row (torch.compile, its compile time apart: never measured
+# on CUDA); it prints the attention implementation and the padding fraction); informative, so its
 # exit status does not fail the check; chonkie is left out where the GPU image lacks it
 if [[ " $* " != *" --dry-run "* ]]; then
   PEER_SKIP=()
   if ! "$PY" -c 'import chonkie' 2>/dev/null; then PEER_SKIP=(--skip "chonkie LateChunker"); fi
   set +e
-  "$PY" scripts/bench_peers.py --device cuda --fraction 0.1 --rounds 2 \
+  "$PY" scripts/bench_peers.py --device cuda --fraction 0.1 --rounds 2 --compile \
     --batch-sizes 8,32,64 ${PEER_SKIP[@]+"${PEER_SKIP[@]}"} --out "$LOG_DIR/peers_cuda.md" 2>&1 \
     | tee "$LOG_DIR/bench_peers.log"
   echo "gpu_check: bench_peers exit ${PIPESTATUS[0]} (informative; table in $LOG_DIR/peers_cuda.md)" >&2

@@ -108,3 +108,22 @@ def test_compile_adds_a_compiled_row_and_its_warm_up_time(tmp_path):
     assert res["median_s"]["latechunk late compiled"] > 0
     line = next(t for t in res["targets"] if t.startswith("torch.compile: warm-up pass"))
     assert "x latechunk late (eager)" in line and "x chonkie" in line
+
+
+def test_budgets_add_one_row_each_and_latechunk_runs_its_default_budget(tmp_path):
+    """issue 15: latechunk runs its own default token budget (not the best raw batch), and --budgets adds a row per
+    budget, sharing the loaded model."""
+    from latechunk.encoder import CPU_BATCH_TOKENS
+
+    res, text = _dry_run(tmp_path, "--budgets", "64,512", "--skip", "latechunk late x5", "latechunk naive",
+                         "chonkie LateChunker", "st naive (same spans)")
+    assert res["batch_tokens"] == CPU_BATCH_TOKENS and f"latechunk batch_tokens {CPU_BATCH_TOKENS}" in text
+    for b in (64, 512):
+        assert f"| latechunk late bt={b} | float32 |" in text and res["median_s"][f"latechunk late bt={b}"] > 0
+    (tmp_path / "best").mkdir()
+    (tmp_path / "bad").mkdir()
+    res, text = _dry_run(tmp_path / "best", "--batch-tokens", "best", "--skip", "latechunk late x5",
+                         "latechunk naive", "chonkie LateChunker", "st naive (same spans)")
+    assert res["batch_tokens"] == 2 * 128  # --batch-sizes 2 x --window 128
+    with pytest.raises(SystemExit):
+        _dry_run(tmp_path / "bad", "--budgets", "64,x")

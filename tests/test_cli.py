@@ -743,3 +743,31 @@ def test_an_append_that_adds_nothing_counts_the_reasons_it_cannot_point_to(tmp_p
     assert res.exit_code == 1 and "nothing appended" in text, res.output
     assert "... and 10 more skipped items: 10 already in the index" in text, res.output
     assert "listed in the messages above" not in text
+
+
+def test_batch_budget_new_folders_record_none_old_ones_keep_theirs(tmp_path, monkeypatch):
+    """issue 15: the CPU default budget is 4096 (latechunk.encoder.default_batch_tokens); a new folder records None
+    (its device's default), a folder that recorded a budget (16384: every folder written before) keeps it on
+    --append, and a differing --batch-tokens is refused by name."""
+    from latechunk.encoder import Encoder
+
+    seen = []
+    real_init = Encoder.__init__
+
+    def spy(self, *a, **k):
+        real_init(self, *a, **k)
+        seen.append(self.batch_tokens)
+
+    monkeypatch.setattr(Encoder, "__init__", spy)
+    doc, more = tmp_path / "a.md", tmp_path / "b.md"
+    doc.write_text("Late chunking pools token states per chunk. " * 30, encoding="utf-8")
+    more.write_text("A second document about macro windows. " * 20, encoding="utf-8")
+    new, old = tmp_path / "new", tmp_path / "old"
+    assert _run("embed", doc, "--out", new, "--device", "cpu", "--quiet").exit_code == 0
+    assert json.loads((new / "run.json").read_text())["settings"]["model"]["batch_tokens"] is None
+    assert seen[-1] == 4096
+    assert _run("embed", doc, "--out", old, "--device", "cpu", "--quiet", "--batch-tokens", 16384).exit_code == 0
+    assert _run("embed", more, "--out", old, "--append", "--quiet").exit_code == 0
+    assert seen[-1] == 16384 and json.loads((old / "run.json").read_text())["settings"]["model"]["batch_tokens"] == 16384
+    res = runner.invoke(app, ["embed", str(more), "--out", str(old), "--append", "--batch-tokens", "4096"])
+    assert res.exit_code != 0 and "model.batch_tokens (--batch-tokens) was 16384, now 4096" in res.output

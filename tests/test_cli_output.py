@@ -155,7 +155,7 @@ def test_every_command_takes_dash_h_and_shows_defaults_without_parentheses():
         assert res.output.startswith(f"Usage: latechunk {name}"), (name, res.output[:100])
         assert "[default: (" not in res.output, (name, res.output)
     text = " ".join(runner.invoke(app, ["embed", "-h"], env={"COLUMNS": "200"}).output.split())
-    assert "[default: late]" in text and "[default: 16384]" in text
+    assert "[default: late]" in text and "[default: 4096 on the CPU, 16384 on a GPU]" in text
 
 
 def test_compare_table_prints_names_literally():

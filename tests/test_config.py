@@ -36,7 +36,10 @@ def _error(factory) -> str:
 # --------------------------------------------------------------------------- ModelConfig
 def test_model_config_defaults():
     m = ModelConfig()
-    assert (m.name, m.device, m.dtype, m.batch_tokens, m.trust_remote_code) == (None, "auto", None, 16384, False)
+    assert (m.name, m.device, m.dtype, m.batch_tokens, m.trust_remote_code) == (None, "auto", None, None, False)
+    assert not m.compile and ModelConfig(batch_tokens=2048).batch_tokens == 2048
+    with pytest.raises(ValueError, match="batch_tokens must be an integer >= 1"):
+        ModelConfig(batch_tokens=0)
     for device in ("auto", "cpu", "mps", "cuda", "cuda:1"):
         assert ModelConfig(device=device).device == device
     with pytest.raises(dataclasses.FrozenInstanceError):

@@ -279,6 +279,20 @@ def test_from_config_reads_the_model_config(monkeypatch):
     assert enc.batch_tokens == 4096 and enc.dtype == torch.float16 and str(enc.device) == "cpu"
 
 
+def test_batch_budget_defaults_by_device():
+    """issue 15: 4,096 tokens a batch on the CPU (16,384 was 1.3x slower in fp32, eval/results/peers.md), 16,384 on a
+    GPU; a budget asked for is kept."""
+    from latechunk.encoder import CPU_BATCH_TOKENS, GPU_BATCH_TOKENS, default_batch_tokens
+
+    assert (CPU_BATCH_TOKENS, GPU_BATCH_TOKENS) == (4096, 16384)
+    assert default_batch_tokens(torch.device("cpu")) == 4096
+    assert default_batch_tokens(torch.device("cuda", 0)) == default_batch_tokens(torch.device("mps")) == 16384
+    assert minilm_encoder().batch_tokens == 4096 and minilm_encoder(batch_tokens=1000).batch_tokens == 1000
+    from latechunk.config import ModelConfig
+
+    assert Encoder.from_config(ModelConfig(device="cpu")).batch_tokens == 4096
+
+
 # --- cases BR-012..BR-014 (../shared/cases/README.md) ----------------------------------------------------------
 
 

@@ -223,3 +223,48 @@ def test_trained_model_keeps_the_base_models_limits(tmp_path):
     kept = Encoder(str(out), device="cpu")
     assert (kept.max_length, kept.max_seq_length) == (base.max_length, base.max_seq_length) == (512, 256)
     assert SentenceTransformer(str(out), device="cpu").max_seq_length == 256  # sentence-transformers as before
+
+
+def test_fused_term_adds_the_served_fused_vector_to_the_loss(trained, tiny, tmp_path):
+    """--fused-weight: a third InfoNCE term over the target chunks' unit late + unit naive vectors (what --mode fused
+    serves). Same seed and data as the `trained` run: the first step's late and naive terms are that run's, the
+    loss is their weighted sum plus the fused term, the fused term falls, and the weights end elsewhere."""
+    out = tmp_path / "fused"
+    cfg = TrainConfig(out=str(out), dataset=str(_squad(tmp_path)), model=str(tiny), strategy="fixed:size=8",
+                      macro_window=32, window_overlap=4, epochs=6, lr=2e-3, batch_size=6, naive_weight=0.5,
+                      fused_weight=1.0, device="cpu", seed=0)
+    res = train(cfg, progress=False)
+    assert len(res.fused_losses) == res.steps == 12 and all(np.isfinite(res.fused_losses))
+    assert res.late_losses[0] == pytest.approx(trained.late_losses[0], rel=1e-5)
+    assert res.naive_losses[0] == pytest.approx(trained.naive_losses[0], rel=1e-5)
+    for total, late, naive, fused in zip(res.losses, res.late_losses, res.naive_losses, res.fused_losses):
+        assert total == pytest.approx(late + 0.5 * naive + fused, rel=1e-5)
+    assert np.mean(res.fused_losses[-2:]) < 0.8 * np.mean(res.fused_losses[:2])
+    record = json.loads((out / "latechunk_train.json").read_text())
+    assert record["fused_loss"] == res.fused_losses and record["config"]["fused_weight"] == 1.0
+    assert "fused_weight * fused" in record["loss_definition"]
+    assert "fused_loss" not in json.loads((trained.out / "latechunk_train.json").read_text())
+    from latechunk.encoder import Encoder
+
+    v_plain = Encoder(str(trained.out), device="cpu").encode([TOPICS[1][1][0]])
+    v_fused = Encoder(str(out), device="cpu").encode([TOPICS[1][1][0]])
+    assert not np.allclose(v_plain, v_fused, atol=1e-4)
+    with pytest.raises(ValueError, match="--fused-weight must be >= 0"):
+        TrainConfig(out=str(out), dataset="xquad", fused_weight=-1.0)
+
+
+def test_fused_targets_line_up_late_and_naive_rows_when_queries_share_a_chunk():
+    """Two queries of a batch may share a target chunk: the naive rows are the distinct chunks, the late rows the
+    step's candidates; each fused row must sum the same chunk's two views."""
+    import torch.nn.functional as F
+
+    from latechunk.train import _fused_targets
+
+    late = torch.randn(6, 4)
+    naive = torch.randn(3, 4)
+    targets = [4, 1, 4, 2]  # queries 0 and 2 share candidate row 4
+    cols = [0, 1, 0, 2]  # ... which is distinct chunk 0
+    got = _fused_targets(late, targets, naive, cols)
+    want = torch.stack([F.normalize(late[r], dim=0) + F.normalize(naive[c], dim=0)
+                        for r, c in ((4, 0), (1, 1), (2, 2))])
+    assert got.shape == (3, 4) and torch.allclose(got, want)

@@ -185,7 +185,7 @@ def config_from_settings(settings: Mapping, inputs: Iterable[str | os.PathLike],
             inputs=tuple(Path(p) for p in inputs),
             out=Path(out),
             model=ModelConfig(name=model or m["name"], device=device, dtype=m.get("dtype"),
-                              batch_tokens=m.get("batch_tokens", 16384),
+                              batch_tokens=m.get("batch_tokens"),
                               trust_remote_code=bool(m.get("trust_remote_code", False)),
                               backend=m.get("backend", "torch")),
             pipeline=PipelineConfig(
