@@ -89,8 +89,9 @@ class ModelConfig:
             :func:`latechunk.models.canonical_dtype`); ``None`` = :func:`latechunk.encoder.default_dtype` (bf16 on
             CUDA and on CPUs with AMX or AVX-512 BF16, else fp32); the resolved dtype is recorded in ``run.json``.
         batch_tokens: Token budget of one forward batch (padded tokens: rows x longest row); ``None`` =
-            :func:`latechunk.encoder.default_batch_tokens` (4,096 on the CPU, 16,384 on a GPU; recorded as
-            ``None`` in ``run.json``, so a resumed run takes its own device's default).
+            :func:`latechunk.encoder.default_batch_tokens` (4,096 on the CPU, 16,384 on a GPU). ``run.json``
+            records the budget the encoder used (:func:`latechunk.ingest.run_settings`); ``--resume`` and
+            ``--append`` keep it.
         trust_remote_code: Run the model repository's own Python code (only for models that need it).
         backend: ``torch`` (any device), ``onnx`` or ``onnx-int8`` (ONNX Runtime on the CPU, float32 only;
             :mod:`latechunk.onnx_backend`).
@@ -115,7 +116,7 @@ class ModelConfig:
         _require(bool(DEVICES.match(self.device)), f"device must be auto, cpu, cuda or cuda:N, got {self.device!r}")
         object.__setattr__(self, "dtype", canonical_dtype(self.dtype))  # bf16, FP32 ... -> torch's names
         if self.batch_tokens is not None:
-            _positive_int("batch_tokens", self.batch_tokens)
+            _positive_int("batch_tokens (--batch-tokens)", self.batch_tokens)
         _require(self.backend in ("torch", "onnx", "onnx-int8"),
                  f"backend must be torch, onnx or onnx-int8, got {self.backend!r}")
         _require(self.backend == "torch" or (not self.device.startswith("cuda") and self.dtype in (None, "float32")),

@@ -266,7 +266,7 @@ class Encoder:
             ``compile``), on a model that
             does not resolve or load, a bad device/dtype/``batch_tokens``,
             ``max_length`` out of range, or ``trust_remote_code`` with a model already loaded.
-        TypeError: if the tokenizer is not a fast tokenizer (character offsets are needed).
+        TypeError: if the tokenizer is not a fast tokenizer (character offsets are needed), or ``compile`` is not a bool.
     """
 
     def __init__(
@@ -285,6 +285,8 @@ class Encoder:
     ) -> None:
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+        if not isinstance(compile, bool):
+            raise TypeError(f"compile must be True or False, got {compile!r}")
         if compile and backend != "torch":
             raise ValueError(f"compile applies to the torch backend (torch.compile), not to {backend!r}")
         self.backend = backend

@@ -307,9 +307,9 @@ class TrainConfig:
         if not (self.lr > 0 and math.isfinite(self.lr)):
             raise ValueError(f"--lr must be a positive number, got {self.lr!r}")
         if not (self.naive_weight >= 0 and math.isfinite(self.naive_weight)):
-            raise ValueError(f"--naive-weight must be >= 0, got {self.naive_weight!r}")
+            raise ValueError(f"--naive-weight must be a finite number >= 0, got {self.naive_weight!r}")
         if not (self.fused_weight >= 0 and math.isfinite(self.fused_weight)):
-            raise ValueError(f"--fused-weight must be >= 0, got {self.fused_weight!r}")
+            raise ValueError(f"--fused-weight must be a finite number >= 0, got {self.fused_weight!r}")
         if not self.temperature > 0:
             raise ValueError(f"--temperature must be > 0, got {self.temperature!r}")
         if not 0 <= self.warmup < 1:

@@ -746,9 +746,9 @@ def test_an_append_that_adds_nothing_counts_the_reasons_it_cannot_point_to(tmp_p
 
 
 def test_batch_budget_new_folders_record_none_old_ones_keep_theirs(tmp_path, monkeypatch):
-    """issue 15: the CPU default budget is 4096 (latechunk.encoder.default_batch_tokens); a new folder records None
-    (its device's default), a folder that recorded a budget (16384: every folder written before) keeps it on
-    --append, and a differing --batch-tokens is refused by name."""
+    """issue 15: the CPU default budget is 4096 (latechunk.encoder.default_batch_tokens); a new folder records the
+    budget it used (a number: older readers need one), a folder that recorded 16384 (every folder written before)
+    keeps it on --append, and a differing --batch-tokens is refused by name."""
     from latechunk.encoder import Encoder
 
     seen = []
@@ -764,8 +764,9 @@ def test_batch_budget_new_folders_record_none_old_ones_keep_theirs(tmp_path, mon
     more.write_text("A second document about macro windows. " * 20, encoding="utf-8")
     new, old = tmp_path / "new", tmp_path / "old"
     assert _run("embed", doc, "--out", new, "--device", "cpu", "--quiet").exit_code == 0
-    assert json.loads((new / "run.json").read_text())["settings"]["model"]["batch_tokens"] is None
+    assert json.loads((new / "run.json").read_text())["settings"]["model"]["batch_tokens"] == 4096
     assert seen[-1] == 4096
+    assert _run("embed", more, "--out", new, "--append", "--quiet", "--batch-tokens", 4096).exit_code == 0
     assert _run("embed", doc, "--out", old, "--device", "cpu", "--quiet", "--batch-tokens", 16384).exit_code == 0
     assert _run("embed", more, "--out", old, "--append", "--quiet").exit_code == 0
     assert seen[-1] == 16384 and json.loads((old / "run.json").read_text())["settings"]["model"]["batch_tokens"] == 16384

@@ -147,6 +147,8 @@ def test_compile_is_refused_with_onnx_and_with_an_encoder_already_built():
     with pytest.raises(ValueError, match="compile applies when LateChunker loads the model"):
         LateChunker(minilm_encoder(), compile=True)
     assert ModelConfig(compile=True).compile and CompareConfig(dataset="xquad", compile=True).compile
+    with pytest.raises(TypeError, match="compile must be True or False, got 'no'"):
+        Encoder(minilm_loaded(), device="cpu", compile="no")
 
 
 def test_from_config_passes_compile(counting):

@@ -38,7 +38,7 @@ def test_model_config_defaults():
     m = ModelConfig()
     assert (m.name, m.device, m.dtype, m.batch_tokens, m.trust_remote_code) == (None, "auto", None, None, False)
     assert not m.compile and ModelConfig(batch_tokens=2048).batch_tokens == 2048
-    with pytest.raises(ValueError, match="batch_tokens must be an integer >= 1"):
+    with pytest.raises(ValueError, match=r"batch_tokens \(--batch-tokens\) must be an integer >= 1, got 0"):
         ModelConfig(batch_tokens=0)
     for device in ("auto", "cpu", "mps", "cuda", "cuda:1"):
         assert ModelConfig(device=device).device == device
@@ -56,7 +56,7 @@ def test_model_config_rejects_an_unknown_dtype():
 
 @pytest.mark.parametrize("value", [0, -5, True, 2.0])
 def test_model_config_rejects_a_bad_batch_budget(value):
-    assert "batch_tokens must be an integer >= 1" in _error(lambda: ModelConfig(batch_tokens=value))
+    assert "batch_tokens (--batch-tokens) must be an integer >= 1" in _error(lambda: ModelConfig(batch_tokens=value))
 
 
 # --------------------------------------------------------------------------- PipelineConfig

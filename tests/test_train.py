@@ -249,7 +249,7 @@ def test_fused_term_adds_the_served_fused_vector_to_the_loss(trained, tiny, tmp_
     v_plain = Encoder(str(trained.out), device="cpu").encode([TOPICS[1][1][0]])
     v_fused = Encoder(str(out), device="cpu").encode([TOPICS[1][1][0]])
     assert not np.allclose(v_plain, v_fused, atol=1e-4)
-    with pytest.raises(ValueError, match="--fused-weight must be >= 0"):
+    with pytest.raises(ValueError, match="--fused-weight must be a finite number >= 0"):
         TrainConfig(out=str(out), dataset="xquad", fused_weight=-1.0)
 
 

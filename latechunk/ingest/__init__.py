@@ -82,8 +82,10 @@ def run_settings(config: EmbedConfig, encoder) -> dict:
     Returns:
         ``config.to_dict()`` with ``model`` extended by the encoder's facts (those of its description among
         ``name``, ``sha256``, ``dim``, ``dtype``, ``max_length``, ``window``, ``window_overlap``, ``pooling``,
-        ``document_prompt``). ``window`` and ``window_overlap`` are the macro window's size and overlap in
-        tokens (keys kept from earlier run.json files, so that ``--resume`` still matches them).
+        ``document_prompt``), and ``batch_tokens`` resolved (the encoder's budget where the config leaves it to
+        the device's default: 4,096 on the CPU), so that a folder records the budget it was embedded with and older
+        readers, which expect a number, read it. ``window`` and ``window_overlap`` are the macro window's size and
+        overlap in tokens (keys kept from earlier run.json files, so that ``--resume`` still matches them).
 
     Raises:
         ValueError: if the config's macro window does not fit the model (:meth:`Encoder.macro_window
@@ -93,6 +95,8 @@ def run_settings(config: EmbedConfig, encoder) -> dict:
     plan = encoder.macro_window(config.pipeline.macro_window, config.pipeline.macro_window_overlap)
     described = encoder.describe(plan)
     settings["model"] = {**settings.get("model", {}), **{k: described[k] for k in _MODEL_FACTS if k in described}}
+    if settings["model"].get("batch_tokens") is None:
+        settings["model"]["batch_tokens"] = encoder.batch_tokens
     return settings
 
 
