@@ -257,16 +257,16 @@ class Encoder:
             ``dynamic=None``, torch's automatic dynamic shapes); token states equal the eager ones to float
             rounding. Measured (``eval/results/peers.md``, "--compile"): 0.99-1.15x the eager pipeline on an fp32
             CPU in four runs, 0.97-1.01x in bf16 on an AVX-512 BF16 CPU, so it pays on large fp32 corpora at best
-            (not yet measured on a GPU). Where the compile fails (no C++
-            compiler, an operator the compiler refuses) the encoder warns once and runs eager (:attr:`compiled`
-            is then False). See https://pytorch.org/docs/stable/generated/torch.compile.html.
+            (not yet measured on a GPU). Where the compile fails (no C++ compiler, an operator the compiler
+            refuses) the encoder warns once and runs eager (:attr:`compiled` is then False). See
+            https://pytorch.org/docs/stable/generated/torch.compile.html.
 
     Raises:
         ValueError: on a bad ``backend`` (or an ONNX backend on a GPU or with a 16-bit dtype, or with
-            ``compile``), on a model that
-            does not resolve or load, a bad device/dtype/``batch_tokens``,
+            ``compile``), on a model that does not resolve or load, a bad device/dtype/``batch_tokens``,
             ``max_length`` out of range, or ``trust_remote_code`` with a model already loaded.
-        TypeError: if the tokenizer is not a fast tokenizer (character offsets are needed), or ``compile`` is not a bool.
+        TypeError: if the tokenizer is not a fast tokenizer (character offsets are needed), or ``compile`` is not
+            a bool.
     """
 
     def __init__(
