@@ -268,3 +268,30 @@ def test_fused_targets_line_up_late_and_naive_rows_when_queries_share_a_chunk():
     want = torch.stack([F.normalize(late[r], dim=0) + F.normalize(naive[c], dim=0)
                         for r, c in ((4, 0), (1, 1), (2, 2))])
     assert got.shape == (3, 4) and torch.allclose(got, want)
+
+
+def test_ict_fused_term_leaves_out_the_other_passages_of_the_source_document(tiny, tmp_path, monkeypatch):
+    """Inverse cloze with --fused-weight: the fused term's softmax leaves out the other passages of the query's own
+    source document (they may hold the held-out sentence), as the late term's does."""
+    import latechunk.train as train_mod
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for title, sents in TOPICS:
+        (corpus / f"{title}.md").write_text(f"# {title}\n\n" + " ".join(sents * 2) + "\n", encoding="utf-8")
+    calls = []
+    real = train_mod._info_nce
+
+    def spy(q, c, targets, temperature, exclude=None):
+        calls.append(exclude)
+        return real(q, c, targets, temperature, exclude)
+
+    monkeypatch.setattr(train_mod, "_info_nce", spy)
+    cfg = TrainConfig(out=str(tmp_path / "m"), ict=(str(corpus),), model=str(tiny), strategy="fixed:size=8",
+                      macro_window=32, ict_queries=8, batch_size=8, naive_weight=0.5, fused_weight=1.0,
+                      device="cpu", seed=0)
+    res = train(cfg, progress=False)
+    assert res.steps == 1 and len(calls) == 3  # late, naive, fused
+    late_ex, _naive, fused_ex = calls
+    assert late_ex is not None and late_ex.any()
+    assert fused_ex is not None and fused_ex.any()  # 8 passages from 3 documents: some share a source
