@@ -546,7 +546,6 @@ class Index:
         sm = self.manifest.get("settings", {}).get("model", {})
         enc = Encoder(name, device=self._device, dtype=sm.get("dtype") or m.get("dtype"),
                       max_length=m.get("max_length"), query_prompt=m.get("query_prompt"),
-                      batch_tokens=sm.get("batch_tokens"),
                       trust_remote_code=bool(sm.get("trust_remote_code", False)))
         if m.get("sha256") and enc.model_hash and enc.model_hash != m["sha256"]:
             warnings.warn(f"the model's weights differ from the ones {self.path} was built with", stacklevel=3)

@@ -142,7 +142,7 @@ def embed(
     dtype: Annotated[Optional[str], typer.Option(help="float32, bfloat16, float16 (or fp32, bf16, fp16). Default: bfloat16 on CUDA and on CPUs with AMX or AVX-512 BF16 (1.5-2x float32's speed there, equal recall: eval/results/bf16.md), else float32; $LATECHUNK_CPU_DTYPE=float32 sets the CPU default. Recorded in run.json: --resume and --append keep it.")] = None,
     macro_window: MacroWindowOpt = None,
     macro_window_overlap: MacroWindowOverlapOpt = None,
-    batch_tokens: Annotated[Optional[int], typer.Option(show_default=False, help="Token budget per forward batch (padded tokens). Never changes a vector. Recorded in run.json (the default as the number it resolved to): --resume and --append keep it.  [default: 4096 on the CPU, 16384 on a GPU]")] = None,
+    batch_tokens: Annotated[Optional[int], typer.Option(show_default=False, help="Token budget per forward batch (padded tokens). Never changes a vector, so not a setting of the output: run.json records the number used, and --resume and --append take this run's (e.g. a GPU's) without comparing.  [default: 4096 on the CPU, 16384 on a GPU]")] = None,
     backend: Annotated[Optional[str], typer.Option("--backend", help="What runs the model: torch (any device), onnx (ONNX Runtime on the CPU, fp32, token states within 1e-4 of torch; exported once, cached under $LATECHUNK_CACHE/onnx, default ~/.cache/latechunk/onnx) or onnx-int8 (the export dynamically quantized to int8: faster, a small recall cost). ONNX needs pip install 'latechunk[onnx]'. Recorded in run.json: --resume and --append keep it.")] = None,
     compile: CompileOpt = False,
     index: Annotated[Optional[str], typer.Option("--index", show_default=False, help="A faiss index_factory string (Flat, HNSW32, IVF4096,Flat, IVF1024,PQ32, IVF65536,PQ64, ...); aliases: flat (= Flat), hnsw (= HNSW{--hnsw-m}). Inner product; vectors are L2-normalised unless --no-normalize. Checked against the model's dimension before anything is encoded. An IVF index is trained on a seeded sample of the vectors (max(65536, 64*nlist) rows, at most 2^20) and its inverted lists are merged on disk into index.ivfdata, one shard at a time: it may be larger than RAM; search it with --nprobe. With fewer than 39*nlist vectors, nlist becomes n//39 (recorded in the manifest). Every other type (Flat, HNSW32, PQ32) is built in memory. --precision float16/int8 turn Flat storage into SQfp16/SQ8 (Flat, HNSW{M}, IVF{n},Flat); a string with its own codes (PQ, SQ) needs --precision float32; ubinary needs flat. --truncate-dim applies to every type.  [default: flat]")] = None,
@@ -450,7 +450,7 @@ def _resolve_embed_options(given: dict, append_to: Path | None, resume: bool = F
             values.update(
                 model=path if path and Path(path).is_dir() else m.get("name"), strategy=s.get("strategy"),
                 mode=s.get("mode"), dtype=m.get("dtype"), macro_window=s.get("macro_window"),
-                macro_window_overlap=s.get("macro_window_overlap"), batch_tokens=m.get("batch_tokens"),
+                macro_window_overlap=s.get("macro_window_overlap"),
                 index=ix.get("factory", "flat"), ef_construction=ix.get("ef_construction", 200),
                 ef_search=ix.get("ef_search", 128), precision=ix.get("precision", "float32"),
                 truncate_dim=ix.get("truncate_dim"), normalize=s.get("normalize", True),

@@ -89,9 +89,10 @@ class ModelConfig:
             :func:`latechunk.models.canonical_dtype`); ``None`` = :func:`latechunk.encoder.default_dtype` (bf16 on
             CUDA and on CPUs with AMX or AVX-512 BF16, else fp32); the resolved dtype is recorded in ``run.json``.
         batch_tokens: Token budget of one forward batch (padded tokens: rows x longest row); ``None`` =
-            :func:`latechunk.encoder.default_batch_tokens` (4,096 on the CPU, 16,384 on a GPU). ``run.json``
-            records the budget the encoder used (:func:`latechunk.ingest.run_settings`); ``--resume`` and
-            ``--append`` keep it.
+            :func:`latechunk.encoder.default_batch_tokens` (4,096 on the CPU, 16,384 on a GPU). It never changes a
+            vector: ``run.json`` records the budget the encoder used (:func:`latechunk.ingest.run_settings`), and
+            ``--resume`` and ``--append`` take their own without comparing
+            (:data:`latechunk.ingest.folder.NOT_COMPARED`).
         trust_remote_code: Run the model repository's own Python code (only for models that need it).
         backend: ``torch`` (any device), ``onnx`` or ``onnx-int8`` (ONNX Runtime on the CPU, float32 only;
             :mod:`latechunk.onnx_backend`).

@@ -745,10 +745,11 @@ def test_an_append_that_adds_nothing_counts_the_reasons_it_cannot_point_to(tmp_p
     assert "listed in the messages above" not in text
 
 
-def test_batch_budget_new_folders_record_none_old_ones_keep_theirs(tmp_path, monkeypatch):
-    """issue 15: the CPU default budget is 4096 (latechunk.encoder.default_batch_tokens); a new folder records the
-    budget it used (a number: older readers need one), a folder that recorded 16384 (every folder written before)
-    keeps it on --append, and a differing --batch-tokens is refused by name."""
+def test_batch_budget_is_recorded_not_compared(tmp_path, monkeypatch):
+    """issue 15: the CPU default budget is 4096 (latechunk.encoder.default_batch_tokens); a folder records the budget
+    it used (a number: older readers need one), and since it never changes a vector, --append and --resume take
+    their own (the device's default or --batch-tokens) without comparing: a folder that recorded 16384 (every folder
+    written before) appends at 4096 on the CPU, or at any budget asked for."""
     from latechunk.encoder import Encoder
 
     seen = []
@@ -759,16 +760,33 @@ def test_batch_budget_new_folders_record_none_old_ones_keep_theirs(tmp_path, mon
         seen.append(self.batch_tokens)
 
     monkeypatch.setattr(Encoder, "__init__", spy)
-    doc, more = tmp_path / "a.md", tmp_path / "b.md"
+    doc, more, third = tmp_path / "a.md", tmp_path / "b.md", tmp_path / "c.md"
     doc.write_text("Late chunking pools token states per chunk. " * 30, encoding="utf-8")
     more.write_text("A second document about macro windows. " * 20, encoding="utf-8")
+    third.write_text("A third document about token budgets. " * 20, encoding="utf-8")
     new, old = tmp_path / "new", tmp_path / "old"
     assert _run("embed", doc, "--out", new, "--device", "cpu", "--quiet").exit_code == 0
     assert json.loads((new / "run.json").read_text())["settings"]["model"]["batch_tokens"] == 4096
     assert seen[-1] == 4096
-    assert _run("embed", more, "--out", new, "--append", "--quiet", "--batch-tokens", 4096).exit_code == 0
     assert _run("embed", doc, "--out", old, "--device", "cpu", "--quiet", "--batch-tokens", 16384).exit_code == 0
-    assert _run("embed", more, "--out", old, "--append", "--quiet").exit_code == 0
-    assert seen[-1] == 16384 and json.loads((old / "run.json").read_text())["settings"]["model"]["batch_tokens"] == 16384
-    res = runner.invoke(app, ["embed", str(more), "--out", str(old), "--append", "--batch-tokens", "4096"])
-    assert res.exit_code != 0 and "model.batch_tokens (--batch-tokens) was 16384, now 4096" in res.output
+    assert json.loads((old / "run.json").read_text())["settings"]["model"]["batch_tokens"] == 16384
+    res = runner.invoke(app, ["embed", str(more), "--out", str(old), "--append", "--quiet"])
+    assert res.exit_code == 0, res.output
+    assert seen[-1] == 4096  # this run's device default, not the folder's 16384
+    res = runner.invoke(app, ["embed", str(third), "--out", str(old), "--append", "--quiet", "--batch-tokens", "512"])
+    assert res.exit_code == 0, res.output
+    assert seen[-1] == 512
+    res = runner.invoke(app, ["verify", str(old)])
+    assert res.exit_code == 0, res.output
+    res = runner.invoke(app, ["embed", str(doc), "--out", str(old), "--resume", "--batch-tokens", "2048"])
+    assert res.exit_code == 0, res.output  # a finished run: nothing to do, and the budget is no difference
+
+
+def test_settings_diff_leaves_the_batch_budget_out():
+    from latechunk.ingest.folder import diff_settings
+
+    a = {"model": {"batch_tokens": 16384, "dtype": "float32"}, "mode": "late"}
+    assert diff_settings(a, {"model": {"batch_tokens": 4096, "dtype": "float32"}, "mode": "late"}) == []
+    assert diff_settings(a, {"model": {"dtype": "float32"}, "mode": "late"}) == []
+    assert diff_settings(a, {"model": {"batch_tokens": 4096, "dtype": "bfloat16"}, "mode": "late"}) == [
+        "model.dtype (--dtype) was 'float32', now 'bfloat16'"]

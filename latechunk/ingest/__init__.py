@@ -84,7 +84,7 @@ def run_settings(config: EmbedConfig, encoder) -> dict:
         ``name``, ``sha256``, ``dim``, ``dtype``, ``max_length``, ``window``, ``window_overlap``, ``pooling``,
         ``document_prompt``), and ``batch_tokens`` resolved (the encoder's budget where the config leaves it to
         the device's default: 4,096 on the CPU), so that a folder records the budget it was embedded with and older
-        readers, which expect a number, read it. ``window`` and ``window_overlap`` are the macro window's size and
+        readers, which expect a number, read it (never compared: :data:`latechunk.ingest.folder.NOT_COMPARED`). ``window`` and ``window_overlap`` are the macro window's size and
         overlap in tokens (keys kept from earlier run.json files, so that ``--resume`` still matches them).
 
     Raises:

@@ -146,7 +146,7 @@ def check_append_options(config: EmbedConfig, *, force: bool = False, resume: bo
     new = config.to_dict()
     mine, theirs = dict(new.pop("model", {})), dict(old.get("model") or {})
     base = {k: v for k, v in old.items() if k != "model"}
-    keys = ["batch_tokens", "trust_remote_code", "backend"] + (["dtype"] if mine.get("dtype") is not None else [])
+    keys = ["trust_remote_code", "backend"] + (["dtype"] if mine.get("dtype") is not None else [])
     new["model"] = {k: mine.get(k) for k in keys}
     base["model"] = {k: theirs.get(k) for k in keys}
     diff = append_settings_diff(base, new)
@@ -185,7 +185,6 @@ def config_from_settings(settings: Mapping, inputs: Iterable[str | os.PathLike],
             inputs=tuple(Path(p) for p in inputs),
             out=Path(out),
             model=ModelConfig(name=model or m["name"], device=device, dtype=m.get("dtype"),
-                              batch_tokens=m.get("batch_tokens"),
                               trust_remote_code=bool(m.get("trust_remote_code", False)),
                               backend=m.get("backend", "torch")),
             pipeline=PipelineConfig(

@@ -139,8 +139,14 @@ def check_not_empty(out: Path, entries: Iterable[str] | None = None) -> None:
                          "(or --resume to continue an interrupted run)")
 
 
+#: run.json keys recorded for the reader but never compared: they do not change a vector (the token budget per
+#: forward batch: batches are padding-invariant), so a resumed run or an append may use another (e.g. a GPU's)
+NOT_COMPARED = frozenset({"model.batch_tokens"})
+
+
 def diff_settings(old: dict, new: dict, prefix: str = "") -> list[str]:
-    """The differences between two settings dicts (nested dicts compared key by key).
+    """The differences between two settings dicts (nested dicts compared key by key; :data:`NOT_COMPARED` keys
+    left out).
 
     Args:
         old: The recorded settings.
@@ -154,6 +160,8 @@ def diff_settings(old: dict, new: dict, prefix: str = "") -> list[str]:
     """
     out = []
     for key in sorted(set(old) | set(new)):
+        if prefix + key in NOT_COMPARED:
+            continue
         a, b = old.get(key), new.get(key)
         if isinstance(a, dict) and isinstance(b, dict):
             out.extend(diff_settings(a, b, f"{prefix}{key}."))
