@@ -82,10 +82,11 @@ def run_settings(config: EmbedConfig, encoder) -> dict:
     Returns:
         ``config.to_dict()`` with ``model`` extended by the encoder's facts (those of its description among
         ``name``, ``sha256``, ``dim``, ``dtype``, ``max_length``, ``window``, ``window_overlap``, ``pooling``,
-        ``document_prompt``), and ``batch_tokens`` resolved (the encoder's budget where the config leaves it to
-        the device's default: 4,096 on the CPU), so that a folder records the budget it was embedded with and older
-        readers, which expect a number, read it (never compared: :data:`latechunk.ingest.folder.NOT_COMPARED`). ``window`` and ``window_overlap`` are the macro window's size and
-        overlap in tokens (keys kept from earlier run.json files, so that ``--resume`` still matches them).
+        ``document_prompt``), and ``batch_tokens`` resolved (the encoder's budget in tokens where the config
+        leaves it to the device's default: 4,096 on the CPU), so that a folder records the budget it was embedded
+        with and older readers, which expect a number, read it (never compared:
+        :data:`latechunk.ingest.folder.NOT_COMPARED`). ``window`` and ``window_overlap`` are the macro window's
+        size and overlap in tokens (keys kept from earlier run.json files, so that ``--resume`` still matches them).
 
     Raises:
         ValueError: if the config's macro window does not fit the model (:meth:`Encoder.macro_window
