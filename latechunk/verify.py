@@ -120,6 +120,47 @@ def _source_roots(out: Path, manifest: dict, inputs: Sequence[os.PathLike] | Non
     return roots
 
 
+def _runs_of_roots(manifest: dict, roots: list[Path]) -> tuple[list[Path], int | None]:
+    """The roots to read once each, and the item count they should hold now.
+
+    An ``--append`` of an input the folder already lists (``embed DIR --append`` after DIR gained files) lists that
+    root twice: the first run consumed what DIR held then, the append what it holds now (the documents already in
+    the index skipped as such). Reading DIR twice would count every item twice, so each root is read once (first
+    place kept) and a run whose every root a later run lists again is *superseded*: its items are no longer
+    counted. Returns ``(roots, expected)``; ``expected`` is the manifest's ``counts.documents_in`` when no root
+    repeats, and ``None`` (no count to compare) when a repeated root belongs to a run that is not superseded
+    (a run of ``a`` and ``b`` followed by an append of ``a`` alone: how many of the first run's items came from
+    ``a`` is not recorded).
+    """
+    total = manifest.get("counts", {}).get("documents_in")
+    appends = manifest.get("appends") or []
+    keys = [os.path.normcase(os.path.abspath(os.path.realpath(r))) for r in roots]
+    if len(set(keys)) == len(keys):
+        return roots, total
+    sizes = [len(a.get("inputs") or []) for a in appends]
+    if len(keys) != len(manifest.get("inputs") or []) or sum(sizes) > len(keys) or total is None:
+        return list(dict.fromkeys(roots)), None  # roots given by --inputs, or an older manifest: no count
+    runs = [len(keys) - sum(sizes)] + sizes
+    try:
+        consumed = [(appends[0]["items"][0] if appends else total)] + [a["items"][1] - a["items"][0] for a in appends]
+    except (KeyError, IndexError, TypeError):  # an append entry without its item range
+        return list(dict.fromkeys(roots)), None
+    bounds = [sum(runs[:r]) for r in range(len(runs) + 1)]
+    expected = total
+    for r in range(len(runs)):
+        mine = keys[bounds[r]:bounds[r + 1]]
+        later = set(keys[bounds[r + 1]:])
+        if mine and all(k in later for k in mine):
+            expected -= consumed[r]
+        elif any(k in later for k in mine):
+            expected = None  # part of this run is read again later, part not: its share is not recorded
+            break
+    first = {}
+    for r, k in zip(roots, keys):
+        first.setdefault(k, r)
+    return list(first.values()), expected
+
+
 def verify_output(out: str | os.PathLike, inputs: Sequence[os.PathLike] | None = None,
                   check_sources: bool = True) -> tuple[list[str], str]:
     """Check an output folder of ``latechunk embed``.
@@ -444,7 +485,7 @@ def _check_sources(folder: OutputFolder, manifest: dict, documents: list, skippe
     from latechunk.io import is_not_read
     from latechunk.types import Skipped
 
-    roots = _source_roots(folder.path, manifest, inputs)
+    roots, expected = _runs_of_roots(manifest, _source_roots(folder.path, manifest, inputs))
     missing = [str(r) for r in roots if not r.exists()]
     if missing:
         P.add("source", f"source input(s) not found: {', '.join(missing)} (give their current place with --inputs)")
@@ -502,8 +543,8 @@ def _check_sources(folder: OutputFolder, manifest: dict, documents: list, skippe
     for d in documents:
         if d["doc_id"] not in seen:
             P.add("source", f"source of {d['doc_id']!r} ({d.get('source', '')}) is gone")
-    if n_items != manifest.get("counts", {}).get("documents_in"):
-        P.add("source", f"the inputs now hold {n_items} items but the manifest accounts for {manifest.get('counts', {}).get('documents_in')}")
+    if expected is not None and n_items != expected:
+        P.add("source", f"the inputs now hold {n_items} items but the manifest accounts for {expected}")
 
 
 def _check_citations(doc, rows, P: _Problems) -> None:

@@ -180,3 +180,54 @@ def test_an_empty_record_before_one_with_text_under_the_same_id_is_no_problem(tm
                    '{"id": "b", "text": "Otters float on their backs."}\n', encoding="utf-8")
     res = runner.invoke(app, ["verify", str(out)])
     assert res.exit_code == 1 and "'a' was embedded but its source is now skipped" in res.output, res.output
+
+
+def _append(src: Path, out: Path, model: Path):
+    res = runner.invoke(app, ["embed", str(src), "--out", str(out), "--model", str(model), "--device", "cpu",
+                              "--quiet", "--append"], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    return res
+
+
+def test_appending_the_same_folder_after_it_grew_verifies_and_a_later_change_is_still_caught(copy, built):
+    """Trial: `embed DIR --out OUT --append` after DIR gained a file succeeded, then `verify OUT` failed "the
+    inputs now hold 18 items but the manifest accounts for 12": the manifest lists DIR twice (the first run read
+    what it held then, the append what it holds now) and verify read it twice. Each root is now read once and a
+    run whose roots a later run lists again no longer counts; a document removed afterwards is still reported."""
+    src, out, model = copy / "src", copy / "out", built / "model"
+    (src / "new.md").write_text("A document added after the first run, then appended.", encoding="utf-8")
+    _append(src, out, model)
+    (src / "newer.md").write_text("One more document, appended from the same folder again.", encoding="utf-8")
+    _append(src, out, model)
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["inputs_from_out"] == ["../src"] * 3 and m["counts"]["documents_embedded"] == 8
+    res = _verify(out)
+    assert res.exit_code == 0 and res.output.startswith("ok:"), res.output
+    (src / "rows.parquet").unlink()  # two embedded documents gone
+    res = _verify(out)
+    assert res.exit_code == 1 and "source of 'p1'" in res.output and "is gone" in res.output, res.output
+    assert "items but the manifest accounts for" in res.output, res.output
+
+
+def test_a_run_partly_read_again_by_an_append_checks_every_item_but_not_the_count(copy, built, tmp_path):
+    """A first run of two inputs, then an append of one of them: how many of the first run's items came from
+    which input is not recorded, so the count is not compared; every item still is (a new file is reported)."""
+    from latechunk.verify import _runs_of_roots
+
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "o.md").write_text("Owls hunt at night over the fields.", encoding="utf-8")
+    src, model = copy / "src", built / "model"
+    out = tmp_path / "two"
+    res = runner.invoke(app, ["embed", str(src), str(other), "--out", str(out), "--model", str(model), "--device",
+                              "cpu", "--quiet"], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    (other / "o2.md").write_text("Voles hide in the long grass.", encoding="utf-8")
+    _append(other, out, model)
+    m = json.loads((out / "manifest.json").read_text())
+    roots, expected = _runs_of_roots(m, [Path(p) for p in m["inputs"]])
+    assert roots == [src, other] and expected is None
+    assert _verify(out).exit_code == 0
+    (src / "late.md").write_text("Added after every run and never embedded.", encoding="utf-8")
+    res = _verify(out)
+    assert res.exit_code == 1 and "'late.md'" in res.output and "not in the manifest" in res.output, res.output
