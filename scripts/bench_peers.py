@@ -205,6 +205,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
     ap.add_argument("--budgets", default="",
                     help="comma list of token budgets per batch (e.g. 1024,4096,16384): one more 'latechunk late "
                          "bt=N' row each, the same encoder's model at that budget (how the default was chosen)")
+    ap.add_argument("--stock-linear", action="store_true",
+                    help="also run latechunk late with onednn_linear=False (nn.Linear as BLAS addmm, PyTorch's stock "
+                         "fp32 CPU path) beside its default oneDNN linear (latechunk.encoder.OneDNNLinear)")
     ap.add_argument("--skip", nargs="*", default=[], help="system names to leave out (e.g. chonkie 'latechunk late x5')")
     ap.add_argument("--out", type=Path, default=REPO / "eval" / "results" / "peers.md", help="markdown table to write")
     ap.add_argument("--note", default="", help="a line written under the table (e.g. how loaded the machine was)")
@@ -267,6 +270,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
 
     for b in budgets:  # the same loaded model (shared weights) at another token budget per batch
         encoders[f"bt={b}"] = Encoder(enc.loaded, device=args.device, dtype=lc_dtype, batch_tokens=b)
+    if args.stock_linear:  # the same loaded model, nn.Linear as PyTorch runs it (BLAS addmm)
+        encoders["stock"] = Encoder(enc.loaded, device=args.device, dtype=lc_dtype, batch_tokens=enc.batch_tokens,
+                                    onednn_linear=False)
 
     compile_s = None
     if args.compile:  # the one forward faster than torch's eager one left to try on the CPU (issue 15)
@@ -343,6 +349,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
     for b in budgets:
         systems[f"latechunk late bt={b}"] = late([args.strategy], f"bt={b}")
         dtypes[f"latechunk late bt={b}"] = lc_dtype
+    if args.stock_linear:
+        systems["latechunk late stock linear"] = late([args.strategy], "stock")
+        dtypes["latechunk late stock linear"] = f"{lc_dtype} (BLAS addmm)"
     if args.compile:
         systems["latechunk late compiled"] = late([args.strategy], "compiled")
         dtypes["latechunk late compiled"] = f"{lc_dtype} (torch.compile)"
@@ -382,7 +391,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
                 f"onnxruntime {_ver('onnxruntime')}, Python {platform.python_version()}")
     setup = (f"{len(docs)} documents ({', '.join(args.corpora)}; first {args.fraction:g} of each), {corpus_tokens:,} "
              f"corpus tokens; model {enc.name}; strategy {args.strategy}; macro window {mw.size}, overlap "
-             f"{mw.overlap}; latechunk batch_tokens {enc.batch_tokens}; chonkie chunk_size {chunk_size}, "
+             f"{mw.overlap}; latechunk batch_tokens {enc.batch_tokens}, oneDNN linear {'on' if enc.onednn_linear else 'off'}; chonkie chunk_size {chunk_size}, "
              f"max_seq_length {st.max_seq_length}")
     env = os.environ.get("LATECHUNK_CPU_DTYPE")
     dtype_line = (f"dtypes: latechunk {lc_dtype} (its default here: bf16 on CUDA and on CPUs with AMX or "
@@ -400,6 +409,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
                  f"{corpus_tokens:,} tokens (raw forward: {raw_tokens:,}; frames of extra windows and a last window "
                  f"pushed back to be full); attention implementation {attn}")
     target_lines = targets(med, raw_key, lc_dtype)
+    if "latechunk late stock linear" in med and "latechunk late" in med:
+        target_lines.append(f"oneDNN linear: latechunk late {med['latechunk late stock linear'] / med['latechunk late']:.2f}x "
+                            "itself with PyTorch's stock linear (BLAS addmm)")
     if compile_s is not None and "latechunk late compiled" in med:
         target_lines.append(f"torch.compile: warm-up pass (compiling each batch shape) {compile_s:.1f} s, then "
                             f"{med['latechunk late'] / med['latechunk late compiled']:.2f}x latechunk late (eager), "

@@ -84,8 +84,9 @@ def test_a_failed_compile_warns_once_and_runs_eager(monkeypatch):
     enc = minilm_encoder(compile=True)
     ref = minilm_encoder()
     tok = enc.tokenizer(TEXT[:400])
-    with pytest.warns(RuntimeWarning, match=r"torch.compile failed .*no C\+\+ compiler found .*runs the model eager"):
+    with pytest.warns(RuntimeWarning, match=r"torch.compile failed .*no C\+\+ compiler found .*runs the model eager") as got:
         states = enc.token_states([tok])[0]
+    assert got[0].filename == __file__  # the caller's line, not encoder.py's
     assert not enc.compiled and enc._forward_model is enc.model
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no second warning

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from latechunk.config import PipelineConfig
-from latechunk.encoder import Encoder
+from latechunk.encoder import Encoder, onednn_linear_available
 from latechunk.macro_window import MIN_WINDOW_CONTENT_TOKENS, MacroWindow
 from latechunk.models import ModelSettings, resolve_model_path
 from latechunk.pipeline import embed
@@ -206,7 +206,8 @@ def test_window_longer_than_document_equals_single_pass():
     tok = enc.tokenizer("Snow fell on the quiet village. Children built a fort by the river.")
     win = enc.token_states([tok], enc.macro_window(128))[0]
     with torch.inference_mode():
-        single = enc.model(input_ids=torch.tensor(tok.input_ids)[None]).last_hidden_state[0]
+        ids = torch.tensor(tok.input_ids)[None]
+        single = enc._run_model(ids, torch.ones_like(ids)).last_hidden_state[0]  # the encoder's own arithmetic
     torch.testing.assert_close(win, single, atol=1e-6, rtol=1e-6)
 
 
@@ -364,3 +365,62 @@ def test_br014_batch_padding_independence():
         assert np.abs(v - ref).max() <= 1e-4, key
         cos = (v * ref).sum(1) / np.linalg.norm(v, axis=1) / np.linalg.norm(ref, axis=1)
         assert cos.min() >= 0.9999
+
+
+# --- oneDNN linear (issue 15: fp32 CPU speed) -----------------------------------------------------------------
+
+
+def _linear_ops(fn) -> set[str]:
+    """The names of the linear operators a call runs (torch profiler)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        fn()
+    return {e.key for e in prof.key_averages() if "linear" in e.key or e.key in ("aten::addmm", "aten::mm")}
+
+
+@pytest.mark.skipif(not onednn_linear_available(),
+                    reason="this PyTorch has no oneDNN linear")
+def test_onednn_linear_is_the_cpu_fp32_default_and_gives_the_stock_states():
+    """The fp32 CPU forward runs nn.Linear through oneDNN (bias fused) instead of BLAS addmm; token states and
+    vectors equal the stock forward's to rounding, and the model itself is left as loaded."""
+    from latechunk.encoder import OneDNNLinear
+
+    fast, stock = minilm_encoder(), minilm_encoder(onednn_linear=False)
+    assert fast.onednn_linear is True and stock.onednn_linear is False
+    ids = torch.randint(1000, 20000, (3, 40), generator=torch.Generator().manual_seed(0))
+    mask = torch.ones_like(ids)
+    with torch.inference_mode():
+        ops = _linear_ops(lambda: fast._run_model(ids, mask))
+        assert "mkldnn::_linear_pointwise" in ops and "aten::addmm" not in ops, ops
+        assert "aten::addmm" in _linear_ops(lambda: stock._run_model(ids, mask))
+        a = fast._run_model(ids, mask).last_hidden_state
+        b = stock._run_model(ids, mask).last_hidden_state
+    torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+    texts = ["Late chunking pools token states.", "Rivers reach the sea. " * 30]
+    np.testing.assert_allclose(fast.encode(texts), stock.encode(texts), atol=1e-6)
+    # outside the encoder's forward nothing is rerouted: the model is the one loaded
+    with torch.inference_mode():
+        assert "aten::addmm" in _linear_ops(lambda: fast.model(input_ids=ids, attention_mask=mask))
+    # a call that needs gradients (training) or runs under autocast takes the stock path even inside the mode
+    lin = torch.nn.Linear(8, 4)
+    x = torch.randn(2, 8)
+    with OneDNNLinear():
+        assert lin(x).requires_grad
+        with torch.no_grad():
+            torch.testing.assert_close(lin(x), torch.nn.functional.linear(x, lin.weight, lin.bias))
+        with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+            assert lin(x).dtype == torch.bfloat16
+
+
+def test_onednn_linear_only_where_it_applies(monkeypatch):
+    """On by default only for the torch backend on the CPU in float32 without compile; $LATECHUNK_ONEDNN_LINEAR=0
+    turns the default off; asking for it where it cannot run is an error, and the value is a bool or None."""
+    assert minilm_encoder(dtype="bfloat16").onednn_linear is False
+    assert minilm_encoder(dtype="float32").onednn_linear is onednn_linear_available()
+    monkeypatch.setenv("LATECHUNK_ONEDNN_LINEAR", "0")
+    assert minilm_encoder(dtype="float32").onednn_linear is False
+    with pytest.raises(ValueError, match="float32"):
+        minilm_encoder(dtype="bfloat16", onednn_linear=True)
+    with pytest.raises(TypeError, match="onednn_linear"):
+        minilm_encoder(onednn_linear="yes")
