@@ -179,8 +179,9 @@ class OneDNNLinear(torch.overrides.TorchFunctionMode):
     Stock PyTorch computes an fp32 ``nn.Linear`` on the CPU as BLAS ``addmm`` (MKL in the official wheels): the
     bias broadcast into the output, then SGEMM. oneDNN's matmul primitive (the library PyTorch already uses for
     bf16 on the CPU, and TorchInductor for prepacked linears) fuses the bias and was faster at an encoder's
-    shapes: measured on an AMD EPYC (Zen 4), 2 threads, all-MiniLM-L6-v2, one (16, 256) batch in fp32:
-    1.2-1.3x the stock forward (``scripts/bench_peers.py``, eval/results/peers.md). The result is fp32 throughout
+    shapes: measured on an AMD EPYC (Zen 4), 2 threads, all-MiniLM-L6-v2 in fp32: its FFN GEMMs at 1.39-1.46x the
+    GFLOP/s of ``addmm`` (``scripts/bench_onnx.py --gemm``), the whole late pipeline 1.08x and 1.19x in two runs
+    (``scripts/bench_peers.py --stock-linear``; eval/results/peers.md, onnx.md). The result is fp32 throughout
     (no reduced-precision math; oneDNN's default fp32 math mode), equal to the stock result to rounding
     (token states within ~1e-5).
 
@@ -340,7 +341,7 @@ class Encoder:
         onednn_linear: Run the model's linear layers through oneDNN (:class:`OneDNNLinear`; fp32, bias fused)
             instead of BLAS ``addmm``. ``None`` (default): on for the torch backend on the CPU in float32
             without ``compile``, where the operator exists and passes a probe (:func:`onednn_linear_available`),
-            unless ``$LATECHUNK_ONEDNN_LINEAR=0``; measured 1.2-1.3x the stock fp32 forward on an AMD EPYC
+            unless ``$LATECHUNK_ONEDNN_LINEAR=0``; measured 1.08-1.19x the stock fp32 pipeline on an AMD EPYC
             (eval/results/peers.md). Token states equal the stock ones to fp32 rounding.
 
     Raises:

@@ -9,8 +9,12 @@ Two workloads, each run by every backend in every round (the order rotates per r
   model's default), the token budget ``--batch-tokens`` (default 16,384 padded tokens per batch, the runs recorded in
   eval/results/onnx.md; latechunk's CPU default is now 4,096), length-sorted batches. Wall seconds
   of the whole call and the encoder's forward seconds (``Encoder.stats["seconds"]``) are both reported.
-- ``(B, S)`` (default ``(8, 512)``): one forward batch of random token ids, torch's ``model(...)`` under
-  ``torch.inference_mode`` vs :class:`latechunk.onnx_backend.OnnxRunner`.
+- ``(B, S)`` (default ``(8, 512)``): one forward batch of random token ids, the torch backend's forward
+  (``Encoder._run_model`` under ``torch.inference_mode``: oneDNN linears where they are on) vs
+  :class:`latechunk.onnx_backend.OnnxRunner`.
+
+Every backend runs in fp32. ``--gemm`` adds the linear layers alone (:func:`gemm_lines`): the bound on what a
+backend faster only in GEMMs can gain.
 
 Quality in the same run: the max abs difference of the (B, S) token states against torch, and the lowest cosine
 between a backend's chunk vectors and torch's (pipeline workload).
@@ -52,6 +56,10 @@ def main(argv: Sequence[str] | None = None) -> dict:
     ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds (default 5; medians reported)")
     ap.add_argument("--backends", default=",".join(BACKENDS), help="comma list (default torch,onnx,onnx-int8)")
     ap.add_argument("--out", type=Path, default=None, help="markdown file to write the report to")
+    ap.add_argument("--gemm", action="store_true",
+                    help="also time the model's linear layers alone (torch addmm, torch oneDNN, ONNX Runtime MatMul+Add "
+                         "at (tokens, hidden) x (hidden, intermediate) and back) and the linear layers' share of the "
+                         "torch forward: the most any backend that only speeds up GEMMs could gain")
     ap.add_argument("--note", default="", help="a line written under the report (e.g. how loaded the machine was)")
     args = ap.parse_args(argv)
     if not 0 < args.fraction <= 1:
@@ -69,13 +77,15 @@ def main(argv: Sequence[str] | None = None) -> dict:
     from latechunk.pipeline import embed
 
     docs = load_documents(args.corpora, args.fraction, args.data)
-    encoders = {b: Encoder(args.model, device="cpu", backend=b, batch_tokens=args.batch_tokens) for b in backends}
+    # fp32 throughout (the target's terms): torch's own default on an AVX-512 BF16 CPU would be bf16
+    encoders = {b: Encoder(args.model, device="cpu", dtype="float32", backend=b, batch_tokens=args.batch_tokens)
+                for b in backends}
     ref = encoders["torch"]
     mw = ref.macro_window(args.window)
     cfg = PipelineConfig((args.strategy,), modes=("late",), macro_window=mw.size)
     corpus_tokens = sum(len(ref.tokenizer(d)) for d in docs)
 
-    # the single batch: torch's model(...) vs the ONNX runners (the same files the encoders loaded)
+    # the single batch: the torch backend's forward (Encoder._run_model: oneDNN linear where it is on) vs the ONNX runners (the same files the encoders loaded)
     rng = np.random.default_rng(0)
     ids = rng.integers(1000, ref.hf_tokenizer.vocab_size, size=(b_rows, s_len)).astype(np.int64)
     ids[:, 0], ids[:, -1] = ref.hf_tokenizer.cls_token_id or 101, ref.hf_tokenizer.sep_token_id or 102
@@ -85,7 +95,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
 
     def torch_batch():
         with torch.inference_mode():
-            return ref.model(input_ids=torch.from_numpy(ids), attention_mask=torch.from_numpy(mask)).last_hidden_state
+            return ref._run_model(torch.from_numpy(ids), torch.from_numpy(mask)).last_hidden_state
 
     batch_fns = {"torch": torch_batch} | {b: (lambda r=r: r(ids, mask)) for b, r in runners.items()}
 
@@ -135,8 +145,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
              f"{corpus_tokens:,} corpus tokens, model {ref.name}, strategy {args.strategy}, late, macro window "
              f"{mw.size}, overlap {mw.overlap}, batch_tokens {args.batch_tokens} (length-sorted batches, padding "
              f"{padding:.2%}); single batch ({b_rows}, {s_len}) of random ids, no padding; {args.rounds} interleaved "
-             f"rounds, medians")
-    report = "\n".join([f"machine: {machine}", f"versions: {versions}", f"setup: {setup}", "", table])
+             f"rounds, medians; torch fp32 with oneDNN linear {'on' if ref.onednn_linear else 'off'}")
+    extra = gemm_lines(ref, min(args.batch_tokens, 4096), args.rounds) if args.gemm else []
+    report = "\n".join([f"machine: {machine}", f"versions: {versions}", f"setup: {setup}", "", table, "", *extra])
     print(report, flush=True)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -144,10 +155,84 @@ def main(argv: Sequence[str] | None = None) -> dict:
                 f"- machine: {machine}", f"- versions: {versions}", f"- setup: {setup}"]
         if args.note:
             body.append(f"- note: {args.note}")
-        args.out.write_text("\n".join(body + ["", table, ""]), encoding="utf-8")
+        args.out.write_text("\n".join(body + ["", table, "", *extra, ""]), encoding="utf-8")
         print(f"written: {args.out}")
     return {"median_s": {f"{w} {b}": v for (w, b), v in med.items()}, "forward_s": med_fwd, "quality": quality,
             "corpus_tokens": corpus_tokens, "padding": padding}
+
+
+def _linear_seconds(x, w, b, sess, repeats: int) -> dict[str, float]:
+    """Median seconds of ``F.linear(x, w, b)`` stock (addmm) and through oneDNN, and of the ONNX session."""
+    import torch
+
+    from latechunk.encoder import OneDNNLinear
+
+    xn = x.numpy()
+
+    def stock():
+        with torch.inference_mode():
+            torch.nn.functional.linear(x, w, b)
+
+    def onednn():
+        with torch.inference_mode(), OneDNNLinear():
+            torch.nn.functional.linear(x, w, b)
+
+    fns = {"addmm": stock, "onednn": onednn, "ort": lambda: sess.run(None, {"x": xn})}
+    for f in fns.values():
+        f()
+    return {name: statistics.median(_timed(f) for _ in range(repeats)) for name, f in fns.items()}
+
+
+def gemm_lines(ref, tokens: int, rounds: int) -> list[str]:
+    """The linear layers alone: seconds and GFLOP/s of the model's two FFN shapes, ``(tokens, hidden) x
+    (hidden, intermediate)`` and back, with bias, in fp32, for torch's stock ``F.linear`` (BLAS addmm), torch
+    through oneDNN (:class:`latechunk.encoder.OneDNNLinear`) and ONNX Runtime (a MatMul + Add graph, intra-op
+    threads = torch's); and the share of torch's forward self time spent in linear layers (profiler, one
+    (16, 256) batch). If a backend ran every GEMM ``r`` times faster and everything else for free, it would be at
+    most ``r / share`` times faster: the bound printed."""
+    import onnxruntime as ort
+    import torch
+    from onnx import TensorProto, helper, numpy_helper
+    from torch.profiler import ProfilerActivity, profile
+
+    cfg = ref.model.config
+    hidden, inter = int(cfg.hidden_size), int(getattr(cfg, "intermediate_size", 4 * cfg.hidden_size))
+    g = torch.Generator().manual_seed(0)
+    out = [("| linear (fp32, bias) | torch addmm GFLOP/s | torch oneDNN GFLOP/s | ONNX Runtime GFLOP/s | ORT x addmm | "
+            "ORT x oneDNN |"), "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    best_ratio = 0.0
+    for k, n in ((hidden, inter), (inter, hidden)):
+        x = torch.randn(tokens, k, generator=g)
+        w, b = torch.randn(n, k, generator=g) / k ** 0.5, torch.randn(n, generator=g)
+        graph = helper.make_graph(
+            [helper.make_node("MatMul", ["x", "wt"], ["xw"]), helper.make_node("Add", ["xw", "b"], ["y"])], "linear",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, k])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, n])],
+            [numpy_helper.from_array(w.t().contiguous().numpy(), "wt"), numpy_helper.from_array(b.numpy(), "b")])
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = torch.get_num_threads()
+        sess = ort.InferenceSession(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+                                    .SerializeToString(), so, providers=["CPUExecutionProvider"])
+        t = _linear_seconds(x, w, b, sess, max(rounds, 3) * 3)
+        flop = 2.0 * tokens * k * n
+        gf = {name: flop / v / 1e9 for name, v in t.items()}
+        best_ratio = max(best_ratio, gf["ort"] / max(gf["addmm"], gf["onednn"]))
+        out.append(f"| ({tokens}, {k}) x ({k}, {n}) | {gf['addmm']:.0f} | {gf['onednn']:.0f} | {gf['ort']:.0f} | "
+                   f"{gf['ort'] / gf['addmm']:.2f} | {gf['ort'] / gf['onednn']:.2f} |")
+    ids = torch.randint(1000, 20000, (16, 256), generator=g)
+    with torch.inference_mode():
+        ref._run_model(ids, torch.ones_like(ids))
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            ref._run_model(ids, torch.ones_like(ids))
+    events = prof.key_averages()
+    total = sum(e.self_cpu_time_total for e in events)
+    lin = sum(e.self_cpu_time_total for e in events if e.key in ("aten::addmm", "aten::mm", "mkldnn::_linear_pointwise"))
+    share = lin / max(total, 1)
+    out += ["", f"linear layers' share of the torch backend's forward self time (one (16, 256) batch, oneDNN linear "
+                f"{'on' if ref.onednn_linear else 'off'}): {share:.1%}; ONNX Runtime's best GEMM rate against torch's "
+                f"best: {best_ratio:.2f}x, so a backend faster only in GEMMs and free elsewhere is at most "
+                f"{best_ratio / share:.2f}x torch" if share else "no linear operator seen in the profile"]
+    return out
 
 
 if __name__ == "__main__":

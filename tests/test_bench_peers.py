@@ -127,3 +127,19 @@ def test_budgets_add_one_row_each_and_latechunk_runs_its_default_budget(tmp_path
     assert res["batch_tokens"] == 2 * 128  # --batch-sizes 2 x --window 128
     with pytest.raises(SystemExit):
         _dry_run(tmp_path / "bad", "--budgets", "64,x")
+
+
+def test_stock_linear_adds_a_row_and_a_ratio_line(tmp_path):
+    """--stock-linear: the same encoder's model with onednn_linear=False beside the default (oneDNN linear on in
+    fp32 where the operator works), and one line giving the ratio."""
+    from latechunk.encoder import onednn_linear_available
+
+    res, text = _dry_run(tmp_path, "--stock-linear", "--skip", "latechunk late x5", "latechunk naive",
+                         "st naive (same spans)")
+    assert "| latechunk late stock linear | float32 (BLAS addmm) |" in text
+    assert res["median_s"]["latechunk late stock linear"] > 0
+    assert f"oneDNN linear {'on' if onednn_linear_available() else 'off'}" in text
+    line = res["targets"][-1]
+    med = res["median_s"]
+    assert line == (f"oneDNN linear: latechunk late {med['latechunk late stock linear'] / med['latechunk late']:.2f}x "
+                    "itself with PyTorch's stock linear (BLAS addmm)")

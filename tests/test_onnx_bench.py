@@ -3,6 +3,8 @@ three backends, their ratios and the quality columns (no timing is asserted)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 pytest.importorskip("onnxruntime")
@@ -21,8 +23,11 @@ def test_bench_onnx_dry_run(tmp_path, monkeypatch):
     out = tmp_path / "bench.md"
     res = load_script("bench_onnx").main(
         ["--corpora", "a", "b", "--data", str(data), "--fraction", "1", "--model", str(save_tiny_bert(tmp_path / "m")),
-         "--rounds", "1", "--shape", "2x16", "--window", "64", "--batch-tokens", "256", "--out", str(out)])
+         "--rounds", "1", "--shape", "2x16", "--window", "64", "--batch-tokens", "256", "--gemm", "--out", str(out)])
     text = out.read_text()
+    # --gemm: the two FFN shapes of the model at the batch's tokens, and the bound on a GEMM-only speed-up
+    assert re.search(r"\| \(256, 32\) x \(32, \d+\) \| \d+ \| \d+ \| \d+ \|", text), text
+    assert re.search(r"share of the torch backend's forward self time .*: \d+\.\d%; .* at most \d+\.\d\dx torch", text)
     for backend in ("| torch |", "| onnx |", "| onnx-int8 |"):
         assert backend in text
     assert "Command: `python3 scripts/bench_onnx.py" in text and "onnxruntime" in text
