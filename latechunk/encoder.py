@@ -227,11 +227,15 @@ def onednn_linear_available() -> bool:
 def _want_onednn_linear(choice: bool | None, backend: str, device: torch.device, dtype: torch.dtype,
                         compile: bool) -> bool:
     """The rule of ``Encoder(onednn_linear=...)``: True/False as given (True where it cannot run is an error);
-    None: on for the torch backend on the CPU in float32 without ``compile`` (inductor packs its own linears),
-    unless ``$LATECHUNK_ONEDNN_LINEAR`` is ``0``."""
+    None: on for the torch backend on an x86-64 CPU in float32 without ``compile`` (inductor packs its own
+    linears; on other CPUs, Arm among them, it is unmeasured and stays off unless asked for), unless
+    ``$LATECHUNK_ONEDNN_LINEAR`` is ``0``."""
+    import platform
+
     fits = backend == "torch" and device.type == "cpu" and dtype == torch.float32 and not compile
     if choice is None:
-        return fits and os.environ.get("LATECHUNK_ONEDNN_LINEAR", "1").strip() != "0" and onednn_linear_available()
+        return (fits and platform.machine().lower() in ("x86_64", "amd64")
+                and os.environ.get("LATECHUNK_ONEDNN_LINEAR", "1").strip() != "0" and onednn_linear_available())
     if choice and not fits:
         raise ValueError("onednn_linear applies to the torch backend on the CPU in float32 without compile")
     if choice and not onednn_linear_available():
@@ -340,8 +344,8 @@ class Encoder:
             https://pytorch.org/docs/stable/generated/torch.compile.html.
         onednn_linear: Run the model's linear layers through oneDNN (:class:`OneDNNLinear`; fp32, bias fused)
             instead of BLAS ``addmm``. ``None`` (default): on for the torch backend on the CPU in float32
-            without ``compile``, where the operator exists and passes a probe (:func:`onednn_linear_available`),
-            unless ``$LATECHUNK_ONEDNN_LINEAR=0``; measured 1.08-1.19x the stock fp32 pipeline on an AMD EPYC
+            without ``compile`` on an x86-64 CPU, where the operator exists and passes a probe
+            (:func:`onednn_linear_available`), unless ``$LATECHUNK_ONEDNN_LINEAR=0``; measured 1.08-1.19x the stock fp32 pipeline on an AMD EPYC
             (eval/results/peers.md). Token states equal the stock ones to fp32 rounding.
 
     Raises:

@@ -4,6 +4,8 @@ and the encoder side of the cases BR-012..BR-014 of ``../shared/cases/README.md`
 
 from __future__ import annotations
 
+import platform
+
 import numpy as np
 import pytest
 import torch
@@ -379,8 +381,8 @@ def _linear_ops(fn) -> set[str]:
     return {e.key for e in prof.key_averages() if "linear" in e.key or e.key in ("aten::addmm", "aten::mm")}
 
 
-@pytest.mark.skipif(not onednn_linear_available(),
-                    reason="this PyTorch has no oneDNN linear")
+@pytest.mark.skipif(not onednn_linear_available() or platform.machine().lower() not in ("x86_64", "amd64"),
+                    reason="the default is on only on x86-64, where this PyTorch has a working oneDNN linear")
 def test_onednn_linear_is_the_cpu_fp32_default_and_gives_the_stock_states():
     """The fp32 CPU forward runs nn.Linear through oneDNN (bias fused) instead of BLAS addmm; token states and
     vectors equal the stock forward's to rounding, and the model itself is left as loaded."""
@@ -417,7 +419,14 @@ def test_onednn_linear_only_where_it_applies(monkeypatch):
     """On by default only for the torch backend on the CPU in float32 without compile; $LATECHUNK_ONEDNN_LINEAR=0
     turns the default off; asking for it where it cannot run is an error, and the value is a bool or None."""
     assert minilm_encoder(dtype="bfloat16").onednn_linear is False
-    assert minilm_encoder(dtype="float32").onednn_linear is onednn_linear_available()
+    x86 = platform.machine().lower() in ("x86_64", "amd64")
+    assert minilm_encoder(dtype="float32").onednn_linear is (x86 and onednn_linear_available())
+
+    monkeypatch.setattr(platform, "machine", lambda: "aarch64")  # unmeasured on Arm: off unless asked for
+    assert minilm_encoder(dtype="float32").onednn_linear is False
+    if onednn_linear_available():  # asked for, it runs on any CPU
+        assert minilm_encoder(dtype="float32", onednn_linear=True).onednn_linear is True
+    monkeypatch.undo()
     monkeypatch.setenv("LATECHUNK_ONEDNN_LINEAR", "0")
     assert minilm_encoder(dtype="float32").onednn_linear is False
     with pytest.raises(ValueError, match="float32"):
