@@ -39,7 +39,7 @@ from latechunk.types import Tokenization
 if TYPE_CHECKING:
     from latechunk.config import ModelConfig
 
-__all__ = ["PROMPT_NAMES", "Encoder", "OneDNNLinear", "StateBatch", "StateBlock", "attention_implementation",
+__all__ = ["ONEDNN_MIN_TOKENS", "PROMPT_NAMES", "Encoder", "OneDNNLinear", "StateBatch", "StateBlock", "attention_implementation",
            "default_batch_tokens", "default_dtype", "onednn_linear_available"]
 
 PROMPT_NAMES = ("query", "document")
@@ -173,31 +173,53 @@ def default_batch_tokens(device: torch.device) -> int:
     return CPU_BATCH_TOKENS if device.type == "cpu" else GPU_BATCH_TOKENS
 
 
+#: the fewest tokens in a forward batch for which :class:`OneDNNLinear` is entered: the mode routes every torch call
+#: of the forward through Python (``__torch_function__``), about a millisecond per forward of MiniLM, which a batch
+#: of one short query does not earn back (measured 0.87-0.89x on a (1, 12) batch, 1.06x at (4, 64))
+ONEDNN_MIN_TOKENS = 256
+
+
+def _autocast_cpu() -> bool:
+    """Whether CPU autocast is on (``torch.is_autocast_enabled("cpu")``, torch >= 2.4; older torch's own call)."""
+    try:
+        return torch.is_autocast_enabled("cpu")
+    except TypeError:  # torch < 2.4: no device argument
+        return torch.is_autocast_cpu_enabled()
+
+
 class OneDNNLinear(torch.overrides.TorchFunctionMode):
     """Run ``torch.nn.functional.linear`` (every ``nn.Linear``) through oneDNN on the CPU in float32.
 
     Stock PyTorch computes an fp32 ``nn.Linear`` on the CPU as BLAS ``addmm`` (MKL in the official wheels): the
     bias broadcast into the output, then SGEMM. oneDNN's matmul primitive (the library PyTorch already uses for
     bf16 on the CPU, and TorchInductor for prepacked linears) fuses the bias and was faster at an encoder's
-    shapes: measured on an AMD EPYC (Zen 4), 2 threads, all-MiniLM-L6-v2 in fp32: its FFN GEMMs at 1.39-1.46x the
-    GFLOP/s of ``addmm`` (``scripts/bench_onnx.py --gemm``), the whole late pipeline 1.08x and 1.19x in two runs
-    (``scripts/bench_peers.py --stock-linear``; eval/results/peers.md, onnx.md). The result is fp32 throughout
-    (no reduced-precision math; oneDNN's default fp32 math mode), equal to the stock result to rounding
-    (token states within ~1e-5).
+    shapes: measured on an AMD EPYC (Zen 4), 2 threads, all-MiniLM-L6-v2 in fp32: its linear GEMMs at 1.3-1.5x the
+    GFLOP/s of ``addmm`` and the forward of a (16, 256) batch faster (``scripts/bench_onnx.py --gemm``), the whole
+    late pipeline 1.08x and 1.19x in two runs (``scripts/bench_peers.py --stock-linear``; eval/results/peers.md,
+    onnx.md). The result is fp32 throughout (no reduced-precision math; oneDNN's default fp32 math mode), equal to
+    the stock result to rounding (token states within ~1e-5).
 
-    Only a no-grad, non-autocast call on CPU float32 tensors with a 2-D weight is rerouted; everything else (and
-    every other function) runs as it would. A mode, not a module swap: the model is left as it was loaded, and the
-    reroute holds only inside :meth:`Encoder._run_model`.
+    Rerouted: a call with gradients off, CPU autocast off and ``torch.backends.mkldnn.enabled``, on CPU float32
+    tensors with a 2-D weight, an input of at least 2 dimensions whose last matches the weight's columns, and no
+    bias or a 1-D bias of one value per output. Everything else (and every other function) runs as it would, with
+    PyTorch's own checks and errors. A mode, not a module swap: the model is left as it was loaded, and the reroute
+    holds only inside :meth:`Encoder._run_model`, for batches of :data:`ONEDNN_MIN_TOKENS` tokens or more. Torch
+    function modes are per thread. A model built on ``nn.TransformerEncoderLayer`` loses that layer's fused fast
+    path under any mode, so :class:`Encoder` leaves the mode off for such models by default.
     """
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if func is torch.nn.functional.linear and not torch.is_grad_enabled() \
-                and not torch.is_autocast_enabled("cpu"):
-            x, weight = args[0], args[1] if len(args) > 1 else kwargs["weight"]
+        if func is torch.nn.functional.linear and not torch.is_grad_enabled() and not _autocast_cpu() \
+                and torch.backends.mkldnn.enabled:
+            x = args[0] if args else kwargs.get("input")
+            weight = args[1] if len(args) > 1 else kwargs.get("weight")
             bias = args[2] if len(args) > 2 else kwargs.get("bias")
-            if (x.device.type == "cpu" and x.dtype == torch.float32 and weight.dtype == torch.float32
-                    and weight.dim() == 2 and x.dim() >= 2 and (bias is None or bias.dtype == torch.float32)):
+            if (isinstance(x, torch.Tensor) and isinstance(weight, torch.Tensor) and x.device.type == "cpu"
+                    and x.dtype == torch.float32 and weight.dtype == torch.float32 and weight.dim() == 2
+                    and x.dim() >= 2 and x.shape[-1] == weight.shape[1]
+                    and (bias is None or (isinstance(bias, torch.Tensor) and bias.dtype == torch.float32
+                                          and bias.dim() == 1 and bias.shape[0] == weight.shape[0]))):
                 shape = x.shape
                 y = torch.ops.mkldnn._linear_pointwise(x.reshape(-1, shape[-1]), weight, bias, "none", [], "")
                 return y.view(*shape[:-1], weight.shape[0])
@@ -206,35 +228,37 @@ class OneDNNLinear(torch.overrides.TorchFunctionMode):
 
 @functools.cache
 def onednn_linear_available() -> bool:
-    """Whether :class:`OneDNNLinear` can run here: oneDNN is built in (``torch.backends.mkldnn``), the operator
-    ``torch.ops.mkldnn._linear_pointwise`` exists (a PyTorch-internal operator: its absence in a future release
-    turns the reroute off, nothing fails), and it agrees with ``torch.nn.functional.linear`` on a probe (rtol
-    1e-4). Cached per process."""
+    """Whether :class:`OneDNNLinear` can run here: oneDNN is built in and enabled (``torch.backends.mkldnn``), the
+    operator ``torch.ops.mkldnn._linear_pointwise`` exists (a PyTorch-internal operator: its absence in a future
+    release turns the reroute off, nothing fails), and it agrees with ``torch.addmm`` on a probe (float32,
+    autocast off; rtol 1e-4). Cached per process."""
     try:
-        if not torch.backends.mkldnn.is_available() or not hasattr(torch.ops.mkldnn, "_linear_pointwise"):
+        if not (torch.backends.mkldnn.is_available() and torch.backends.mkldnn.enabled
+                and hasattr(torch.ops.mkldnn, "_linear_pointwise")):
             return False
         g = torch.Generator().manual_seed(0)
-        x, w, b = (torch.randn(*s, generator=g) for s in ((3, 5, 24), (40, 24), (40,)))
-        with torch.no_grad():
-            want = torch.nn.functional.linear(x, w, b)
-            with OneDNNLinear():
-                got = torch.nn.functional.linear(x, w, b)
+        x, w, b = (torch.randn(*s, generator=g, dtype=torch.float32) for s in ((15, 24), (40, 24), (40,)))
+        with torch.no_grad(), torch.autocast("cpu", enabled=False):
+            want = torch.addmm(b, x, w.t())
+            got = torch.ops.mkldnn._linear_pointwise(x, w, b, "none", [], "")
         return got.shape == want.shape and bool(torch.allclose(got, want, rtol=1e-4, atol=1e-5))
     except Exception:  # noqa: BLE001 - an operator that changed its signature, a build without it: stock linear
         return False
 
 
 def _want_onednn_linear(choice: bool | None, backend: str, device: torch.device, dtype: torch.dtype,
-                        compile: bool) -> bool:
+                        compile: bool, model: torch.nn.Module | None = None) -> bool:
     """The rule of ``Encoder(onednn_linear=...)``: True/False as given (True where it cannot run is an error);
     None: on for the torch backend on an x86-64 CPU in float32 without ``compile`` (inductor packs its own
-    linears; on other CPUs, Arm among them, it is unmeasured and stays off unless asked for), unless
-    ``$LATECHUNK_ONEDNN_LINEAR`` is ``0``."""
+    linears; on other CPUs, Arm among them, it is unmeasured and stays off unless asked for), for a model with no
+    ``nn.TransformerEncoderLayer`` (whose fused fast path a mode turns off), unless ``$LATECHUNK_ONEDNN_LINEAR``
+    is ``0``."""
     import platform
 
     fits = backend == "torch" and device.type == "cpu" and dtype == torch.float32 and not compile
     if choice is None:
-        return (fits and platform.machine().lower() in ("x86_64", "amd64")
+        native = model is not None and any(isinstance(m, torch.nn.TransformerEncoderLayer) for m in model.modules())
+        return (fits and not native and platform.machine().lower() in ("x86_64", "amd64")
                 and os.environ.get("LATECHUNK_ONEDNN_LINEAR", "1").strip() != "0" and onednn_linear_available())
     if choice and not fits:
         raise ValueError("onednn_linear applies to the torch backend on the CPU in float32 without compile")
@@ -345,8 +369,10 @@ class Encoder:
         onednn_linear: Run the model's linear layers through oneDNN (:class:`OneDNNLinear`; fp32, bias fused)
             instead of BLAS ``addmm``. ``None`` (default): on for the torch backend on the CPU in float32
             without ``compile`` on an x86-64 CPU, where the operator exists and passes a probe
-            (:func:`onednn_linear_available`), unless ``$LATECHUNK_ONEDNN_LINEAR=0``; measured 1.08-1.19x the stock fp32 pipeline on an AMD EPYC
-            (eval/results/peers.md). Token states equal the stock ones to fp32 rounding.
+            (:func:`onednn_linear_available`), unless ``$LATECHUNK_ONEDNN_LINEAR=0``; measured 1.08-1.19x the
+            stock fp32 pipeline on an AMD EPYC (eval/results/peers.md). Token states equal the stock ones to fp32
+            rounding. The keyword sets this encoder only; the environment variable reaches every encoder a run
+            makes (the sentence encoders of ``sentence_source``, Ray actors).
 
     Raises:
         ValueError: on a bad ``backend`` (or an ONNX backend on a GPU or with a 16-bit dtype, or with
@@ -448,7 +474,8 @@ class Encoder:
         if onednn_linear is not None and not isinstance(onednn_linear, bool):
             raise TypeError(f"onednn_linear must be True, False or None, got {onednn_linear!r}")
         #: whether the eager forward passes run every ``nn.Linear`` through oneDNN (:class:`OneDNNLinear`)
-        self.onednn_linear = _want_onednn_linear(onednn_linear, backend, self.device, self.dtype, self.compiled)
+        self.onednn_linear = _want_onednn_linear(onednn_linear, backend, self.device, self.dtype, self.compiled,
+                                                 self.model)
 
     @classmethod
     def from_config(cls, config: ModelConfig, **overrides) -> Encoder:
@@ -609,7 +636,7 @@ class Encoder:
         An error the eager model raises too (the input's or the model's) propagates; so does running out of
         memory (the batch's, not the compiler's)."""
         if self._forward_model is self.model:
-            if self.onednn_linear:
+            if self.onednn_linear and ids.numel() >= ONEDNN_MIN_TOKENS:
                 with OneDNNLinear():
                     return self.model(input_ids=ids, attention_mask=mask)
             return self.model(input_ids=ids, attention_mask=mask)

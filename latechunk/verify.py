@@ -76,12 +76,24 @@ class _Problems:
 
 
 class _RowReader:
-    """Sequential reader of a parquet file: ``take(n)`` returns the next ``n`` rows as a table."""
+    """Reader of a parquet file: ``take(n)`` returns the next ``n`` rows as a table; ``take_at(start, n)`` the rows
+    ``[start, start + n)`` (forward: skipping rows; backward: reading again from the first row, so a caller that
+    mostly goes forward reads the file about once)."""
 
     def __init__(self, folder: OutputFolder, columns: Sequence[str] | None = None) -> None:
+        self._folder, self._columns = folder, columns
         self._batches = folder.iter_chunk_batches(columns=columns)
         self._buf = []
         self._n = 0
+        self.pos = 0  # rows taken so far
+
+    def take_at(self, start: int, n: int):
+        if start < self.pos:
+            self._batches = self._folder.iter_chunk_batches(columns=self._columns)
+            self._buf, self._n, self.pos = [], 0, 0
+        if start > self.pos:
+            self.take(start - self.pos)
+        return self.take(n)
 
     def take(self, n: int):
         import pyarrow as pa
@@ -99,6 +111,7 @@ class _RowReader:
         head, rest = table.slice(0, n), table.slice(n)
         self._buf = rest.to_batches()
         self._n = rest.num_rows
+        self.pos += head.num_rows
         return head
 
 
@@ -120,31 +133,65 @@ def _source_roots(out: Path, manifest: dict, inputs: Sequence[os.PathLike] | Non
     return roots
 
 
-def _runs_of_roots(manifest: dict, roots: list[Path]) -> tuple[list[Path], int | None]:
+def _root_key(root: Path) -> str:
+    return os.path.normcase(os.path.abspath(os.path.realpath(root)))
+
+
+def _first_of_each(roots: list[Path]) -> list[Path]:
+    """Each root once (the same folder however spelt: relative, absolute, through a symlink), first place kept."""
+    first: dict[str, Path] = {}
+    for r in roots:
+        first.setdefault(_root_key(r), r)
+    return list(first.values())
+
+
+def _runs_of_roots(manifest: dict, roots: list[Path], recorded: list[Path] | None = None
+                   ) -> tuple[list[Path], int | None]:
     """The roots to read once each, and the item count they should hold now.
 
     An ``--append`` of an input the folder already lists (``embed DIR --append`` after DIR gained files) lists that
     root twice: the first run consumed what DIR held then, the append what it holds now (the documents already in
     the index skipped as such). Reading DIR twice would count every item twice, so each root is read once (first
     place kept) and a run whose every root a later run lists again is *superseded*: its items are no longer
-    counted. Returns ``(roots, expected)``; ``expected`` is the manifest's ``counts.documents_in`` when no root
-    repeats, and ``None`` (no count to compare) when a repeated root belongs to a run that is not superseded
-    (a run of ``a`` and ``b`` followed by an append of ``a`` alone: how many of the first run's items came from
-    ``a`` is not recorded).
+    counted.
+
+    Args:
+        manifest: The folder's manifest (``inputs``, ``appends`` with their ``inputs`` and ``items``,
+            ``counts.documents_in``).
+        roots: Where the inputs are now: the recorded roots, or ``--inputs`` (one per recorded input, in order, or
+            one per *distinct* recorded input, in order of first appearance).
+        recorded: The roots the manifest records (their identities tell which inputs repeat); default ``roots``.
+
+    Returns:
+        ``(roots, expected)``; ``expected`` is ``counts.documents_in`` when no root repeats, less the items of the
+        superseded runs when some do, and ``None`` (no count to compare; every item is still checked) when a
+        repeated root belongs to a run that is not wholly superseded (a run of ``a`` and ``b`` followed by an
+        append of ``a`` alone: how many of the first run's items came from ``a`` is not recorded), when the
+        number of ``--inputs`` fits neither form, or when the manifest lacks the records.
     """
     total = manifest.get("counts", {}).get("documents_in")
     appends = manifest.get("appends") or []
-    keys = [os.path.normcase(os.path.abspath(os.path.realpath(r))) for r in roots]
+    recorded = roots if recorded is None else recorded
+    rec_keys = [_root_key(r) for r in recorded]
+    distinct = list(dict.fromkeys(rec_keys))
+    if len(roots) == len(rec_keys):
+        keys = [_root_key(r) for r in roots] if recorded is roots else rec_keys
+        now = {k: roots[keys.index(k)] for k in dict.fromkeys(keys)}  # recorded input -> where it is now
+    elif len(roots) == len(distinct) and len(distinct) < len(rec_keys):  # each repeated input given once
+        keys, now = rec_keys, dict(zip(distinct, roots))
+    else:  # --inputs in another number: compare the count as given unless the record has repeats to resolve
+        return _first_of_each(roots), (total if len(distinct) == len(rec_keys) else None)
+    unique_roots = list(now.values())
     if len(set(keys)) == len(keys):
-        return roots, total
+        return unique_roots, total
     sizes = [len(a.get("inputs") or []) for a in appends]
-    if len(keys) != len(manifest.get("inputs") or []) or sum(sizes) > len(keys) or total is None:
-        return list(dict.fromkeys(roots)), None  # roots given by --inputs, or an older manifest: no count
+    if sum(sizes) > len(keys) or total is None:
+        return unique_roots, None  # an older manifest: no count
     runs = [len(keys) - sum(sizes)] + sizes
     try:
         consumed = [(appends[0]["items"][0] if appends else total)] + [a["items"][1] - a["items"][0] for a in appends]
     except (KeyError, IndexError, TypeError):  # an append entry without its item range
-        return list(dict.fromkeys(roots)), None
+        return unique_roots, None
     bounds = [sum(runs[:r]) for r in range(len(runs) + 1)]
     expected = total
     for r in range(len(runs)):
@@ -153,12 +200,8 @@ def _runs_of_roots(manifest: dict, roots: list[Path]) -> tuple[list[Path], int |
         if mine and all(k in later for k in mine):
             expected -= consumed[r]
         elif any(k in later for k in mine):
-            expected = None  # part of this run is read again later, part not: its share is not recorded
-            break
-    first = {}
-    for r, k in zip(roots, keys):
-        first.setdefault(k, r)
-    return list(first.values()), expected
+            return unique_roots, None  # part of this run is read again later, part not: its share is not recorded
+    return unique_roots, expected
 
 
 def verify_output(out: str | os.PathLike, inputs: Sequence[os.PathLike] | None = None,
@@ -485,7 +528,10 @@ def _check_sources(folder: OutputFolder, manifest: dict, documents: list, skippe
     from latechunk.io import is_not_read
     from latechunk.types import Skipped
 
-    roots, expected = _runs_of_roots(manifest, _source_roots(folder.path, manifest, inputs))
+    # which recorded inputs are the same input: their places relative to the folder (as the folder was written)
+    recorded = [folder.path / rel for rel in manifest.get("inputs_from_out") or []] or \
+        [Path(p) for p in manifest.get("inputs", [])]
+    roots, expected = _runs_of_roots(manifest, _source_roots(folder.path, manifest, inputs), recorded)
     missing = [str(r) for r in roots if not r.exists()]
     if missing:
         P.add("source", f"source input(s) not found: {', '.join(missing)} (give their current place with --inputs)")
@@ -499,7 +545,9 @@ def _check_sources(folder: OutputFolder, manifest: dict, documents: list, skippe
     skipped_as = {(s["doc_id"], s.get("source", ""), s.get("reason", "")) for s in skipped}
     reader = _RowReader(folder, ["doc_id", "chunk_index", "char_start", "char_end", "text", "heading_path", "title",
                                  "title_from", "header", "url"]) if n_rows is not None else None
-    j = 0  # next manifest document in order (its rows are next in chunks.parquet)
+    # each document's first row in chunks.parquet (rows are in manifest order); sources read once per root come
+    # in the root's order, which an append of the same root interleaves with the first run's documents
+    first_row = np.concatenate([[0], np.cumsum([int(d["chunks"]) for d in documents])]).astype(np.int64)
     seen: set[str] = set()
     n_items = 0
     for item in _iter_sources(roots, P):
@@ -526,13 +574,9 @@ def _check_sources(folder: OutputFolder, manifest: dict, documents: list, skippe
         if not same:
             P.add("source", f"source of {item.doc_id!r} ({rec.get('source', '')}) changed after embedding: "
                             f"sha256 {sha256_text(item.text)[:12]}… != recorded {str(rec.get('sha256'))[:12]}…")
-        if reader is None or i < j:
+        if reader is None:
             continue
-        while j < i:  # documents whose sources are gone: skip their rows
-            reader.take(int(documents[j]["chunks"]))
-            j += 1
-        rows = reader.take(int(rec["chunks"]))
-        j += 1
+        rows = reader.take_at(int(first_row[i]), int(rec["chunks"]))
         if same and rows is not None:
             for cs, ce, text, ci in zip(rows["char_start"].to_pylist(), rows["char_end"].to_pylist(),
                                         rows["text"].to_pylist(), rows["chunk_index"].to_pylist()):

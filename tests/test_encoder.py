@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from latechunk.config import PipelineConfig
-from latechunk.encoder import Encoder, onednn_linear_available
+from latechunk.encoder import ONEDNN_MIN_TOKENS, Encoder, onednn_linear_available
 from latechunk.macro_window import MIN_WINDOW_CONTENT_TOKENS, MacroWindow
 from latechunk.models import ModelSettings, resolve_model_path
 from latechunk.pipeline import embed
@@ -390,11 +390,15 @@ def test_onednn_linear_is_the_cpu_fp32_default_and_gives_the_stock_states():
 
     fast, stock = minilm_encoder(), minilm_encoder(onednn_linear=False)
     assert fast.onednn_linear is True and stock.onednn_linear is False
-    ids = torch.randint(1000, 20000, (3, 40), generator=torch.Generator().manual_seed(0))
+    ids = torch.randint(1000, 20000, (4, 80), generator=torch.Generator().manual_seed(0))
     mask = torch.ones_like(ids)
     with torch.inference_mode():
         ops = _linear_ops(lambda: fast._run_model(ids, mask))
         assert "mkldnn::_linear_pointwise" in ops and "aten::addmm" not in ops, ops
+        # a batch under ONEDNN_MIN_TOKENS (one short query) runs stock: the mode's Python dispatch would cost more
+        few = ids[:1, :12]
+        assert few.numel() < ONEDNN_MIN_TOKENS <= ids.numel()
+        assert "aten::addmm" in _linear_ops(lambda: fast._run_model(few, torch.ones_like(few)))
         assert "aten::addmm" in _linear_ops(lambda: stock._run_model(ids, mask))
         a = fast._run_model(ids, mask).last_hidden_state
         b = stock._run_model(ids, mask).last_hidden_state
@@ -433,3 +437,52 @@ def test_onednn_linear_only_where_it_applies(monkeypatch):
         minilm_encoder(dtype="bfloat16", onednn_linear=True)
     with pytest.raises(TypeError, match="onednn_linear"):
         minilm_encoder(onednn_linear="yes")
+
+
+@pytest.mark.skipif(not onednn_linear_available(), reason="this PyTorch has no oneDNN linear")
+@pytest.mark.filterwarnings("ignore:TF32 acceleration on top of oneDNN")
+def test_onednn_linear_leaves_every_call_it_cannot_take_to_pytorch():
+    """Review: a 0-d bias was dropped (the result off by the bias), a (1,) bias or an input of the wrong width gave
+    oneDNN's "could not create a primitive descriptor", input= as a keyword raised IndexError, and
+    torch.backends.mkldnn.flags(enabled=False) was ignored. Each now runs PyTorch's own linear (its result, or its
+    error); a call the mode takes still goes to oneDNN."""
+    from torch.nn.functional import linear
+
+    from latechunk.encoder import OneDNNLinear
+
+    g = torch.Generator().manual_seed(0)
+    x, w = torch.randn(6, 8, generator=g), torch.randn(4, 8, generator=g)
+
+    def ops_and_result(fn):
+        out = {}
+        names = _linear_ops(lambda: out.setdefault("y", fn()))
+        return names, out["y"]
+
+    with torch.no_grad(), OneDNNLinear():
+        for bias in (torch.tensor(3.0), torch.ones(1), torch.ones(1, 4)):
+            names, y = ops_and_result(lambda b=bias: linear(x, w, b))
+            assert "mkldnn::_linear_pointwise" not in names
+            torch.testing.assert_close(y, x @ w.t() + bias)
+        with pytest.raises(RuntimeError, match="shapes cannot be multiplied"):
+            linear(torch.randn(6, 7), w)
+        names, y = ops_and_result(lambda: linear(input=x, weight=w, bias=torch.ones(4)))
+        assert "mkldnn::_linear_pointwise" in names
+        torch.testing.assert_close(y, x @ w.t() + 1)
+        with torch.backends.mkldnn.flags(enabled=False):
+            names, _ = ops_and_result(lambda: linear(x, w))
+            assert "mkldnn::_linear_pointwise" not in names
+
+
+def test_a_model_on_nn_transformer_encoder_layer_keeps_its_fast_path():
+    """Any torch function mode turns off nn.TransformerEncoderLayer's fused fast path, so the default leaves the
+    mode off for such a model (asked for, it is on)."""
+    from latechunk.encoder import _want_onednn_linear
+
+    native = torch.nn.TransformerEncoder(torch.nn.TransformerEncoderLayer(16, 2, batch_first=True), 1)
+    plain = torch.nn.Sequential(torch.nn.Linear(16, 16))
+    cpu = torch.device("cpu")
+    assert _want_onednn_linear(None, "torch", cpu, torch.float32, False, native) is False
+    want = onednn_linear_available() and platform.machine().lower() in ("x86_64", "amd64")
+    assert _want_onednn_linear(None, "torch", cpu, torch.float32, False, plain) is want
+    if onednn_linear_available():
+        assert _want_onednn_linear(True, "torch", cpu, torch.float32, False, native) is True

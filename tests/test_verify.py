@@ -231,3 +231,36 @@ def test_a_run_partly_read_again_by_an_append_checks_every_item_but_not_the_coun
     (src / "late.md").write_text("Added after every run and never embedded.", encoding="utf-8")
     res = _verify(out)
     assert res.exit_code == 1 and "'late.md'" in res.output and "not in the manifest" in res.output, res.output
+
+
+def test_rows_of_every_document_are_checked_when_an_appended_one_is_read_first(copy, built):
+    """Review: with the root read once, a file appended later but sorting first came before the first run's
+    documents; the reader then stood past their rows and skipped their slice and citation checks (verify said
+    ok over a damaged row). Rows are now taken by each document's first row."""
+    src, out, model = copy / "src", copy / "out", built / "model"
+    (src / "a_first.md").write_text("An appended document whose name sorts before every other.", encoding="utf-8")
+    _append(src, out, model)
+    assert _verify(out).exit_code == 0
+    path = out / "chunks.parquet"
+    table = pq.read_table(path)
+    docs = table.column("doc_id").to_pylist()
+    k = docs.index("trains.md")  # a first-run document, read after a_first.md
+    texts = table.column("text").to_pylist()
+    texts[k] = "X" + texts[k][1:]
+    pq.write_table(table.set_column(table.schema.get_field_index("text"), "text", pa.array(texts)), path)
+    res = _verify(out)
+    assert res.exit_code == 1 and "of 'trains.md' is not the exact slice" in res.output, res.output
+
+
+def test_each_repeated_input_may_be_given_once_with_inputs(copy, built, tmp_path):
+    """Review: a folder appended again is listed twice; `--inputs` may now give each input once (in order of
+    first appearance) as well as once per listing, and one folder spelt two ways is read once."""
+    src, out, model = copy / "src", copy / "out", built / "model"
+    (src / "new.md").write_text("A document added after the first run, then appended.", encoding="utf-8")
+    _append(src, out, model)
+    moved = tmp_path / "moved"
+    shutil.move(str(src), moved)
+    assert _verify(out).exit_code == 1  # the recorded place is gone
+    for given in ([moved], [moved, moved], [moved, tmp_path / "." / "moved"]):
+        res = runner.invoke(app, ["verify", str(out), *[a for p in given for a in ("--inputs", str(p))]])
+        assert res.exit_code == 0 and res.output.startswith("ok:"), (given, res.output)
