@@ -32,7 +32,7 @@ import platform
 import statistics
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -161,79 +161,109 @@ def main(argv: Sequence[str] | None = None) -> dict:
             "corpus_tokens": corpus_tokens, "padding": padding}
 
 
-def _linear_seconds(x, w, b, sess, repeats: int) -> dict[str, float]:
-    """Median seconds of ``F.linear(x, w, b)`` stock (addmm) and through oneDNN, and of the ONNX session."""
+def _ort_linear(k: int, n: int, w, b, threads: int):
+    """An ONNX Runtime session of ``x @ w.T + b`` (MatMul + Add), ``x`` of shape (any, k)."""
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "wt"], ["xw"]), helper.make_node("Add", ["xw", "b"], ["y"])], "linear",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, k])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, n])],
+        [numpy_helper.from_array(w.t().contiguous().numpy(), "wt"), numpy_helper.from_array(b.numpy(), "b")])
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    return ort.InferenceSession(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+                                .SerializeToString(), so, providers=["CPUExecutionProvider"])
+
+
+def _interleaved(fns: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
+    """Median seconds of each function, the functions interleaved ``repeats`` times (after one warm-up each)."""
+    for f in fns.values():
+        f()
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(repeats):
+        for name, f in fns.items():
+            times[name].append(_timed(f))
+    return {name: statistics.median(v) for name, v in times.items()}
+
+
+def gemm_lines(ref, tokens: int, rounds: int) -> list[str]:
+    """The linear layers alone, and what a backend faster only in GEMMs could gain.
+
+    Every linear shape of one encoder layer at ``tokens`` rows, with bias, fp32: ``hidden -> hidden`` (query, key,
+    value, attention output: 4 a layer), ``hidden -> 3 hidden`` (ONNX Runtime fuses query/key/value into one),
+    ``hidden -> intermediate`` and ``intermediate -> hidden``; each timed with torch's stock ``F.linear`` (BLAS
+    addmm), torch through oneDNN (:class:`latechunk.encoder.OneDNNLinear`) and ONNX Runtime (MatMul + Add, intra-op
+    threads = torch's), interleaved. Then the torch backend's forward of a (tokens / 256, 256) batch with oneDNN
+    linear on and off (wall seconds). The linears' time per forward (4 hidden GEMMs + the two FFN ones, x layers)
+    over the forward's wall time is their share; a backend whose GEMMs ran as ONNX Runtime's (query/key/value
+    fused) and everything else for free would take that GEMM time alone: the ceiling printed is the forward's
+    wall time over it. An estimate (isolated GEMMs, warm caches), not a proof.
+    """
     import torch
 
     from latechunk.encoder import OneDNNLinear
 
-    xn = x.numpy()
-
-    def stock():
-        with torch.inference_mode():
-            torch.nn.functional.linear(x, w, b)
-
-    def onednn():
-        with torch.inference_mode(), OneDNNLinear():
-            torch.nn.functional.linear(x, w, b)
-
-    fns = {"addmm": stock, "onednn": onednn, "ort": lambda: sess.run(None, {"x": xn})}
-    for f in fns.values():
-        f()
-    return {name: statistics.median(_timed(f) for _ in range(repeats)) for name, f in fns.items()}
-
-
-def gemm_lines(ref, tokens: int, rounds: int) -> list[str]:
-    """The linear layers alone: seconds and GFLOP/s of the model's two FFN shapes, ``(tokens, hidden) x
-    (hidden, intermediate)`` and back, with bias, in fp32, for torch's stock ``F.linear`` (BLAS addmm), torch
-    through oneDNN (:class:`latechunk.encoder.OneDNNLinear`) and ONNX Runtime (a MatMul + Add graph, intra-op
-    threads = torch's); and the share of torch's forward self time spent in linear layers (profiler, one
-    (16, 256) batch). If a backend ran every GEMM ``r`` times faster and everything else for free, it would be at
-    most ``r / share`` times faster: the bound printed."""
-    import onnxruntime as ort
-    import torch
-    from onnx import TensorProto, helper, numpy_helper
-    from torch.profiler import ProfilerActivity, profile
-
     cfg = ref.model.config
     hidden, inter = int(cfg.hidden_size), int(getattr(cfg, "intermediate_size", 4 * cfg.hidden_size))
+    layers = int(getattr(cfg, "num_hidden_layers", 1))
+    threads = torch.get_num_threads()
     g = torch.Generator().manual_seed(0)
-    out = [("| linear (fp32, bias) | torch addmm GFLOP/s | torch oneDNN GFLOP/s | ONNX Runtime GFLOP/s | ORT x addmm | "
+    out = [("| linear (fp32, bias) | torch addmm GFLOP/s | torch oneDNN GFLOP/s | ONNX Runtime GFLOP/s | oneDNN x addmm | "
             "ORT x oneDNN |"), "| --- | ---: | ---: | ---: | ---: | ---: |"]
-    best_ratio = 0.0
-    for k, n in ((hidden, inter), (inter, hidden)):
+    secs: dict[tuple[int, int], dict[str, float]] = {}
+    for k, n in ((hidden, hidden), (hidden, 3 * hidden), (hidden, inter), (inter, hidden)):
         x = torch.randn(tokens, k, generator=g)
         w, b = torch.randn(n, k, generator=g) / k ** 0.5, torch.randn(n, generator=g)
-        graph = helper.make_graph(
-            [helper.make_node("MatMul", ["x", "wt"], ["xw"]), helper.make_node("Add", ["xw", "b"], ["y"])], "linear",
-            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, k])],
-            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, n])],
-            [numpy_helper.from_array(w.t().contiguous().numpy(), "wt"), numpy_helper.from_array(b.numpy(), "b")])
-        so = ort.SessionOptions()
-        so.intra_op_num_threads = torch.get_num_threads()
-        sess = ort.InferenceSession(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-                                    .SerializeToString(), so, providers=["CPUExecutionProvider"])
-        t = _linear_seconds(x, w, b, sess, max(rounds, 3) * 3)
-        flop = 2.0 * tokens * k * n
-        gf = {name: flop / v / 1e9 for name, v in t.items()}
-        best_ratio = max(best_ratio, gf["ort"] / max(gf["addmm"], gf["onednn"]))
-        out.append(f"| ({tokens}, {k}) x ({k}, {n}) | {gf['addmm']:.0f} | {gf['onednn']:.0f} | {gf['ort']:.0f} | "
-                   f"{gf['ort'] / gf['addmm']:.2f} | {gf['ort'] / gf['onednn']:.2f} |")
-    ids = torch.randint(1000, 20000, (16, 256), generator=g)
-    with torch.inference_mode():
-        ref._run_model(ids, torch.ones_like(ids))
-        with profile(activities=[ProfilerActivity.CPU]) as prof:
-            ref._run_model(ids, torch.ones_like(ids))
-    events = prof.key_averages()
-    total = sum(e.self_cpu_time_total for e in events)
-    lin = sum(e.self_cpu_time_total for e in events if e.key in ("aten::addmm", "aten::mm", "mkldnn::_linear_pointwise"))
-    share = lin / max(total, 1)
-    out += ["", f"linear layers' share of the torch backend's forward self time (one (16, 256) batch, oneDNN linear "
-                f"{'on' if ref.onednn_linear else 'off'}): {share:.1%}; ONNX Runtime's best GEMM rate against torch's "
-                f"best: {best_ratio:.2f}x, so a backend faster only in GEMMs and free elsewhere is at most "
-                f"{best_ratio / share:.2f}x torch" if share else "no linear operator seen in the profile"]
-    return out
+        sess, xn = _ort_linear(k, n, w, b, threads), x.numpy()
 
+        def stock(x=x, w=w, b=b):
+            with torch.inference_mode():
+                torch.nn.functional.linear(x, w, b)
+
+        def onednn(x=x, w=w, b=b):
+            with torch.inference_mode(), OneDNNLinear():
+                torch.nn.functional.linear(x, w, b)
+
+        t = _interleaved({"addmm": stock, "onednn": onednn, "ort": lambda s=sess, a=xn: s.run(None, {"x": a})},
+                         max(rounds, 3) * 3)
+        secs[(k, n)] = t
+        gf = {name: 2.0 * tokens * k * n / v / 1e9 for name, v in t.items()}
+        out.append(f"| ({tokens}, {k}) x ({k}, {n}) | {gf['addmm']:.0f} | {gf['onednn']:.0f} | {gf['ort']:.0f} | "
+                   f"{gf['onednn'] / gf['addmm']:.2f} | {gf['ort'] / gf['onednn']:.2f} |")
+    rows = max(tokens // 256, 1)
+    ids = torch.randint(1000, 20000, (rows, 256), generator=g)
+    on = ref.onednn_linear
+
+    def forward(flag: bool):
+        def run():
+            ref.onednn_linear = flag
+            with torch.inference_mode():
+                ref._run_model(ids, torch.ones_like(ids))
+        return run
+
+    try:
+        fwd = _interleaved({"on": forward(True), "off": forward(False)} if on else {"off": forward(False)},
+                           max(rounds, 3) * 2)
+    finally:
+        ref.onednn_linear = on
+    best_torch = "onednn" if on else "addmm"
+    per_layer = {name: 4 * secs[(hidden, hidden)][name] + secs[(hidden, inter)][name] + secs[(inter, hidden)][name]
+                 for name in ("addmm", "onednn", "ort")}
+    ort_fused = secs[(hidden, 3 * hidden)]["ort"] + secs[(hidden, hidden)]["ort"] + secs[(hidden, inter)]["ort"] \
+        + secs[(inter, hidden)]["ort"]
+    wall = fwd["on" if on else "off"]
+    share = layers * per_layer[best_torch] / wall
+    ceiling = wall / (layers * min(per_layer["ort"], ort_fused))
+    out += ["", f"torch backend forward of a ({rows}, 256) batch: "
+                + (f"oneDNN linear on {fwd['on']:.3f} s, off {fwd['off']:.3f} s ({fwd['off'] / fwd['on']:.2f}x)"
+                   if on else f"{fwd['off']:.3f} s (oneDNN linear off here)"),
+            (f"linear layers' share of that forward's wall time (their isolated GEMM seconds x {layers} layers): "
+            f"{share:.1%}; ONNX Runtime's GEMMs for the same layers (query/key/value fused or not, the faster): "
+            f"{layers * min(per_layer['ort'], ort_fused):.3f} s, so a backend with ONNX Runtime's GEMMs and every "
+            f"other operator free would be at most about {ceiling:.2f}x torch (an estimate from isolated GEMMs)")]
+    return out
 
 if __name__ == "__main__":
     main()

@@ -270,7 +270,10 @@ def main(argv: Sequence[str] | None = None) -> dict:
 
     for b in budgets:  # the same loaded model (shared weights) at another token budget per batch
         encoders[f"bt={b}"] = Encoder(enc.loaded, device=args.device, dtype=lc_dtype, batch_tokens=b)
-    if args.stock_linear:  # the same loaded model, nn.Linear as PyTorch runs it (BLAS addmm)
+    stock_linear = args.stock_linear and enc.onednn_linear  # elsewhere latechunk already runs the stock linear
+    if args.stock_linear and not stock_linear:
+        print(f"--stock-linear: latechunk's oneDNN linear is off here ({lc_dtype} on {enc.device}): no extra row")
+    if stock_linear:  # the same loaded model, nn.Linear as PyTorch runs it (BLAS addmm)
         encoders["stock"] = Encoder(enc.loaded, device=args.device, dtype=lc_dtype, batch_tokens=enc.batch_tokens,
                                     onednn_linear=False)
 
@@ -349,7 +352,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     for b in budgets:
         systems[f"latechunk late bt={b}"] = late([args.strategy], f"bt={b}")
         dtypes[f"latechunk late bt={b}"] = lc_dtype
-    if args.stock_linear:
+    if stock_linear:
         systems["latechunk late stock linear"] = late([args.strategy], "stock")
         dtypes["latechunk late stock linear"] = f"{lc_dtype} (BLAS addmm)"
     if args.compile:

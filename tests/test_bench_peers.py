@@ -143,3 +143,13 @@ def test_stock_linear_adds_a_row_and_a_ratio_line(tmp_path):
     med = res["median_s"]
     assert line == (f"oneDNN linear: latechunk late {med['latechunk late stock linear'] / med['latechunk late']:.2f}x "
                     "itself with PyTorch's stock linear (BLAS addmm)")
+
+
+def test_stock_linear_adds_nothing_where_the_onednn_linear_is_off(tmp_path, monkeypatch):
+    """Review: with the oneDNN linear off (here by $LATECHUNK_ONEDNN_LINEAR=0; bf16 and Arm likewise) the extra row
+    was the same path labelled "BLAS addmm", and its ratio line claimed a comparison."""
+    monkeypatch.setenv("LATECHUNK_ONEDNN_LINEAR", "0")
+    res, text = _dry_run(tmp_path, "--stock-linear", "--skip", "latechunk late x5", "latechunk naive",
+                         "st naive (same spans)")
+    assert "stock linear" not in text and "latechunk late stock linear" not in res["median_s"]
+    assert "oneDNN linear off" in text and not any("oneDNN linear:" in t for t in res["targets"])

@@ -25,9 +25,11 @@ def test_bench_onnx_dry_run(tmp_path, monkeypatch):
         ["--corpora", "a", "b", "--data", str(data), "--fraction", "1", "--model", str(save_tiny_bert(tmp_path / "m")),
          "--rounds", "1", "--shape", "2x16", "--window", "64", "--batch-tokens", "256", "--gemm", "--out", str(out)])
     text = out.read_text()
-    # --gemm: the two FFN shapes of the model at the batch's tokens, and the bound on a GEMM-only speed-up
-    assert re.search(r"\| \(256, 32\) x \(32, \d+\) \| \d+ \| \d+ \| \d+ \|", text), text
-    assert re.search(r"share of the torch backend's forward self time .*: \d+\.\d%; .* at most \d+\.\d\dx torch", text)
+    # --gemm: every linear shape of a layer at the batch's tokens, the forward on/off, and the estimated ceiling
+    for k, n in ((32, 32), (32, 96)):
+        assert re.search(rf"\| \(256, {k}\) x \({k}, {n}\) \| \d+ \| \d+ \| \d+ \|", text), text
+    assert re.search(r"torch backend forward of a \(1, 256\) batch: ", text), text
+    assert re.search(r"share of that forward's wall time .*: \d+\.\d%; .* at most about \d+\.\d\dx torch", text), text
     for backend in ("| torch |", "| onnx |", "| onnx-int8 |"):
         assert backend in text
     assert "Command: `python3 scripts/bench_onnx.py" in text and "onnxruntime" in text
