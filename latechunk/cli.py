@@ -605,7 +605,7 @@ def _print_skipped(skipped: list[dict], where: Path | str | None) -> None:
 @app.command()
 def verify(
     out: Annotated[Path, typer.Argument(metavar="DIR", help="A folder written by `latechunk embed`.")],
-    inputs: Annotated[Optional[list[Path]], typer.Option("--inputs", "-i", help="Where the source inputs are now, repeated for each input in the order they were embedded (--inputs a --inputs b; default: the paths recorded in the manifest).")] = None,
+    inputs: Annotated[Optional[list[Path]], typer.Option("--inputs", "-i", help="Where the source inputs are now, repeated for each input in the order they were embedded (--inputs a --inputs b), or once per distinct input; the folder's own appended/*.jsonl need not be given (default: the paths recorded in the manifest).")] = None,
     no_sources: Annotated[bool, typer.Option("--no-sources", help="Skip re-reading and hashing the source documents.")] = False,
 ) -> None:
     """Check an output folder: index against chunk table against manifest against shards and source files.

@@ -137,15 +137,50 @@ def _root_key(root: Path) -> str:
     return os.path.normcase(os.path.abspath(os.path.realpath(root)))
 
 
-def _first_of_each(roots: list[Path]) -> list[Path]:
-    """Each root once (the same folder however spelt: relative, absolute, through a symlink), first place kept."""
-    first: dict[str, Path] = {}
-    for r in roots:
-        first.setdefault(_root_key(r), r)
-    return list(first.values())
+def _places(folder: Path, manifest: dict, inputs: Sequence[os.PathLike] | None
+            ) -> tuple[list[Path], list[str], str | None]:
+    """Where each input the manifest lists is now, the identity of each (its recorded place), or a problem.
+
+    Without ``inputs``: the recorded places (:func:`_source_roots`). With ``inputs`` (the sources moved): one path
+    per listed input in order, or one per *distinct* listed input (in order of first appearance; an input appended
+    again is listed again), in either case leaving out the inputs inside the output folder (``appended/*.jsonl`` of
+    ``Index.add``, which move with it), or one path per listed input, those included.
+
+    Returns:
+        ``(places, keys, problem)``: one place and one identity key per listed input; ``problem`` (then
+        ``places`` is the given paths) when the number of ``inputs`` fits none of these.
+    """
+    recorded = [folder / rel for rel in manifest.get("inputs_from_out") or []] or \
+        [Path(p) for p in manifest.get("inputs", [])]
+    keys = [_root_key(r) for r in recorded]
+    now = _source_roots(folder, manifest, None)
+    if not inputs:
+        return now, keys, None
+    given = [Path(p) for p in inputs]
+    if len(keys) != len(now):  # an older manifest without inputs_from_out: the given paths as they are
+        return given, [_root_key(p) for p in given], None
+    inside = _root_key(folder) + os.sep
+    outer = [i for i, k in enumerate(keys) if not k.startswith(inside)]
+    distinct = list(dict.fromkeys(keys[i] for i in outer))
+    places = list(now)
+    if len(given) == len(keys):
+        places = given
+    elif len(given) == len(outer):
+        for i, p in zip(outer, given):
+            places[i] = p
+    elif len(given) == len(distinct):
+        to = dict(zip(distinct, given))
+        for i in outer:
+            places[i] = to[keys[i]]
+    else:
+        names = ", ".join(str(recorded[i]) for i in outer)
+        return given, [_root_key(p) for p in given], (
+            f"--inputs gave {len(given)} path(s) but the manifest lists {len(outer)} input(s) outside the folder "
+            f"({names}): give one per listed input, in order, or one per distinct input ({len(distinct)})")
+    return places, keys, None
 
 
-def _runs_of_roots(manifest: dict, roots: list[Path], recorded: list[Path] | None = None
+def _runs_of_roots(manifest: dict, places: list[Path], keys: list[str] | None = None
                    ) -> tuple[list[Path], int | None]:
     """The roots to read once each, and the item count they should hold now.
 
@@ -158,40 +193,35 @@ def _runs_of_roots(manifest: dict, roots: list[Path], recorded: list[Path] | Non
     Args:
         manifest: The folder's manifest (``inputs``, ``appends`` with their ``inputs`` and ``items``,
             ``counts.documents_in``).
-        roots: Where the inputs are now: the recorded roots, or ``--inputs`` (one per recorded input, in order, or
-            one per *distinct* recorded input, in order of first appearance).
-        recorded: The roots the manifest records (their identities tell which inputs repeat); default ``roots``.
+        places: Where each listed input is now (:func:`_places`).
+        keys: The identity of each listed input (default: its place's).
 
     Returns:
         ``(roots, expected)``; ``expected`` is ``counts.documents_in`` when no root repeats, less the items of the
         superseded runs when some do, and ``None`` (no count to compare; every item is still checked) when a
         repeated root belongs to a run that is not wholly superseded (a run of ``a`` and ``b`` followed by an
-        append of ``a`` alone: how many of the first run's items came from ``a`` is not recorded), when the
-        number of ``--inputs`` fits neither form, or when the manifest lacks the records.
+        append of ``a`` alone: how many of the first run's items came from ``a`` is not recorded), when one
+        root lies inside another (a file of a folder embedded before, appended on its own: the folder's items
+        now include it), or when the manifest lacks the records.
     """
     total = manifest.get("counts", {}).get("documents_in")
     appends = manifest.get("appends") or []
-    recorded = roots if recorded is None else recorded
-    rec_keys = [_root_key(r) for r in recorded]
-    distinct = list(dict.fromkeys(rec_keys))
-    if len(roots) == len(rec_keys):
-        keys = [_root_key(r) for r in roots] if recorded is roots else rec_keys
-        now = {k: roots[keys.index(k)] for k in dict.fromkeys(keys)}  # recorded input -> where it is now
-    elif len(roots) == len(distinct) and len(distinct) < len(rec_keys):  # each repeated input given once
-        keys, now = rec_keys, dict(zip(distinct, roots))
-    else:  # --inputs in another number: compare the count as given unless the record has repeats to resolve
-        return _first_of_each(roots), (total if len(distinct) == len(rec_keys) else None)
-    unique_roots = list(now.values())
-    if len(set(keys)) == len(keys):
-        return unique_roots, total
+    keys = [_root_key(p) for p in places] if keys is None else keys
+    first = {k: places[keys.index(k)] for k in dict.fromkeys(keys)}
+    roots = list(first.values())
+    real = [_root_key(r) for r in roots]
+    if any(b.startswith(a + os.sep) for a in real for b in real):
+        return roots, None
+    if len(first) == len(keys):
+        return roots, total
     sizes = [len(a.get("inputs") or []) for a in appends]
     if sum(sizes) > len(keys) or total is None:
-        return unique_roots, None  # an older manifest: no count
+        return roots, None  # an older manifest: no count
     runs = [len(keys) - sum(sizes)] + sizes
     try:
         consumed = [(appends[0]["items"][0] if appends else total)] + [a["items"][1] - a["items"][0] for a in appends]
     except (KeyError, IndexError, TypeError):  # an append entry without its item range
-        return unique_roots, None
+        return roots, None
     bounds = [sum(runs[:r]) for r in range(len(runs) + 1)]
     expected = total
     for r in range(len(runs)):
@@ -200,8 +230,8 @@ def _runs_of_roots(manifest: dict, roots: list[Path], recorded: list[Path] | Non
         if mine and all(k in later for k in mine):
             expected -= consumed[r]
         elif any(k in later for k in mine):
-            return unique_roots, None  # part of this run is read again later, part not: its share is not recorded
-    return unique_roots, expected
+            return roots, None  # part of this run is read again later, part not: its share is not recorded
+    return roots, expected
 
 
 def verify_output(out: str | os.PathLike, inputs: Sequence[os.PathLike] | None = None,
@@ -528,10 +558,11 @@ def _check_sources(folder: OutputFolder, manifest: dict, documents: list, skippe
     from latechunk.io import is_not_read
     from latechunk.types import Skipped
 
-    # which recorded inputs are the same input: their places relative to the folder (as the folder was written)
-    recorded = [folder.path / rel for rel in manifest.get("inputs_from_out") or []] or \
-        [Path(p) for p in manifest.get("inputs", [])]
-    roots, expected = _runs_of_roots(manifest, _source_roots(folder.path, manifest, inputs), recorded)
+    places, keys, problem = _places(folder.path, manifest, inputs)
+    if problem:
+        P.add("source", problem)
+        return
+    roots, expected = _runs_of_roots(manifest, places, keys)
     missing = [str(r) for r in roots if not r.exists()]
     if missing:
         P.add("source", f"source input(s) not found: {', '.join(missing)} (give their current place with --inputs)")

@@ -264,3 +264,56 @@ def test_each_repeated_input_may_be_given_once_with_inputs(copy, built, tmp_path
     for given in ([moved], [moved, moved], [moved, tmp_path / "." / "moved"]):
         res = runner.invoke(app, ["verify", str(out), *[a for p in given for a in ("--inputs", str(p))]])
         assert res.exit_code == 0 and res.output.startswith("ok:"), (given, res.output)
+
+
+def test_a_file_of_an_embedded_folder_appended_on_its_own_verifies(copy, built):
+    """Trial: `embed M`, add M/m3.md, `embed M/m3.md --append`: verify failed "the inputs now hold 4 items but the
+    manifest accounts for 3" (the folder now holds the file, and the file is its own input too). A root inside
+    another is not counted; every document still is checked, and a file added later still is reported."""
+    src, out, model = copy / "src", copy / "out", built / "model"
+    (src / "m3.md").write_text("A new file appended on its own, from inside the embedded folder.", encoding="utf-8")
+    _append(src / "m3.md", out, model)
+    res = _verify(out)
+    assert res.exit_code == 0 and res.output.startswith("ok:"), res.output
+    (src / "m4.md").write_text("Added and never embedded.", encoding="utf-8")
+    res = _verify(out)
+    assert res.exit_code == 1 and "'m4.md'" in res.output, res.output
+
+
+def test_inputs_in_a_number_that_fits_no_form_is_one_clear_problem(copy, built, tmp_path):
+    """Trial: `--inputs` in the wrong number gave "the inputs now hold 6 items but the manifest accounts for 20";
+    it now says how many inputs the manifest lists and the two forms it takes."""
+    src, out, model = copy / "src", copy / "out", built / "model"
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "o.md").write_text("Owls hunt at night over the fields.", encoding="utf-8")
+    _append(other, out, model)
+    (src / "new.md").write_text("A document added after the first run, then appended.", encoding="utf-8")
+    _append(src, out, model)  # listed: src, other, src
+    res = runner.invoke(app, ["verify", str(out), "--inputs", str(src)])
+    assert res.exit_code == 1, res.output
+    assert "--inputs gave 1 path(s) but the manifest lists 3 input(s) outside the folder" in res.output
+    assert "one per distinct input (2)" in res.output
+    for given in ([src, other], [src, other, src]):
+        res = runner.invoke(app, ["verify", str(out), *[a for p in given for a in ("--inputs", str(p))]])
+        assert res.exit_code == 0, (given, res.output)
+
+
+def test_inputs_need_not_name_the_documents_index_add_wrote_into_the_folder(tmp_path):
+    """Trial: after Index.add, `verify --inputs MOVED` reported "source of 'extra' (00001.jsonl:1) is gone": the
+    folder's own appended/00001.jsonl had to be given too. Inputs inside the output folder move with it."""
+    from latechunk.api import Index
+    from latechunk.types import Document
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a.md").write_text("Rivers carve valleys over long ages.", encoding="utf-8")
+    model = save_tiny_bert(tmp_path / "model")
+    out = tmp_path / "out"
+    res = runner.invoke(app, ["embed", str(src), "--out", str(out), "--model", str(model), "--device", "cpu", "-q"])
+    assert res.exit_code == 0, res.output
+    Index.load(out, device="cpu").add([Document("extra", "Tides rise and fall twice a day.")])
+    moved = tmp_path / "moved"
+    shutil.move(str(src), moved)
+    res = runner.invoke(app, ["verify", str(out), "--inputs", str(moved)])
+    assert res.exit_code == 0 and res.output.startswith("ok:"), res.output
