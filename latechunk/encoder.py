@@ -39,7 +39,7 @@ from latechunk.types import Tokenization
 if TYPE_CHECKING:
     from latechunk.config import ModelConfig
 
-__all__ = ["ONEDNN_MIN_TOKENS", "PROMPT_NAMES", "Encoder", "OneDNNLinear", "StateBatch", "StateBlock", "attention_implementation",
+__all__ = ["ONEDNN_LINEAR_ENV", "ONEDNN_MIN_TOKENS", "PROMPT_NAMES", "Encoder", "OneDNNLinear", "StateBatch", "StateBlock", "attention_implementation",
            "default_batch_tokens", "default_dtype", "onednn_linear_available"]
 
 PROMPT_NAMES = ("query", "document")
@@ -246,6 +246,14 @@ def onednn_linear_available() -> bool:
         return False
 
 
+ONEDNN_LINEAR_ENV = "LATECHUNK_ONEDNN_LINEAR"
+"""Environment variable: ``0``/``false``/``off``/``no`` turns the default oneDNN linear off for every encoder of the
+process (and of Ray actors and sentence encoders it starts); ``1``/``true``/``on``/``yes`` or unset: the default."""
+
+_ENV_BOOL = {"": True, "1": True, "true": True, "on": True, "yes": True, "0": False, "false": False, "off": False,
+             "no": False}
+
+
 def _want_onednn_linear(choice: bool | None, backend: str, device: torch.device, dtype: torch.dtype,
                         compile: bool, model: torch.nn.Module | None = None) -> bool:
     """The rule of ``Encoder(onednn_linear=...)``: True/False as given (True where it cannot run is an error);
@@ -257,11 +265,17 @@ def _want_onednn_linear(choice: bool | None, backend: str, device: torch.device,
 
     fits = backend == "torch" and device.type == "cpu" and dtype == torch.float32 and not compile
     if choice is None:
+        env = os.environ.get(ONEDNN_LINEAR_ENV, "").strip().lower()
+        if env not in _ENV_BOOL:
+            raise ValueError(f"${ONEDNN_LINEAR_ENV} must be 1, 0, true, false, on, off, yes or no (or unset), got "
+                             f"{os.environ[ONEDNN_LINEAR_ENV]!r}")
         native = model is not None and any(isinstance(m, torch.nn.TransformerEncoderLayer) for m in model.modules())
         return (fits and not native and platform.machine().lower() in ("x86_64", "amd64")
-                and os.environ.get("LATECHUNK_ONEDNN_LINEAR", "1").strip() != "0" and onednn_linear_available())
+                and _ENV_BOOL[env] and onednn_linear_available())
     if choice and not fits:
-        raise ValueError("onednn_linear applies to the torch backend on the CPU in float32 without compile")
+        raise ValueError(f"onednn_linear applies to the torch backend on the CPU in float32 without compile (this "
+                         f"encoder: backend {backend}, device {device}, dtype {str(dtype).removeprefix('torch.')}"
+                         f"{', compile' if compile else ''})")
     if choice and not onednn_linear_available():
         raise ValueError("onednn_linear: this PyTorch has no working oneDNN linear (torch.ops.mkldnn._linear_pointwise)")
     return bool(choice)

@@ -456,7 +456,8 @@ def autocast_dtype(precision: str, device_type: str, amx: bool | None = None) ->
 
     Args:
         precision: One of :data:`PRECISIONS`. ``auto``: bfloat16 on ``cuda``, and on ``cpu`` when the CPU has
-            hardware bf16 matrix products (``amx``: AMX or AVX-512 BF16), else None; ``float32``: None; ``bfloat16``: bfloat16 on ``cpu`` and ``cuda`` (on a CPU
+            hardware bf16 matrix products (``amx``: AMX or AVX-512 BF16), else None; on ``cpu`` with ``amx`` not
+            given, ``$LATECHUNK_CPU_DTYPE`` (float32 or bfloat16) decides first, as it does for the encoder; ``float32``: None; ``bfloat16``: bfloat16 on ``cpu`` and ``cuda`` (on a CPU
             without AMX it is emulated and slower than fp32, but runs).
         device_type: ``torch.device.type`` of the model (``cpu``, ``cuda``, ``mps``, ...). Other types than
             ``cpu``/``cuda`` always get None.
@@ -477,6 +478,15 @@ def autocast_dtype(precision: str, device_type: str, amx: bool | None = None) ->
     if precision == "bfloat16" or device_type == "cuda":
         return torch.bfloat16
     if amx is None:
+        import os
+
+        from latechunk.encoder import CPU_DTYPE_ENV
+        from latechunk.models import canonical_dtype
+
+        env = os.environ.get(CPU_DTYPE_ENV, "auto").strip().lower() or "auto"
+        if env != "auto":  # the CPU rule the encoder follows (embed, compare) holds for training too
+            return torch.bfloat16 if canonical_dtype(env, f"${CPU_DTYPE_ENV} (auto, float32, bfloat16 or float16)") \
+                == "bfloat16" else None
         amx = _cpu_has_amx()
     return torch.bfloat16 if amx else None
 

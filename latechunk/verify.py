@@ -571,6 +571,9 @@ def _check_sources(folder: OutputFolder, manifest: dict, documents: list, skippe
     for i, d in enumerate(documents):
         by_id.setdefault(d["doc_id"], i)
     skipped_ids = {s["doc_id"] for s in skipped}
+    skip_reasons: dict[str, list[str]] = {}
+    for s_ in skipped:
+        skip_reasons.setdefault(s_["doc_id"], []).append(str(s_.get("reason", "")))
     # an item skipped at embedding under an id a later item was embedded with (an empty record, then one with
     # text): skipped then, skipped now, nothing changed
     skipped_as = {(s["doc_id"], s.get("source", ""), s.get("reason", "")) for s in skipped}
@@ -598,6 +601,11 @@ def _check_sources(folder: OutputFolder, manifest: dict, documents: list, skippe
             if item.doc_id not in skipped_ids:
                 P.add("source", f"source document {item.doc_id!r} ({item.metadata.get('source', '')}) is not in the manifest "
                                 "(added after embedding?)")
+            elif own := [r for r in skip_reasons.get(item.doc_id, []) if not r.startswith("duplicate doc_id")]:
+                # skipped for its own content (empty, unreadable, ...), and now it reads as a document with text
+                P.add("source", f"{item.doc_id!r} was skipped at embedding ({own[0]}) but its source now reads as a "
+                                "document: its text is in no vector (an index is append-only: embed into a new folder "
+                                "to include it)")
             continue
         seen.add(item.doc_id)
         rec = documents[i]

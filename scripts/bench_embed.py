@@ -12,6 +12,7 @@ the pipeline's throughput in document tokens (without macro-window overlap) is p
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import time
 from pathlib import Path
@@ -24,7 +25,9 @@ from latechunk.encoder import Encoder
 from latechunk.pipeline import embed
 from latechunk.types import Document
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "chroma_chunking_eval" / "corpora"
+# the Chroma corpora: under $LATECHUNK_DATA (as the tests and `latechunk compare` read it), else ../shared/data
+DATA = Path(os.environ.get("LATECHUNK_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data") \
+    / "chroma_chunking_eval" / "corpora"
 
 
 def raw_forward(enc: Encoder, rows: list[np.ndarray], batch_size: int) -> float:

@@ -34,7 +34,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-DATA = REPO.parent / "shared" / "data" / "chroma_chunking_eval" / "corpora"
+# the Chroma corpora: under $LATECHUNK_DATA (as the tests and `latechunk compare` read it), else ../shared/data
+DATA = Path(os.environ.get("LATECHUNK_DATA") or REPO.parent / "shared" / "data") / "chroma_chunking_eval" / "corpora"
 FLAT = {"corpus": 1.2, "single": 1.15}  # the largest peak-RSS ratio counted as flat, per benchmark
 
 

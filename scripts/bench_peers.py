@@ -60,7 +60,8 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-DATA = REPO.parent / "shared" / "data" / "chroma_chunking_eval" / "corpora"
+# the Chroma corpora: under $LATECHUNK_DATA (as the tests and `latechunk compare` read it), else ../shared/data
+DATA = Path(os.environ.get("LATECHUNK_DATA") or REPO.parent / "shared" / "data") / "chroma_chunking_eval" / "corpora"
 CORPORA = ("chatlogs", "finance", "pubmed", "state_of_the_union", "wikitexts")
 FIVE = ("fixed:size=256", "recursive", "heading", "sentence_window", "semantic")
 
@@ -384,7 +385,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
         lines.append(f"| {name} | {dtypes[name]} | {s:.2f} | {corpus_tokens / s:,.0f} | {vs_raw} | {vs_ch} |")
     table = "\n".join(lines)
     legend = (f"vs raw: against `{raw_key}` (the raw forward in latechunk's dtype, {lc_dtype}); vs chonkie: against "
-              f"`{CHONKIE}` at its default ({peer_dtype}); ratios > 1 are faster.")
+              f"`{CHONKIE}` at its default ({peer_dtype}); ratios > 1 are faster. The raw rows run `model(...)` as a user "
+              f"calls it (PyTorch's stock linear" + (", while latechunk runs its oneDNN linear" if enc.onednn_linear
+                                                   else "") + ").")
     cmd = "python3 scripts/bench_peers.py " + " ".join(sys.argv[1:] if argv is None else argv)
     threads = torch.get_num_threads()
     machine = (f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, {threads} torch threads, "

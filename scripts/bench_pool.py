@@ -29,7 +29,9 @@ from latechunk.sentences import SentenceSegmenter
 from latechunk.strategies import get_strategy
 from latechunk.types import Document
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "chroma_chunking_eval" / "corpora"
+# the Chroma corpora: under $LATECHUNK_DATA (as the tests and `latechunk compare` read it), else ../shared/data
+DATA = Path(os.environ.get("LATECHUNK_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data") \
+    / "chroma_chunking_eval" / "corpora"
 FIVE = ["fixed:size=256", "recursive:max_tokens=256", "heading:max_tokens=256", "sentence_window:window=1",
         "semantic:percentile=10"]
 

@@ -151,5 +151,5 @@ def test_stock_linear_adds_nothing_where_the_onednn_linear_is_off(tmp_path, monk
     monkeypatch.setenv("LATECHUNK_ONEDNN_LINEAR", "0")
     res, text = _dry_run(tmp_path, "--stock-linear", "--skip", "latechunk late x5", "latechunk naive",
                          "st naive (same spans)")
-    assert "stock linear" not in text and "latechunk late stock linear" not in res["median_s"]
+    assert "latechunk late stock linear" not in text and "latechunk late stock linear" not in res["median_s"]
     assert "oneDNN linear off" in text and not any("oneDNN linear:" in t for t in res["targets"])

@@ -431,9 +431,14 @@ def test_onednn_linear_only_where_it_applies(monkeypatch):
     if onednn_linear_available():  # asked for, it runs on any CPU
         assert minilm_encoder(dtype="float32", onednn_linear=True).onednn_linear is True
     monkeypatch.undo()
-    monkeypatch.setenv("LATECHUNK_ONEDNN_LINEAR", "0")
-    assert minilm_encoder(dtype="float32").onednn_linear is False
-    with pytest.raises(ValueError, match="float32"):
+    for off in ("0", "false", "OFF", " no "):
+        monkeypatch.setenv("LATECHUNK_ONEDNN_LINEAR", off)
+        assert minilm_encoder(dtype="float32").onednn_linear is False
+    monkeypatch.setenv("LATECHUNK_ONEDNN_LINEAR", "bogus")  # trial: any other value left it on, silently
+    with pytest.raises(ValueError, match=r"\$LATECHUNK_ONEDNN_LINEAR must be .* got 'bogus'"):
+        minilm_encoder(dtype="float32")
+    monkeypatch.delenv("LATECHUNK_ONEDNN_LINEAR")
+    with pytest.raises(ValueError, match=r"float32 without compile \(this encoder: .*dtype bfloat16\)"):
         minilm_encoder(dtype="bfloat16", onednn_linear=True)
     with pytest.raises(TypeError, match="onednn_linear"):
         minilm_encoder(onednn_linear="yes")

@@ -32,10 +32,25 @@ def test_autocast_dtype_rule(precision, device, amx, expected):
 
 
 def test_autocast_dtype_asks_the_cpu(monkeypatch):
+    monkeypatch.delenv("LATECHUNK_CPU_DTYPE", raising=False)
     monkeypatch.setattr(train_mod, "_cpu_has_amx", lambda: True)
     assert autocast_dtype("auto", "cpu") is torch.bfloat16
     monkeypatch.setattr(train_mod, "_cpu_has_amx", lambda: False)
     assert autocast_dtype("auto", "cpu") is None
+
+
+def test_latechunk_cpu_dtype_sets_the_cpu_training_precision_too(monkeypatch):
+    """Trial: `latechunk train` autocast to bf16 on an AVX-512 BF16 CPU with $LATECHUNK_CPU_DTYPE=float32, which
+    embed and compare obey; auto on the CPU now follows it (an explicit --precision still wins)."""
+    monkeypatch.setattr(train_mod, "_cpu_has_amx", lambda: True)
+    monkeypatch.setenv("LATECHUNK_CPU_DTYPE", "float32")
+    assert autocast_dtype("auto", "cpu") is None and autocast_dtype("bfloat16", "cpu") is torch.bfloat16
+    monkeypatch.setattr(train_mod, "_cpu_has_amx", lambda: False)
+    monkeypatch.setenv("LATECHUNK_CPU_DTYPE", "bf16")
+    assert autocast_dtype("auto", "cpu") is torch.bfloat16 and autocast_dtype("auto", "cuda") is torch.bfloat16
+    monkeypatch.setenv("LATECHUNK_CPU_DTYPE", "fp8")
+    with pytest.raises(ValueError, match="LATECHUNK_CPU_DTYPE"):
+        autocast_dtype("auto", "cpu")
 
 
 def test_bad_precision_fails(tmp_path):
@@ -70,6 +85,7 @@ def test_bf16_training_lowers_the_loss(tmp_path, monkeypatch):
     runs on any CPU) trains in bf16 autocast, records it, lowers the loss, and saves float32 weights."""
     from safetensors import safe_open
 
+    monkeypatch.delenv("LATECHUNK_CPU_DTYPE", raising=False)  # the tests' float32 pin would decide first
     monkeypatch.setattr(train_mod, "_cpu_has_amx", lambda: True)
     tiny = save_tiny_bert(tmp_path / "tiny")
     out = tmp_path / "model"

@@ -317,3 +317,21 @@ def test_inputs_need_not_name_the_documents_index_add_wrote_into_the_folder(tmp_
     shutil.move(str(src), moved)
     res = runner.invoke(app, ["verify", str(out), "--inputs", str(moved)])
     assert res.exit_code == 0 and res.output.startswith("ok:"), res.output
+
+
+def test_a_skipped_empty_file_that_later_gains_text_is_reported(tmp_path):
+    """Trial: a file skipped as empty, then given text: `--append` refuses it (its id is listed as skipped) and
+    verify said ok, though its text is in no vector. verify now says so."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a.md").write_text("Rivers carve valleys over long ages.", encoding="utf-8")
+    (src / "h2.md").write_text("  \n", encoding="utf-8")
+    model = save_tiny_bert(tmp_path / "model")
+    out = tmp_path / "out"
+    res = runner.invoke(app, ["embed", str(src), "--out", str(out), "--model", str(model), "--device", "cpu", "-q"])
+    assert res.exit_code == 0, res.output
+    assert _verify(out).exit_code == 0
+    (src / "h2.md").write_text("Now it has text.", encoding="utf-8")
+    res = _verify(out)
+    assert res.exit_code == 1 and "'h2.md' was skipped at embedding" in res.output, res.output
+    assert "its text is in no vector" in res.output
