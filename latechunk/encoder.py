@@ -193,10 +193,10 @@ class OneDNNLinear(torch.overrides.TorchFunctionMode):
     Stock PyTorch computes an fp32 ``nn.Linear`` on the CPU as BLAS ``addmm`` (MKL in the official wheels): the
     bias broadcast into the output, then SGEMM. oneDNN's matmul primitive (the library PyTorch already uses for
     bf16 on the CPU, and TorchInductor for prepacked linears) fuses the bias and was faster at an encoder's
-    shapes: measured on an AMD EPYC (Zen 4), 2 threads, all-MiniLM-L6-v2 in fp32: its linear GEMMs at 1.3-1.5x the
-    GFLOP/s of ``addmm`` and the forward of a (16, 256) batch faster (``scripts/bench_onnx.py --gemm``), the whole
-    late pipeline 1.08x and 1.19x in two runs (``scripts/bench_peers.py --stock-linear``; eval/results/peers.md,
-    onnx.md). The result is fp32 throughout (no reduced-precision math; oneDNN's default fp32 math mode), equal to
+    shapes: measured on an AMD EPYC (Zen 4), 2 threads, all-MiniLM-L6-v2 in fp32: its FFN GEMMs at 1.3-1.8x the
+    GFLOP/s of ``addmm`` (the 384 x 384 projections 0.85x in one run), the forward of a (16, 256) batch 1.02x
+    (``scripts/bench_onnx.py --gemm``) to 1.24x, the whole late pipeline 1.08x and 1.19x in two runs
+    (``scripts/bench_peers.py --stock-linear``; eval/results/peers.md, onnx.md; a noisy 2-vCPU VM). The result is fp32 throughout (no reduced-precision math; oneDNN's default fp32 math mode), equal to
     the stock result to rounding (token states within ~1e-5).
 
     Rerouted: a call with gradients off, CPU autocast off and ``torch.backends.mkldnn.enabled``, on CPU float32
