@@ -195,7 +195,7 @@ class OneDNNLinear(torch.overrides.TorchFunctionMode):
     bf16 on the CPU, and TorchInductor for prepacked linears) fuses the bias and was faster at an encoder's
     shapes: measured on an AMD EPYC (Zen 4), 2 threads, all-MiniLM-L6-v2 in fp32: its FFN GEMMs at 1.3-1.8x the
     GFLOP/s of ``addmm`` (the 384 x 384 projections 0.85x in one run), the forward of a (16, 256) batch 1.02x
-    (``scripts/bench_onnx.py --gemm``) to 1.24x, the whole late pipeline 1.08x and 1.19x in two runs
+    (``scripts/bench_onnx.py --gemm``) to 1.24x, the whole late pipeline 1.07-1.19x in three runs
     (``scripts/bench_peers.py --stock-linear``; eval/results/peers.md, onnx.md; a noisy 2-vCPU VM). The result is fp32 throughout (no reduced-precision math; oneDNN's default fp32 math mode), equal to
     the stock result to rounding (token states within ~1e-5).
 
@@ -383,7 +383,7 @@ class Encoder:
         onednn_linear: Run the model's linear layers through oneDNN (:class:`OneDNNLinear`; fp32, bias fused)
             instead of BLAS ``addmm``. ``None`` (default): on for the torch backend on the CPU in float32
             without ``compile`` on an x86-64 CPU, where the operator exists and passes a probe
-            (:func:`onednn_linear_available`), unless ``$LATECHUNK_ONEDNN_LINEAR=0``; measured 1.08-1.19x the
+            (:func:`onednn_linear_available`), unless ``$LATECHUNK_ONEDNN_LINEAR=0``; measured 1.07-1.19x the
             stock fp32 pipeline on an AMD EPYC (eval/results/peers.md). Token states equal the stock ones to fp32
             rounding. The keyword sets this encoder only; the environment variable reaches every encoder a run
             makes (the sentence encoders of ``sentence_source``, Ray actors).
