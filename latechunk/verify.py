@@ -163,21 +163,22 @@ def _places(folder: Path, manifest: dict, inputs: Sequence[os.PathLike] | None
     outer = [i for i, k in enumerate(keys) if not k.startswith(inside)]
     distinct = list(dict.fromkeys(keys[i] for i in outer))
     places = list(now)
-    if len(given) == len(keys):
-        places = given
-    elif len(given) == len(outer):
-        for i, p in zip(outer, given):
+    if len(given) in (len(keys), len(outer)):  # one place per listing: the places given say which are one input
+        for i, p in zip(range(len(keys)) if len(given) == len(keys) else outer, given):
             places[i] = p
-    elif len(given) == len(distinct):
+        return places, [_root_key(p) for p in places], None
+    if len(given) == len(distinct):
         to = dict(zip(distinct, given))
         for i in outer:
             places[i] = to[keys[i]]
-    else:
-        names = ", ".join(str(recorded[i]) for i in outer)
-        return given, [_root_key(p) for p in given], (
-            f"--inputs gave {len(given)} path(s) but the manifest lists {len(outer)} input(s) outside the folder "
-            f"({names}): give one per listed input, in order, or one per distinct input ({len(distinct)})")
-    return places, keys, None
+        return places, keys, None
+    typed = manifest.get("inputs") or []
+    names = ", ".join(str(typed[i]) if i < len(typed) else str(recorded[i]) for i in outer)
+    return given, [_root_key(p) for p in given], (
+        f"--inputs gave {len(given)} path(s) but the manifest lists {len(outer)} input(s) outside the folder "
+        f"({names}, as given when embedded): give one per listed input, in order (the same path again for an "
+        f"input appended again), or one per distinct input ({len(distinct)})"
+        + (f", or all {len(keys)} with the folder's own appended files" if len(keys) != len(outer) else ""))
 
 
 def _runs_of_roots(manifest: dict, places: list[Path], keys: list[str] | None = None
@@ -553,6 +554,11 @@ def _check_vectors(v: np.ndarray, rows: int, dim, normalize: bool, index, offset
             P.add("vectors", f"index.faiss vectors [{offset}, {offset + rows}) differ from shards/{name}.npy: {diff}")
 
 
+#: skip reasons of a source that had no text when it was read (latechunk.io): such a source that reads as a
+#: document now has changed since
+_NO_TEXT_REASONS = ("empty", "nothing but front matter")
+
+
 def _check_sources(folder: OutputFolder, manifest: dict, documents: list, skipped: list, inputs, n_rows,
                    P: _Problems) -> None:
     from latechunk.io import is_not_read
@@ -584,6 +590,7 @@ def _check_sources(folder: OutputFolder, manifest: dict, documents: list, skippe
     first_row = np.concatenate([[0], np.cumsum([int(d["chunks"]) for d in documents])]).astype(np.int64)
     seen: set[str] = set()
     n_items = 0
+    now_skipped: dict[str, str] = {}  # embedded ids whose source reads as skipped, as it was recorded once
     for item in _iter_sources(roots, P):
         if isinstance(item, Skipped) and item.doc_id not in skipped_ids and is_not_read(item.reason):
             continue  # never opened (an output folder or .docx added since): nothing embedded depends on it
@@ -593,6 +600,10 @@ def _check_sources(folder: OutputFolder, manifest: dict, documents: list, skippe
                     and (item.doc_id, item.source, item.reason) not in skipped_as):
                 P.add("source", f"{item.doc_id!r} was embedded but its source is now skipped: {item.reason}")
                 seen.add(item.doc_id)
+            elif item.doc_id in by_id and item.doc_id not in seen and not item.reason.startswith("duplicate doc_id"):
+                # skipped so once (an empty record before one with text under its id; or a later --append that
+                # found the embedded document's source emptied): a problem only if no document follows under the id
+                now_skipped.setdefault(item.doc_id, item.reason)
             elif item.doc_id not in skipped_ids and item.doc_id not in by_id:
                 P.add("source", f"source item {item.doc_id!r} ({item.source}) is not in the manifest")
             continue
@@ -601,11 +612,12 @@ def _check_sources(folder: OutputFolder, manifest: dict, documents: list, skippe
             if item.doc_id not in skipped_ids:
                 P.add("source", f"source document {item.doc_id!r} ({item.metadata.get('source', '')}) is not in the manifest "
                                 "(added after embedding?)")
-            elif own := [r for r in skip_reasons.get(item.doc_id, []) if not r.startswith("duplicate doc_id")]:
-                # skipped for its own content (empty, unreadable, ...), and now it reads as a document with text
-                P.add("source", f"{item.doc_id!r} was skipped at embedding ({own[0]}) but its source now reads as a "
-                                "document: its text is in no vector (an index is append-only: embed into a new folder "
-                                "to include it)")
+            elif empty := [r for r in skip_reasons.get(item.doc_id, []) if r.startswith(_NO_TEXT_REASONS)]:
+                # read as having no text then (an empty file or record), and now it has text: a change after
+                # embedding (a document skipped later, by the pipeline, reads as a document now as it did then)
+                P.add("source", f"{item.doc_id!r} was skipped at embedding ({empty[0]}) but its source now has text: "
+                                "its text is in no vector (an index is append-only: embed into a new folder to "
+                                "include it)")
             continue
         seen.add(item.doc_id)
         rec = documents[i]
@@ -624,7 +636,11 @@ def _check_sources(folder: OutputFolder, manifest: dict, documents: list, skippe
                     break
             _check_citations(item, rows, P)
     for d in documents:
-        if d["doc_id"] not in seen:
+        if d["doc_id"] in seen:
+            continue
+        if d["doc_id"] in now_skipped:
+            P.add("source", f"{d['doc_id']!r} was embedded but its source is now skipped: {now_skipped[d['doc_id']]}")
+        else:
             P.add("source", f"source of {d['doc_id']!r} ({d.get('source', '')}) is gone")
     if expected is not None and n_items != expected:
         P.add("source", f"the inputs now hold {n_items} items but the manifest accounts for {expected}")

@@ -52,11 +52,14 @@ def interpolate(base: dict, trained: dict, alpha: float) -> dict:
         The interpolated state dict (float tensors in the trained model's dtype).
 
     Raises:
-        ValueError: on alpha outside [0, 1], a tensor of the trained model missing from the base, or a shape
-            that differs.
+        ValueError: on alpha outside [0, 1], a floating-point tensor of either model missing from the other, or
+            a shape that differs.
     """
     if not 0.0 <= alpha <= 1.0:
         raise ValueError(f"alpha must be in [0, 1], got {alpha}")
+    lost = [n for n, t in base.items() if t.is_floating_point() and n not in trained]
+    if lost:
+        raise ValueError(f"tensor {lost[0]!r} of the base model is not in the trained model (another architecture?)")
     out = {}
     for name, t in trained.items():
         if not t.is_floating_point():
@@ -86,6 +89,16 @@ def main(argv: Sequence[str] | None = None) -> Path:
     if args.out.exists():
         raise SystemExit(f"{args.out} exists: give a new folder")
     b_file, t_file = _weights_file(base), _weights_file(args.trained)
+    train_record = args.trained / "latechunk_train.json"
+    if train_record.is_file():  # a model latechunk train wrote names its base: warn when it is another
+        named = json.loads(train_record.read_text(encoding="utf-8")).get("base_model")
+        try:
+            same = named is None or Path(resolve_model_path(named)).resolve() == base.resolve()
+        except (ValueError, OSError):
+            same = False
+        if not same:
+            print(f"warning: {args.trained} was trained from {named}, not from {base}: the interpolation mixes two "
+                  "different starting points", file=sys.stderr)
     try:
         mixed = interpolate(load_file(b_file), load_file(t_file), args.alpha)
     except ValueError as err:
@@ -93,7 +106,7 @@ def main(argv: Sequence[str] | None = None) -> Path:
     shutil.copytree(args.trained, args.out)
     save_file(mixed, args.out / "model.safetensors", metadata={"format": "pt"})
     record = {"method": "WiSE-FT (arXiv:2109.01903): (1 - alpha) * base + alpha * trained", "alpha": args.alpha,
-              "base": str(base), "base_sha256": _sha256(b_file), "trained": str(args.trained),
+              "base": str(base.resolve()), "base_sha256": _sha256(b_file), "trained": str(args.trained.resolve()),
               "trained_sha256": _sha256(t_file),
               "command": "python3 scripts/wise_ft.py " + " ".join(sys.argv[1:] if argv is None else argv)}
     (args.out / "wise_ft.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")

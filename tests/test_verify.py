@@ -333,5 +333,73 @@ def test_a_skipped_empty_file_that_later_gains_text_is_reported(tmp_path):
     assert _verify(out).exit_code == 0
     (src / "h2.md").write_text("Now it has text.", encoding="utf-8")
     res = _verify(out)
-    assert res.exit_code == 1 and "'h2.md' was skipped at embedding" in res.output, res.output
+    assert res.exit_code == 1 and "'h2.md' was skipped at embedding (empty" in res.output, res.output
     assert "its text is in no vector" in res.output
+
+
+def test_an_embedded_file_emptied_before_an_append_is_reported_as_skipped_not_gone(copy, built):
+    """Second trial: a.md embedded, then emptied, then the folder appended (the append records a.md as skipped,
+    empty): verify said "source of 'rivers.md' is gone" though the file is there; it says it is now skipped."""
+    src, out, model = copy / "src", copy / "out", built / "model"
+    (src / "rivers.md").write_text("", encoding="utf-8")
+    (src / "f.md").write_text("Foxtrot is a dance.", encoding="utf-8")
+    _append(src, out, model)
+    res = _verify(out)
+    assert res.exit_code == 1, res.output
+    assert "'rivers.md' was embedded but its source is now skipped: empty" in res.output and "is gone" not in res.output
+
+
+def test_a_folder_moved_then_appended_from_its_new_place_verifies_with_its_place_given_twice(tmp_path):
+    """Second trial: embed D, move it to D2, append D2: the manifest lists D and D2; `verify --inputs D2 --inputs
+    D2` said "the inputs now hold 8 items but the manifest accounts for 7". The places given say which listings
+    are one input now: read once, the earlier run superseded."""
+    d = tmp_path / "dM"
+    d.mkdir()
+    for name in ("a.md", "b.md"):
+        (d / name).write_text(f"Text of {name} about rivers and the sea.", encoding="utf-8")
+    model = save_tiny_bert(tmp_path / "model")
+    out = tmp_path / "oM"
+    res = runner.invoke(app, ["embed", str(d), "--out", str(out), "--model", str(model), "--device", "cpu", "-q"])
+    assert res.exit_code == 0, res.output
+    moved = tmp_path / "dM2"
+    shutil.move(str(d), moved)
+    (moved / "n.md").write_text("November is a month.", encoding="utf-8")
+    _append(moved, out, model)
+    res = runner.invoke(app, ["verify", str(out), "--inputs", str(moved), "--inputs", str(moved)])
+    assert res.exit_code == 0 and res.output.startswith("ok:"), res.output
+    res = runner.invoke(app, ["verify", str(out), "--inputs", str(moved), "--inputs", str(moved), "--inputs", "x"])
+    assert res.exit_code == 1 and f"({d}, {moved}, as given when embedded)" in res.output, res.output
+
+
+def test_append_refuses_an_input_that_would_give_indexed_documents_new_ids(copy, built, tmp_path):
+    """Second trial: `embed D`, then `--append D/sub` (or D/sub/h.md) embedded D's sub/c.md again as c.md (the
+    index held the text twice; verify then failed). Such an append is refused, as a first run refuses nested
+    inputs; a file directly inside the listed folder (same id) is still appended."""
+    src, out, model = copy / "src", copy / "out", built / "model"
+    (src / "notes" / "h.md").write_text("Hotel is a word.", encoding="utf-8")
+    for bad in (src / "notes", src / "notes" / "h.md", copy):
+        res = runner.invoke(app, ["embed", str(bad), "--out", str(out), "--model", str(model), "--device", "cpu",
+                                  "--quiet", "--append"])
+        assert res.exit_code != 0 and "already lists" in res.output and "other ids" in res.output, (bad, res.output)
+    (src / "top.md").write_text("A top-level file appended on its own keeps its id.", encoding="utf-8")
+    _append(src / "top.md", out, model)
+    _append(src, out, model)  # the folder itself: notes/h.md is new, top.md already in the index
+    assert _verify(out).exit_code == 0
+
+
+def test_index_add_works_for_a_folder_written_inside_its_input_folder(tmp_path):
+    """The append check above leaves alone the folder's own appended/*.jsonl, even where the output folder lies
+    inside the input folder it lists (allowed: an index is never read back as documents)."""
+    from latechunk.api import Index
+    from latechunk.types import Document
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a.md").write_text("Rivers carve valleys over long ages.", encoding="utf-8")
+    model = save_tiny_bert(tmp_path / "model")
+    out = src / "idx"
+    res = runner.invoke(app, ["embed", str(src), "--out", str(out), "--model", str(model), "--device", "cpu", "-q"])
+    assert res.exit_code == 0, res.output
+    Index.load(out, device="cpu").add([Document("extra", "Tides rise and fall twice a day.")])
+    res = _verify(out)
+    assert res.exit_code == 0 and res.output.startswith("ok:"), res.output

@@ -28,6 +28,8 @@ def test_interpolate_is_the_weighted_mean_of_float_tensors():
         wise.interpolate({"w": torch.zeros(3, 2)}, trained, 0.5)
     with pytest.raises(ValueError, match="not in the base"):
         wise.interpolate({}, trained, 0.5)
+    with pytest.raises(ValueError, match="not in the trained model"):  # second trial: it was dropped silently
+        wise.interpolate(base | {"ln": torch.ones(3)}, trained, 0.5)
 
 
 def test_main_writes_a_model_that_loads_between_its_endpoints(tmp_path):

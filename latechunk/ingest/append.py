@@ -249,6 +249,45 @@ def write_documents(out: str | os.PathLike, documents: Iterable[Document]) -> tu
     return path, n
 
 
+def _overlapping_input(out: Path, manifest: dict, inputs) -> str:
+    """Why an appended input would embed documents the folder holds again under other ids, or ``""``.
+
+    An id is a file's path relative to its input (a file given alone: its name). A folder inside a folder the
+    folder already lists, a file deeper than directly inside one, or a folder holding a listed input would give
+    the same files new ids (``sub/c.md`` read from the listed folder, ``c.md`` from its subfolder), so the
+    "already in the index" check could not see them: refused, as a first run refuses such inputs. The same
+    folder again, and a file directly inside a listed folder (the same id either way), are fine. Paths under a
+    hidden folder (``.venv``) are never walked, so they do not count.
+    """
+    listed = []
+    given = manifest.get("inputs") or []
+    for i, rel in enumerate(manifest.get("inputs_from_out") or []):
+        cand = out / rel
+        place = cand if cand.exists() else (Path(given[i]) if i < len(given) else cand)
+        if place.exists():
+            listed.append((place.resolve(), given[i] if i < len(given) else str(place)))
+
+    def walked(inner: Path, outer: Path) -> bool:
+        return inner != outer and inner.is_relative_to(outer) and not any(
+            part.startswith(".") for part in inner.relative_to(outer).parts)
+
+    home = out.resolve()
+    for x in inputs:
+        new = Path(x).resolve()
+        if new.is_relative_to(home):  # the folder's own appended/*.jsonl (Index.add), wherever the folder lies
+            continue
+        for old, shown in listed:
+            if old.is_dir() and walked(new, old) and not (new.is_file() and new.parent == old):
+                return (f"--append input {x} is inside the input folder {shown} this index already lists: its "
+                        f"documents would be embedded again under other ids (relative to {x}); append {shown} "
+                        "itself (the documents already in the index are skipped)")
+            if new.is_dir() and walked(old, new) and not (old.is_file() and old.parent == new):
+                return (f"--append input {x} holds the input {shown} this index already lists: its documents "
+                        f"would be embedded again under other ids (relative to {x}); append the new files or "
+                        "folders alone, or embed into a new folder")
+    return ""
+
+
 def _screen(items: Iterator[Document | Skipped], known: dict[str, str], skipped: dict[str, str]
             ) -> Iterator[Document | Skipped]:
     """The new items, with each document whose id the folder already holds turned into a Skipped."""
@@ -343,6 +382,9 @@ def _append_locked(config: EmbedConfig, encoder, progress: bool) -> AppendResult
     if diff:
         raise ValueError(f"--append into {out} with settings that differ from its run (run.json): "
                          + "; ".join(diff) + f". {_APPEND_HINT}")
+    overlap = _overlapping_input(out, manifest, config.inputs)
+    if overlap:
+        raise ValueError(overlap)
     records = _manifest_shards(folder, manifest)
     n0 = len(records)
     start = records[-1]["inputs"][1] if records else 0
