@@ -750,6 +750,29 @@ def _tokenize_batch(encoder: Encoder, batch: list[_Entry], max_tokens: int | Non
             e.tok = tok
 
 
+#: how the skip reasons the pipeline gives a document it has read begin (:func:`unreadable_reason`, a tokenizer
+#: or splitter that failed, a lone surrogate, a document too long with macro windows off); every other skip
+#: reason is :mod:`latechunk.io`'s, given when the source was read (``latechunk verify`` tells the two apart)
+PIPELINE_SKIP_PREFIXES = ("empty or whitespace-only (no tokens)", "nothing the model can read", "tokenizer failed",
+                          "chunking failed")
+
+
+def is_pipeline_skip(reason: str) -> bool:
+    """Whether a skip reason is the pipeline's (the document was read, then not embedded), not the reader's.
+
+    Args:
+        reason: A :class:`~latechunk.types.Skipped` reason.
+
+    Returns:
+        True for the reasons of :data:`PIPELINE_SKIP_PREFIXES`, ``"N tokens > macro window ..."`` and a lone
+        surrogate in the text.
+    """
+    import re
+
+    return reason.startswith(PIPELINE_SKIP_PREFIXES) or bool(
+        re.match(r"\d+ tokens > macro window ", reason)) or " holds a lone surrogate " in reason
+
+
 def unreadable_reason(tok: Tokenization, unk_token_id: int | None) -> str:
     """Why a tokenized document holds nothing to embed (``embed`` and ``chunk`` skip it with this reason), or ``""``.
 

@@ -177,11 +177,12 @@ def _places(folder: Path, manifest: dict, inputs: Sequence[os.PathLike] | None
     return given, [_root_key(p) for p in given], (
         f"--inputs gave {len(given)} path(s) but the manifest lists {len(outer)} input(s) outside the folder "
         f"({names}, as given when embedded): give one per listed input, in order (the same path again for an "
-        f"input appended again), or one per distinct input ({len(distinct)})"
+        f"input appended again)" + (f", or one per distinct input ({len(distinct)})" if len(distinct) != len(outer)
+                                    else "")
         + (f", or all {len(keys)} with the folder's own appended files" if len(keys) != len(outer) else ""))
 
 
-def _runs_of_roots(manifest: dict, places: list[Path], keys: list[str] | None = None
+def _runs_of_roots(manifest: dict, places: list[Path], keys: list[str] | None = None, home: Path | None = None
                    ) -> tuple[list[Path], int | None]:
     """The roots to read once each, and the item count they should hold now.
 
@@ -196,6 +197,8 @@ def _runs_of_roots(manifest: dict, places: list[Path], keys: list[str] | None = 
             ``counts.documents_in``).
         places: Where each listed input is now (:func:`_places`).
         keys: The identity of each listed input (default: its place's).
+        home: The output folder: its own ``appended/*.jsonl`` never count as inside another root (the reader
+            of a folder holding it does not walk an output folder).
 
     Returns:
         ``(roots, expected)``; ``expected`` is ``counts.documents_in`` when no root repeats, less the items of the
@@ -211,6 +214,8 @@ def _runs_of_roots(manifest: dict, places: list[Path], keys: list[str] | None = 
     first = {k: places[keys.index(k)] for k in dict.fromkeys(keys)}
     roots = list(first.values())
     real = [_root_key(r) for r in roots]
+    inside = _root_key(home) + os.sep if home is not None else None
+    real = [k for k in real if inside is None or not k.startswith(inside)]
     if any(b.startswith(a + os.sep) for a in real for b in real):
         return roots, None
     if len(first) == len(keys):
@@ -554,21 +559,17 @@ def _check_vectors(v: np.ndarray, rows: int, dim, normalize: bool, index, offset
             P.add("vectors", f"index.faiss vectors [{offset}, {offset + rows}) differ from shards/{name}.npy: {diff}")
 
 
-#: skip reasons of a source that had no text when it was read (latechunk.io): such a source that reads as a
-#: document now has changed since
-_NO_TEXT_REASONS = ("empty", "nothing but front matter")
-
-
 def _check_sources(folder: OutputFolder, manifest: dict, documents: list, skipped: list, inputs, n_rows,
                    P: _Problems) -> None:
     from latechunk.io import is_not_read
+    from latechunk.pipeline import is_pipeline_skip
     from latechunk.types import Skipped
 
     places, keys, problem = _places(folder.path, manifest, inputs)
     if problem:
         P.add("source", problem)
         return
-    roots, expected = _runs_of_roots(manifest, places, keys)
+    roots, expected = _runs_of_roots(manifest, places, keys, folder.path)
     missing = [str(r) for r in roots if not r.exists()]
     if missing:
         P.add("source", f"source input(s) not found: {', '.join(missing)} (give their current place with --inputs)")
@@ -612,12 +613,13 @@ def _check_sources(folder: OutputFolder, manifest: dict, documents: list, skippe
             if item.doc_id not in skipped_ids:
                 P.add("source", f"source document {item.doc_id!r} ({item.metadata.get('source', '')}) is not in the manifest "
                                 "(added after embedding?)")
-            elif empty := [r for r in skip_reasons.get(item.doc_id, []) if r.startswith(_NO_TEXT_REASONS)]:
-                # read as having no text then (an empty file or record), and now it has text: a change after
-                # embedding (a document skipped later, by the pipeline, reads as a document now as it did then)
-                P.add("source", f"{item.doc_id!r} was skipped at embedding ({empty[0]}) but its source now has text: "
-                                "its text is in no vector (an index is append-only: embed into a new folder to "
-                                "include it)")
+            elif read := [r for r in skip_reasons.get(item.doc_id, [])
+                          if not r.startswith("duplicate doc_id") and not is_pipeline_skip(r)]:
+                # the reader skipped it then (empty, binary, unreadable, a bad record) and it reads as a document
+                # now: a change after embedding (a document the pipeline skipped reads as a document now as then)
+                P.add("source", f"{item.doc_id!r} was skipped at embedding ({read[0]}) but its source now reads as "
+                                "a document: its text is in no vector (an index is append-only: embed into a new "
+                                "folder to include it)")
             continue
         seen.add(item.doc_id)
         rec = documents[i]

@@ -91,11 +91,11 @@ def main(argv: Sequence[str] | None = None) -> Path:
     b_file, t_file = _weights_file(base), _weights_file(args.trained)
     train_record = args.trained / "latechunk_train.json"
     if train_record.is_file():  # a model latechunk train wrote names its base: warn when it is another
-        named = json.loads(train_record.read_text(encoding="utf-8")).get("base_model")
         try:
+            named = json.loads(train_record.read_text(encoding="utf-8")).get("base_model")
             same = named is None or Path(resolve_model_path(named)).resolve() == base.resolve()
-        except (ValueError, OSError):
-            same = False
+        except (ValueError, OSError, AttributeError):  # a damaged record, a base that no longer resolves
+            named, same = "(unreadable latechunk_train.json)", False
         if not same:
             print(f"warning: {args.trained} was trained from {named}, not from {base}: the interpolation mixes two "
                   "different starting points", file=sys.stderr)

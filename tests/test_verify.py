@@ -337,6 +337,26 @@ def test_a_skipped_empty_file_that_later_gains_text_is_reported(tmp_path):
     assert "its text is in no vector" in res.output
 
 
+def test_reader_skips_that_gain_text_are_reported_and_pipeline_skips_are_not(tmp_path):
+    """Review: a file of nothing but a zero-width space is read as a document and skipped by the pipeline ("empty or
+    whitespace-only (no tokens)"): unchanged, it is no problem; a binary file given text afterwards is one."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a.md").write_text("Rivers carve valleys over long ages.", encoding="utf-8")
+    (src / "zw.md").write_text("\u200b", encoding="utf-8")
+    (src / "bin.md").write_bytes(b"\x00\x01\x02binary")
+    model = save_tiny_bert(tmp_path / "model")
+    out = tmp_path / "out"
+    res = runner.invoke(app, ["embed", str(src), "--out", str(out), "--model", str(model), "--device", "cpu", "-q"])
+    assert res.exit_code == 0, res.output
+    res = _verify(out)
+    assert res.exit_code == 0, res.output
+    (src / "bin.md").write_text("Now a text file.", encoding="utf-8")
+    res = _verify(out)
+    assert res.exit_code == 1 and "'bin.md' was skipped at embedding (binary" in res.output, res.output
+    assert "zw.md" not in res.output
+
+
 def test_an_embedded_file_emptied_before_an_append_is_reported_as_skipped_not_gone(copy, built):
     """Second trial: a.md embedded, then emptied, then the folder appended (the append records a.md as skipped,
     empty): verify said "source of 'rivers.md' is gone" though the file is there; it says it is now skipped."""
@@ -401,5 +421,34 @@ def test_index_add_works_for_a_folder_written_inside_its_input_folder(tmp_path):
     res = runner.invoke(app, ["embed", str(src), "--out", str(out), "--model", str(model), "--device", "cpu", "-q"])
     assert res.exit_code == 0, res.output
     Index.load(out, device="cpu").add([Document("extra", "Tides rise and fall twice a day.")])
+    res = _verify(out)
+    assert res.exit_code == 0 and res.output.startswith("ok:"), res.output
+
+
+def test_the_append_check_allows_tables_hidden_files_and_an_index_inside_its_input(tmp_path):
+    """Review: a JSONL file deeper in a listed folder keeps its records' ids (it was refused); a hidden file in a
+    subfolder is walked by the folder's reader (it was let through); after Index.add into a folder written inside
+    its input folder, appending that input folder again was refused (its appended/*.jsonl looked nested)."""
+    from latechunk.api import Index
+    from latechunk.types import Document
+
+    src = tmp_path / "a"
+    (src / "sub").mkdir(parents=True)
+    (src / "x.md").write_text("Rivers carve valleys over long ages.", encoding="utf-8")
+    (src / "sub" / "d.jsonl").write_text('{"id": "r1", "text": "Record one about tides."}\n', encoding="utf-8")
+    (src / "sub" / ".h.md").write_text("A hidden file the folder's reader reads.", encoding="utf-8")
+    model = save_tiny_bert(tmp_path / "model")
+    out = src / "idx"
+    res = runner.invoke(app, ["embed", str(src), "--out", str(out), "--model", str(model), "--device", "cpu", "-q"])
+    assert res.exit_code == 0, res.output
+    with (src / "sub" / "d.jsonl").open("a", encoding="utf-8") as fh:
+        fh.write('{"id": "r2", "text": "Record two about waves."}\n')
+    _append(src / "sub" / "d.jsonl", out, model)
+    res = runner.invoke(app, ["embed", str(src / "sub" / ".h.md"), "--out", str(out), "--model", str(model),
+                              "--device", "cpu", "--quiet", "--append"])
+    assert res.exit_code != 0 and "other ids" in res.output, res.output
+    Index.load(out, device="cpu").add([Document("extra", "Tides rise and fall twice a day.")])
+    (src / "z.md").write_text("A new file in the input folder.", encoding="utf-8")
+    _append(src, out, model)
     res = _verify(out)
     assert res.exit_code == 0 and res.output.startswith("ok:"), res.output

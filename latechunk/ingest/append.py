@@ -252,29 +252,46 @@ def write_documents(out: str | os.PathLike, documents: Iterable[Document]) -> tu
 def _overlapping_input(out: Path, manifest: dict, inputs) -> str:
     """Why an appended input would embed documents the folder holds again under other ids, or ``""``.
 
-    An id is a file's path relative to its input (a file given alone: its name). A folder inside a folder the
-    folder already lists, a file deeper than directly inside one, or a folder holding a listed input would give
+    A file's id is its path relative to its input (a file given alone: its name). A folder inside a folder the
+    index already lists, a file deeper than directly inside one, or a folder holding a listed input would give
     the same files new ids (``sub/c.md`` read from the listed folder, ``c.md`` from its subfolder), so the
-    "already in the index" check could not see them: refused, as a first run refuses such inputs. The same
-    folder again, and a file directly inside a listed folder (the same id either way), are fine. Paths under a
-    hidden folder (``.venv``) are never walked, so they do not count.
+    "already in the index" check could not see them: refused, as a first run refuses such inputs. Allowed: the
+    same folder again; a file directly inside a listed folder (the same id either way); tables (``.jsonl``,
+    ``.parquet``, ``.arrow``, ``save_to_disk`` folders), whose ids are their records' own; paths under a hidden
+    folder, which the reader never walks; and the folder's own ``appended/*.jsonl`` (``Index.add``). A listed
+    input whose recorded place is gone (moved) is not checked.
     """
+    from latechunk.io import TABLE_SUFFIXES, hf_dataset_kind
+
+    home = out.resolve()
+
+    def place_of(p: Path) -> Path:  # a symlinked file is read where its link lies: resolve its folder only
+        p = Path(os.path.abspath(p))
+        return p.parent.resolve() / p.name if p.is_file() else p.resolve()
+
+    def is_table(p: Path) -> bool:
+        return (p.is_file() and p.suffix.lower() in TABLE_SUFFIXES) or (p.is_dir() and bool(hf_dataset_kind(p)))
+
+    def walked(inner: Path, outer: Path) -> bool:
+        """Whether reading folder ``outer`` reads ``inner`` (no hidden folder on the way)."""
+        if inner == outer or not inner.is_relative_to(outer):
+            return False
+        folders = inner.relative_to(outer).parts[:-1] if inner.is_file() else inner.relative_to(outer).parts
+        return not any(part.startswith(".") for part in folders)
+
     listed = []
     given = manifest.get("inputs") or []
     for i, rel in enumerate(manifest.get("inputs_from_out") or []):
         cand = out / rel
-        place = cand if cand.exists() else (Path(given[i]) if i < len(given) else cand)
-        if place.exists():
-            listed.append((place.resolve(), given[i] if i < len(given) else str(place)))
-
-    def walked(inner: Path, outer: Path) -> bool:
-        return inner != outer and inner.is_relative_to(outer) and not any(
-            part.startswith(".") for part in inner.relative_to(outer).parts)
-
-    home = out.resolve()
+        if not cand.exists():
+            continue
+        place = place_of(cand)
+        if place.is_relative_to(home) or is_table(place):
+            continue
+        listed.append((place, given[i] if i < len(given) else str(cand)))
     for x in inputs:
-        new = Path(x).resolve()
-        if new.is_relative_to(home):  # the folder's own appended/*.jsonl (Index.add), wherever the folder lies
+        new = place_of(Path(x))
+        if new.is_relative_to(home) or is_table(new):
             continue
         for old, shown in listed:
             if old.is_dir() and walked(new, old) and not (new.is_file() and new.parent == old):
