@@ -189,6 +189,23 @@ def _append(src: Path, out: Path, model: Path):
     return res
 
 
+def _fresh(tmp_path: Path, files: dict, out: Path | None = None):
+    """A folder ``tmp_path/src`` holding ``files`` (relative path -> text or bytes), embedded with a tiny model
+    into ``out`` (default ``tmp_path/out``); returns ``(src, out, model)``."""
+    src = tmp_path / "src"
+    for rel, body in files.items():
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(body, bytes):
+            (src / rel).write_bytes(body)
+        else:
+            (src / rel).write_text(body, encoding="utf-8")
+    model = save_tiny_bert(tmp_path / "model")
+    out = out or tmp_path / "out"
+    res = runner.invoke(app, ["embed", str(src), "--out", str(out), "--model", str(model), "--device", "cpu", "-q"])
+    assert res.exit_code == 0, res.output
+    return src, out, model
+
+
 def test_appending_the_same_folder_after_it_grew_verifies_and_a_later_change_is_still_caught(copy, built):
     """Trial: `embed DIR --out OUT --append` after DIR gained a file succeeded, then `verify OUT` failed "the
     inputs now hold 18 items but the manifest accounts for 12": the manifest lists DIR twice (the first run read
@@ -305,13 +322,7 @@ def test_inputs_need_not_name_the_documents_index_add_wrote_into_the_folder(tmp_
     from latechunk.api import Index
     from latechunk.types import Document
 
-    src = tmp_path / "src"
-    src.mkdir()
-    (src / "a.md").write_text("Rivers carve valleys over long ages.", encoding="utf-8")
-    model = save_tiny_bert(tmp_path / "model")
-    out = tmp_path / "out"
-    res = runner.invoke(app, ["embed", str(src), "--out", str(out), "--model", str(model), "--device", "cpu", "-q"])
-    assert res.exit_code == 0, res.output
+    src, out, _ = _fresh(tmp_path, {"a.md": "Rivers carve valleys over long ages."})
     Index.load(out, device="cpu").add([Document("extra", "Tides rise and fall twice a day.")])
     moved = tmp_path / "moved"
     shutil.move(str(src), moved)
@@ -322,14 +333,7 @@ def test_inputs_need_not_name_the_documents_index_add_wrote_into_the_folder(tmp_
 def test_a_skipped_empty_file_that_later_gains_text_is_reported(tmp_path):
     """Trial: a file skipped as empty, then given text: `--append` refuses it (its id is listed as skipped) and
     verify said ok, though its text is in no vector. verify now says so."""
-    src = tmp_path / "src"
-    src.mkdir()
-    (src / "a.md").write_text("Rivers carve valleys over long ages.", encoding="utf-8")
-    (src / "h2.md").write_text("  \n", encoding="utf-8")
-    model = save_tiny_bert(tmp_path / "model")
-    out = tmp_path / "out"
-    res = runner.invoke(app, ["embed", str(src), "--out", str(out), "--model", str(model), "--device", "cpu", "-q"])
-    assert res.exit_code == 0, res.output
+    src, out, _ = _fresh(tmp_path, {"a.md": "Rivers carve valleys over long ages.", "h2.md": "  \n"})
     assert _verify(out).exit_code == 0
     (src / "h2.md").write_text("Now it has text.", encoding="utf-8")
     res = _verify(out)
@@ -340,15 +344,8 @@ def test_a_skipped_empty_file_that_later_gains_text_is_reported(tmp_path):
 def test_reader_skips_that_gain_text_are_reported_and_pipeline_skips_are_not(tmp_path):
     """Review: a file of nothing but a zero-width space is read as a document and skipped by the pipeline ("empty or
     whitespace-only (no tokens)"): unchanged, it is no problem; a binary file given text afterwards is one."""
-    src = tmp_path / "src"
-    src.mkdir()
-    (src / "a.md").write_text("Rivers carve valleys over long ages.", encoding="utf-8")
-    (src / "zw.md").write_text("\u200b", encoding="utf-8")
-    (src / "bin.md").write_bytes(b"\x00\x01\x02binary")
-    model = save_tiny_bert(tmp_path / "model")
-    out = tmp_path / "out"
-    res = runner.invoke(app, ["embed", str(src), "--out", str(out), "--model", str(model), "--device", "cpu", "-q"])
-    assert res.exit_code == 0, res.output
+    src, out, _ = _fresh(tmp_path, {"a.md": "Rivers carve valleys over long ages.", "zw.md": "\u200b",
+                                    "bin.md": b"\x00\x01\x02binary"})
     res = _verify(out)
     assert res.exit_code == 0, res.output
     (src / "bin.md").write_text("Now a text file.", encoding="utf-8")
@@ -413,13 +410,7 @@ def test_index_add_works_for_a_folder_written_inside_its_input_folder(tmp_path):
     from latechunk.api import Index
     from latechunk.types import Document
 
-    src = tmp_path / "src"
-    src.mkdir()
-    (src / "a.md").write_text("Rivers carve valleys over long ages.", encoding="utf-8")
-    model = save_tiny_bert(tmp_path / "model")
-    out = src / "idx"
-    res = runner.invoke(app, ["embed", str(src), "--out", str(out), "--model", str(model), "--device", "cpu", "-q"])
-    assert res.exit_code == 0, res.output
+    _, out, _ = _fresh(tmp_path, {"a.md": "Rivers carve valleys over long ages."}, out=tmp_path / "src" / "idx")
     Index.load(out, device="cpu").add([Document("extra", "Tides rise and fall twice a day.")])
     res = _verify(out)
     assert res.exit_code == 0 and res.output.startswith("ok:"), res.output
