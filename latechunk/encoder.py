@@ -39,8 +39,9 @@ from latechunk.types import Tokenization
 if TYPE_CHECKING:
     from latechunk.config import ModelConfig
 
-__all__ = ["ONEDNN_LINEAR_ENV", "ONEDNN_MIN_TOKENS", "PROMPT_NAMES", "Encoder", "OneDNNLinear", "StateBatch", "StateBlock", "attention_implementation",
-           "default_batch_tokens", "default_dtype", "onednn_linear_available"]
+__all__ = ["ONEDNN_LINEAR_ENV", "ONEDNN_MIN_TOKENS", "PROMPT_NAMES", "Encoder", "OneDNNLinear", "StateBatch",
+           "StateBlock", "attention_implementation", "default_batch_tokens", "default_dtype",
+           "onednn_linear_available"]
 
 PROMPT_NAMES = ("query", "document")
 """The prompt names every encoder has (:attr:`Encoder.prompts`; sentence-transformers' ``prompt_name``); a model's
@@ -196,8 +197,9 @@ class OneDNNLinear(torch.overrides.TorchFunctionMode):
     shapes: measured on an AMD EPYC (Zen 4), 2 threads, all-MiniLM-L6-v2 in fp32: its FFN GEMMs at 1.3-1.8x the
     GFLOP/s of ``addmm`` (the 384 x 384 projections 0.85x in one run), the forward of a (16, 256) batch 1.02x
     (``scripts/bench_onnx.py --gemm``) to 1.24x, the whole late pipeline 1.07-1.19x in three runs
-    (``scripts/bench_peers.py --stock-linear``; eval/results/peers.md, onnx.md; a noisy 2-vCPU VM). The result is fp32 throughout (no reduced-precision math; oneDNN's default fp32 math mode), equal to
-    the stock result to rounding (token states within ~1e-5).
+    (``scripts/bench_peers.py --stock-linear``; eval/results/peers.md, onnx.md; a noisy 2-vCPU VM). The result is
+    fp32 throughout (no reduced-precision math; oneDNN's default fp32 math mode), equal to the stock result to
+    rounding (token states within ~1e-5).
 
     Rerouted: a call with gradients off, CPU autocast off and ``torch.backends.mkldnn.enabled``, on CPU float32
     tensors with a 2-D weight, an input of at least 2 dimensions whose last matches the weight's columns, and no
