@@ -176,7 +176,7 @@ def default_batch_tokens(device: torch.device) -> int:
 
 #: the fewest tokens in a forward batch for which :class:`OneDNNLinear` is entered: the mode routes every torch call
 #: of the forward through Python (``__torch_function__``), about a millisecond per forward of MiniLM, which a batch
-#: of one short query does not earn back (measured 0.87-0.89x on a (1, 12) batch, 1.06x at (4, 64))
+#: of one short query does not earn back (a review's probe found a one-query forward slower with the mode)
 ONEDNN_MIN_TOKENS = 256
 
 
@@ -195,8 +195,8 @@ class OneDNNLinear(torch.overrides.TorchFunctionMode):
     bias broadcast into the output, then SGEMM. oneDNN's matmul primitive (the library PyTorch already uses for
     bf16 on the CPU, and TorchInductor for prepacked linears) fuses the bias and was faster at an encoder's
     shapes: measured on an AMD EPYC (Zen 4), 2 threads, all-MiniLM-L6-v2 in fp32: its FFN GEMMs at 1.3-1.8x the
-    GFLOP/s of ``addmm`` (the 384 x 384 projections 0.85x in one run), the forward of a (16, 256) batch 1.02x
-    (``scripts/bench_onnx.py --gemm``) to 1.24x, the whole late pipeline 1.07-1.19x in three runs
+    GFLOP/s of ``addmm`` (the 384 x 384 projections 0.85x in one run; ``scripts/bench_onnx.py --gemm``, whose
+    forward-only timing moves with this VM's noise), the whole late pipeline 1.07-1.19x in three runs
     (``scripts/bench_peers.py --stock-linear``; eval/results/peers.md, onnx.md; a noisy 2-vCPU VM). The result is
     fp32 throughout (no reduced-precision math; oneDNN's default fp32 math mode), equal to the stock result to
     rounding (token states within ~1e-5).

@@ -211,7 +211,9 @@ def _runs_of_roots(manifest: dict, places: list[Path], keys: list[str] | None = 
     total = manifest.get("counts", {}).get("documents_in")
     appends = manifest.get("appends") or []
     keys = [_root_key(p) for p in places] if keys is None else keys
-    first = {k: places[keys.index(k)] for k in dict.fromkeys(keys)}
+    first: dict[str, Path] = {}
+    for k, p in zip(keys, places):
+        first.setdefault(k, p)  # each input once, at its first place
     roots = list(first.values())
     real = [_root_key(r) for r in roots]
     inside = _root_key(home) + os.sep if home is not None else None

@@ -295,8 +295,9 @@ def _overlapping_input(out: Path, manifest: dict, inputs) -> str:
             continue
         for old, shown in listed:
             if old.is_dir() and walked(new, old) and not (new.is_file() and new.parent == old):
+                how = "its name alone" if new.is_file() else f"paths relative to {x}"
                 return (f"--append input {x} is inside the input folder {shown} this index already lists: its "
-                        f"documents would be embedded again under other ids (relative to {x}); append {shown} "
+                        f"documents would be embedded again under other ids ({how}); append {shown} "
                         "itself (the documents already in the index are skipped)")
             if new.is_dir() and walked(old, new) and not (old.is_file() and old.parent == new):
                 return (f"--append input {x} holds the input {shown} this index already lists: its documents "
