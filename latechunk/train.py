@@ -29,7 +29,7 @@ markedly better. This module does that training:
   in-batch negatives), so the model learns the vector it is served with in fused mode:
   ``loss = late + naive_weight * naive + fused_weight * fused`` (measured on Chroma, the fused term cost fused mode
   about a point of SpanRecall@5: ``eval/results/fused.md``). For inverse-cloze examples the chunks of *other*
-  passages of the query's source document are left out of the late and fused terms' softmax (passages drawn from
+  passages of the query's source document are left out of every term's softmax (passages drawn from
   one document overlap, so such a chunk may hold the target's very text: a false negative).
 - **Precision** (``--precision``). The weights, the optimiser state, the pooling and the loss stay float32; with
   ``bfloat16`` the model's forward (and so its backward) runs under ``torch.autocast(dtype=torch.bfloat16)``
@@ -797,12 +797,13 @@ def train(config: TrainConfig, progress: bool = True, log: Callable[[str], None]
                         n_toks.append(encoder.tokenizer(plans[d].doc.text[cs:ce]))
                     nv = _pooled_texts(encoder, n_toks, pad_id, amp)
                     cols = [col[(ex.doc.doc_id, j)] for ex, j in batch]
-                    naive = _info_nce(q, nv, cols, config.temperature)
+                    same_source = _overlapping(batch, uniq, plans)  # inverse cloze: no negative from its own document
+                    naive = _info_nce(q, nv, cols, config.temperature, same_source)
                     loss = late + config.naive_weight * naive
                     naive_v = float(naive.detach())
                     if config.fused_weight > 0:  # the target chunks as fused mode serves them
                         fused = _info_nce(q, _fused_targets(chunks, targets, nv, cols), cols, config.temperature,
-                                          _overlapping(batch, uniq, plans))
+                                          same_source)
                         loss = loss + config.fused_weight * fused
                         result.fused_losses.append(float(fused.detach()))
                 opt.zero_grad(set_to_none=True)

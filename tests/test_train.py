@@ -270,9 +270,9 @@ def test_fused_targets_line_up_late_and_naive_rows_when_queries_share_a_chunk():
     assert got.shape == (3, 4) and torch.allclose(got, want)
 
 
-def test_ict_fused_term_leaves_out_the_other_passages_of_the_source_document(tiny, tmp_path, monkeypatch):
-    """Inverse cloze with --fused-weight: the fused term's softmax leaves out the other passages of the query's own
-    source document (they may hold the held-out sentence), as the late term's does."""
+def test_ict_naive_and_fused_terms_leave_out_the_other_passages_of_the_source_document(tiny, tmp_path, monkeypatch):
+    """Inverse cloze with --fused-weight: the naive and fused terms' softmaxes leave out the other passages of the
+    query's own source document (they may hold the held-out sentence), as the late term's does."""
     import latechunk.train as train_mod
 
     corpus = tmp_path / "corpus"
@@ -292,6 +292,8 @@ def test_ict_fused_term_leaves_out_the_other_passages_of_the_source_document(tin
                       device="cpu", seed=0)
     res = train(cfg, progress=False)
     assert res.steps == 1 and len(calls) == 3  # late, naive, fused
-    late_ex, _naive, fused_ex = calls
+    late_ex, naive_ex, fused_ex = calls
     assert late_ex is not None and late_ex.any()
     assert fused_ex is not None and fused_ex.any()  # 8 passages from 3 documents: some share a source
+    # the naive term's candidates are the fused term's (the distinct target chunks): the same ones are left out
+    assert naive_ex is not None and (naive_ex == fused_ex).all()
