@@ -787,7 +787,7 @@ class OutputFolder:
             raise ValueError(f"{CHUNKS_FILE} is unreadable: {type(err).__name__}: {err}") from err
 
     def iter_chunk_batches(self, path: Path | None = None, columns: Sequence[str] | None = None,
-                           batch_size: int = 4096) -> Iterator:
+                           batch_size: int = 4096, row_groups: Sequence[int] | None = None) -> Iterator:
         """Record batches of a chunk table file (default ``chunks.parquet``), in row order.
 
         Args:
@@ -795,6 +795,9 @@ class OutputFolder:
             columns: Column names to read; None: all. A file written before :data:`SOURCE_COLUMNS` gives them
                 filled (:func:`fill_source_columns`).
             batch_size: Rows per batch (the last one may be shorter).
+            row_groups: Read only these parquet row groups (in this order); None: all. The file's row groups
+                are :func:`write_chunk_table`'s tables, one per shard (:func:`row_group_starts` gives their
+                first rows).
 
         Returns:
             An iterator of ``pyarrow.RecordBatch``.
@@ -810,16 +813,36 @@ class OutputFolder:
         have = set(pf.schema_arrow.names)
         want = list(columns) if columns is not None else None
         if all(c in have for c in (want if want is not None else SOURCE_COLUMNS)):
-            return pf.iter_batches(batch_size=batch_size, columns=want)
-        return self._filled_batches(pf, path, want, batch_size)
+            return pf.iter_batches(batch_size=batch_size, columns=want, row_groups=row_groups)
+        return self._filled_batches(pf, path, want, batch_size, row_groups)
 
-    def _filled_batches(self, pf, path: Path, want: list[str] | None, batch_size: int) -> Iterator:
+    def row_group_starts(self, path: Path | None = None) -> list[int]:
+        """The first row of each parquet row group of a chunk table file (default ``chunks.parquet``).
+
+        Returns:
+            ``[0, rows of group 0, rows of groups 0-1, ...]``: one entry per row group, ascending.
+
+        Raises:
+            OSError: if the file is missing.
+            pyarrow.ArrowInvalid: (a ValueError) if it is not a parquet file.
+        """
+        import pyarrow.parquet as pq
+
+        meta = pq.ParquetFile(Path(path or self.chunks_path)).metadata
+        starts, at = [], 0
+        for g in range(meta.num_row_groups):
+            starts.append(at)
+            at += meta.row_group(g).num_rows
+        return starts
+
+    def _filled_batches(self, pf, path: Path, want: list[str] | None, batch_size: int,
+                        row_groups: Sequence[int] | None = None) -> Iterator:
         have = set(pf.schema_arrow.names)
         read = None if want is None else [c for c in want if c in have]
         if want is not None:  # what filling needs: heading_path (section), doc_id (source)
             read += [c for c in ("doc_id", "heading_path") if c in have and c not in read]
         sources = self._sources(path) if (want is None or "source" in want) else None
-        for batch in pf.iter_batches(batch_size=batch_size, columns=read):
+        for batch in pf.iter_batches(batch_size=batch_size, columns=read, row_groups=row_groups):
             batch = fill_source_columns(batch, sources)
             yield batch if want is None else batch.select(want)
 

@@ -77,20 +77,30 @@ class _Problems:
 
 class _RowReader:
     """Reader of a parquet file: ``take(n)`` returns the next ``n`` rows as a table; ``take_at(start, n)`` the rows
-    ``[start, start + n)`` (forward: skipping rows; backward: reading again from the first row, so a caller that
-    mostly goes forward reads the file about once)."""
+    ``[start, start + n)`` (forward: skipping rows; backward: reading again from the row group holding ``start``,
+    one per shard, so a folder with appended runs, whose documents are visited out of row order, is not read again
+    from its first row at every jump back)."""
 
     def __init__(self, folder: OutputFolder, columns: Sequence[str] | None = None) -> None:
         self._folder, self._columns = folder, columns
         self._batches = folder.iter_chunk_batches(columns=columns)
+        self._starts: list[int] | None = None  # first row of each row group, read at the first jump back
         self._buf = []
         self._n = 0
         self.pos = 0  # rows taken so far
+        self.restarts = 0  # jumps back (for tests)
 
     def take_at(self, start: int, n: int):
         if start < self.pos:
-            self._batches = self._folder.iter_chunk_batches(columns=self._columns)
-            self._buf, self._n, self.pos = [], 0, 0
+            import bisect
+
+            if self._starts is None:
+                self._starts = self._folder.row_group_starts()
+            g = max(0, bisect.bisect_right(self._starts, start) - 1)
+            self._batches = self._folder.iter_chunk_batches(
+                columns=self._columns, row_groups=range(g, len(self._starts)))
+            self._buf, self._n, self.pos = [], 0, self._starts[g] if self._starts else 0
+            self.restarts += 1
         if start > self.pos:
             self.take(start - self.pos)
         return self.take(n)
