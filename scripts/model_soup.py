@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from wise_ft import _sha256, _weights_file  # noqa: E402  (scripts/ is not a package)
+from wise_ft import _sha256, _weights_file  # scripts/ is not a package
 
 
 def uniform_soup(models: Sequence[dict]) -> dict:
@@ -48,7 +48,7 @@ def uniform_soup(models: Sequence[dict]) -> dict:
     first = models[0]
     for i, other in enumerate(models[1:], start=2):
         if set(other) != set(first):
-            name = sorted(set(other) ^ set(first))[0]
+            name = min(set(other) ^ set(first))
             raise ValueError(f"tensor {name!r} is in one of model 1 and model {i} only (another architecture?)")
     out = {}
     for name, t in first.items():
