@@ -1124,11 +1124,24 @@ def main() -> None:  # pragma: no cover
         app()
     except (KeyboardInterrupt, SystemExit) as stop:  # typer turns Ctrl-C into exit 130, silently
         if isinstance(stop, KeyboardInterrupt) or stop.code == 130:
-            embed = len(sys.argv) > 1 and sys.argv[1] == "embed"
-            typer.echo("interrupted (Ctrl-C)" + ("; complete shards are kept: run the same command with --resume "
-                                                 "to continue" if embed else ""), err=True)
+            typer.echo(interrupted_message(sys.argv[1:]), err=True)
             raise SystemExit(130) from None
         raise
+
+
+def interrupted_message(args: list[str]) -> str:
+    """What the console script says after Ctrl-C, for the command line ``args`` (without the program name): how
+    to go on. ``embed``: with ``--resume`` (an interrupted ``--append``: the same command again, the folder being
+    as its last manifest left it); ``train``: nothing was written (no checkpoints)."""
+    command = args[0] if args else ""
+    if command == "embed" and "--append" in args:
+        return ("interrupted (Ctrl-C); the folder is as the last finished run or append left it: run the same "
+                "command again (--append, without --resume) to append")
+    if command == "embed":
+        return "interrupted (Ctrl-C); complete shards are kept: run the same command with --resume to continue"
+    if command == "train":
+        return "interrupted (Ctrl-C); train keeps no checkpoint: --out holds no model, run the command again"
+    return "interrupted (Ctrl-C)"
 
 
 if __name__ == "__main__":  # pragma: no cover

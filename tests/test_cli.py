@@ -790,3 +790,15 @@ def test_settings_diff_leaves_the_batch_budget_out():
     assert diff_settings(a, {"model": {"dtype": "float32"}, "mode": "late"}) == []
     assert diff_settings(a, {"model": {"batch_tokens": 4096, "dtype": "bfloat16"}, "mode": "late"}) == [
         "model.dtype (--dtype) was 'float32', now 'bfloat16'"]
+
+
+def test_interrupted_message_says_how_to_go_on():
+    """Trial finding: after Ctrl-C in `embed --append` the message said to run it again with --resume, which
+    --append refuses; an append is continued by running it again."""
+    from latechunk.cli import interrupted_message
+
+    append = interrupted_message(["embed", "new", "--out", "idx", "--append"])
+    assert "--resume to continue" not in append and "same command again" in append
+    assert "--resume to continue" in interrupted_message(["embed", "docs", "--out", "idx"])
+    assert "no checkpoint" in interrupted_message(["train", "--dataset", "xquad", "--out", "m"])
+    assert interrupted_message([]) == interrupted_message(["search"]) == "interrupted (Ctrl-C)"

@@ -262,3 +262,22 @@ def test_documents_without_ids_never_collide_across_calls(chunker):
     out = LateChunkingTransformer(chunker).transform_documents([LCDocument(page_content=etna),
                                                                 LCDocument(page_content=etna)])
     assert [d.id for d in out] == first
+
+
+def test_store_add_documents_of_late_chunks_warns(chunker):
+    """Trial finding: `store.add_documents(transformer.transform_documents(docs))`, LangChain's usual idiom,
+    re-embeds each chunk alone (naive), silently replacing the late vectors; the store's LateChunkEmbeddings now
+    warns, naming add_late_chunks. Texts that are not such chunks embed without a warning."""
+    import warnings
+
+    docs = [LCDocument(id="etna.md", page_content="# Volcanoes\n\nMount Etna in Sicily erupts almost every year."),
+            LCDocument(id="danube.md", page_content="The Danube flows through ten countries to the Black Sea.")]
+    chunk_docs = LateChunkingTransformer(chunker).transform_documents(docs)
+    store = InMemoryVectorStore(LateChunkEmbeddings(chunker))
+    with pytest.warns(UserWarning, match=r"add_late_chunks") as caught:
+        store.add_documents(chunk_docs)
+    assert f"{len(chunk_docs)} of {len(chunk_docs)} texts" in str(caught[0].message)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        store.add_texts(["A text no transformer made."])
+        add_late_chunks(InMemoryVectorStore(LateChunkEmbeddings(chunker)), chunk_docs)  # the right way: silent

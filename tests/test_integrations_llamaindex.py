@@ -172,3 +172,32 @@ def test_documents_without_ids_never_collide_across_calls(chunker):
     index = VectorStoreIndex(first, embed_model=LateChunkEmbedding(chunker))
     index.insert_nodes(second)
     assert len(index.vector_store.data.embedding_dict) == len(first) + len(second)
+
+
+def test_ingestion_pipeline_keeps_the_late_vectors(chunker):
+    """Trial finding: in LlamaIndex's usual `IngestionPipeline([parser, embed_model])`, BaseEmbedding re-embedded
+    every node on its own text, replacing the late vectors with naive ones, silently. Only nodes without an
+    embedding are embedded now (sync and async), and such nodes get the naive vector."""
+    import asyncio
+
+    from llama_index.core.ingestion import IngestionPipeline
+    from llama_index.core.schema import TextNode
+
+    docs = [LIDocument(text=TEXT, id_="rivers.md")]
+    parser = LateChunkNodeParser(latechunk.LateChunker(chunker.encoder, strategy="fixed:size=8"))
+    late = [np.asarray(n.embedding) for n in parser.get_nodes_from_documents(docs)]
+    assert len(late) > 1
+    got = IngestionPipeline(transformations=[parser, LateChunkEmbedding(chunker)]).run(documents=docs)
+    assert len(got) == len(late)
+    for node, want in zip(got, late):
+        np.testing.assert_allclose(np.asarray(node.embedding), want, atol=1e-6)
+    # a node without an embedding is embedded naively, beside one that keeps its own
+    bare = TextNode(text="The Danube flows into the Black Sea.")
+    kept = TextNode(text="kept", embedding=[0.5] * len(late[0]))
+    emb = LateChunkEmbedding(chunker)
+    out = emb([bare, kept])
+    np.testing.assert_allclose(out[0].embedding, emb.get_text_embedding(bare.text), atol=1e-6)
+    assert out[1].embedding == [0.5] * len(late[0])
+    bare.embedding = None
+    asyncio.run(emb.acall([bare, kept]))
+    assert bare.embedding is not None and kept.embedding == [0.5] * len(late[0])

@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import inspect
 import uuid
+import warnings
+import weakref
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -200,7 +202,38 @@ class LateChunkingTransformer(BaseDocumentTransformer):
         out: list[LCDocument] = []
         for chunks in self.chunker.map(docs):
             out.extend(chunk_to_document(c, model) for c in chunks)
+        _remember_late_texts(self.chunker, [d.page_content for d in out])
         return out
+
+
+#: Per chunker, hashes of the chunk texts its transformer gave late vectors (at most :data:`_LATE_TEXTS_MAX`):
+#: :meth:`LateChunkEmbeddings.embed_documents` warns when a store is about to embed them again, naively.
+_LATE_TEXTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_LATE_TEXTS_MAX = 1_000_000
+
+
+def _remember_late_texts(chunker: LateChunker, texts: Sequence[str]) -> None:
+    try:
+        seen = _LATE_TEXTS.setdefault(chunker, set())
+    except TypeError:  # not weakly referable: no guard
+        return
+    room = _LATE_TEXTS_MAX - len(seen)
+    seen.update(hash(t) for t in texts[:max(0, room)])
+
+
+def _warn_if_late_texts(chunker: LateChunker, texts: Sequence[str]) -> None:
+    try:
+        seen = _LATE_TEXTS.get(chunker)
+    except TypeError:
+        return
+    if seen:
+        n = sum(hash(t) in seen for t in texts)
+        if n:
+            warnings.warn(
+                f"LateChunkEmbeddings.embed_documents: {n} of {len(texts)} texts are chunks that "
+                "LateChunkingTransformer gave late vectors; a store's add_documents/add_texts embeds each alone "
+                "(naive), replacing them: add the chunk Documents with "
+                "latechunk.integrations.langchain.add_late_chunks(store, chunk_docs)", UserWarning, stacklevel=3)
 
 
 class LateChunkEmbeddings(Embeddings):
@@ -239,6 +272,10 @@ class LateChunkEmbeddings(Embeddings):
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         """Embed texts each on its own with the document prompt (naive: no document context).
 
+        A store's ``add_documents``/``add_texts`` calls this; when some texts are chunks that
+        :class:`LateChunkingTransformer` made with the same chunker (whose late vectors the store is about to
+        replace by naive ones) a ``UserWarning`` names :func:`add_late_chunks`.
+
         Args:
             texts: The texts.
 
@@ -247,6 +284,7 @@ class LateChunkEmbeddings(Embeddings):
         """
         if not texts:
             return []
+        _warn_if_late_texts(self.chunker, texts)
         return self.chunker.encoder.encode_document(list(texts), normalize=self._normalize()).tolist()
 
     def embed_query(self, text: str) -> list[float]:

@@ -150,13 +150,21 @@ class LateChunkNodeParser(NodeParser):
         return nodes
 
 
+def _without_embedding(nodes: Sequence[BaseNode]) -> tuple[list[BaseNode], list[str]]:
+    """The nodes that have no embedding yet, and their text as LlamaIndex embeds it."""
+    todo = [n for n in nodes if n.embedding is None]
+    return todo, [n.get_content(metadata_mode=MetadataMode.EMBED) for n in todo]
+
+
 class LateChunkEmbedding(BaseEmbedding):
     """A LlamaIndex ``BaseEmbedding`` over a LateChunker's encoder: the query side of an index of late chunks.
 
     Queries are encoded with the model's query prompt (sentence-transformers' ``encode_query``). Texts are
     encoded each on its own with the document prompt: that is **naive** embedding (no document context), which
     LlamaIndex does only for nodes without an ``embedding``; the nodes of :class:`LateChunkNodeParser` have
-    theirs. Vectors are L2-normalised when the chunker normalises (its default).
+    theirs. As a transformation (``IngestionPipeline(transformations=[parser, LateChunkEmbedding(...)])``, where
+    LlamaIndex's ``BaseEmbedding`` re-embeds *every* node) it also embeds only the nodes without an embedding, so
+    the late vectors are kept. Vectors are L2-normalised when the chunker normalises (its default).
 
     Args:
         chunker: The LateChunker whose encoder to use (the one that made the nodes), a model name, or ``None``
@@ -199,3 +207,25 @@ class LateChunkEmbedding(BaseEmbedding):
 
     def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
         return self._encode(list(texts), "document") if texts else []
+
+    def __call__(self, nodes: Sequence[BaseNode], **kwargs: Any) -> Sequence[BaseNode]:
+        """As a transformation: embed (naive) only the nodes without an embedding; late chunks keep theirs.
+
+        Args:
+            nodes: LlamaIndex nodes.
+            **kwargs: Passed to ``get_text_embedding_batch``.
+
+        Returns:
+            ``nodes``, each with an ``embedding``.
+        """
+        todo, texts = _without_embedding(nodes)
+        for node, embedding in zip(todo, self.get_text_embedding_batch(texts, **kwargs) if todo else []):
+            node.embedding = embedding
+        return nodes
+
+    async def acall(self, nodes: Sequence[BaseNode], **kwargs: Any) -> Sequence[BaseNode]:
+        """:meth:`__call__` for LlamaIndex's async pipelines."""
+        todo, texts = _without_embedding(nodes)
+        for node, embedding in zip(todo, await self.aget_text_embedding_batch(texts, **kwargs) if todo else []):
+            node.embedding = embedding
+        return nodes
