@@ -252,12 +252,17 @@ class LateChunker:
             ``latechunk embed --compile``): the first call of each batch shape compiles (tens of seconds on a
             CPU); measured 0.99-1.15x the eager pipeline on an fp32 CPU, none in bf16 (not yet measured on a
             GPU). Not for a model given as an Encoder.
+        markdown: Whether the documents are markdown (front matter, headings, fences, tables parsed as such, as
+            ``embed`` reads a ``.md`` file). ``None`` (default): a document is markdown when its metadata names a
+            ``.md``/``.markdown`` file (``source``, else ``file_path`` or ``file_name``), so a plain str is read
+            as plain text; ``True``/``False`` for every document whose metadata has no ``markdown`` key.
 
     Raises:
         ValueError: on an unknown strategy, mode or dtype, ``dtype`` or ``compile`` with an Encoder, ``compile``
             with an ONNX backend, a bad parameter, a model that does not load, a macro window
             the model cannot take, or late mode with a model that does not mean-pool (before the weights load
             where the model's files tell).
+        TypeError: if ``markdown`` is not a bool or None.
     """
 
     def __init__(
@@ -274,7 +279,11 @@ class LateChunker:
         backend: str = "torch",
         dtype: str | None = None,
         compile: bool = False,
+        markdown: bool | None = None,
     ) -> None:
+        if markdown is not None and not isinstance(markdown, bool):
+            raise TypeError(f"markdown must be True, False or None, got {markdown!r}")
+        self.markdown = markdown
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(map(repr, MODES))}, got {mode!r}")
         self.config = PipelineConfig(strategies=(DEFAULT_STRATEGY if strategy is None else strategy,), modes=(mode,),
@@ -399,16 +408,18 @@ class LateChunker:
             self._segmenter = SentenceSegmenter(workers=0)
         return self._segmenter
 
-    @staticmethod
-    def _items(documents: Iterable[DocumentLike]) -> Iterator[Document | Skipped]:
+    def _items(self, documents: Iterable[DocumentLike]) -> Iterator[Document | Skipped]:
         """The input as Documents, a repeated id as a Skipped: the first occurrence with text wins, as in
         ``embed``'s reader (an empty or whitespace-only text, or one with a lone surrogate, is skipped by the
-        pipeline and claims no id)."""
+        pipeline and claims no id). With ``markdown`` set, a document whose metadata has no ``markdown`` key gets
+        it."""
         from latechunk.io import surrogate_reason
 
         first: dict[str, int] = {}
         for pos, item in enumerate(documents):
             doc = _as_document(item, pos, _position_id)
+            if self.markdown is not None and "markdown" not in (doc.metadata or {}):
+                doc = Document(doc.doc_id, doc.text, {**(doc.metadata or {}), "markdown": self.markdown})
             if doc.doc_id in first:
                 yield Skipped(doc.doc_id, f"duplicate doc_id: documents[{pos}] repeats the id of "
                                           f"documents[{first[doc.doc_id]}] (the first one wins)", f"documents[{pos}]")

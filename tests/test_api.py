@@ -454,3 +454,35 @@ def test_latechunker_takes_a_dtype_and_refuses_one_for_a_loaded_encoder(tmp_path
         latechunk.LateChunker(chunker.encoder, dtype="float32")
     with pytest.raises(ValueError, match="dtype must be"):
         latechunk.LateChunker(device="cpu", dtype="int4")
+
+
+FRONT_MATTER_MD = ("---\ntitle: Rivers\ntags: [water]\n---\n\n# Rivers\n\nThe Danube flows to the Black Sea. It "
+                   "crosses ten countries.\n\n## Deltas\n\nA delta forms where a river meets the sea.\n")
+
+
+def test_markdown_given_as_a_str_chunks_as_embed_reads_the_file(chunker, tmp_path):
+    """Trial finding: `LateChunker(strategy="heading")(open("x.md").read())` chunked the markdown as plain text
+    (its front matter a chunk of its own) while `latechunk chunk x.md` parsed it; `markdown=True` (or a
+    Document naming a .md file in `source`, or LlamaIndex's `file_path`/`file_name`) reads it as markdown."""
+    from latechunk.types import Document
+
+    (tmp_path / "rivers.md").write_text(FRONT_MATTER_MD, encoding="utf-8")
+    res = runner.invoke(app, ["chunk", str(tmp_path / "rivers.md"), "--strategy", "heading"])
+    assert res.exit_code == 0, res.output
+    cli = [(r["char_start"], r["char_end"]) for r in map(json.loads, res.stdout.splitlines()) if r.get("text")]
+
+    def spans(**kw):
+        md = kw.pop("markdown", None)
+        c = latechunk.LateChunker(chunker.encoder, strategy="heading", markdown=md)
+        return [(ch.char_start, ch.char_end) for ch in c(kw.pop("doc", FRONT_MATTER_MD))]
+
+    assert spans(markdown=True) == cli
+    assert spans(doc=Document("r", FRONT_MATTER_MD, {"source": "rivers.md"})) == cli
+    assert spans(doc=Document("r", FRONT_MATTER_MD, {"file_path": "/data/rivers.md"})) == cli
+    assert spans(doc=Document("r", FRONT_MATTER_MD, {"file_name": "rivers.markdown"})) == cli
+    plain = spans()
+    assert plain != cli and plain == spans(markdown=False)  # a str alone stays plain text
+    # a document's own flag wins over the chunker's
+    assert spans(markdown=True, doc=Document("r", FRONT_MATTER_MD, {"markdown": False})) == plain
+    with pytest.raises(TypeError, match="markdown must be"):
+        latechunk.LateChunker(chunker.encoder, markdown="yes")

@@ -201,3 +201,20 @@ def test_ingestion_pipeline_keeps_the_late_vectors(chunker):
     bare.embedding = None
     asyncio.run(emb.acall([bare, kept]))
     assert bare.embedding is not None and kept.embedding == [0.5] * len(late[0])
+
+
+def test_markdown_files_of_a_reader_are_parsed_as_markdown(chunker):
+    """Trial finding: LlamaIndex's SimpleDirectoryReader names the file in `file_path`/`file_name`, not `source`,
+    so its markdown was chunked as plain text (front matter a chunk of its own); the parser passes those keys."""
+    text = ("---\ntitle: Rivers\n---\n\n# Rivers\n\nThe Danube flows to the Black Sea. It crosses ten countries."
+            "\n\n## Deltas\n\nA delta forms where a river meets the sea.\n")
+    parser = LateChunkNodeParser(latechunk.LateChunker(chunker.encoder, strategy="heading"))
+
+    def spans(meta):
+        nodes = parser.get_nodes_from_documents([LIDocument(text=text, id_="r", metadata=meta)])
+        return [(n.start_char_idx, n.end_char_idx) for n in nodes]
+
+    want = [(c.char_start, c.char_end) for c in latechunk.LateChunker(chunker.encoder, strategy="heading",
+                                                                      markdown=True)(text)]
+    assert spans({"file_path": "/data/rivers.md", "file_name": "rivers.md"}) == want
+    assert spans({"file_path": "/data/rivers.txt"}) != want

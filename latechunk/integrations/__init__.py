@@ -11,7 +11,7 @@ Each framework is an optional dependency: this package imports neither; importin
 its framework raises an ImportError naming the extra to install. Late chunking: arXiv:2409.04701.
 """
 
-__all__ = ["CHUNK_KEYS", "as_chunker"]
+__all__ = ["CHUNK_KEYS", "MARKDOWN_KEYS", "as_chunker"]
 
 #: metadata keys that a chunk Document (LangChain) or TextNode (LlamaIndex) gets from its chunk, beside its
 #: source document's metadata: ``doc_id``, ``chunk_index`` (0-based position in its document), ``char_start`` /
@@ -20,6 +20,11 @@ __all__ = ["CHUNK_KEYS", "as_chunker"]
 #: str), ``strategy`` (canonical SPEC), ``mode`` (``"late"``, ``"naive"``, ``"contextual"`` or ``"fused"``) and ``model`` (the encoder's name).
 CHUNK_KEYS = ("doc_id", "chunk_index", "char_start", "char_end", "token_start", "token_end", "heading_path",
               "strategy", "mode", "model")
+
+
+#: source metadata keys that decide whether a document is markdown (:func:`latechunk.strategies._markdown.
+#: is_markdown_input`): LangChain's loaders set ``source``, LlamaIndex's readers ``file_path`` and ``file_name``.
+MARKDOWN_KEYS = ("markdown", "source", "file_path", "file_name")
 
 
 def as_chunker(chunker):

@@ -39,7 +39,7 @@ except ImportError as err:  # the module is the optional part: it needs the fram
     ) from err
 
 from latechunk.api import LateChunker
-from latechunk.integrations import CHUNK_KEYS, as_chunker
+from latechunk.integrations import CHUNK_KEYS, MARKDOWN_KEYS, as_chunker
 from latechunk.types import Document
 
 __all__ = ["CHUNK_KEYS", "LateChunkNodeParser", "LateChunkEmbedding"]
@@ -113,7 +113,8 @@ class LateChunkNodeParser(NodeParser):
             if node.node_id in seen:
                 raise ValueError(f"two input nodes have the id {node.node_id!r}: each document needs its own id_")
             seen.add(node.node_id)
-            docs.append(Document(node.node_id, node.get_content(metadata_mode=MetadataMode.NONE)))
+            meta = {k: node.metadata[k] for k in MARKDOWN_KEYS if k in (node.metadata or {})}  # a .md file: markdown
+            docs.append(Document(node.node_id, node.get_content(metadata_mode=MetadataMode.NONE), meta))
         model = self._chunker.model_name
         out: list[BaseNode] = []
         pairs = zip(nodes, self._chunker.map(docs))

@@ -194,23 +194,30 @@ def heading_plain_text(source: str, anchor_fallback: bool = True) -> str:
 
 
 def is_markdown_input(doc) -> bool:
-    """Whether a document is markdown input: a ``.md``/``.markdown`` file, or an HTML page converted to markdown.
+    """Whether a document is markdown input: a ``.md``/``.markdown`` file, an HTML page converted to markdown, or
+    a document whose metadata says so.
 
     Args:
-        doc: A :class:`~latechunk.types.Document`; its ``metadata`` ``source`` (the file, relative) and
-            ``converted_from`` (set for HTML pages) are read.
+        doc: A :class:`~latechunk.types.Document`; its ``metadata`` ``markdown`` (a bool: the caller's word,
+            ``LateChunker(markdown=True)``), ``converted_from`` (set for HTML pages), and the file's name:
+            ``source`` (as ``embed`` reads files, and LangChain's loaders), else ``file_path`` or ``file_name``
+            (LlamaIndex's readers), are read, in that order.
 
     Returns:
-        True for markdown input; False for text, records (JSONL, parquet) and text given through the API, whose
-        lines are taken as written.
+        True for markdown input; False for text, records (JSONL, parquet) and text given through the API without
+        a markdown file name or flag, whose lines are taken as written.
     """
     meta = doc.metadata or {}
+    flag = meta.get("markdown")
+    if isinstance(flag, bool):
+        return flag
     if meta.get("converted_from"):
         return True
-    source = meta.get("source")
-    if not isinstance(source, str):
-        return False
-    return source.lower().endswith((".md", ".markdown"))
+    for key in ("source", "file_path", "file_name"):
+        name = meta.get(key)
+        if isinstance(name, str) and name:
+            return name.lower().endswith((".md", ".markdown"))
+    return False
 
 
 def block_units(text: str, tokens=None) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
