@@ -137,6 +137,7 @@ def _to_json(ds: EvalDataset) -> dict:
         "documents": [{"doc_id": d.doc_id, "text": d.text, "metadata": dict(d.metadata)} for d in ds.documents],
         "queries": [{"query_id": q.query_id, "text": q.text, "spans": [list(s) for s in q.spans]} for q in ds.queries],
         "qrels": ds.qrels,
+        "notes": list(ds.notes),
     }
 
 
@@ -146,6 +147,7 @@ def _from_json(obj: dict) -> EvalDataset:
         documents=tuple(Document(d["doc_id"], d["text"], d["metadata"]) for d in obj["documents"]),
         queries=tuple(Query(q["query_id"], q["text"], tuple(tuple(s) for s in q["spans"])) for q in obj["queries"]),
         qrels=obj["qrels"],
+        notes=tuple(obj.get("notes", ())),
     )
 
 

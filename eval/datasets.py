@@ -112,6 +112,8 @@ class EvalDataset:
         queries: The queries, in a stable order; ``query_id`` values are unique.
         qrels: ``{query_id: {doc_id: relevance}}`` (ir_measures/ranx dict-of-dict), or ``None`` where
             relevance is given by answer spans only. :meth:`doc_qrels` derives document qrels from spans.
+        notes: What the loader left out of the file and why, one line each (``compare`` prints them and its
+            report.md lists them), e.g. SQuAD v2.0's unanswerable questions; ``()`` when nothing was.
 
     Raises:
         ValueError: on duplicate ids, a span naming an unknown document or exceeding its text, or qrels naming
@@ -122,6 +124,7 @@ class EvalDataset:
     documents: tuple[Document, ...]
     queries: tuple[Query, ...]
     qrels: dict[str, dict[str, int]] | None = None
+    notes: tuple[str, ...] = ()
     _doc_index: dict[str, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -167,6 +170,7 @@ class EvalDataset:
         object.__setattr__(self, "documents", docs)
         object.__setattr__(self, "queries", queries)
         object.__setattr__(self, "qrels", qrels)
+        object.__setattr__(self, "notes", tuple(str(n) for n in self.notes))
         object.__setattr__(self, "_doc_index", index)
 
     def document(self, doc_id: str) -> Document:
@@ -321,7 +325,8 @@ def load_squad(
             ``"all"`` keeps every distinct answer span (SQuAD dev lists up to three annotators' answers, which
             are alternatives, so span metrics that need every span would be stricter than the task).
         skip_unanswerable: SQuAD v2.0 questions without answers raise unless this is True, in which case they
-            are left out.
+            are left out and counted in the dataset's ``notes`` (:func:`load_dataset`, and so ``compare`` and
+            ``train``, leave them out: a span metric needs an answer).
         name: Dataset name; defaults to the file stem.
 
     Returns:
@@ -341,6 +346,7 @@ def load_squad(
         raise ValueError(f"load_squad: {path} is not SQuAD JSON (expected an object with a 'data' list)")  # noqa: TRY004
     documents = []
     queries = []
+    unanswerable = 0
     for article in payload["data"]:
         title = article["title"]
         if any(d.doc_id == title for d in documents):
@@ -359,6 +365,7 @@ def load_squad(
                 answer_list = [] if qa.get("is_impossible") else qa.get("answers", [])
                 if not answer_list:
                     if skip_unanswerable:
+                        unanswerable += 1
                         continue
                     raise ValueError(
                         f"load_squad: question {qa['id']!r} ({qa['question'][:80]!r}) has no answer; pass "
@@ -383,7 +390,9 @@ def load_squad(
         for query_id, question, start, end, expected in shifted:  # guards the shift arithmetic
             _check_slice("load_squad", query_id, question, title, text, start, end, expected)
         documents.append(Document(title, text, {"title": title, "paragraph_char_spans": paragraph_spans}))
-    return EvalDataset(name or path.stem, tuple(documents), tuple(queries), None)
+    notes = ((f"{unanswerable} of {unanswerable + len(queries)} questions left out: no answer (SQuAD v2.0 "
+             "unanswerable; a span metric needs one)"),) if unanswerable else ()
+    return EvalDataset(name or path.stem, tuple(documents), tuple(queries), None, notes)
 
 
 def _read_jsonl(path: Path) -> list[dict]:
@@ -506,7 +515,8 @@ def load_dataset(spec: str | os.PathLike) -> EvalDataset:
     Names resolve under :func:`data_root`. A path dispatches on what it holds: a folder with
     ``questions_df.csv`` is Chroma's format (named after the folder), a folder with ``corpus.jsonl`` is BEIR, a
     ``.json`` file is SQuAD/XQuAD (named after the file), and so is a folder holding exactly one ``.json`` file
-    (named after the folder).
+    (named after the folder). SQuAD v2.0's unanswerable questions are left out (a span metric needs an answer)
+    and counted in the dataset's ``notes``.
 
     Args:
         spec: ``"chroma"``, ``"xquad"`` or a path.
@@ -527,18 +537,19 @@ def load_dataset(spec: str | os.PathLike) -> EvalDataset:
                 f"load_dataset: {text!r} resolves to {path}, which does not exist; set {DATA_ENV_VAR} to the "
                 "folder holding chroma_chunking_eval/ and xquad_en/"
             )
-        return load_chroma(path, name=text) if kind == "chroma" else load_squad(path, name=text)
+        return load_chroma(path, name=text) if kind == "chroma" else load_squad(path, name=text,
+                                                                                skip_unanswerable=True)
     path = Path(text)
     if path.is_dir() and (path / "questions_df.csv").is_file():
         return load_chroma(path)
     if path.is_dir() and (path / "corpus.jsonl").is_file():
         return load_beir(path)
     if path.is_file() and path.suffix.lower() == ".json":
-        return load_squad(path)
+        return load_squad(path, skip_unanswerable=True)
     if path.is_dir():
         jsons = sorted(p for p in path.iterdir() if p.is_file() and p.suffix.lower() == ".json")
         if len(jsons) == 1:  # a folder holding one SQuAD file: named after the folder
-            return load_squad(jsons[0], name=path.resolve().name)
+            return load_squad(jsons[0], name=path.resolve().name, skip_unanswerable=True)
         if len(jsons) > 1:
             raise ValueError(
                 f"load_dataset: {text!r} holds {len(jsons)} .json files ({', '.join(p.name for p in jsons[:5])}"

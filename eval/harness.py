@@ -263,6 +263,8 @@ def run_compare(
     else:
         ds, cache_info = dataset, {"sha256": "", "cache_hit": False, "cache_file": "", "parse_seconds": 0.0}
     seconds["load_dataset"] = time.perf_counter() - t0
+    for note in ds.notes:  # what the loader left out (SQuAD v2.0's unanswerable questions)
+        print(f"dataset {ds.name}: {note}", file=sys.stderr)
     queries: list[Query] = list(ds.queries)[: config.max_queries] if config.max_queries else list(ds.queries)
     qids = [q.query_id for q in queries]
     references = {q.query_id: q.spans for q in queries}
@@ -576,7 +578,8 @@ def run_compare(
                     "cache_file": cache_info["cache_file"], "documents": len(ds.documents),
                     "queries_total": len(ds.queries), "queries": len(queries),
                     "queries_with_spans": sum(1 for q in queries if q.spans), "spans": len(all_spans),
-                    "doc_qrels_queries": len(qrels), "qrels_source": "given" if ds.qrels is not None else "spans"},
+                    "doc_qrels_queries": len(qrels), "qrels_source": "given" if ds.qrels is not None else "spans",
+                    "notes": list(ds.notes)},
         "model": {**base.describe(plans[first]), "batch_tokens": base.batch_tokens},
         "strategies": specs,
         "state_dependent_strategies": [s for s in specs if _state_dependent(s)],

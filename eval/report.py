@@ -233,6 +233,7 @@ def markdown_report(result) -> str:
         f"{ds['doc_qrels_queries']} with document qrels, from {ds['qrels_source']}). Content sha256 "
         f"`{ds['content_sha256'][:16]}…`; parse cache key `{(ds['sha256'] or '–')[:16]}…` "
         f"({'hit' if ds['cache_hit'] else 'parsed'})."
+        + "".join(f" Left out: {n}." for n in ds.get("notes", ()))
     )
     parts.append(
         f"- **Model**: `{model['name']}` (weights sha256 `{(model['sha256'] or '?')[:16]}…`), dim {model['dim']}, "

@@ -689,7 +689,8 @@ def _examples(config: TrainConfig, progress: bool) -> tuple[list[TrainExample], 
             ds = load_dataset(config.dataset)
         except FileNotFoundError as err:
             raise ValueError(str(err)) from err
-        return supervised_examples(ds), f"dataset {ds.name!r}: {len(ds.documents)} documents, {len(ds.queries)} queries"
+        return supervised_examples(ds), (f"dataset {ds.name!r}: {len(ds.documents)} documents, {len(ds.queries)} "
+                                         "queries" + "".join(f"; {n}" for n in ds.notes))
     from latechunk.io import iter_inputs
     from latechunk.types import Skipped
 

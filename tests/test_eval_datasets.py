@@ -108,7 +108,11 @@ def test_load_squad_bad_offset_and_unanswerable(tmp_path):
     v2.write_text(json.dumps(payload))
     with pytest.raises(ValueError, match="h2"):
         load_squad(v2)
-    assert [q.query_id for q in load_squad(v2, skip_unanswerable=True).queries] == ["r1", "r2", "h1"]
+    kept = load_squad(v2, skip_unanswerable=True)
+    assert [q.query_id for q in kept.queries] == ["r1", "r2", "h1"]
+    assert kept.notes == ("1 of 4 questions left out: no answer (SQuAD v2.0 unanswerable; a span metric needs one)",)
+    assert load_squad(MINI / "squad_mini.json", skip_unanswerable=True).notes == ()  # nothing left out, no note
+    assert load_dataset(str(v2)).notes == kept.notes  # compare and train load it so
 
 
 # ---------------------------------------------------------------- BEIR

@@ -328,3 +328,24 @@ def test_compare_scores_each_precision_and_truncation_beside_float32(tiny_root, 
     bad = CliRunner().invoke(app, ["compare", "--dataset", str(tiny_root), "--out", str(tmp_path / "bad"),
                                    "--precision", "float32,int4", "--quiet"])
     assert bad.exit_code == 2 and "--precision must be one of" in bad.output and not (tmp_path / "bad").exists()
+
+
+def test_squad_v2_file_compares_without_its_unanswerable_questions(tmp_path, capsys):
+    """Trial finding: a SQuAD v2.0 file (questions with no answer) could not be compared from the command line:
+    load_squad's error asked for a Python keyword. load_dataset leaves them out, and says so on stderr and in
+    the report; the parse cache keeps the note."""
+    payload = json.loads((Path(__file__).parent / "data" / "eval_mini" / "squad_mini.json").read_text())
+    payload["data"][1]["paragraphs"][0]["qas"].append(
+        {"id": "h2", "question": "Unanswerable?", "answers": [], "is_impossible": True})
+    v2 = tmp_path / "v2.json"
+    v2.write_text(json.dumps(payload))
+    note = "1 of 4 questions left out: no answer"
+    for _ in range(2):  # parsed, then from the parse cache
+        ds, info = load_cached(str(v2), tmp_path / "cache")
+        assert [q.query_id for q in ds.queries] == ["r1", "r2", "h1"] and note in ds.notes[0]
+    assert info["cache_hit"]
+    out = tmp_path / "report"
+    run_compare(_config(v2, tmp_path, strategies=("fixed:size=8",), ks=(1,), n_resamples=50), out_dir=out,
+                encoder=minilm_encoder())
+    assert note in capsys.readouterr().err
+    assert note in (out / "report.md").read_text()
