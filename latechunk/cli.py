@@ -518,14 +518,30 @@ def _append(config, encoder, quiet: bool) -> None:
         _fail(str(err))
     if not res.added:  # nothing embedded: the folder is as it was, and records none of the skipped items
         _print_skipped(res.skipped, None)
+        _warn_changed(res.skipped)
         _fail(f"nothing appended to {config.out}: none of the {len(res.skipped)} input item(s) was embedded "
               "(the reasons are above); the folder is unchanged", code=1)
     c = res.manifest["counts"]
     typer.echo(f"appended {_documents_line(len(res.documents), len(res.documents) + len(res.skipped), res.skipped)} -> {res.chunks} "
                f"chunks into {config.out} (now {c['chunks']} chunks from {c['documents_embedded']} documents)")
     _print_skipped(res.skipped, config.out / "manifest.json")
+    _warn_changed(res.skipped)
     # this append's documents only: the earlier ones' notes were printed when they were embedded
     _print_ingest_notes(res.manifest, config.out / "manifest.json", only={d["doc_id"] for d in res.documents})
+
+
+def _warn_changed(skipped: list[dict]) -> None:
+    """On stderr, in bold: the documents of an append skipped because the index holds their id with another text
+    (changed sources, easy to miss among the skipped lines: the index still answers from their old text)."""
+    from latechunk.ingest.append import CHANGED_SOURCE_REASON
+
+    changed = [str(s["doc_id"]) for s in skipped if str(s["reason"]).startswith(CHANGED_SOURCE_REASON)]
+    if changed:
+        shown = ", ".join(visible(d) for d in changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
+        typer.secho(f"warning: {len(changed)} document(s) changed since they were indexed and were not updated: "
+                    f"{shown}; an index is append-only, so search still returns their old text (and verify reports "
+                    "the changed sources): embed the inputs into a new folder, or into this one with --force, to "
+                    "index the new text", fg=typer.colors.YELLOW, bold=True, err=True)
 
 
 def _check_hnsw_options(given: dict, index_config, index_option: str) -> None:

@@ -486,3 +486,20 @@ def test_markdown_given_as_a_str_chunks_as_embed_reads_the_file(chunker, tmp_pat
     assert spans(markdown=True, doc=Document("r", FRONT_MATTER_MD, {"markdown": False})) == plain
     with pytest.raises(TypeError, match="markdown must be"):
         latechunk.LateChunker(chunker.encoder, markdown="yes")
+
+
+def test_append_warns_about_changed_documents(late_folder, corpus, tmp_path):
+    """Trial finding: `embed DIR --append` after a file of DIR was edited exited 0 with one skipped line among many
+    ("already in the index with another text"); search kept returning the old text. A bold warning now names the
+    changed documents and how to index their new text, whether or not anything else was appended."""
+    out = tmp_path / "out"
+    shutil.copytree(late_folder, out)
+    src = tmp_path / "src"
+    shutil.copytree(corpus, src)
+    (src / "rivers.md").write_text(RIVERS + "\nThe Danube is 2,850 km long.\n", encoding="utf-8")
+    (src / "new.md").write_text("Glaciers in the Alps lose ice every summer.\n", encoding="utf-8")
+    res = runner.invoke(app, ["embed", str(src), "--out", str(out), "--append", "-q", "--device", "cpu"])
+    text = " ".join(res.output.split())
+    assert res.exit_code == 0 and "appended 1/3 documents" in text, text
+    assert "warning: 1 document(s) changed since they were indexed and were not updated: rivers.md" in text, text
+    assert "--force" in text

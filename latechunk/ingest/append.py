@@ -46,7 +46,7 @@ from latechunk.output import SHARD_FILE, OutputFolder
 from latechunk.provenance import versions
 from latechunk.types import Document, Skipped
 
-__all__ = ["APPENDED_DIR", "AppendResult", "append", "append_settings_diff", "check_append_options",
+__all__ = ["APPENDED_DIR", "CHANGED_SOURCE_REASON", "AppendResult", "append", "append_settings_diff", "check_append_options",
            "config_from_settings", "write_documents"]
 
 #: keys :func:`latechunk.output.build_manifest` writes itself; every other top-level key is a header field
@@ -306,6 +306,10 @@ def _overlapping_input(out: Path, manifest: dict, inputs) -> str:
     return ""
 
 
+#: The start of the skip reason of an appended document whose id the index holds with another text.
+CHANGED_SOURCE_REASON = "duplicate doc_id: already in the index with another text"
+
+
 def _screen(items: Iterator[Document | Skipped], known: dict[str, str], skipped: dict[str, str]
             ) -> Iterator[Document | Skipped]:
     """The new items, with each document whose id the folder already holds turned into a Skipped."""
@@ -317,8 +321,8 @@ def _screen(items: Iterator[Document | Skipped], known: dict[str, str], skipped:
                 if sha == sha256_text(item.text):
                     reason = "already in the index (same id and text sha256)"
                 else:
-                    reason = (f"duplicate doc_id: already in the index with another text (sha256 {sha[:12]}…); an "
-                              "index is append-only: embed into a new folder to replace it")
+                    reason = (f"{CHANGED_SOURCE_REASON} (sha256 {sha[:12]}…); an index is append-only: embed into "
+                              "a new folder to replace it")
                 yield Skipped(item.doc_id, reason, source)
                 continue
             if item.doc_id in skipped:
