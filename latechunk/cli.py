@@ -608,7 +608,12 @@ def _print_skipped(skipped: list[dict], where: Path | str | None) -> None:
     rest's reasons counted."""
     for s in skipped[:_MAX_SKIPPED_SHOWN]:
         typer.secho(f"skipped {visible(str(s['doc_id']))}: {s['reason']}", fg=typer.colors.YELLOW, err=True)
-    rest = skipped[_MAX_SKIPPED_SHOWN:]
+    _print_unshown(skipped[_MAX_SKIPPED_SHOWN:], where)
+
+
+def _print_unshown(rest: list[dict], where: Path | str | None) -> None:
+    """The skipped items past the first :data:`_MAX_SKIPPED_SHOWN`: where they are listed, else their reasons
+    counted by kind (``chunk`` records them nowhere)."""
     if rest and where is not None:
         typer.secho(f"... and {len(rest)} more skipped items (all listed in {where})", fg=typer.colors.YELLOW,
                     err=True)
@@ -790,15 +795,13 @@ def chunk(
             if not out.parent.is_dir():
                 raise ValueError(f"--out {out}: the folder {out.parent} does not exist (chunk writes one JSONL file "
                                  "there)")
-            for p in inputs:  # the JSONL would be read as documents by the next run over that folder
-                if p.is_file() and out.resolve() == p.resolve():  # with --force it overwrote its own input
-                    raise ValueError(f"--out {out} is the input file {p}; write the chunks to another file")
-                if p.is_dir() and out.resolve().is_relative_to(p.resolve()):
-                    raise ValueError(f"--out {out} is inside the input folder {p}: this run lists its temp file as "
-                                     "skipped and the next run over the folder reads it as documents; write it "
-                                     "outside the inputs")
+            _check_chunk_output(out, inputs, "--out")
             if out.exists() and not force:
                 raise ValueError(f"--out {out} exists; pass --force to overwrite it")
+        else:
+            redirected = _stdout_file()
+            if redirected is not None:  # `chunk DIR > DIR/chunks.jsonl`: it would read its own output as input
+                _check_chunk_output(redirected, inputs, "standard output, redirected to")
         require_documents(inputs)  # an input with nothing to chunk fails here, naming it
         if strat.needs_sentence_vectors:
             from latechunk.encoder import Encoder
@@ -811,11 +814,15 @@ def chunk(
         _fail(str(err))
 
     n_skipped = 0
+    unshown: list[dict] = []
 
     def skip(doc_id: str, reason: str) -> None:  # every item not chunked, with its reason (as embed's manifest)
         nonlocal n_skipped
         n_skipped += 1
-        typer.secho(f"skipped {visible(doc_id)}: {reason}", fg="yellow", err=True)
+        if n_skipped <= _MAX_SKIPPED_SHOWN:
+            typer.secho(f"skipped {visible(doc_id)}: {reason}", fg="yellow", err=True)
+        else:  # counted by kind at the end, as embed prints them
+            unshown.append({"doc_id": doc_id, "reason": reason})
 
     def documents():
         for d in iter_inputs(inputs):
@@ -864,6 +871,7 @@ def chunk(
             with contextlib.suppress(OSError, ValueError):
                 os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             raise typer.Exit(0) from None
+    _print_unshown(unshown, None)
     if n_docs == 0:  # every input had a document, but none was chunked (see the reasons above)
         if tmp is not None:
             tmp.unlink(missing_ok=True)
@@ -871,6 +879,36 @@ def chunk(
     if out:
         os.replace(tmp, out)
     typer.echo(f"{n_chunks} chunks from {n_docs} documents ({n_skipped} skipped) -> {out or 'stdout'}", err=True)
+
+
+def _stdout_file() -> Path | None:
+    """The regular file standard output is redirected to (``> FILE``), where the system tells (Linux's
+    ``/proc/self/fd/1``); None for a terminal, a pipe, or where it cannot be told."""
+    import stat
+
+    try:
+        if not stat.S_ISREG(os.fstat(sys.stdout.fileno()).st_mode):
+            return None
+        link = Path(os.readlink("/proc/self/fd/1"))
+    except (OSError, ValueError, AttributeError):  # no fd (a test runner's stdout), no /proc
+        return None
+    return link if link.is_absolute() and link.is_file() else None
+
+
+def _check_chunk_output(out: Path, inputs: list[Path], what: str) -> None:
+    """Refuse a ``chunk`` output file that is an input file or lies inside an input folder (it would be read as
+    documents, now or by the next run over that folder).
+
+    Raises:
+        ValueError: naming ``what`` (``--out``, or standard output's redirection) and the input.
+    """
+    for p in inputs:
+        if p.is_file() and out.resolve() == p.resolve():  # with --force it overwrote its own input
+            raise ValueError(f"{what} {out} is the input file {p}; write the chunks to another file")
+        if p.is_dir() and out.resolve().is_relative_to(p.resolve()):
+            raise ValueError(f"{what} {out} is inside the input folder {p}: this run reads it as a document (or "
+                             "lists it as skipped) and so does the next run over the folder; write it outside "
+                             "the inputs")
 
 
 @app.command()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import codecs
 import json
+from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
@@ -802,3 +803,40 @@ def test_interrupted_message_says_how_to_go_on():
     assert "--resume to continue" in interrupted_message(["embed", "docs", "--out", "idx"])
     assert "no checkpoint" in interrupted_message(["train", "--dataset", "xquad", "--out", "m"])
     assert interrupted_message([]) == interrupted_message(["search"]) == "interrupted (Ctrl-C)"
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd/1").exists(), reason="standard output's file is told through /proc")
+def test_chunk_refuses_stdout_redirected_into_its_input_folder(tmp_path):
+    """Trial finding: `latechunk chunk DIR > DIR/out.jsonl` read its own output while writing it (533 'duplicate
+    doc_id: out.jsonl:N' lines); it is refused as --out inside the input folder is. Outside the folder it runs."""
+    import subprocess
+    import sys as _sys
+
+    src = tmp_path / "docs"
+    src.mkdir()
+    (src / "a.md").write_text("Rivers reach the sea. Lakes stay put.\n", encoding="utf-8")
+    cmd = [_sys.executable, "-m", "latechunk", "chunk", str(src), "--strategy", "fixed:size=8", "--quiet"]
+    with open(src / "out.jsonl", "w") as fh:
+        res = subprocess.run(cmd, check=False, stdout=fh, stderr=subprocess.PIPE, text=True, timeout=300)
+    assert res.returncode == 2 and "standard output, redirected to" in res.stderr, res.stderr
+    assert "inside the input folder" in " ".join(res.stderr.split())
+    with open(tmp_path / "out.jsonl", "w") as fh:
+        res = subprocess.run(cmd, check=False, stdout=fh, stderr=subprocess.PIPE, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert json.loads((tmp_path / "out.jsonl").read_text().splitlines()[0])["doc_id"] == "a.md"
+
+
+def test_chunk_prints_at_most_fifty_skipped_items_then_counts(tmp_path):
+    """Trial finding: `chunk` printed one stderr line per skipped item (300 for 300 duplicate ids) where embed
+    stops at 50 and counts the rest."""
+    from latechunk.cli import _MAX_SKIPPED_SHOWN
+
+    rows = [{"id": "same", "text": f"Text number {i} about rivers."} for i in range(_MAX_SKIPPED_SHOWN + 31)]
+    (tmp_path / "docs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    res = runner.invoke(app, ["chunk", str(tmp_path / "docs.jsonl"), "--strategy", "fixed:size=8", "--quiet",
+                              "--out", str(tmp_path / "c.jsonl")])
+    assert res.exit_code == 0, res.output
+    lines = [ln for ln in res.stderr.splitlines() if ln.startswith("skipped ")]
+    assert len(lines) == _MAX_SKIPPED_SHOWN
+    assert "... and 30 more skipped items: 30 duplicate doc_id" in res.stderr, res.stderr
+    assert "(80 skipped)" in res.stderr
