@@ -545,8 +545,19 @@ class Index:
             ValueError: if the model does not load.
         """
         if self._encoder is None:
-            self._encoder = self._load_encoder(self._model_to_load())
+            self._encoder = self._load_recorded(self._model_to_load()) if self._model is None else \
+                self._load_encoder(self._model)
         return self._encoder
+
+    def _load_recorded(self, name: str | None) -> Encoder:
+        """:meth:`_load_encoder` of the folder's own model; a model that no longer loads (a trained model's folder
+        moved or deleted) is said to come from the manifest, with the way to give its new place."""
+        try:
+            return self._load_encoder(name)
+        except ValueError as err:
+            raise ValueError(f"the model {self.path} was built with ({name}, recorded in its manifest.json) does "
+                             f"not load: {err}. If it moved, give its new place: latechunk search --model PATH "
+                             "(Index.load(..., model=PATH))") from err
 
     def _load_encoder(self, name: str | None) -> Encoder:
         """An encoder of ``name`` with the folder's recorded dtype, input limit, query prompt and batch budget;
@@ -567,7 +578,7 @@ class Index:
         if self._model is None:
             return self.encoder
         if self._folder_encoder is None:
-            self._folder_encoder = self._load_encoder(self._folder_model())
+            self._folder_encoder = self._load_recorded(self._folder_model())
         return self._folder_encoder
 
     def _model_to_load(self) -> str:

@@ -503,3 +503,26 @@ def test_append_warns_about_changed_documents(late_folder, corpus, tmp_path):
     assert res.exit_code == 0 and "appended 1/3 documents" in text, text
     assert "warning: 1 document(s) changed since they were indexed and were not updated: rivers.md" in text, text
     assert "--force" in text
+
+
+def test_search_after_the_models_folder_moved_says_where_the_model_came_from(tmp_path):
+    """Trial finding: after a trained model's folder moved, `latechunk search DIR q` said only "model path ...
+    does not exist"; it now says the path came from the folder's manifest and that --model gives the new place
+    (which works)."""
+    from tests.models import save_tiny_bert
+
+    model = save_tiny_bert(tmp_path / "m1")
+    src = tmp_path / "docs"
+    src.mkdir()
+    (src / "a.md").write_text("Rivers reach the sea. Lakes stay put in their basins.\n", encoding="utf-8")
+    out = tmp_path / "out"
+    _embed(src, "--out", out, "--model", model, "--strategy", "fixed:size=8")
+    model.rename(tmp_path / "moved")
+    res = runner.invoke(app, ["search", str(out), "rivers", "--device", "cpu"])
+    said = " ".join(res.output.split())
+    assert res.exit_code == 2 and "recorded in its manifest.json" in said and "--model PATH" in said, said
+    res = runner.invoke(app, ["search", str(out), "rivers", "--device", "cpu", "--model", str(tmp_path / "moved")])
+    assert res.exit_code == 0 and "a.md" in res.output, res.output
+    with pytest.raises(ValueError, match=r"recorded in its manifest\.json.*model=PATH"):
+        latechunk.Index.load(out, device="cpu").search("rivers")
+    assert latechunk.Index.load(out, device="cpu", model=tmp_path / "moved").search("rivers")[0].doc_id == "a.md"
