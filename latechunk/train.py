@@ -641,11 +641,14 @@ def _load(config: TrainConfig):
     except ImportError as err:
         raise ValueError("latechunk train saves the model with sentence-transformers: pip install 'latechunk[train]'") from err
 
+    from transformers.utils import logging as hf_logging
+
     from latechunk.encoder import Encoder
     from latechunk.models import DEFAULT_MODEL, LoadedModel, ModelSettings, resolve_model_path
 
     path = resolve_model_path(config.model)
     logging.getLogger("sentence_transformers").setLevel(logging.ERROR)
+    hf_logging.disable_progress_bar()  # "Loading weights", "Writing model shards": train's own bar says enough
     try:
         st = SentenceTransformer(path, device="cpu")
     except Exception as err:

@@ -155,10 +155,14 @@ def test_cli_ict_runs(tiny, tmp_path):
     for title, sents in TOPICS:
         (corpus / f"{title}.md").write_text(f"# {title}\n\n" + " ".join(sents * 2) + "\n", encoding="utf-8")
     out = tmp_path / "ict-model"
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.enable_progress_bar()  # as in a fresh process (another test may have turned them off)
     res = CliRunner().invoke(app, ["train", "--ict", str(corpus), "--out", str(out), "--model", str(tiny),
                                    "--strategy", "fixed:size=8", "--window", "32", "--ict-queries", "8",
                                    "--batch-size", "4", "--device", "cpu", "--quiet"])
     assert res.exit_code == 0, res.output
+    assert "Loading weights" not in res.output  # trial finding: --quiet showed transformers' bars
     assert (out / "model.safetensors").is_file()
     record = json.loads((out / "latechunk_train.json").read_text())
     assert record["examples"] == 8 and record["steps"] == 2 and "inverse cloze" in record["data"]
