@@ -135,6 +135,19 @@ def _non_text_share(text: str) -> float:
     return bad / len(head)
 
 
+def _legacy_hint(data: bytes) -> str:
+    """For bytes that are not UTF-8: a hint when they read as text in Windows-1252 (a superset of Latin-1's
+    printable characters, the usual legacy encoding of Western text), ``""`` otherwise (binary, damaged)."""
+    try:
+        text = data[: _SNIFF_CHARS * 4].decode("cp1252", errors="strict")
+    except UnicodeDecodeError:
+        return ""
+    if _non_text_share(text) > 0.01:
+        return ""
+    return ("; it reads as Windows-1252 / Latin-1 text: convert it to UTF-8 first (e.g. iconv -f WINDOWS-1252 "
+            "-t UTF-8 FILE > FILE.utf8)")
+
+
 def read_text_file(path: Path, html: bool = False) -> tuple[str | None, str]:
     """Read a text file: UTF-8, or the encoding of its byte-order mark (UTF-8, UTF-16 LE/BE, UTF-32 LE/BE); an
     HTML page without a BOM in the charset its ``<meta>`` declares (:func:`latechunk.convert.decode_html`).
@@ -172,7 +185,7 @@ def read_text_file(path: Path, html: bool = False) -> tuple[str | None, str]:
         try:
             text = data[len(bom):].decode("utf-8")
         except UnicodeDecodeError as err:
-            return None, f"invalid UTF-8 at byte {err.start + len(bom)}"
+            return None, f"invalid UTF-8 at byte {err.start + len(bom)}" + _legacy_hint(data[len(bom):])
     else:
         try:
             text = data[len(bom):].decode(codec)

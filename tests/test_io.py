@@ -467,3 +467,16 @@ def test_embed_resume_over_a_dataset_dict_folder_equals_an_uninterrupted_run(hf_
         pq.read_table(jsonl_run / "chunks.parquet").drop_columns(["source"]))
     np.testing.assert_allclose(_vectors(out), _vectors(jsonl_run), rtol=0, atol=1e-6)
     assert CliRunner().invoke(app, ["verify", str(out)]).exit_code == 0
+
+
+def test_latin1_text_is_skipped_with_a_hint_to_convert_it(tmp_path):
+    """Trial finding: a Latin-1 / Windows-1252 .txt was skipped as "invalid UTF-8 at byte 3" with no word of what
+    to do; the reason now says it reads as Windows-1252 text and how to convert it. A damaged binary gets no such
+    hint."""
+    (tmp_path / "cafe.txt").write_bytes("Le café est très bon à Paris.\n".encode("cp1252"))
+    text, reason = read_text_file(tmp_path / "cafe.txt")
+    assert text is None and reason.startswith("invalid UTF-8 at byte 6") and "Windows-1252" in reason, reason
+    assert "iconv" in reason
+    (tmp_path / "blob.txt").write_bytes(b"ok \xff\x81\x8d\x8f\x90\x9d junk")  # bytes cp1252 leaves undefined
+    text, reason = read_text_file(tmp_path / "blob.txt")
+    assert text is None and reason == "invalid UTF-8 at byte 3", reason
