@@ -113,7 +113,8 @@ class EvalDataset:
         qrels: ``{query_id: {doc_id: relevance}}`` (ir_measures/ranx dict-of-dict), or ``None`` where
             relevance is given by answer spans only. :meth:`doc_qrels` derives document qrels from spans.
         notes: What the loader left out of the file and why, one line each (``compare`` prints them and its
-            report.md lists them), e.g. SQuAD v2.0's unanswerable questions; ``()`` when nothing was.
+            report.md lists them), e.g. SQuAD v2.0's unanswerable questions, or a BEIR qrels' relevant documents
+            missing from its corpus; ``()`` when nothing was.
 
     Raises:
         ValueError: on duplicate ids, a span naming an unknown document or exceeding its text, or qrels naming
@@ -478,7 +479,15 @@ def load_beir(root: str | os.PathLike, split: str = "test", *, name: str | None 
             f"load_beir: {len(missing)} qrels queries are not in queries.jsonl, e.g. {missing[:3]}"
         )
     queries = tuple(Query(qid, texts[qid]) for qid in qrels)
-    return EvalDataset(name or root.name, tuple(documents), queries, qrels)
+    known = {d.doc_id for d in documents}
+    unknown = sorted({d for rels in qrels.values() for d, r in rels.items() if r > 0 and d not in known})
+    notes = ()
+    if unknown:  # a corpus given in part: those documents can never be retrieved, so recall cannot reach 1
+        n_q = sum(1 for rels in qrels.values() if any(r > 0 and d not in known for d, r in rels.items()))
+        notes = ((f"{len(unknown)} relevant document(s) in the qrels are not in corpus.jsonl (e.g. "
+                 f"{', '.join(map(repr, unknown[:3]))}), for {n_q} of {len(qrels)} queries: no system can retrieve "
+                 "them, so recall stays below 1"),)
+    return EvalDataset(name or root.name, tuple(documents), queries, qrels, notes)
 
 
 def data_root() -> Path:

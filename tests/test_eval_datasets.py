@@ -130,6 +130,19 @@ def test_load_beir_mini():
     assert ds.doc_qrels() == ds.qrels and ds.doc_qrels() is not ds.qrels
     train = load_beir(MINI / "beir", split="train")
     assert [q.query_id for q in train.queries] == ["q3"]
+    assert ds.notes == ()  # every relevant document is in the corpus
+
+
+def test_load_beir_notes_relevant_documents_missing_from_the_corpus(tmp_path):
+    """Trial finding: qrels naming documents the corpus lacks were accepted silently, and R@100 stayed capped
+    below 1 with nothing in the report to say why; the dataset's notes say it (compare prints them)."""
+    root = tmp_path / "b"
+    shutil.copytree(MINI / "beir", root)
+    with open(root / "qrels" / "test.tsv", "a", encoding="utf-8") as f:
+        f.write("q2\tgone-7\t1\nq2\tgone-8\t0\n")  # a judged non-relevant one does not count
+    (note,) = load_beir(root).notes
+    assert note.startswith("1 relevant document(s) in the qrels are not in corpus.jsonl (e.g. 'gone-7'), for 1 of 2 "
+                           "queries"), note
 
 
 def test_load_beir_falls_back_to_first_qrels(tmp_path):
