@@ -961,10 +961,14 @@ def self_search(index, vectors, ids, k: int = 10, nprobe: int | None = None) -> 
 
 
 def _sq_step(index) -> np.ndarray:
-    """Per-dimension code step of an ``SQ8`` index (``vdiff / 255``), or 0 where it cannot be found."""
+    """Per-dimension code step of an ``SQ8`` index (``vdiff / 255``), or 0 where it cannot be found. An HNSW index
+    (``HNSW32,SQ8``) keeps its scalar quantizer in its ``storage`` index."""
     import faiss
 
-    sq = getattr(faiss.downcast_index(index), "sq", None)
+    idx = faiss.downcast_index(index)
+    sq = getattr(idx, "sq", None)
+    if sq is None and getattr(idx, "storage", None) is not None:
+        sq = getattr(faiss.downcast_index(idx.storage), "sq", None)
     if sq is None:
         return np.zeros(index.d, np.float32)
     trained = faiss.vector_to_array(sq.trained)  # QT_8bit: vmin then vdiff, per dimension

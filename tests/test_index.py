@@ -299,6 +299,19 @@ def test_check_rows_finds_a_row_that_differs():
         assert check_rows(index, config, xb[10:], 10) is None
 
 
+@pytest.mark.parametrize("precision", ["float16", "int8"])
+def test_check_rows_of_an_hnsw_index_with_compact_storage(precision):
+    """`embed --index hnsw --precision int8` then `verify` reported its own rows as different (max abs diff
+    4.5e-4): the SQ8 step was looked for on the HNSW index, which keeps its quantizer in its storage."""
+    xb = _unit_rows(50, 32)
+    config = IndexConfig.from_option("hnsw", hnsw_m=8, precision=precision)
+    index = build_index(xb, config)
+    assert check_rows(index, config, xb, 0) is None
+    other = xb.copy()
+    other[7] = -other[7]
+    assert "row 7" in check_rows(index, config, other, 0)
+
+
 # --------------------------------------------------------------------------- real MiniLM vectors
 @pytest.fixture(scope="module")
 def minilm_vectors():
