@@ -98,8 +98,9 @@ RANKS_DIR = "ranks"
 #: ``manifest.json`` are whole under their ``.tmp`` names, removed once they are renamed into place; while it
 #: exists the folder's new state is decided, and :meth:`OutputFolder.finish_commit` completes the renames
 COMMIT_FILE = "commit.json"
-#: the files a commit journal may rename into place or remove (in this order: the index last but the manifest)
-COMMIT_ORDER = (IVFDATA_FILE, CHUNKS_FILE, INDEX_FILE, MANIFEST_FILE)
+#: the files a commit journal may rename into place or remove (in this order: the index last but run.json and the
+#: manifest; run.json only when its settings change with the assembly: ``latechunk reindex``)
+COMMIT_ORDER = (IVFDATA_FILE, CHUNKS_FILE, INDEX_FILE, RUN_FILE, MANIFEST_FILE)
 #: the writer lock of an output folder (see the layout above); not in :data:`OUTPUT_FILES`: ``--force`` leaves it
 LOCK_FILE = ".latechunk.lock"
 #: the files assembled from the shards at the end of a run (manifest last)

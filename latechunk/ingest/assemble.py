@@ -39,6 +39,7 @@ from latechunk.output import (
     INDEX_FILE,
     IVFDATA_FILE,
     MANIFEST_FILE,
+    RUN_FILE,
     OutputFolder,
     build_manifest,
     write_chunk_table,
@@ -93,7 +94,7 @@ def unknown_token_notes(documents: list[dict]) -> list[dict]:
 
 
 def assemble(out: Path, records: list[dict], settings: dict, index_config: IndexConfig, dim: int, header: dict,
-             t_start: float, world_size: int = 1) -> dict:
+             t_start: float, world_size: int = 1, run: dict | None = None) -> dict:
     """Build the output files from the shard records (in shard order) and return the manifest.
 
     Args:
@@ -109,6 +110,8 @@ def assemble(out: Path, records: list[dict], settings: dict, index_config: Index
             are added (replacing those of an earlier assembly).
         t_start: ``time.time()`` at the start of the run, in seconds (for ``seconds.total``).
         world_size: Processes that wrote the shards.
+        run: A new ``run.json`` (``latechunk reindex``: its index settings change), written and renamed into
+            place in the same commit as the index and the manifest; None: run.json is left as it is.
 
     Returns:
         The manifest (also written to ``out/manifest.json``).
@@ -179,12 +182,12 @@ def assemble(out: Path, records: list[dict], settings: dict, index_config: Index
     if settings.get("dedup") is not None:
         dropped = [x for rec in records for x in rec.get("dedup", [])]
         header["dedup"] = {"threshold": settings["dedup"], "chunks_dropped": len(dropped), "dropped": dropped}
-    run = folder.read_run()
+    run_now = folder.read_run() if run is None else run
     shards = [{"name": r["name"], "inputs": r["inputs"], "rows": r["rows"],
                "sha256": sha256_file(folder.shard_path(r["shard"], "json"))} for r in records]
     seconds["assemble"] = time.perf_counter() - t0  # all but the manifest's own write, which records it
     manifest = build_manifest(
-        created=run.get("created", ""),
+        created=run_now.get("created", ""),
         finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         header=header,
         settings=settings,
@@ -211,6 +214,11 @@ def assemble(out: Path, records: list[dict], settings: dict, index_config: Index
     flush(manifest_tmp)
     fault("assemble-manifest.tmp")
     renamed = [IVFDATA_FILE] if ivfdata else []
+    if run is not None:
+        run_tmp = tmp_path(folder.run_path)
+        run_tmp.write_bytes(folder.json_bytes(run))
+        flush(run_tmp)
+        renamed.append(RUN_FILE)
     folder.begin_commit([*renamed, CHUNKS_FILE, INDEX_FILE, MANIFEST_FILE],
                         remove=[] if ivfdata else [IVFDATA_FILE],  # an index.ivfdata of another index type
                         after_first=lambda: fault("commit-renamed-1"))
