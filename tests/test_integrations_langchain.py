@@ -281,3 +281,19 @@ def test_store_add_documents_of_late_chunks_warns(chunker):
         warnings.simplefilter("error")
         store.add_texts(["A text no transformer made."])
         add_late_chunks(InMemoryVectorStore(LateChunkEmbeddings(chunker)), chunk_docs)  # the right way: silent
+
+
+def test_metadata_keys_a_chunk_replaces_are_named(chunker, caplog):
+    """Trial finding: a document's own `doc_id`/`chunk_index`/`embedding` metadata was overwritten silently in its
+    chunk Documents; it still is (the chunk's keys win), with a warning naming the keys."""
+    import logging
+
+    docs = [LCDocument(id="a", page_content="Rivers reach the sea.", metadata={"doc_id": "mine", "lang": "en"})]
+    with caplog.at_level(logging.WARNING, logger="latechunk"):
+        out = LateChunkingTransformer(chunker).transform_documents(docs)
+    assert out[0].metadata["doc_id"] == "a" and out[0].metadata["lang"] == "en"
+    assert "metadata key(s) doc_id are replaced" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="latechunk"):
+        LateChunkingTransformer(chunker).transform_documents([LCDocument(id="b", page_content="Lakes stay.")])
+    assert "replaced" not in caplog.text

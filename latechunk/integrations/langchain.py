@@ -26,6 +26,7 @@ Needs ``langchain-core`` (``pip install 'latechunk[langchain]'``).
 from __future__ import annotations
 
 import inspect
+import logging
 import uuid
 import warnings
 import weakref
@@ -132,6 +133,12 @@ def _doc_id(doc: LCDocument) -> tuple[str, bool]:
 def _to_documents(documents: Sequence[LCDocument]) -> list[Document]:
     seen: dict[str, int] = {}
     out = []
+    clash = sorted({k for d in documents if isinstance(d, LCDocument) for k in d.metadata
+                    if k in (*CHUNK_KEYS, EMBEDDING_KEY)})
+    if clash:  # a chunk Document's own keys win: say so once, not silently
+        logging.getLogger("latechunk").warning(
+            "LateChunkingTransformer: the documents' metadata key(s) %s are replaced in each chunk Document by the "
+            "chunk's own (see latechunk.integrations.CHUNK_KEYS); rename them to keep their values", ", ".join(clash))
     for i, doc in enumerate(documents):
         if not isinstance(doc, LCDocument):
             raise TypeError(f"document {i}: expected a langchain_core.documents.Document, got {type(doc).__name__}")
