@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from wise_ft import _sha256, _weights_file  # scripts/ is not a package
+from wise_ft import _sha256, _weights_file, _write_record  # scripts/ is not a package
 
 
 def uniform_soup(models: Sequence[dict]) -> dict:
@@ -100,9 +100,8 @@ def main(argv: Sequence[str] | None = None) -> Path:
     save_file(soup, args.out / "model.safetensors", metadata={"format": "pt"})
     (args.out / "wise_ft.json").unlink(missing_ok=True)  # a first model made by wise_ft.py: its record is not ours
     record = {"method": "uniform model soup (arXiv:2203.05482): the mean of the models' weights",
-              "models": [{"path": str(m.resolve()), "sha256": _sha256(f)} for m, f in zip(args.models, files)],
-              "command": "python3 scripts/model_soup.py " + " ".join(sys.argv[1:] if argv is None else argv)}
-    (args.out / "model_soup.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+              "models": [{"path": str(m.resolve()), "sha256": _sha256(f)} for m, f in zip(args.models, files)]}
+    _write_record(args.out / "model_soup.json", record, "model_soup.py", argv)
     print(f"written: {args.out} (mean of {len(args.models)} models)")
     return args.out
 

@@ -107,11 +107,17 @@ def main(argv: Sequence[str] | None = None) -> Path:
     save_file(mixed, args.out / "model.safetensors", metadata={"format": "pt"})
     record = {"method": "WiSE-FT (arXiv:2109.01903): (1 - alpha) * base + alpha * trained", "alpha": args.alpha,
               "base": str(base.resolve()), "base_sha256": _sha256(b_file), "trained": str(args.trained.resolve()),
-              "trained_sha256": _sha256(t_file),
-              "command": "python3 scripts/wise_ft.py " + " ".join(sys.argv[1:] if argv is None else argv)}
-    (args.out / "wise_ft.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+              "trained_sha256": _sha256(t_file)}
+    _write_record(args.out / "wise_ft.json", record, "wise_ft.py", argv)
     print(f"written: {args.out} (alpha {args.alpha})")
     return args.out
+
+
+def _write_record(path: Path, record: dict, script: str, argv: Sequence[str] | None) -> None:
+    """Write a model folder's record of how it was made: ``record`` plus the command line (``scripts/<script>``
+    with ``argv``, else this process's arguments), as indented JSON."""
+    record = {**record, "command": f"python3 scripts/{script} " + " ".join(sys.argv[1:] if argv is None else argv)}
+    path.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

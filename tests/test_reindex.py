@@ -18,6 +18,7 @@ from latechunk.config import IndexConfig
 from latechunk.ingest.reindex import reindex
 from latechunk.output import OutputFolder
 from latechunk.verify import verify_output
+from tests.test_api import _embed
 
 runner = CliRunner()
 DOCS = {
@@ -25,11 +26,6 @@ DOCS = {
                  "## Deltas\n\nA delta forms where a river meets the sea and drops its sediment.\n",
     "bread.md": "# Bread\n\nSourdough rises because wild yeast ferments the dough. A starter is fed daily.\n",
 }
-
-
-def _embed(*args) -> None:
-    res = runner.invoke(app, ["embed", *map(str, args), "-q", "--device", "cpu", "--sentence-workers", "0"])
-    assert res.exit_code == 0, res.output
 
 
 @pytest.fixture(scope="module")
