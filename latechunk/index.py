@@ -865,13 +865,10 @@ def check_rows(index, config: IndexConfig, vectors, offset: int) -> str | None:
         got = index.reconstruct_n(offset, n)
     except RuntimeError:  # an index type that cannot reconstruct
         return None
+    tol = _row_tolerance(index, x)
+    if tol is None:  # lossy codes (PQ, pre-transforms): a row is not given back; ids hold by construction
+        return None
     err = np.abs(got - x)
-    if config.precision == "float16":
-        tol = 1e-3 * np.abs(x) + 1e-6
-    elif config.precision == "int8":
-        tol = np.full(x.shape, 1e-5, np.float32) + _sq_step(index)
-    else:
-        tol = np.full(x.shape, 1e-5, np.float32)
     bad = np.argwhere(err > tol)
     if not bad.size:
         return None
@@ -960,16 +957,51 @@ def self_search(index, vectors, ids, k: int = 10, nprobe: int | None = None) -> 
     return float(found.mean()), ids[~found].tolist()
 
 
-def _sq_step(index) -> np.ndarray:
-    """Per-dimension code step of an ``SQ8`` index (``vdiff / 255``), or 0 where it cannot be found. An HNSW index
-    (``HNSW32,SQ8``) keeps its scalar quantizer in its ``storage`` index."""
+#: scalar-quantizer code types whose trained ranges give the code step: levels per range
+_SQ_LEVELS = {"QT_8bit": 255, "QT_8bit_uniform": 255, "QT_6bit": 63, "QT_4bit": 15, "QT_4bit_uniform": 15}
+
+
+def _row_tolerance(index, x: np.ndarray) -> np.ndarray | None:
+    """How far a row given back by ``index.reconstruct_n`` may lie from the float32 row ``x`` it was made from,
+    from the index's own storage (so that a factory string with its own codes, ``SQ8`` or ``HNSW32,SQ8`` under
+    ``--precision float32``, is checked as ``--precision int8`` is): flat storage 1e-5; scalar-quantized storage
+    one code step of its trained range per dimension (``vdiff / levels``; ``SQ8``, ``SQ6``, ``SQ4`` and their
+    uniform forms) plus 1e-5, or a relative 1e-3 (``SQfp16``) or 1e-2 (``SQbf16``) of the value. An HNSW index's
+    storage is its ``storage`` index. ``None`` for codes whose rows cannot be bounded so (``PQ``, pre-transforms,
+    other quantizers): not checked.
+
+    Args:
+        index: A float faiss index.
+        x: (n, d) float32 rows as added.
+
+    Returns:
+        (n, d) float32 tolerances, or None.
+    """
     import faiss
 
     idx = faiss.downcast_index(index)
+    if getattr(idx, "storage", None) is not None:  # IndexHNSW*: the vectors live in its storage index
+        idx = faiss.downcast_index(idx.storage)
+    flat = np.full(x.shape, 1e-5, np.float32)
+    if isinstance(idx, faiss.IndexFlat):
+        return flat
     sq = getattr(idx, "sq", None)
-    if sq is None and getattr(idx, "storage", None) is not None:
-        sq = getattr(faiss.downcast_index(idx.storage), "sq", None)
     if sq is None:
-        return np.zeros(index.d, np.float32)
-    trained = faiss.vector_to_array(sq.trained)  # QT_8bit: vmin then vdiff, per dimension
-    return (trained[index.d:] / 255.0).astype(np.float32) if trained.size == 2 * index.d else np.zeros(index.d, np.float32)
+        return None
+    qtype = next((n for n in dir(faiss.ScalarQuantizer) if n.startswith("QT_")
+                  and getattr(faiss.ScalarQuantizer, n) == sq.qtype), "")
+    if qtype == "QT_fp16":
+        return 1e-3 * np.abs(x) + 1e-6
+    if qtype == "QT_bf16":
+        return 1e-2 * np.abs(x) + 1e-6
+    if qtype not in _SQ_LEVELS:
+        return None
+    trained = faiss.vector_to_array(sq.trained)  # vmin then vdiff: per dimension, or one pair (uniform)
+    d = x.shape[1]
+    if trained.size == 2 * d:
+        step = trained[d:]
+    elif trained.size == 2:
+        step = np.full(d, trained[1])
+    else:
+        return None
+    return flat + (np.abs(step) / _SQ_LEVELS[qtype]).astype(np.float32)

@@ -299,17 +299,30 @@ def test_check_rows_finds_a_row_that_differs():
         assert check_rows(index, config, xb[10:], 10) is None
 
 
-@pytest.mark.parametrize("precision", ["float16", "int8"])
-def test_check_rows_of_an_hnsw_index_with_compact_storage(precision):
+@pytest.mark.parametrize("config", [IndexConfig.from_option("hnsw", hnsw_m=8, precision="float16"),
+                                    IndexConfig.from_option("hnsw", hnsw_m=8, precision="int8"),
+                                    IndexConfig(factory="SQ8"), IndexConfig(factory="SQ4"),
+                                    IndexConfig(factory="SQfp16"), IndexConfig(factory="HNSW8,SQ8"),
+                                    IndexConfig(factory="HNSW8_SQ4")],
+                         ids=lambda c: f"{c.factory}-{c.precision}")
+def test_check_rows_of_indexes_with_compact_storage(config):
     """`embed --index hnsw --precision int8` then `verify` reported its own rows as different (max abs diff
-    4.5e-4): the SQ8 step was looked for on the HNSW index, which keeps its quantizer in its storage."""
+    4.5e-4): the SQ8 step was looked for on the HNSW index, which keeps its quantizer in its storage; the second
+    trial found the same for factory strings with their own codes under float32 (`--index SQ8`, `HNSW32,SQ8`).
+    The tolerance comes from the index's storage; a row that differs is still found."""
     xb = _unit_rows(50, 32)
-    config = IndexConfig.from_option("hnsw", hnsw_m=8, precision=precision)
     index = build_index(xb, config)
     assert check_rows(index, config, xb, 0) is None
     other = xb.copy()
     other[7] = -other[7]
     assert "row 7" in check_rows(index, config, other, 0)
+
+
+def test_check_rows_leaves_lossy_product_codes_unchecked():
+    """PQ codes give a row back only approximately, with no bound: not checked (ids hold by construction)."""
+    xb = _unit_rows(300, 16)
+    config = IndexConfig(factory="PQ4x4")
+    assert check_rows(build_index(xb, config), config, -xb, 0) is None
 
 
 # --------------------------------------------------------------------------- real MiniLM vectors
