@@ -281,6 +281,10 @@ def test_store_add_documents_of_late_chunks_warns(chunker):
         warnings.simplefilter("error")
         store.add_texts(["A text no transformer made."])
         add_late_chunks(InMemoryVectorStore(LateChunkEmbeddings(chunker)), chunk_docs)  # the right way: silent
+    # second trial: the usual code builds the transformer and the store's embeddings each with its own chunker
+    other = latechunk.LateChunker(chunker.encoder)
+    with pytest.warns(UserWarning, match=r"add_late_chunks"):
+        InMemoryVectorStore(LateChunkEmbeddings(other)).add_documents(chunk_docs)
 
 
 def test_metadata_keys_a_chunk_replaces_are_named(chunker, caplog):

@@ -29,7 +29,6 @@ import inspect
 import logging
 import uuid
 import warnings
-import weakref
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -213,26 +212,21 @@ class LateChunkingTransformer(BaseDocumentTransformer):
         return out
 
 
-#: Per chunker, hashes of the chunk texts its transformer gave late vectors (at most :data:`_LATE_TEXTS_MAX`):
+#: Per model (a chunker's ``model_name``: two ``LateChunker()`` of one model share it), hashes of the chunk texts a
+#: transformer gave late vectors in this process (at most :data:`_LATE_TEXTS_MAX`):
 #: :meth:`LateChunkEmbeddings.embed_documents` warns when a store is about to embed them again, naively.
-_LATE_TEXTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_LATE_TEXTS: dict[str, set[int]] = {}
 _LATE_TEXTS_MAX = 1_000_000
 
 
 def _remember_late_texts(chunker: LateChunker, texts: Sequence[str]) -> None:
-    try:
-        seen = _LATE_TEXTS.setdefault(chunker, set())
-    except TypeError:  # not weakly referable: no guard
-        return
+    seen = _LATE_TEXTS.setdefault(chunker.model_name, set())
     room = _LATE_TEXTS_MAX - len(seen)
     seen.update(hash(t) for t in texts[:max(0, room)])
 
 
 def _warn_if_late_texts(chunker: LateChunker, texts: Sequence[str]) -> None:
-    try:
-        seen = _LATE_TEXTS.get(chunker)
-    except TypeError:
-        return
+    seen = _LATE_TEXTS.get(chunker.model_name)
     if seen:
         n = sum(hash(t) in seen for t in texts)
         if n:
@@ -279,9 +273,9 @@ class LateChunkEmbeddings(Embeddings):
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         """Embed texts each on its own with the document prompt (naive: no document context).
 
-        A store's ``add_documents``/``add_texts`` calls this; when some texts are chunks that
-        :class:`LateChunkingTransformer` made with the same chunker (whose late vectors the store is about to
-        replace by naive ones) a ``UserWarning`` names :func:`add_late_chunks`.
+        A store's ``add_documents``/``add_texts`` calls this; when some texts are chunks that a
+        :class:`LateChunkingTransformer` of the same model made in this process (whose late vectors the store is
+        about to replace by naive ones) a ``UserWarning`` names :func:`add_late_chunks`.
 
         Args:
             texts: The texts.
