@@ -656,8 +656,8 @@ def reindex(
     out: Annotated[Path, typer.Argument(metavar="DIR", help="A finished output folder of `latechunk embed`.")],
     index: Annotated[Optional[str], typer.Option("--index", show_default=False, help="The new faiss index_factory string or alias, as embed's --index (flat, hnsw, HNSW32, IVF1024,Flat, ...). Default: the folder's.")] = None,
     hnsw_m: Annotated[Optional[int], typer.Option(show_default=False, help="With --index hnsw: graph degree M.  [default: 32]")] = None,
-    ef_construction: Annotated[Optional[int], typer.Option(show_default=False, help="HNSW: build beam width. Default: the folder's without --index, else 200.")] = None,
-    ef_search: Annotated[Optional[int], typer.Option(show_default=False, help="HNSW: search beam width. Default: the folder's without --index, else 128.")] = None,
+    ef_construction: Annotated[Optional[int], typer.Option(show_default=False, help="HNSW: build beam width. Default: the folder's (200 for a folder without HNSW).")] = None,
+    ef_search: Annotated[Optional[int], typer.Option(show_default=False, help="HNSW: search beam width. Default: the folder's (128 for a folder without HNSW).")] = None,
     precision: Annotated[Optional[str], typer.Option("--precision", show_default=False, help="float32, float16, int8 or ubinary, as embed's --precision. Default: the folder's.")] = None,
     truncate_dim: Annotated[Optional[int], typer.Option("--truncate-dim", show_default=False, help="Keep the first N dimensions (Matryoshka models), as embed's --truncate-dim; 0: every dimension. Default: the folder's.")] = None,
     gpu: Annotated[str, typer.Option("--index-gpu", help="Build a flat float32 index on GPU FAISS: auto (when present), on, off.")] = "auto",
@@ -667,7 +667,8 @@ def reindex(
     No document is read and no model loaded: trying HNSW instead of flat, int8 instead of float32 or fewer
     dimensions costs the index build, not the encoding. Options not given keep the folder's settings; the new
     ones go into run.json and the manifest (under `reindexed` too), so search, verify, export and --append use
-    them. Example: `latechunk reindex out/chroma --index hnsw --precision int8`.
+    them. With no option it builds a missing or damaged index.faiss again, and it removes the temp files of a
+    killed write. Example: `latechunk reindex out/chroma --index hnsw --precision int8`.
     """
     from latechunk.config import IndexConfig
     from latechunk.ingest.reindex import reindex as run_reindex
@@ -678,14 +679,14 @@ def reindex(
     try:
         old = IndexConfig.from_dict(OutputFolder(out).read_manifest().get("index") or {})
     except (ValueError, OSError) as err:
-        _fail(f"{out}: {err}")
+        _fail(str(err) if str(out) in str(err) else f"{out}: {err}")
     factory = old.factory if index is None else index
     given = {"hnsw_m": hnsw_m, "ef_construction": ef_construction, "ef_search": ef_search}
     try:
         new = IndexConfig.from_option(
             factory, hnsw_m=32 if hnsw_m is None else hnsw_m,
-            ef_construction=ef_construction or (old.ef_construction if index is None else 200),
-            ef_search=ef_search or (old.ef_search if index is None else 128), gpu=gpu,
+            ef_construction=old.ef_construction if ef_construction is None else ef_construction,
+            ef_search=old.ef_search if ef_search is None else ef_search, gpu=gpu,
             precision=old.precision if precision is None else precision,
             truncate_dim=old.truncate_dim if truncate_dim is None else (truncate_dim or None))
     except ValueError as err:
@@ -695,20 +696,24 @@ def reindex(
 
     t0 = time.perf_counter()
     try:
-        manifest, before = run_reindex(out, new)
+        manifest, before, built = run_reindex(out, new)
     except ValueError as err:
         _fail(str(err))
 
     def label(d: dict) -> str:
         return (f"{d['factory']} {d.get('precision', 'float32')}"
-                + (f" @{d['truncate_dim']} dims" if d.get("truncate_dim") else ""))
+                + (f" @{d['truncate_dim']} dims" if d.get("truncate_dim") else "")
+                + (f" ef_construction {d['ef_construction']} ef_search {d['ef_search']}" if "ef_search" in d else ""))
 
     now = manifest["index"]
-    if IndexConfig.from_dict(now).to_dict() == before:  # nothing was written
-        typer.echo(f"{out} already has this index ({label(before)}): nothing to do")
+    if not built:
+        typer.echo(f"{out} already has this index ({label(before)}), whole: nothing to do")
         return
-    typer.echo(f"reindexed {out}: {label(before)} -> {label(now)} ({now.get('ntotal', 0)} vectors, "
-               f"{time.perf_counter() - t0:.1f} s); search, verify, export and --append use it")
+    same = IndexConfig.from_dict(now).to_dict() == before
+    typer.echo(f"reindexed {out}: {label(before)} -> {label(now)}"
+               + (" (the same settings: index.faiss was missing or damaged)" if same else "")
+               + f" ({now.get('ntotal', 0)} vectors, {time.perf_counter() - t0:.1f} s); search, verify, export and "
+               "--append use it")
 
 
 @app.command()

@@ -283,7 +283,8 @@ def verify_output(out: str | os.PathLike, inputs: Sequence[os.PathLike] | None =
         P.add("file", str(err))
         return P.finish(), ""
     for f in folder.temp_files():
-        P.add("file", f"stray temp file {f.relative_to(out)} (a write that never finished)")
+        P.add("file", f"stray temp file {f.relative_to(out)} (a write that never finished; the next write, or "
+                      "`latechunk reindex DIR`, removes it)")
 
     # ---- index and table
     index = None

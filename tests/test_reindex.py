@@ -71,8 +71,8 @@ def test_reindex_back_and_append_go_on_with_the_new_settings(flat, corpus, tmp_p
     out = tmp_path / "out"
     shutil.copytree(flat, out)
     before = _index_bytes(out)
-    manifest, old = reindex(out, IndexConfig.from_option("hnsw", hnsw_m=8))
-    assert old == {"factory": "Flat", "metric": "ip"} and manifest["index"]["factory"] == "HNSW8"
+    manifest, old, built = reindex(out, IndexConfig.from_option("hnsw", hnsw_m=8))
+    assert built and old == {"factory": "Flat", "metric": "ip"} and manifest["index"]["factory"] == "HNSW8"
     more = tmp_path / "more"
     more.mkdir()
     (more / "alps.md").write_text("Glaciers in the Alps lose ice every summer.\n", encoding="utf-8")
@@ -102,7 +102,9 @@ def test_unchanged_settings_write_nothing_and_bad_ones_are_refused(flat, tmp_pat
     for options, said in ((["--truncate-dim", "4096"], "exceeds the model's vector dimension 384"),
                           (["--index", "hnsw", "--precision", "ubinary"], "cannot be combined"),
                           (["--ef-search", "64"], "HNSW index"),
-                          (["--precision", "int4"], "--precision must be one of")):
+                          (["--precision", "int4"], "--precision must be one of"),
+                          (["--index", "IDMap,Flat"], "an ID map is not needed"),  # second trial: a traceback
+                          (["--index", "hnsw", "--ef-search", "0"], "ef_search must be an integer >= 1")):
         res = runner.invoke(app, ["reindex", str(out), *options])
         assert res.exit_code == 2 and said in " ".join(res.output.split()), (options, res.output)
     assert {p.name: p.stat().st_mtime_ns for p in out.iterdir() if p.is_file() and p.name != ".latechunk.lock"} == stamp
@@ -138,3 +140,34 @@ def test_a_killed_reindex_leaves_the_old_state_or_the_new_one(flat, tmp_path, ki
     assert faiss.read_index(str(out / "index.faiss")).ntotal == m["counts"]["chunks"]
     reindex(out, IndexConfig.from_option("hnsw"))  # the same command again ends in the new state
     assert verify_output(out)[0] == [] and OutputFolder(out).read_manifest()["index"]["factory"] == "HNSW32"
+
+
+def test_a_missing_or_damaged_index_is_built_again_with_the_same_settings(flat, tmp_path):
+    """Second trial: with index.faiss lost, search said to --resume, --resume said there was nothing to continue,
+    and reindex said "nothing to do". reindex now builds it again; temp files of a killed write are removed."""
+    out = tmp_path / "out"
+    shutil.copytree(flat, out)
+    want = _index_bytes(out)
+    (out / "index.faiss").unlink()
+    (out / "chunks.parquet.tmp").write_bytes(b"half")  # a killed write's leftover
+    res = runner.invoke(app, ["reindex", str(out)])
+    assert res.exit_code == 0 and "index.faiss was missing or damaged" in " ".join(res.output.split()), res.output
+    assert _index_bytes(out) == want and not (out / "chunks.parquet.tmp").exists()
+    assert verify_output(out)[0] == []
+    (out / "index.faiss").write_bytes((out / "index.faiss").read_bytes()[:100])  # truncated
+    assert reindex(out, IndexConfig())[2] and _index_bytes(out) == want
+    assert not reindex(out, IndexConfig())[2]  # whole now: nothing written
+
+
+def test_hnsw_beams_are_the_folders_unless_given(corpus, tmp_path):
+    """Second trial: `reindex --index HNSW16` on a folder built with --ef-search 64 reset it to 128."""
+    out = tmp_path / "out"
+    _embed(corpus, "--out", out, "--strategy", "fixed:size=12", "--index", "hnsw", "--ef-search", "64",
+           "--ef-construction", "100")
+    res = runner.invoke(app, ["reindex", str(out), "--index", "HNSW16"])
+    assert res.exit_code == 0, res.output
+    idx = OutputFolder(out).read_manifest()["index"]
+    assert (idx["factory"], idx["ef_search"], idx["ef_construction"]) == ("HNSW16", 64, 100)
+    res = runner.invoke(app, ["reindex", str(out), "--ef-search", "32"])
+    assert "ef_search 64 -> HNSW16 float32 ef_construction 100 ef_search 32" in " ".join(res.output.split()), \
+        res.output

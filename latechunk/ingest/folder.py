@@ -43,7 +43,7 @@ def _lock_message(out: Path, fh) -> str:
         pid = ""
     holder = f" (pid {pid})" if pid.isdigit() else ""
     return (f"{out} is being written by another latechunk process{holder}: one writer at a time (embed, --resume, "
-            f"--append, Index.add); wait for it to finish, then run again")
+            f"--append, reindex, Index.add); wait for it to finish, then run again")
 
 
 @contextlib.contextmanager
@@ -85,7 +85,7 @@ def writer_lock(out: str | os.PathLike) -> Iterator[None]:
         fh = open(out / LOCK_FILE, "a+", encoding="ascii")  # noqa: SIM115 (held across the block)
     except OSError as err:  # a read-only folder or file system: one clear line, not a traceback
         raise ValueError(f"cannot write to the output folder {out}: {err.strerror or err} (embed, --resume, "
-                         "--append and Index.add need a writable folder; search, verify and export only "
+                         "--append, reindex and Index.add need a writable folder; search, verify and export only "
                          "read it)") from err
     try:
         try:

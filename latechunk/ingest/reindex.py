@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from latechunk.config import IndexConfig
+from latechunk.index import check_factory
 from latechunk.ingest.assemble import assemble
 from latechunk.ingest.folder import writer_lock
 from latechunk.output import OutputFolder
@@ -30,7 +31,15 @@ from latechunk.provenance import versions
 __all__ = ["reindex"]
 
 
-def reindex(out: str | os.PathLike, index: IndexConfig) -> tuple[dict, dict]:
+def _index_intact(folder: OutputFolder, manifest: dict) -> bool:
+    """Whether ``index.faiss`` reads and holds the manifest's number of vectors."""
+    try:
+        return int(folder.read_index().ntotal) == int(manifest["counts"]["chunks"])
+    except (ValueError, OSError, KeyError, RuntimeError):
+        return False
+
+
+def reindex(out: str | os.PathLike, index: IndexConfig) -> tuple[dict, dict, bool]:
     """Build ``out``'s index again with the settings ``index``, from its shards' vectors.
 
     Args:
@@ -38,8 +47,10 @@ def reindex(out: str | os.PathLike, index: IndexConfig) -> tuple[dict, dict]:
         index: The new index settings (``gpu`` applies to this build only: it is not a setting of the folder).
 
     Returns:
-        ``(manifest, old)``: the folder's new manifest, and its index record before (``IndexConfig.to_dict``
-        form). When ``index`` equals the folder's index, nothing is written and the manifest is the folder's.
+        ``(manifest, old, built)``: the folder's new manifest, its index record before (``IndexConfig.to_dict``
+        form), and whether the index was built (False: nothing written). When ``index`` equals the folder's index and ``index.faiss`` reads and holds every vector, nothing
+        is written and the manifest is the folder's; a missing, unreadable or short ``index.faiss`` is built
+        again with the same settings. Temp files of a killed write (``*.tmp``) are removed either way.
 
     Raises:
         ValueError: if ``out`` is not a finished output folder, another process is writing it, ``index`` does not
@@ -69,9 +80,12 @@ def reindex(out: str | os.PathLike, index: IndexConfig) -> tuple[dict, dict]:
                             gpu=index.gpu, precision=index.precision, truncate_dim=index.truncate_dim,
                             renormalize=bool(settings.get("normalize", manifest.get("normalize", True))))
         index.index_dim(dim)  # --truncate-dim / ubinary against the vectors' dimension
-        if index.to_dict() == old.to_dict():
-            return manifest, old.to_dict()
-        records = _manifest_shards(folder, manifest)
+        check_factory(index, dim)  # IVF0, IDMap, refine wrappers, no inner product: refused as embed refuses them
+        records = _manifest_shards(folder, manifest)  # (drops shards and temp files of a killed append)
+        for f in folder.temp_files():  # a killed reindex's or append's files: the lock is ours, nobody writes them
+            f.unlink(missing_ok=True)
+        if index.to_dict() == old.to_dict() and _index_intact(folder, manifest):
+            return manifest, old.to_dict(), False
         settings["index"] = index.to_dict()
         header = {k: v for k, v in manifest.items() if k not in _MANIFEST_OWN}
         header["reindexed"] = [*manifest.get("reindexed", []), {
@@ -81,4 +95,4 @@ def reindex(out: str | os.PathLike, index: IndexConfig) -> tuple[dict, dict]:
         new_run = {**run, "settings": {**(run.get("settings") or {}), "index": index.to_dict()}}
         new = assemble(out, records, settings, index, dim, header, t0 - earlier,
                        world_size=int(manifest.get("world_size", 1)), run=new_run)
-        return new, old.to_dict()
+        return new, old.to_dict(), True
