@@ -272,7 +272,8 @@ def run_compare(
     all_qrels = ds.doc_qrels()
     qrels = {qid: all_qrels[qid] for qid in qids if qid in all_qrels}
     if not has_spans and not qrels:
-        raise ValueError(f"dataset {ds.name!r} has neither answer spans nor document qrels for its queries")
+        raise ValueError(f"dataset {ds.name!r} has neither answer spans nor document qrels for its queries"
+                         + "".join(f"; {n}" for n in ds.notes))
     all_spans = [s for q in queries for s in q.spans]
 
     # 2. the encoder (one for every macro window: each is a plan passed to it) and the query vectors, once

@@ -869,7 +869,10 @@ def chunk(
         else:
             redirected = _stdout_file()
             if redirected is not None:  # `chunk DIR > DIR/chunks.jsonl`: it would read its own output as input
-                _check_chunk_output(redirected, inputs, "standard output, redirected to")
+                try:
+                    _check_chunk_output(redirected, inputs, "standard output, redirected to")
+                except ValueError as err:
+                    raise ValueError(f"{err} (and remove the empty {redirected.name} the shell created)") from None
         require_documents(inputs)  # an input with nothing to chunk fails here, naming it
         if strat.needs_sentence_vectors:
             from latechunk.encoder import Encoder

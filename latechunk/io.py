@@ -144,8 +144,8 @@ def _legacy_hint(data: bytes) -> str:
         return ""
     if _non_text_share(text) > 0.01:
         return ""
-    return ("; it reads as Windows-1252 / Latin-1 text: convert it to UTF-8 first (e.g. iconv -f WINDOWS-1252 "
-            "-t UTF-8 FILE > FILE.utf8)")
+    return ("; it reads as Windows-1252 / Latin-1 text: convert it to UTF-8 first, keeping its name (e.g. iconv -f "
+            "WINDOWS-1252 -t UTF-8 FILE > FILE.tmp && mv FILE.tmp FILE)")
 
 
 def read_text_file(path: Path, html: bool = False) -> tuple[str | None, str]:

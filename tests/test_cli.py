@@ -819,7 +819,7 @@ def test_chunk_refuses_stdout_redirected_into_its_input_folder(tmp_path):
     with open(src / "out.jsonl", "w") as fh:
         res = subprocess.run(cmd, check=False, stdout=fh, stderr=subprocess.PIPE, text=True, timeout=300)
     assert res.returncode == 2 and "standard output, redirected to" in res.stderr, res.stderr
-    assert "inside the input folder" in " ".join(res.stderr.split())
+    assert "inside the input folder" in " ".join(res.stderr.split()) and "remove the empty out.jsonl" in res.stderr
     with open(tmp_path / "out.jsonl", "w") as fh:
         res = subprocess.run(cmd, check=False, stdout=fh, stderr=subprocess.PIPE, text=True, timeout=300)
     assert res.returncode == 0, res.stderr

@@ -476,7 +476,7 @@ def test_latin1_text_is_skipped_with_a_hint_to_convert_it(tmp_path):
     (tmp_path / "cafe.txt").write_bytes("Le café est très bon à Paris.\n".encode("cp1252"))
     text, reason = read_text_file(tmp_path / "cafe.txt")
     assert text is None and reason.startswith("invalid UTF-8 at byte 6") and "Windows-1252" in reason, reason
-    assert "iconv" in reason
+    assert "iconv" in reason and "mv FILE.tmp FILE" in reason
     (tmp_path / "blob.txt").write_bytes(b"ok \xff\x81\x8d\x8f\x90\x9d junk")  # bytes cp1252 leaves undefined
     text, reason = read_text_file(tmp_path / "blob.txt")
     assert text is None and reason == "invalid UTF-8 at byte 3", reason
