@@ -578,7 +578,14 @@ class Index:
         if self._model is None:
             return self.encoder
         if self._folder_encoder is None:
-            self._folder_encoder = self._load_recorded(self._folder_model())
+            try:
+                self._folder_encoder = self._load_recorded(self._folder_model())
+            except ValueError:  # moved: the model given to load() serves when its weights are the recorded ones
+                sha = self.manifest.get("model", {}).get("sha256")
+                given = self.encoder
+                if not (sha and given.model_hash == sha):
+                    raise
+                self._folder_encoder = given
         return self._folder_encoder
 
     def _model_to_load(self) -> str:
@@ -702,7 +709,8 @@ class Index:
         The documents are first written to ``DIR/appended/NNNNN.jsonl`` (``id``, ``text``, and a Document's
         ``metadata["title"]`` and ``metadata["url"]``, read as ``embed`` reads a JSONL record: the title heads
         the text and is its chunks' title; other metadata is not kept), an input of the folder like its others, so that ``verify`` re-reads and hashes them. The
-        vectors come from the folder's own model, whatever ``model`` :meth:`load` was given for the queries.
+        vectors come from the folder's own model, whatever ``model`` :meth:`load` was given for the queries
+        (when the folder's model moved, ``model`` serves if its weights are the recorded ones).
         ``add`` holds the folder's writer lock (:func:`latechunk.ingest.folder.writer_lock`): one writer at a
         time; another process writing the folder makes it fail at once. An ``add`` that embeds no document
         leaves the folder as it was (no shard, no document file, the manifest unchanged). This handle reads the

@@ -293,7 +293,7 @@ def embed(
         config.pipeline.check_model(facts)
         _check_index_dim(config.index, facts)  # --truncate-dim against the model's dimension (config.json)
     except ValueError as err:
-        _fail(str(err))
+        _fail(_recorded_model_hint(str(err), out, (append or resume) and given.get("model") is None))
     # before the model loads; with several processes rank 0 checks the folder (the others find it being filled)
     if rank == 0 and not (force or resume or append):
         from latechunk.ingest.folder import check_not_empty
@@ -328,7 +328,7 @@ def embed(
 
         new_index(config.index, encoder.dim)  # a factory string faiss cannot build fails here, before any output
     except ValueError as err:  # a model that does not load, a macro window that does not fit it, a bad --index
-        _fail(str(err))
+        _fail(_recorded_model_hint(str(err), out, (append or resume) and given.get("model") is None))
 
     header = {
         "model": encoder.describe(plan),
@@ -528,6 +528,15 @@ def _append(config, encoder, quiet: bool) -> None:
     _warn_changed(res.skipped)
     # this append's documents only: the earlier ones' notes were printed when they were embedded
     _print_ingest_notes(res.manifest, config.out / "manifest.json", only={d["doc_id"] for d in res.documents})
+
+
+def _recorded_model_hint(message: str, out: Path, recorded: bool) -> str:
+    """``message`` (a model that does not load), with where the model came from when it is the folder's recorded
+    one (``--append``/``--resume`` without ``--model``) and it no longer exists: a moved model folder."""
+    if recorded and "does not exist" in message:
+        return (f"{message} (the model {out}'s run.json records; if it moved, give its new place: --model PATH, "
+                "the same model)")
+    return message
 
 
 def _warn_changed(skipped: list[dict]) -> None:

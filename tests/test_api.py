@@ -526,3 +526,20 @@ def test_search_after_the_models_folder_moved_says_where_the_model_came_from(tmp
     with pytest.raises(ValueError, match=r"recorded in its manifest\.json.*model=PATH"):
         latechunk.Index.load(out, device="cpu").search("rivers")
     assert latechunk.Index.load(out, device="cpu", model=tmp_path / "moved").search("rivers")[0].doc_id == "a.md"
+    # second trial: add() refused although model= named the moved model; it serves when its weights are the same
+    index = latechunk.Index.load(out, device="cpu", model=tmp_path / "moved")
+    assert index.add([("b", "Glaciers lose ice every summer in the Alps.")]).added == ("b",)
+    assert verify_output(out)[0] == []
+    other = save_tiny_bert(tmp_path / "other", hidden=32, layers=1)  # another model: refused as before
+    with pytest.warns(UserWarning, match="weights differ"), pytest.raises(ValueError, match="recorded in its manifest"):
+        latechunk.Index.load(out, device="cpu", model=other).add([("c", "Lakes stay put.")])
+    # and `embed --append` without --model says where the missing model came from (second trial)
+    more = tmp_path / "more"
+    more.mkdir()
+    (more / "c.md").write_text("Lakes stay put.\n", encoding="utf-8")
+    res = runner.invoke(app, ["embed", str(more), "--out", str(out), "--append", "-q", "--device", "cpu"])
+    said = " ".join(res.output.split())
+    assert res.exit_code == 2 and "run.json records; if it moved" in said and "--model PATH" in said, said
+    res = runner.invoke(app, ["embed", str(more), "--out", str(out), "--append", "-q", "--device", "cpu",
+                              "--model", str(tmp_path / "moved")])
+    assert res.exit_code == 0, res.output
