@@ -22,6 +22,7 @@ Needs ``llama-index-core`` (``pip install 'latechunk[llamaindex]'``).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -151,9 +152,28 @@ class LateChunkNodeParser(NodeParser):
         return nodes
 
 
+def _stale(node: BaseNode) -> bool:
+    """A node that carries a late chunk's vector but not that chunk's text: a splitter after
+    :class:`LateChunkNodeParser` cut the chunk and copied its metadata and vector to each piece."""
+    m = node.metadata or {}
+    if node.embedding is None or "strategy" not in m or "char_start" not in m or "char_end" not in m:
+        return False
+    try:
+        return len(node.get_content(metadata_mode=MetadataMode.NONE)) != int(m["char_end"]) - int(m["char_start"])
+    except (TypeError, ValueError):
+        return False
+
+
 def _without_embedding(nodes: Sequence[BaseNode]) -> tuple[list[BaseNode], list[str]]:
-    """The nodes that have no embedding yet, and their text as LlamaIndex embeds it."""
-    todo = [n for n in nodes if n.embedding is None]
+    """The nodes that have no embedding yet (or a stale one: :func:`_stale`, said in a warning), and their text
+    as LlamaIndex embeds it."""
+    stale = [n for n in nodes if _stale(n)]
+    if stale:
+        logging.getLogger("latechunk").warning(
+            "LateChunkEmbedding: %d node(s) hold a late chunk's vector but only part of its text (a splitter ran "
+            "after LateChunkNodeParser); they are embedded again on their own text (naive). Split with the "
+            "parser's strategy instead (LateChunker(strategy=...)) to keep late vectors", len(stale))
+    todo = [n for n in nodes if n.embedding is None or _stale(n)]
     return todo, [n.get_content(metadata_mode=MetadataMode.EMBED) for n in todo]
 
 
