@@ -15,8 +15,14 @@ if __name__ == "kernels":  # pragma: no cover - exercised by tests/test_packagin
     import os as _os
     import sys as _sys
 
+    def _checkout(path):  # a latechunk checkout's root: its kernels/ is this folder again, not Hugging Face's
+        path = _os.path.abspath(path or _os.curdir)
+        return _os.path.isfile(_os.path.join(path, "kernels", "reference.py")) and _os.path.isdir(
+            _os.path.join(path, "latechunk"))
+
     _root = _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))
-    _elsewhere = [p for p in _sys.path if _os.path.abspath(p or _os.curdir) != _root]
+    # other checkouts too (one on PYTHONPATH, one the working folder): each would hand the name to the other
+    _elsewhere = [p for p in _sys.path if _os.path.abspath(p or _os.curdir) != _root and not _checkout(p)]
     _spec = _machinery.PathFinder.find_spec("kernels", _elsewhere)
     if _spec is not None and _spec.loader is not None:
         _module = _util.module_from_spec(_spec)
@@ -24,5 +30,5 @@ if __name__ == "kernels":  # pragma: no cover - exercised by tests/test_packagin
         try:
             _spec.loader.exec_module(_module)
         except BaseException:
-            del _sys.modules["kernels"]
+            _sys.modules.pop("kernels", None)
             raise

@@ -205,3 +205,22 @@ def test_dev_extra_does_not_install_triton_on_cpu_machines():
     assert any(d.lower().startswith("triton") for d in extras["gpu"])
     ci = (ROOT / ".ci" / "run").read_text()
     assert "triton" in ci
+
+
+def test_two_checkouts_on_the_path_do_not_hand_kernels_to_each_other(tmp_path):
+    """Second trial: running one checkout with another on PYTHONPATH crashed (`KeyError: 'kernels'` in
+    kernels/__init__.py): each checkout's folder handed the top-level name to the other's. Other checkouts are
+    skipped; latechunk imports and its kernels are this checkout's."""
+    import shutil
+
+    other = tmp_path / "other_checkout"
+    shutil.copytree(ROOT / "kernels", other / "kernels")
+    (other / "latechunk").mkdir()
+    code = ("import latechunk.kernels.reference, latechunk.pooling\n"
+            "print(latechunk.kernels.reference.__file__)\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    env["PYTHONPATH"] = str(other)
+    proc = subprocess.run([sys.executable, "-c", "import kernels; " + code.replace("\n", "; ", 1)], cwd=ROOT,
+                          env=env, capture_output=True, text=True, check=False, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert Path(proc.stdout.strip()) == ROOT / "kernels" / "reference.py"
