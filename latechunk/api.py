@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from latechunk.config import DEFAULT_STRATEGY, MODES, PipelineConfig
-from latechunk.types import Document, Skipped
+from latechunk.types import CHUNKER_MARKDOWN_KEY, Document, Skipped
 
 if TYPE_CHECKING:
     from latechunk.encoder import Encoder
@@ -411,15 +411,15 @@ class LateChunker:
     def _items(self, documents: Iterable[DocumentLike]) -> Iterator[Document | Skipped]:
         """The input as Documents, a repeated id as a Skipped: the first occurrence with text wins, as in
         ``embed``'s reader (an empty or whitespace-only text, or one with a lone surrogate, is skipped by the
-        pipeline and claims no id). With ``markdown`` set, a document whose metadata has no ``markdown`` key gets
-        it."""
+        pipeline and claims no id). With ``markdown`` set, a document whose metadata has no ``markdown`` key is
+        marked with :data:`~latechunk.types.CHUNKER_MARKDOWN_KEY` (left out of its chunks)."""
         from latechunk.io import surrogate_reason
 
         first: dict[str, int] = {}
         for pos, item in enumerate(documents):
             doc = _as_document(item, pos, _position_id)
             if self.markdown is not None and "markdown" not in (doc.metadata or {}):
-                doc = Document(doc.doc_id, doc.text, {**(doc.metadata or {}), "markdown": self.markdown})
+                doc = Document(doc.doc_id, doc.text, {**(doc.metadata or {}), CHUNKER_MARKDOWN_KEY: self.markdown})
             if doc.doc_id in first:
                 yield Skipped(doc.doc_id, f"duplicate doc_id: documents[{pos}] repeats the id of "
                                           f"documents[{first[doc.doc_id]}] (the first one wins)", f"documents[{pos}]")
@@ -446,7 +446,8 @@ class LateChunker:
             yield [
                 Chunk(text=doc.text[cs:ce], doc_id=doc.doc_id, chunk_index=i, char_start=cs, char_end=ce,
                       token_start=ts, token_end=te, heading_path=tuple(hp), strategy=spec, mode=mode,
-                      embedding=vecs[row + i], metadata=dict(doc.metadata))
+                      embedding=vecs[row + i],
+                      metadata={key: v for key, v in doc.metadata.items() if key != CHUNKER_MARKDOWN_KEY})
                 for i, ((cs, ce), (ts, te), hp) in enumerate(zip(b.char_spans.tolist(), b.token_spans.tolist(),
                                                                   b.heading_paths))
             ]

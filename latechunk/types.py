@@ -13,9 +13,13 @@ from typing import Literal
 
 import numpy as np
 
-__all__ = ["Document", "Span", "Tokenization", "Boundaries", "ChunkVectors", "Skipped", "Mode"]
+__all__ = ["CHUNKER_MARKDOWN_KEY", "Document", "Span", "Tokenization", "Boundaries", "ChunkVectors", "Skipped", "Mode"]
 
 Mode = Literal["late", "naive", "contextual", "fused"]
+
+#: The metadata key ``LateChunker(markdown=...)`` sets on the documents it is given (never on the chunks it
+#: returns); :func:`latechunk.strategies._markdown.is_markdown_input` reads it after the document's own ``markdown``.
+CHUNKER_MARKDOWN_KEY = "_latechunk_markdown"
 
 
 def _as_int32_spans(name: str, value, owner: str) -> np.ndarray:

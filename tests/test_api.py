@@ -477,6 +477,10 @@ def test_markdown_given_as_a_str_chunks_as_embed_reads_the_file(chunker, tmp_pat
         return [(ch.char_start, ch.char_end) for ch in c(kw.pop("doc", FRONT_MATTER_MD))]
 
     assert spans(markdown=True) == cli
+    # the chunker's flag stays off the chunks' metadata (second trial: it travelled into vector stores)
+    made = latechunk.LateChunker(chunker.encoder, strategy="heading", markdown=True)(
+        Document("r", FRONT_MATTER_MD, {"lang": "en"}))
+    assert all(c.metadata == {"lang": "en"} for c in made)
     assert spans(doc=Document("r", FRONT_MATTER_MD, {"source": "rivers.md"})) == cli
     assert spans(doc=Document("r", FRONT_MATTER_MD, {"file_path": "/data/rivers.md"})) == cli
     assert spans(doc=Document("r", FRONT_MATTER_MD, {"file_name": "rivers.markdown"})) == cli

@@ -38,6 +38,7 @@ import numpy as np
 
 from latechunk.front_matter import FRONT_MATTER, INVISIBLE_MARKS
 from latechunk.sentences import LINE_BREAK
+from latechunk.types import CHUNKER_MARKDOWN_KEY
 
 __all__ = [
     "FRONT_MATTER",
@@ -198,8 +199,8 @@ def is_markdown_input(doc) -> bool:
     a document whose metadata says so.
 
     Args:
-        doc: A :class:`~latechunk.types.Document`; its ``metadata`` ``markdown`` (a bool: the caller's word,
-            ``LateChunker(markdown=True)``), ``converted_from`` (set for HTML pages), and the file's name:
+        doc: A :class:`~latechunk.types.Document`; its ``metadata`` ``markdown`` (a bool: the caller's word), then
+            :data:`~latechunk.types.CHUNKER_MARKDOWN_KEY` (``LateChunker(markdown=True)``), ``converted_from`` (set for HTML pages), and the file's name:
             ``source`` (as ``embed`` reads files, and LangChain's loaders), else ``file_path`` or ``file_name``
             (LlamaIndex's readers), are read, in that order.
 
@@ -208,9 +209,10 @@ def is_markdown_input(doc) -> bool:
         a markdown file name or flag, whose lines are taken as written.
     """
     meta = doc.metadata or {}
-    flag = meta.get("markdown")
-    if isinstance(flag, bool):
-        return flag
+    for key in ("markdown", CHUNKER_MARKDOWN_KEY):  # the document's own word, then its LateChunker's
+        flag = meta.get(key)
+        if isinstance(flag, bool):
+            return flag
     if meta.get("converted_from"):
         return True
     for key in ("source", "file_path", "file_name"):
