@@ -179,6 +179,22 @@ def _caller_positions(text: str, jsonl_name: str) -> str:
     return re.sub(rf"(?<![\w.]){re.escape(jsonl_name)}:(\d+)", lambda m: f"documents[{int(m.group(1)) - 1}]", text)
 
 
+def recorded_model_message(folder: str | os.PathLike, name: str | None, err: Exception | str) -> str:
+    """What ``search`` and :class:`Index` say when the model an output folder records (its manifest's model path,
+    else name) does not load: where it came from and how to give its new place (a trained model's folder moved).
+
+    Args:
+        folder: The output folder.
+        name: The recorded model path or name.
+        err: Why it did not load.
+
+    Returns:
+        One line.
+    """
+    return (f"the model {folder} was built with ({name}, recorded in its manifest.json) does not load: {err}. If it "
+            "moved, give its new place: latechunk search --model PATH (Index.load(..., model=PATH))")
+
+
 def _as_document(item: DocumentLike, pos: int, auto_id) -> Document:
     """One input item as a Document; ``auto_id(pos, text)`` names a plain string."""
     if isinstance(item, Document):
@@ -556,9 +572,7 @@ class Index:
         try:
             return self._load_encoder(name)
         except ValueError as err:
-            raise ValueError(f"the model {self.path} was built with ({name}, recorded in its manifest.json) does "
-                             f"not load: {err}. If it moved, give its new place: latechunk search --model PATH "
-                             "(Index.load(..., model=PATH))") from err
+            raise ValueError(recorded_model_message(self.path, name, err)) from err
 
     def _load_encoder(self, name: str | None) -> Encoder:
         """An encoder of ``name`` with the folder's recorded dtype, input limit, query prompt and batch budget;

@@ -788,8 +788,9 @@ def search(
     except ValueError as err:
         if model is not None:
             _fail(str(err))
-        _fail(f"the model {out} was built with ({name}, recorded in its manifest.json) does not load: {err}. If it "
-              "moved, give its new place: latechunk search --model PATH")
+        from latechunk.api import recorded_model_message
+
+        _fail(recorded_model_message(out, name, err))
     if m.get("sha256") and encoder.model_hash and encoder.model_hash != m["sha256"]:
         typer.secho("warning: the model's weights differ from the ones the index was built with", fg="yellow", err=True)
     xq = encoder.encode_query([query], normalize=manifest.get("normalize", True))

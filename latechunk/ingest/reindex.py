@@ -17,6 +17,7 @@ Tests: ``tests/test_reindex.py``.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from pathlib import Path
@@ -48,9 +49,10 @@ def reindex(out: str | os.PathLike, index: IndexConfig) -> tuple[dict, dict, boo
 
     Returns:
         ``(manifest, old, built)``: the folder's new manifest, its index record before (``IndexConfig.to_dict``
-        form), and whether the index was built (False: nothing written). When ``index`` equals the folder's index and ``index.faiss`` reads and holds every vector, nothing
-        is written and the manifest is the folder's; a missing, unreadable or short ``index.faiss`` is built
-        again with the same settings. Temp files of a killed write (``*.tmp``) are removed either way.
+        form), and whether the index was built. When ``index`` equals the folder's index and ``index.faiss``
+        reads and holds every vector, nothing is written (``built`` False, the manifest is the folder's); a
+        missing, unreadable or short ``index.faiss`` is built again with the same settings. Temp files of a
+        killed write (``*.tmp``) are removed either way.
 
     Raises:
         ValueError: if ``out`` is not a finished output folder, another process is writing it, ``index`` does not
@@ -76,9 +78,7 @@ def reindex(out: str | os.PathLike, index: IndexConfig) -> tuple[dict, dict, boo
         settings = dict(manifest.get("settings") or run.get("settings") or {})
         dim = int(manifest["dim"])
         old = IndexConfig.from_dict(manifest.get("index") or settings.get("index") or {})
-        index = IndexConfig(factory=index.factory, ef_construction=index.ef_construction, ef_search=index.ef_search,
-                            gpu=index.gpu, precision=index.precision, truncate_dim=index.truncate_dim,
-                            renormalize=bool(settings.get("normalize", manifest.get("normalize", True))))
+        index = dataclasses.replace(index, renormalize=bool(settings.get("normalize", manifest.get("normalize", True))))
         index.index_dim(dim)  # --truncate-dim / ubinary against the vectors' dimension
         check_factory(index, dim)  # IVF0, IDMap, refine wrappers, no inner product: refused as embed refuses them
         records = _manifest_shards(folder, manifest)  # (drops shards and temp files of a killed append)

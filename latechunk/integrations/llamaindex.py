@@ -167,13 +167,13 @@ def _stale(node: BaseNode) -> bool:
 def _without_embedding(nodes: Sequence[BaseNode]) -> tuple[list[BaseNode], list[str]]:
     """The nodes that have no embedding yet (or a stale one: :func:`_stale`, said in a warning), and their text
     as LlamaIndex embeds it."""
-    stale = [n for n in nodes if _stale(n)]
+    stale = {id(n) for n in nodes if _stale(n)}
     if stale:
         logging.getLogger("latechunk").warning(
             "LateChunkEmbedding: %d node(s) hold a late chunk's vector but only part of its text (a splitter ran "
             "after LateChunkNodeParser); they are embedded again on their own text (naive). Split with the "
             "parser's strategy instead (LateChunker(strategy=...)) to keep late vectors", len(stale))
-    todo = [n for n in nodes if n.embedding is None or _stale(n)]
+    todo = [n for n in nodes if n.embedding is None or id(n) in stale]
     return todo, [n.get_content(metadata_mode=MetadataMode.EMBED) for n in todo]
 
 
