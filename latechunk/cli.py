@@ -664,7 +664,7 @@ def verify(
 def reindex(
     out: Annotated[Path, typer.Argument(metavar="DIR", help="A finished output folder of `latechunk embed`.")],
     index: Annotated[Optional[str], typer.Option("--index", show_default=False, help="The new faiss index_factory string or alias, as embed's --index (flat, hnsw, HNSW32, IVF1024,Flat, ...). Default: the folder's.")] = None,
-    hnsw_m: Annotated[Optional[int], typer.Option(show_default=False, help="With --index hnsw: graph degree M.  [default: 32]")] = None,
+    hnsw_m: Annotated[Optional[int], typer.Option(show_default=False, help="With --index hnsw: its graph degree M (32 when not given; an HNSW16 folder reindexed without --index keeps its M).")] = None,
     ef_construction: Annotated[Optional[int], typer.Option(show_default=False, help="HNSW: build beam width. Default: the folder's (200 for a folder without HNSW).")] = None,
     ef_search: Annotated[Optional[int], typer.Option(show_default=False, help="HNSW: search beam width. Default: the folder's (128 for a folder without HNSW).")] = None,
     precision: Annotated[Optional[str], typer.Option("--precision", show_default=False, help="float32, float16, int8 or ubinary, as embed's --precision. Default: the folder's.")] = None,
@@ -709,8 +709,9 @@ def reindex(
     except ValueError as err:
         _fail(str(err))
 
-    def label(d: dict) -> str:
-        return (f"{d['factory']} {d.get('precision', 'float32')}"
+    def label(d: dict) -> str:  # the string faiss built where it differs (an IVF's lists cut to the vectors)
+        built_as = f" (built as {d['built']})" if d.get("built") and d.get("built") != d["factory"] else ""
+        return (f"{d['factory']}{built_as} {d.get('precision', 'float32')}"
                 + (f" @{d['truncate_dim']} dims" if d.get("truncate_dim") else "")
                 + (f" ef_construction {d['ef_construction']} ef_search {d['ef_search']}" if "ef_search" in d else ""))
 
@@ -1022,7 +1023,7 @@ def compare(
     macro_window_overlap: Annotated[Optional[str], typer.Option("--window-overlap", help="Content tokens shared by consecutive macro windows; sweep with 0|32|64 (one late pass per window and overlap; the report then draws the late - naive map: map.png, frontier.png). Default: 0.")] = None,
     dedup: Annotated[bool, typer.Option("--dedup", help="Drop retrieved chunks overlapping an earlier one of the same document (by char offsets) before scoring.")] = False,
     dedup_threshold: Annotated[Optional[float], typer.Option("--dedup-threshold", metavar="THRESHOLD", help="Also score every system on the index `embed --dedup THRESHOLD` would write (chunks with cosine >= THRESHOLD to an earlier kept chunk dropped), beside the full one, with NearDup@k (share of a query's top k that are near-duplicates of a higher-ranked hit). Default: off.")] = None,
-    index: Annotated[str, typer.Option("--index", help="flat (exact inner product), hnsw (HNSW{--hnsw-m}), or another faiss index_factory string without IVF (Flat, HNSW32, HNSW32,SQ8); the same for every strategy and mode (an IVF index's lists would be fitted to each system's size, so IVF is refused).")] = "flat",
+    index: Annotated[str, typer.Option("--index", help="flat (exact inner product), hnsw (HNSW32), or another faiss index_factory string without IVF (Flat, HNSW32, HNSW32,SQ8); the same for every strategy and mode (an IVF index's lists would be fitted to each system's size, so IVF is refused).")] = "flat",
     precision: Annotated[str, typer.Option("--precision", help="Comma list of index precisions (float32, float16, int8, ubinary): each system is indexed once per setting over the same vectors; the report shows each one's recall and index bytes. The first is the main index.")] = "float32",
     truncate_dim: Annotated[Optional[str], typer.Option("--truncate-dim", help="Comma list of dimensions N (Matryoshka truncation, renormalised; 'all' = no truncation), crossed with --precision. Default: all.")] = None,
     doc_depth: Annotated[int, typer.Option(help="Chunks retrieved per query for the document-level run (document = its best chunk).")] = 100,
