@@ -433,7 +433,8 @@ def load_beir(root: str | os.PathLike, split: str = "test", *, name: str | None 
 
     Raises:
         FileNotFoundError: if a file is missing.
-        ValueError: on a malformed qrels row or a qrels query missing from ``queries.jsonl``.
+        ValueError: on a malformed qrels row, or qrels none of whose queries is in ``queries.jsonl`` (queries
+            missing from it are otherwise left out, and counted in :attr:`EvalDataset.notes`).
     """
     root = Path(root)
     qrels_path = root / "qrels" / f"{split}.tsv"
@@ -474,19 +475,22 @@ def load_beir(root: str | os.PathLike, split: str = "test", *, name: str | None 
             qrels.setdefault(fields[0], {})[fields[1]] = score
     texts = {str(row["_id"]): row.get("text", "") for row in _read_jsonl(root / "queries.jsonl")}
     missing = [qid for qid in qrels if qid not in texts]
-    if missing:
-        raise ValueError(
-            f"load_beir: {len(missing)} qrels queries are not in queries.jsonl, e.g. {missing[:3]}"
-        )
+    notes: tuple[str, ...] = ()
+    if missing and len(missing) == len(qrels):
+        raise ValueError(f"load_beir: none of the {len(qrels)} queries of {qrels_path.name} is in queries.jsonl "
+                         f"(e.g. {missing[:3]}): is it the qrels of another dataset?")
+    if missing:  # a queries.jsonl given in part (as a corpus may be): evaluate the others, and say so
+        notes += (f"{len(missing)} of the {len(qrels)} queries in {qrels_path.name} are not in queries.jsonl (e.g. "
+                  f"{', '.join(map(repr, missing[:3]))}) and are left out",)
+        qrels = {qid: rels for qid, rels in qrels.items() if qid in texts}
     queries = tuple(Query(qid, texts[qid]) for qid in qrels)
     known = {d.doc_id for d in documents}
     unknown = sorted({d for rels in qrels.values() for d, r in rels.items() if r > 0 and d not in known})
-    notes = ()
     if unknown:  # a corpus given in part: those documents can never be retrieved, so recall cannot reach 1
         n_q = sum(1 for rels in qrels.values() if any(r > 0 and d not in known for d, r in rels.items()))
-        notes = ((f"{len(unknown)} relevant document(s) in the qrels are not in corpus.jsonl (e.g. "
-                 f"{', '.join(map(repr, unknown[:3]))}), for {n_q} of {len(qrels)} queries: no system can retrieve "
-                 "them, so recall stays below 1"),)
+        notes += ((f"{len(unknown)} relevant document(s) in the qrels are not in corpus.jsonl (e.g. "
+                  f"{', '.join(map(repr, unknown[:3]))}), for {n_q} of {len(qrels)} queries: no system can retrieve "
+                  "them, so recall stays below 1"),)
     return EvalDataset(name or root.name, tuple(documents), queries, qrels, notes)
 
 

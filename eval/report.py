@@ -822,7 +822,12 @@ def print_table(result, console=None) -> None:
     # every cell is a Text or escaped (a dataset folder "docs [v2]" or a SPEC with a [/...] path stays as written)
     t = Table(title=escape(f"latechunk compare: {result.manifest['dataset']['name']} "
                            f"({result.manifest['dataset']['queries']} queries, %, best in bold)"))
-    for col in ["strategy", "mode"] + [_col_name(m) for m in metrics] + ["chunks", "tokens enc.", "index bytes", "s"]:
+    shared = any(s.costs.get("tokens_encoded_shared") for s in result.systems)
+    if shared:  # late systems of one macro window share one encoder pass: say so instead of repeating its cost
+        t.caption = ("(shared): late rows of one macro window share one encoder pass; its tokens and encode "
+                     "seconds are shown on each, pooling seconds after the +")
+    for col in ["strategy", "mode"] + [_col_name(m) for m in metrics] + ["chunks", "tokens enc.", "index bytes",
+                                                                        "s (enc. + pool)"]:
         t.add_column(escape(col), overflow="fold")
     best = {m: _best([s.aggregates.get(m) for s in result.systems], m) for m in metrics}
     for s in result.systems:
@@ -830,8 +835,12 @@ def print_table(result, console=None) -> None:
         for m in metrics:
             v = s.aggregates.get(m)
             cells.append(Text(_fmt(m, v), style="bold" if v is not None and v == best[m] else ""))
-        cells += [Text(f"{s.costs['chunks']:,}"), Text(f"{s.costs['tokens_encoded']:,}"),
-                  Text(f"{s.costs['index_bytes']:,}"), Text(f"{s.costs['seconds']:.1f}")]
+        c = s.costs
+        mark = " (shared)" if c.get("tokens_encoded_shared") else ""
+        seconds = (f"{c['seconds_encode']:.1f}{mark} + {c['seconds_pool']:.2f}"
+                   if s.mode == "late" and "seconds_encode" in c and "seconds_pool" in c else f"{c['seconds']:.1f}")
+        cells += [Text(f"{c['chunks']:,}"), Text(f"{c['tokens_encoded']:,}{mark}"), Text(f"{c['index_bytes']:,}"),
+                  Text(seconds)]
         t.add_row(*cells)
     console.print(t)
     if any(s.compact for s in result.systems):  # one row per system and compact-vector setting

@@ -1256,6 +1256,9 @@ def agree(
 def main() -> None:  # pragma: no cover
     """The ``latechunk`` console script; ``$LATECHUNK_LOG`` sets the log level (default WARNING)."""
     logging.basicConfig(level=os.environ.get("LATECHUNK_LOG", "WARNING"))
+    import warnings
+
+    warnings.formatwarning = format_warning
     try:
         app()
     except (KeyboardInterrupt, SystemExit) as stop:  # typer turns Ctrl-C into exit 130, silently
@@ -1263,6 +1266,19 @@ def main() -> None:  # pragma: no cover
             typer.echo(interrupted_message(sys.argv[1:]), err=True)
             raise SystemExit(130) from None
         raise
+
+
+_DEFAULT_FORMATWARNING = __import__("warnings").formatwarning
+
+
+def format_warning(message, category, filename, lineno, line=None) -> str:
+    """``warnings.formatwarning`` for the console script: latechunk's own warnings as ``warning: MESSAGE`` (no
+    source path or code line: they are meant for the user, not a developer); other libraries' as Python prints
+    them."""
+    package = str(Path(__file__).resolve().parent)
+    if str(Path(filename).resolve()).startswith(package):
+        return f"warning: {message}\n"
+    return _DEFAULT_FORMATWARNING(message, category, filename, lineno, line)
 
 
 def interrupted_message(args: list[str]) -> str:

@@ -248,9 +248,58 @@ def _faiss_message(err: Exception) -> str:
     return re.sub(r"^Error in .*? at \S+:\d+: (Error: )?", "", text)
 
 
+def product_quantizer_of(index):
+    """The ``faiss.ProductQuantizer`` of a PQ index (``PQ``, ``IVF...,PQ``, ``HNSW..,PQ``, fast-scan, under a
+    pre-transform such as ``OPQ``), or None for any other index.
+
+    Args:
+        index: A faiss index.
+
+    Returns:
+        The product quantizer (``M`` sub-quantizers of ``ksub = 2**nbits`` centroids each) or None.
+    """
+    import faiss
+
+    seen = 0
+    while index is not None and seen < 8:  # wrappers: IndexPreTransform.index, IndexHNSW.storage
+        index = faiss.downcast_index(index)
+        if hasattr(index, "pq"):
+            return index.pq
+        index = getattr(index, "index", None) or getattr(index, "storage", None)
+        seen += 1
+    return None
+
+
+def pq_training_warning(index, rows: int, factory: str) -> str | None:
+    """A warning when a PQ index's codebooks are trained on fewer vectors than faiss's k-means asks for
+    (:data:`MIN_POINTS_PER_LIST` per centroid: ``39 * 2**nbits``, 9,984 for the default 8 bits), else None.
+    faiss then only prints its own "WARNING clustering ..." line, and recall can drop well below a Flat index's.
+
+    Args:
+        index: The untrained faiss index.
+        rows: Training vectors it gets.
+        factory: The factory string (for the message).
+    """
+    pq = product_quantizer_of(index)
+    if pq is None:
+        return None
+    need = MIN_POINTS_PER_LIST * int(pq.ksub)
+    if rows >= need:
+        return None
+    return (f"index {factory!r}: its product quantizer ({pq.M} codebooks of {pq.ksub} centroids) is trained on "
+            f"{rows:,} vectors, fewer than the {need:,} faiss's k-means asks for; recall can fall well below a "
+            "Flat index's. For a corpus this small use Flat, HNSW32 or SQ8 (or fewer bits: PQ<m>x4)")
+
+
 def _train(index, xt: np.ndarray, factory: str) -> None:
     if xt.shape[0] == 0:
         raise ValueError(f"index {factory!r} needs training, but there are no vectors to train it on")
+    message = pq_training_warning(index, int(xt.shape[0]), factory)
+    if message:
+        import warnings
+
+        warnings.warn(message, UserWarning, stacklevel=3)
+        product_quantizer_of(index).cp.min_points_per_centroid = 1  # only silences faiss's own line per codebook
     try:
         index.train(xt)
     except RuntimeError as err:
@@ -352,7 +401,8 @@ def check_factory(config: IndexConfig, dim: int) -> None:
     latechunk numbers vectors by chunk-table row itself (``add_with_ids`` for IVF parts, ``add`` otherwise) and
     searches by inner product, so these are refused: an IVF with fewer than 1 inverted list (``IVF0``), an ID map
     (``IDMap``/``IDMap2``: ids are the row numbers already) and a refine wrapper (``...,RFlat``/``Refine(...)``:
-    use ``--precision`` with rescoring instead), besides what :func:`new_index` refuses (unknown strings, indexes
+    use ``--precision`` with rescoring instead) and an NSG graph (``NSG32``: faiss builds it in one ``add`` and
+    refuses later ones, while latechunk adds shard by shard), besides what :func:`new_index` refuses (unknown strings, indexes
     without inner product such as ``LSH``).
 
     Args:
@@ -374,6 +424,13 @@ def check_factory(config: IndexConfig, dim: int) -> None:
     if "Refine" in kind:
         raise ValueError(f"--index {config.factory!r}: refine wrappers (RFlat, Refine(...)) are not supported; "
                          "use the base index with --precision (compact codes are rescored with float vectors)")
+    inner = faiss.downcast_index(index.index) if "PreTransform" in kind else index
+    if "NSG" in type(inner).__name__:
+        # faiss builds an NSG graph in one add() of at least 100 vectors and refuses any later add, while latechunk
+        # adds one shard at a time (and --append, Index.add add later)
+        raise ValueError(f"--index {config.factory!r}: an NSG graph cannot be added to once built (faiss builds it "
+                         "in one add of at least 100 vectors; latechunk adds one shard at a time and --append adds "
+                         "later); use HNSW32, the graph index that grows")
     for m in re.findall(r"HNSW(\d+)", config.factory):
         if int(m) < 2:
             # faiss accepts HNSW0 and then aborts the process (an assertion in HNSW.cpp) while adding vectors
@@ -660,7 +717,11 @@ def add_vectors(index, vectors, config: IndexConfig) -> None:
     if width != index.d:
         raise ValueError(f"vectors of dimension {x.shape[1]} (after --truncate-dim) do not fit an index of "
                          f"dimension {index.d}")
-    index.add(x)
+    try:
+        index.add(x)
+    except RuntimeError as err:  # what faiss refuses at add time (check_factory refuses the known cases earlier)
+        raise ValueError(f"cannot add {len(x):,} vectors to the {config.faiss_factory!r} index: "
+                         f"{_faiss_message(err)}") from err
 
 
 def search_index(index, xq, k: int, rescore_multiplier: int = RESCORE_MULTIPLIER, nprobe: int | None = None):

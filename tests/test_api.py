@@ -460,7 +460,7 @@ FRONT_MATTER_MD = ("---\ntitle: Rivers\ntags: [water]\n---\n\n# Rivers\n\nThe Da
                    "crosses ten countries.\n\n## Deltas\n\nA delta forms where a river meets the sea.\n")
 
 
-def test_markdown_given_as_a_str_chunks_as_embed_reads_the_file(chunker, tmp_path):
+def test_markdown_given_as_a_str_chunks_as_embed_reads_the_file(chunker, tmp_path, caplog):
     """Trial finding: `LateChunker(strategy="heading")(open("x.md").read())` chunked the markdown as plain text
     (its front matter a chunk of its own) while `latechunk chunk x.md` parsed it; `markdown=True` (or a
     Document naming a .md file in `source`, or LlamaIndex's `file_path`/`file_name`) reads it as markdown."""
@@ -490,6 +490,16 @@ def test_markdown_given_as_a_str_chunks_as_embed_reads_the_file(chunker, tmp_pat
     assert spans(markdown=True, doc=Document("r", FRONT_MATTER_MD, {"markdown": False})) == plain
     with pytest.raises(TypeError, match="markdown must be"):
         latechunk.LateChunker(chunker.encoder, markdown="yes")
+    # third trial: a JSONL writer's "yes"/"false" were ignored silently, and a URL with a query was plain text
+    assert spans(doc=Document("r", FRONT_MATTER_MD, {"markdown": "Yes"})) == cli
+    assert spans(markdown=True, doc=Document("r", FRONT_MATTER_MD, {"markdown": "false"})) == plain
+    assert spans(doc=Document("r", FRONT_MATTER_MD, {"source": "https://x.org/docs/rivers.md?plain=1#top"})) == cli
+    assert spans(doc=Document("r", FRONT_MATTER_MD, {"source": "https://x.org/page?file=rivers.md"})) == plain
+    with caplog.at_level(logging.WARNING, logger="latechunk"):
+        assert latechunk.LateChunker(chunker.encoder, strategy="heading")(
+            Document("r", FRONT_MATTER_MD, {"markdown": "maybe"})) == []
+    assert any("'r'" in m and "metadata 'markdown' must be true or false" in m and "'maybe'" in m
+               for m in caplog.messages)
 
 
 def test_append_warns_about_changed_documents(late_folder, corpus, tmp_path):

@@ -174,6 +174,25 @@ def test_compare_table_prints_names_literally():
     assert "docs [/v2] [bold]x" in text and "late [/y]" in text
 
 
+def test_compare_table_marks_the_late_pass_the_strategies_share():
+    """Trial finding: the terminal's `s` column repeated the one late pass's seconds on every late row, as if each
+    strategy had cost them; the rows now say (shared) and split encode + pool, as report.md's cost table does."""
+    from rich.console import Console
+
+    from latechunk.eval.report import load_result, print_table
+
+    result = load_result(Path(__file__).resolve().parents[1] / "eval" / "results" / "chroma_full")
+    buf = io.StringIO()
+    print_table(result, console=Console(file=buf, width=400, color_system=None))
+    rows = [line for line in buf.getvalue().splitlines() if "│ late" in line or "│ naive" in line]
+    late, naive = [r for r in rows if "│ late" in r], [r for r in rows if "│ naive" in r]
+    assert len(late) == len(naive) == 5
+    shared = result.systems[0].costs
+    assert all(f"{shared['seconds_encode']:.1f} (shared) + " in r for r in late), late
+    assert not any("(shared)" in r for r in naive)
+    assert "share one encoder pass" in buf.getvalue()
+
+
 # ------------------------------------------------------------------------------------------ search layout
 def _long_results() -> list[dict]:
     doc_id = "reference/configuration/very-long-folder-name-for-plugins/[draft] social-cards-and-more.md"

@@ -145,6 +145,22 @@ def test_load_beir_notes_relevant_documents_missing_from_the_corpus(tmp_path):
                            "queries"), note
 
 
+def test_load_beir_leaves_out_and_counts_qrels_queries_missing_from_queries_jsonl(tmp_path):
+    """Trial finding: one qrels line naming a query absent from queries.jsonl made the whole dataset fail; the
+    others are evaluated and the note says how many were left out. Qrels of another dataset still fail."""
+    root = tmp_path / "b"
+    shutil.copytree(MINI / "beir", root)
+    with open(root / "qrels" / "test.tsv", "a", encoding="utf-8") as f:
+        f.write("q-gone\td1\t1\n")
+    ds = load_beir(root)
+    assert [q.query_id for q in ds.queries] == ["q1", "q2"] and set(ds.qrels) == {"q1", "q2"}
+    (note,) = ds.notes
+    assert note == "1 of the 3 queries in test.tsv are not in queries.jsonl (e.g. 'q-gone') and are left out"
+    (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nx1\td1\t1\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="none of the 1 queries of test.tsv is in queries.jsonl"):
+        load_beir(root)
+
+
 def test_load_beir_falls_back_to_first_qrels(tmp_path):
     root = tmp_path / "b"
     shutil.copytree(MINI / "beir", root)

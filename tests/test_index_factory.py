@@ -248,6 +248,8 @@ def test_resume_after_a_kill_before_the_merge_gives_the_uninterrupted_output(tmp
     ("LSH", "inner-product"),
     ("HNSW0", "at least 2 neighbours"),  # trial of issue 15: faiss accepted it, then aborted the process (SIGABRT)
     ("HNSW1,Flat", "at least 2 neighbours"),
+    ("NSG32", "NSG graph cannot be added to"),  # faiss: a raw RuntimeError under 100 vectors or at a second add
+    ("PCA32,NSG32,Flat", "NSG graph cannot be added to"),
 ])
 def test_factory_strings_latechunk_cannot_build_are_refused_before_encoding(tmp_path, factory, reason):
     """Trial of issue 13: these encoded everything, then failed at assembly with a faiss traceback."""
@@ -275,3 +277,60 @@ def test_a_failed_index_training_names_what_needs_more_vectors():
     with pytest.raises(ValueError, match=r"PQ<m>x<b> 2\*\*b") as err:
         build_index(x, IndexConfig.from_option("IVF2,PQ4"))
     assert "IVF64" not in str(err.value)
+
+
+def test_a_pq_index_trained_on_too_few_vectors_warns_in_latechunk_words_once():
+    """faiss only prints one raw "WARNING clustering" line per codebook when a PQ index gets fewer than 39 * 2**nbits
+    training vectors (recall then drops); latechunk warns once, naming the index and what to use instead."""
+    import warnings
+
+    from latechunk.index import build_index, pq_training_warning, product_quantizer_of
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((600, 32)).astype(np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        build_index(x, IndexConfig(factory="IVF2,PQ8"))
+    messages = [str(w.message) for w in caught if "product quantizer" in str(w.message)]
+    assert len(messages) == 1 and "600 vectors" in messages[0] and "9,984" in messages[0] and "Flat" in messages[0]
+    for factory, expect in [("PQ8", 9984), ("OPQ8,IVF2,PQ8", 9984), ("HNSW32,PQ8", 9984), ("PQ8x4", 624),
+                            ("PQ8x4fs", 624), ("Flat", None), ("IVF2,SQ8", None), ("HNSW32", None)]:
+        index = faiss.index_factory(32, factory, faiss.METRIC_INNER_PRODUCT)
+        assert (product_quantizer_of(index) is None) == (expect is None), factory
+        if expect is not None:
+            assert pq_training_warning(index, expect - 1, factory) is not None, factory
+            assert pq_training_warning(index, expect, factory) is None, factory
+        else:
+            assert pq_training_warning(index, 10, factory) is None, factory
+    with warnings.catch_warnings(record=True) as caught:  # enough vectors for 4-bit codebooks: no warning
+        warnings.simplefilter("always")
+        build_index(np.concatenate([x, x[:100]]), IndexConfig(factory="PQ8x4"))  # 700 >= 39 * 16
+    assert not [w for w in caught if "product quantizer" in str(w.message)]
+
+
+def test_the_console_script_prints_latechunk_warnings_without_a_source_path():
+    import warnings as _warnings
+    from pathlib import Path as _Path
+
+    import latechunk.index as index_module
+    from latechunk.cli import format_warning
+
+    ours = format_warning("index 'PQ8': too few", UserWarning, index_module.__file__, 10, None)
+    assert ours == "warning: index 'PQ8': too few\n"
+    theirs = format_warning("deprecated", DeprecationWarning, str(_Path(_warnings.__file__)), 10, None)
+    assert "DeprecationWarning" in theirs and "deprecated" in theirs and not theirs.startswith("warning: ")
+
+
+def test_what_faiss_refuses_at_add_time_is_a_value_error_naming_the_index():
+    import numpy as np
+
+    from latechunk.config import IndexConfig
+    from latechunk.index import add_vectors, build_index
+
+    x = np.random.default_rng(0).standard_normal((150, 16)).astype(np.float32)
+    config = IndexConfig(factory="NSG8")
+    index = build_index(x, config)  # one add of >= 100 vectors: what faiss's NSG allows (the Python API's path)
+    assert index.ntotal == 150
+    with pytest.raises(ValueError, match=r"cannot add 10 vectors to the 'NSG8' index: .*incremental"):
+        add_vectors(index, x[:10], config)

@@ -194,6 +194,9 @@ def heading_plain_text(source: str, anchor_fallback: bool = True) -> str:
     return text or (anchor if anchor_fallback else "")
 
 
+_FLAG_WORDS = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
+
+
 def is_markdown_input(doc) -> bool:
     """Whether a document is markdown input: a ``.md``/``.markdown`` file, an HTML page converted to markdown, or
     a document whose metadata says so.
@@ -207,17 +210,28 @@ def is_markdown_input(doc) -> bool:
     Returns:
         True for markdown input; False for text, records (JSONL, parquet) and text given through the API without
         a markdown file name or flag, whose lines are taken as written.
+
+    Raises:
+        ValueError: for a ``markdown`` value that is neither a bool, None, nor one of the words ``true``, ``yes``,
+            ``1``, ``false``, ``no``, ``0`` (any case): the document is then skipped with this reason.
     """
     meta = doc.metadata or {}
     for key in ("markdown", CHUNKER_MARKDOWN_KEY):  # the document's own word, then its LateChunker's
         flag = meta.get(key)
+        if isinstance(flag, str) and flag.strip().lower() in _FLAG_WORDS:  # a JSONL or YAML writer's "true"/"no"
+            flag = _FLAG_WORDS[flag.strip().lower()]
         if isinstance(flag, bool):
             return flag
+        if flag is not None:
+            raise ValueError(f"metadata {key!r} must be true or false (a bool, or one of "
+                             f"{', '.join(map(repr, _FLAG_WORDS))}), got {flag!r}")
     if meta.get("converted_from"):
         return True
     for key in ("source", "file_path", "file_name"):
         name = meta.get(key)
         if isinstance(name, str) and name:
+            if "://" in name:  # a URL: its path names the file (https://host/docs/page.md?plain=1#part)
+                name = name.split("#", 1)[0].split("?", 1)[0]
             return name.lower().endswith((".md", ".markdown"))
     return False
 
