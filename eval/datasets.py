@@ -480,8 +480,8 @@ def load_beir(root: str | os.PathLike, split: str = "test", *, name: str | None 
         raise ValueError(f"load_beir: none of the {len(qrels)} queries of {qrels_path.name} is in queries.jsonl "
                          f"(e.g. {missing[:3]}): is it the qrels of another dataset?")
     if missing:  # a queries.jsonl given in part (as a corpus may be): evaluate the others, and say so
-        notes += (f"{len(missing)} of the {len(qrels)} queries in {qrels_path.name} are not in queries.jsonl (e.g. "
-                  f"{', '.join(map(repr, missing[:3]))}) and are left out",)
+        notes += ((f"{len(missing)} of the {len(qrels)} queries in {qrels_path.name} are not in queries.jsonl (e.g. "
+                   f"{', '.join(map(repr, missing[:3]))}) and are left out"),)
         qrels = {qid: rels for qid, rels in qrels.items() if qid in texts}
     queries = tuple(Query(qid, texts[qid]) for qid in qrels)
     known = {d.doc_id for d in documents}
