@@ -1098,7 +1098,7 @@ def train(
     max_queries: Annotated[Optional[int], typer.Option("--max-queries", help="Train on at most N queries (after the seeded shuffle). Default: all.")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the shuffle, dropout and the inverse-cloze draw.")] = 0,
     device: DeviceOpt = "auto",
-    precision: Annotated[str, typer.Option("--precision", help="auto, float32 or bfloat16: the dtype the model's forward and backward are autocast to (weights, optimiser state and loss stay float32). auto: bfloat16 on CUDA and on CPUs with AMX or AVX-512 BF16, else float32 ($LATECHUNK_CPU_DTYPE=float32 or bfloat16 sets the CPU's, as for embed). Recorded in the model folder's latechunk_train.json.")] = "auto",
+    precision: Annotated[str, typer.Option("--precision", "--dtype", help="auto, float32 or bfloat16 (--dtype is the same option, as embed names it): the dtype the model's forward and backward are autocast to (weights, optimiser state and loss stay float32). auto: bfloat16 on CUDA and on CPUs with AMX or AVX-512 BF16, else float32 ($LATECHUNK_CPU_DTYPE=float32 or bfloat16 sets the CPU's, as for embed). Recorded in the model folder's latechunk_train.json.")] = "auto",
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
 ) -> None:
     """Fine-tune a model for late chunking: queries pulled toward the late-pooled vector of the chunk holding

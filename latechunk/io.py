@@ -242,7 +242,7 @@ def _iter_jsonl(path: Path, root_name: str) -> Iterator[Document | Skipped]:
             id_field = next((k for k in _ID_COLUMNS if k in obj), None)  # the first present, even when null
             doc_id = obj[id_field] if id_field is not None else None
             yield _record(doc_id, obj.get("text", _NO_FIELD), obj.get("title"), where, url=obj.get("url"),
-                          id_field=id_field)
+                          id_field=id_field, fields=tuple(obj))
         if not any_line:  # 0 bytes, a byte-order mark alone or blank lines only: one item, never nothing
             yield Skipped(root_name, "empty file: no JSON lines", root_name)
 
@@ -376,20 +376,26 @@ def surrogate_reason(text: str, what: str = "text") -> str:
                 "Unicode: in JSON, a \\uD800-\\uDFFF escape without its pair)")
 
 
-def _record(doc_id, text, title, where: str, url=None, id_field: str | None = "id") -> Document | Skipped:
+def _record(doc_id, text, title, where: str, url=None, id_field: str | None = "id",
+            fields: tuple[str, ...] = ()) -> Document | Skipped:
     r"""One JSONL line or parquet row as a Document (``title + "\n\n" + text`` when titled) or a Skipped; a
     non-blank string ``url`` (a JSONL ``url`` field, a table's ``url`` column) goes to ``metadata["url"]``.
 
     ``id_field`` names the field or column ``doc_id`` came from (None: the record has none), for the reason of a
     null or ill-typed id. A number ``title`` is used as its string form; a title of another type skips the
-    record (:func:`_record_title`)."""
+    record (:func:`_record_title`). ``fields``: the record's field names, listed in the reason of a record
+    without ``text`` (a corpus whose text field is ``body`` or ``contents`` says so on its first line)."""
     reason = _id_reason(doc_id, id_field) or (surrogate_reason(doc_id, f"'{id_field}'") if isinstance(doc_id, str)
                                                 else "")
     if reason:
         return Skipped(where, reason, where)
     if not isinstance(text, str):  # listed under the record's own id (it has a valid one), its place as source
         if text is _NO_FIELD:
-            return Skipped(str(doc_id), "no 'text' field", where)
+            shown = ", ".join(repr(f) for f in fields[:8]) + (", ..." if len(fields) > 8 else "")
+            other = next((f for f in fields if f not in _ID_COLUMNS and f not in ("title", "url")), "body")
+            hint = (f" (its fields: {shown}; latechunk reads a record's text from 'text': rename the field, e.g. "
+                    f"jq -c '. + {{text: .{other}}} | del(.{other})')") if fields else ""
+            return Skipped(str(doc_id), f"no 'text' field{hint}", where)
         if text is None:
             return Skipped(str(doc_id), "'text' is null", where)
         return Skipped(str(doc_id), f"'text' must be a string, got {type(text).__name__}", where)

@@ -356,7 +356,19 @@ def test_a_missing_text_field_and_a_null_text_have_their_own_reasons(tmp_path):
     src = tmp_path / "t.jsonl"
     src.write_text('{"id": "a"}\n{"id": "b", "text": null}\n{"id": "c", "text": "Herons wait."}\n', encoding="utf-8")
     reasons = {x.doc_id: x.reason for x in iter_inputs([src]) if isinstance(x, Skipped)}
-    assert reasons == {"a": "no 'text' field", "b": "'text' is null"}
+    assert reasons["b"] == "'text' is null" and reasons["a"].startswith("no 'text' field (its fields: 'id';")
+    assert set(reasons) == {"a", "b"}
+
+
+def test_a_record_without_text_names_its_fields_and_how_to_rename_one(tmp_path):
+    """Trial finding: a corpus whose text field is `body` or `contents` read "no 'text' field" on every line; the
+    reason now lists the record's fields and a jq line that renames the first one that is not an id/title/url."""
+    src = tmp_path / "t.jsonl"
+    src.write_text('{"_id": "a", "title": "Rivers", "contents": "Herons wait.", "lang": "en"}\n', encoding="utf-8")
+    (skip,) = [x for x in iter_inputs([src]) if isinstance(x, Skipped)]
+    assert skip.doc_id == "a" and skip.reason == (
+        "no 'text' field (its fields: '_id', 'title', 'contents', 'lang'; latechunk reads a record's text from "
+        "'text': rename the field, e.g. jq -c '. + {text: .contents} | del(.contents)')")
 
 
 def test_a_records_url_is_kept_from_jsonl_and_tables_and_a_bad_one_skips_the_record(tmp_path):

@@ -122,3 +122,6 @@ def test_the_cli_passes_precision_and_refuses_a_bad_one(tmp_path):
     res = CliRunner().invoke(app, ["train", "--dataset", "xquad", "--out", str(tmp_path / "m"), "--precision", "fp16"])
     assert res.exit_code != 0 and "--precision must be one of" in res.output, res.output
     assert not (tmp_path / "m").exists()
+    # embed names the compute dtype --dtype (its --precision is the index's storage): train takes both spellings
+    res = CliRunner().invoke(app, ["train", "--dataset", "xquad", "--out", str(tmp_path / "m"), "--dtype", "fp16"])
+    assert res.exit_code != 0 and "must be one of" in res.output and "No such option" not in res.output, res.output
