@@ -295,11 +295,11 @@ def embed(
     except ValueError as err:
         _fail(_recorded_model_hint(str(err), out, (append or resume) and given.get("model") is None))
     # before the model loads; with several processes rank 0 checks the folder (the others find it being filled)
-    if rank == 0 and not (force or resume or append):
-        from latechunk.ingest.folder import check_not_empty
+    if rank == 0 and not (resume or append):
+        from latechunk.ingest.folder import check_force, check_not_empty
 
         try:
-            check_not_empty(out)
+            check_force(out) if force else check_not_empty(out)
         except ValueError as err:
             _fail(str(err))
     try:  # an input with nothing to embed (an empty folder, only .docx/.pdf files, ...) fails before any work
@@ -547,10 +547,14 @@ def _warn_changed(skipped: list[dict]) -> None:
     changed = [str(s["doc_id"]) for s in skipped if str(s["reason"]).startswith(CHANGED_SOURCE_REASON)]
     if changed:
         shown = ", ".join(visible(d) for d in changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
-        typer.secho(f"warning: {len(changed)} document(s) changed since they were indexed and were not updated: "
-                    f"{shown}; an index is append-only, so search still returns their old text (and verify reports "
-                    "the changed sources): embed the inputs into a new folder, or into this one with --force, to "
-                    "index the new text", fg=typer.colors.YELLOW, bold=True, err=True)
+        typer.secho(f"warning: {len(changed)} document(s) have an id the index already holds with another text and "
+                    f"were not added: {shown}. If they are edited versions of indexed documents, search still "
+                    "returns the old text (an index is append-only; verify reports the changed sources): embed the "
+                    "inputs into a new folder, or into this one with --force, to index the new text. If they are "
+                    "other files that share an id (a file's id is its path relative to its input folder, so "
+                    "A/README.md and B/README.md are both README.md), rename them before appending, or embed the "
+                    "folders' common parent into a new folder (the ids then keep their folder names)",
+                    fg=typer.colors.YELLOW, bold=True, err=True)
 
 
 def _check_hnsw_options(given: dict, index_config, index_option: str) -> None:
@@ -1268,6 +1272,29 @@ def main() -> None:  # pragma: no cover
         raise
 
 
+def _option_value(args: list[str], *names: str) -> str | None:
+    """The value of option ``names`` in a command line (``--out X`` or ``--out=X``; the last one wins), or None."""
+    value = None
+    for i, a in enumerate(args):
+        for name in names:
+            if a == name and i + 1 < len(args):
+                value = args[i + 1]
+            elif a.startswith(name + "="):
+                value = a[len(name) + 1:]
+    return value
+
+
+def _has_complete_shard(out: Path) -> bool:
+    """Whether an interrupted embed left shard 0 complete in ``out`` (sizes checked, hashes not: this runs after
+    Ctrl-C)."""
+    try:
+        from latechunk.ingest.shards import scan_shards
+
+        return bool(scan_shards(out, verify_hashes=False)[0])
+    except (OSError, ValueError):
+        return True  # cannot tell: the general advice
+
+
 _DEFAULT_FORMATWARNING = __import__("warnings").formatwarning
 
 
@@ -1290,6 +1317,10 @@ def interrupted_message(args: list[str]) -> str:
         return ("interrupted (Ctrl-C); the folder is as the last finished run or append left it: run the same "
                 "command again (--append, without --resume) to append")
     if command == "embed":
+        out = _option_value(args, "--out", "-o")
+        if out is not None and "--resume" not in args and not _has_complete_shard(Path(out)):
+            return ("interrupted (Ctrl-C) before the first shard was complete (a shard holds about --group-tokens "
+                    "tokens, 262,144 by default), so nothing is kept: run the same command again, with --force")
         return "interrupted (Ctrl-C); complete shards are kept: run the same command with --resume to continue"
     if command == "train":
         return "interrupted (Ctrl-C); train keeps no checkpoint: --out holds no model, run the command again"

@@ -515,7 +515,9 @@ def test_append_warns_about_changed_documents(late_folder, corpus, tmp_path):
     res = runner.invoke(app, ["embed", str(src), "--out", str(out), "--append", "-q", "--device", "cpu"])
     text = " ".join(res.output.split())
     assert res.exit_code == 0 and "appended 1/3 documents" in text, text
-    assert "warning: 1 document(s) changed since they were indexed and were not updated: rivers.md" in text, text
+    assert "warning: 1 document(s) have an id the index already holds with another text and were not added: " \
+        "rivers.md" in text, text
+    assert "rename them before appending" in text  # third trial: another file with the same relative id
     assert "--force" in text
 
 

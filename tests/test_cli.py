@@ -793,14 +793,21 @@ def test_settings_diff_leaves_the_batch_budget_out():
         "model.dtype (--dtype) was 'float32', now 'bfloat16'"]
 
 
-def test_interrupted_message_says_how_to_go_on():
+def test_interrupted_message_says_how_to_go_on(sotu_index, tmp_path):
     """Trial finding: after Ctrl-C in `embed --append` the message said to run it again with --resume, which
-    --append refuses; an append is continued by running it again."""
+    --append refuses; an append is continued by running it again. Third trial: "complete shards are kept" was said
+    of a folder with no complete shard (a corpus under one shard of 262,144 tokens), and --resume started over."""
     from latechunk.cli import interrupted_message
 
     append = interrupted_message(["embed", "new", "--out", "idx", "--append"])
     assert "--resume to continue" not in append and "same command again" in append
-    assert "--resume to continue" in interrupted_message(["embed", "docs", "--out", "idx"])
+    done = sotu_index[1]
+    for out in (["--out", str(done)], ["-o", str(done)], [f"--out={done}"]):
+        assert "--resume to continue" in interrupted_message(["embed", "docs", *out])
+    (tmp_path / "o" / "shards").mkdir(parents=True)
+    for out in (tmp_path / "o", tmp_path / "missing"):
+        message = interrupted_message(["embed", "docs", "--out", str(out), "--quiet"])
+        assert "before the first shard was complete" in message and "--resume" not in message, message
     assert "no checkpoint" in interrupted_message(["train", "--dataset", "xquad", "--out", "m"])
     assert interrupted_message([]) == interrupted_message(["search"]) == "interrupted (Ctrl-C)"
 

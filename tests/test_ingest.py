@@ -146,11 +146,20 @@ def test_force_replaces_only_the_output_files(corpus, tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     (out / "keep.txt").write_text("x")
-    (out / "shards").mkdir()
+    # third trial: --force wrote an index among a folder of documents (which later runs then refused to read)
+    res = runner.invoke(app, ["embed", str(doc), "--out", str(out), "--model", str(model), *ARGS, "--force"])
+    assert res.exit_code == 2 and "is not a latechunk output folder" in res.output and "keep.txt" in res.output
+    assert sorted(p.name for p in out.iterdir()) == ["keep.txt"]
+    (out / "keep.txt").unlink()
+    (out / ".gitignore").write_text("*\n")  # hidden files are no obstacle
+    assert runner.invoke(app, ["embed", str(doc), "--out", str(out), "--model", str(model), *ARGS,
+                               "--force"]).exit_code == 0
+    (out / "keep.txt").write_text("x")  # a latechunk output with a file of the user's beside it
     (out / "shards" / "00007.npy").write_bytes(b"junk")
     res = runner.invoke(app, ["embed", str(doc), "--out", str(out), "--model", str(model), *ARGS, "--force"])
     assert res.exit_code == 0, res.output
     assert (out / "keep.txt").read_text() == "x" and not (out / "shards" / "00007.npy").exists()
+    assert (out / ".gitignore").exists()
     assert runner.invoke(app, ["verify", str(out)]).exit_code == 0
 
 

@@ -241,6 +241,46 @@ def foreign_files(out: Path) -> list[str]:
     return bad
 
 
+def check_force(out: str | Path) -> None:
+    """Refuse ``--force`` into a folder it must not clear: one holding files named like latechunk's outputs
+    without a latechunk run.json or manifest.json (:func:`foreign_files`), or a non-empty folder that is not a
+    latechunk output (a folder of documents: an index written among them turned the folder into an "output
+    folder" that later runs refused to read as input). A missing or empty folder, hidden files (``.gitignore``)
+    and a run killed before its run.json (:func:`_holds_nothing`) pass.
+
+    Args:
+        out: The ``--out`` folder.
+
+    Raises:
+        ValueError: naming the folder and the files in the way.
+    """
+    out = Path(out)
+    if not out.is_dir():
+        return
+    foreign = foreign_files(out)
+    if foreign:
+        raise ValueError(
+            f"{out} holds {', '.join(foreign[:5])} but no latechunk run.json or manifest.json, so --force "
+            "will not delete them; choose another --out folder"
+        )
+    others = _other_files(out)
+    if others:
+        raise ValueError(
+            f"{out} is not a latechunk output folder (no run.json or manifest.json) and holds other files "
+            f"({', '.join(others[:3])}{', ...' if len(others) > 3 else ''}): --force only replaces a previous "
+            "latechunk output, it never writes an index among other files; choose a new or empty --out folder"
+        )
+
+
+def _other_files(out: Path) -> list[str]:
+    """Names in a folder that is not a latechunk output which latechunk would not write there (hidden names such
+    as ``.gitignore`` and the writer lock allowed); ``[]`` for a latechunk output or a folder of ours only."""
+    if _is_latechunk_output(out) or _holds_nothing(out):
+        return []
+    ours = set(OUTPUT_FILES) | {f"{n}.tmp" for n in OUTPUT_FILES} | {LOCK_FILE, SHARDS_DIR, APPENDED_DIR}
+    return sorted(p.name for p in out.iterdir() if p.name not in ours and not p.name.startswith("."))
+
+
 def _holds_nothing(out: Path) -> bool:
     """True when ``out`` holds only an empty ``shards/`` and temp files of ours (a run killed at its start)."""
     for p in out.iterdir():
@@ -284,7 +324,8 @@ def prepare_output(out: str | Path, settings: dict, force: bool = False, resume:
       returned and nothing is removed yet (the stream removes what follows them, partial shards, temp files
       and a half-assembled output, once it has checked that the inputs they consumed are unchanged);
     - ``force``: the files of a previous output (:data:`latechunk.output.OUTPUT_FILES`) are removed, nothing
-      else in the folder, and only from a folder latechunk wrote (:func:`foreign_files`);
+      else in the folder, and only from a folder latechunk wrote (:func:`foreign_files`); a non-empty folder that
+      is not a latechunk output (a folder of documents) is refused, so no index is ever written among them;
     - otherwise an existing non-empty folder is an error: it is never overwritten.
 
     Args:
@@ -325,12 +366,7 @@ def prepare_output(out: str | Path, settings: dict, force: bool = False, resume:
         check_not_empty(out)
     out.mkdir(parents=True, exist_ok=True)
     if force:
-        foreign = foreign_files(out)
-        if foreign:
-            raise ValueError(
-                f"{out} holds {', '.join(foreign[:5])} but no latechunk run.json or manifest.json, so --force "
-                "will not delete them; choose another --out folder"
-            )
+        check_force(out)
         _remove_output(out)
     folder.shards_dir.mkdir(exist_ok=True)
     write_json(folder.run_path, {"format": RUN_FORMAT, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
