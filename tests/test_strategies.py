@@ -970,6 +970,31 @@ def test_semantic_default_min_tokens_keeps_a_heading_with_its_body(minilm_tokeni
             assert not chunk.endswith("## Storms"), (seed, chunk)
 
 
+def test_semantic_front_matter_does_not_make_a_heading_long_enough_to_stand_alone(minilm_tokenizer):
+    """Third trial: in a markdown file with front matter, semantic cut "front matter + # Heading" (22 tokens, over
+    the default min_tokens of 16) off from the heading's text. On markdown input min_tokens counts the tokens that
+    carry content, so the heading stays with its text; the same text as plain text is unchanged."""
+    front = "---\ntitle: [unclosed\n  - broken: yaml: here\n  tags: [one, two, three]\n---\n\n"
+    text = front + SEMANTIC_HEADED
+
+    body = text.index("The moon")
+
+    def cut_after_the_heading(doc, tok, spans):  # one low similarity: between "# Tides" and its first sentence
+        starts = tok.offsets[np.asarray(spans)[:, 0], 0]
+        return np.where((starts < body)[:, None], [[1.0, 0.0]], [[0.0, 1.0]])
+
+    firsts = {}
+    for md in (True, False):
+        doc = Document("d", text, {"markdown": md})
+        tok = minilm_tokenizer(doc)
+        b = Semantic(percentile=50).split(doc, tok, cut_after_the_heading)
+        check_boundaries(text, tok, b, max_tokens=Semantic().limit)
+        firsts[md] = text[slice(*b.char_spans[0].tolist())]
+    assert "The moon pulls the sea." in firsts[True], firsts[True]
+    # as plain text the front matter's tokens count, so the cut the trial saw stays there (the test can fail)
+    assert firsts[False].rstrip().endswith("# Tides"), firsts[False]
+
+
 def test_semantic_default_max_tokens_is_capped_at_the_model_content_limit(minilm_tokenizer):
     """Issue 10: semantic's default max_tokens (512) exceeded MiniLM's 510 content tokens, so some naive chunks
     needed two windows. The default is now None: 512 capped at the content limit the pipeline gives; an explicit

@@ -72,7 +72,8 @@ class Semantic(Strategy):
         percentile: Cut where the similarity of consecutive sentences is below this percentile of the
             document's similarities (0..100); alias ``breakpoint_percentile=p`` for ``100 - p``.
         min_tokens: A chunk shorter than this many tokens takes in the group after it (the last one joins the
-            one before) while they fit ``max_tokens`` (>= 0, at most ``max_tokens``; 0: never); alias
+            one before) while they fit ``max_tokens`` (>= 0, at most ``max_tokens``; 0: never); on markdown
+            input only tokens that carry content count (front matter and markup do not); alias
             ``min_chunk_size``. The default 16 (``max_tokens`` when that is smaller)
             keeps a lone heading or code fence (3 tokens) with the text it introduces: on the five Chroma
             corpora (MiniLM) chunks under 8 tokens fall from 380 of 1590 (``min_tokens=0``) to 6 of 1144.
@@ -222,11 +223,11 @@ class Semantic(Strategy):
             group_starts = np.concatenate([[0], cut_after + 1])
             group_ends = np.append(cut_after + 1, m)
             groups = np.stack([rel[group_starts, 0], rel[group_ends - 1, 1]], axis=1)
-        groups = self._fit(doc.text, tok, rel, groups, sentences, content)
-        if groups.shape[0] > 1 and is_markdown_input(doc):  # no chunk of markup alone (issue 16)
-            groups, _ = join_markup_only(
-                groups, content_prefix(doc.text, content_offsets(tok)), self.limit, cuts=(rel[:, 0],)
-            )
+        markdown = is_markdown_input(doc)
+        carried = content_prefix(doc.text, content_offsets(tok)) if markdown else None
+        groups = self._fit(doc.text, tok, rel, groups, sentences, content, carried)
+        if markdown and groups.shape[0] > 1:  # no chunk of markup alone (issue 16)
+            groups, _ = join_markup_only(groups, carried, self.limit, cuts=(rel[:, 0],))
         return finish(doc, tok, groups, self.spec, content=content)
 
     def cut_points(
@@ -262,8 +263,15 @@ class Semantic(Strategy):
         groups: np.ndarray,
         sentences: SentenceSegmenter,
         content: ContentTokens,
+        carried: np.ndarray | None = None,
     ) -> np.ndarray:
-        """Re-cut groups longer than max_tokens, then join groups shorter than min_tokens."""
+        """Re-cut groups longer than max_tokens, then join groups shorter than min_tokens: counted in the tokens
+        that carry content (``carried``, :func:`content_prefix`; markdown input) where given, so front matter
+        before a heading does not make "front matter + heading" long enough to stand alone (third trial)."""
+        def short(a: int, b: int) -> bool:
+            n = b - a if carried is None else int(carried[b] - carried[a])
+            return n < self.min_tokens
+
         lengths = groups[:, 1] - groups[:, 0]
         if (lengths > self.limit).any():
             splitter = PieceSplitter(text, tok, self.limit, sentences, content)
@@ -283,11 +291,11 @@ class Semantic(Strategy):
             out = [list(groups[0])]
             for a, b in groups[1:].tolist():
                 pa, pb = out[-1]
-                if pb - pa < self.min_tokens and b - pa <= self.limit:  # too short: take the next group in
+                if short(pa, pb) and b - pa <= self.limit:  # too short: take the next group in
                     out[-1][1] = b
                 else:
                     out.append([a, b])
-            if len(out) > 1 and out[-1][1] - out[-1][0] < self.min_tokens and out[-1][1] - out[-2][0] <= self.limit:
+            if len(out) > 1 and short(*out[-1]) and out[-1][1] - out[-2][0] <= self.limit:
                 last = out.pop()  # a short last chunk joins the one before it
                 out[-1][1] = last[1]
             groups = np.asarray(out, dtype=np.int64)
