@@ -237,11 +237,17 @@ def _check_slice(
         )
 
 
+#: The files of a Chroma-format ``corpora/`` folder that are read: markdown (parsed as markdown, as ``embed`` reads
+#: a ``.md`` file) and plain text (cut as written).
+CHROMA_CORPUS_SUFFIXES = (".md", ".markdown", ".txt")
+
+
 def load_chroma(root: str | os.PathLike, *, name: str | None = None) -> EvalDataset:
     """Load Chroma's general chunking-evaluation set, or any folder in its format.
 
-    ``root/corpora/<corpus_id>.md`` is one document each (``doc_id`` = file stem), read as UTF-8 with
-    ``newline=""`` so no newline translation moves an offset. ``root/questions_df.csv`` has columns
+    ``root/corpora/<corpus_id>.md`` (or ``.markdown``, or ``.txt`` for plain text, :data:`CHROMA_CORPUS_SUFFIXES`)
+    is one document each (``doc_id`` = file stem, ``source`` its file name, which tells the strategies whether it
+    is markdown), read as UTF-8 with ``newline=""`` so no newline translation moves an offset. ``root/questions_df.csv`` has columns
     ``question``, ``references`` (a JSON list of ``{content, start_index, end_index}``, end exclusive) and
     ``corpus_id``. ``query_id`` is the 0-based data row number as a string (``"0"`` ... ``"471"``), the same
     ids Chroma's code gives its question collection, for the dataset named ``"chroma"``; any other dataset's
@@ -256,7 +262,8 @@ def load_chroma(root: str | os.PathLike, *, name: str | None = None) -> EvalData
 
     Raises:
         FileNotFoundError: if ``corpora/`` or ``questions_df.csv`` is missing.
-        ValueError: if a row names an unknown corpus or ``text[start_index:end_index] != content``.
+        ValueError: if a row names an unknown corpus (the message lists the files not read), two files share a
+            stem, or ``text[start_index:end_index] != content``.
     """
     root = Path(root)
     name = name or root.resolve().name
@@ -265,8 +272,14 @@ def load_chroma(root: str | os.PathLike, *, name: str | None = None) -> EvalData
     questions_csv = root / "questions_df.csv"
     if not corpora_dir.is_dir() or not questions_csv.is_file():
         raise FileNotFoundError(f"load_chroma: expected {corpora_dir}/ and {questions_csv} under {root}")
-    documents = []
-    for path in sorted(corpora_dir.glob("*.md")):
+    documents, ignored = [], []
+    for path in sorted(corpora_dir.iterdir()):
+        if not path.is_file() or path.suffix.lower() not in CHROMA_CORPUS_SUFFIXES:
+            ignored.append(path.name)
+            continue
+        if any(d.doc_id == path.stem for d in documents):
+            raise ValueError(f"load_chroma: {corpora_dir} has two files named {path.stem!r} (a corpus id is the file "
+                             "name without its suffix); rename one")
         with open(path, encoding="utf-8", newline="") as f:
             documents.append(Document(path.stem, f.read(), {"source": path.name}))
     texts = {d.doc_id: d.text for d in documents}
@@ -282,7 +295,8 @@ def load_chroma(root: str | os.PathLike, *, name: str | None = None) -> EvalData
             if corpus_id not in texts:
                 raise ValueError(
                     f"load_chroma: query {query_id!r} names corpus {corpus_id!r}, but {corpora_dir} has only "
-                    f"{sorted(texts)}"
+                    f"{sorted(texts)} (corpora are read from {', '.join(CHROMA_CORPUS_SUFFIXES)} files"
+                    + (f"; not read: {', '.join(ignored[:5])}" if ignored else "") + ")"
                 )
             try:
                 references = json.loads(row["references"])

@@ -72,6 +72,24 @@ def test_load_chroma_unknown_corpus(tmp_path):
         load_chroma(root)
 
 
+def test_load_chroma_reads_plain_text_corpora_and_names_the_files_it_does_not_read(tmp_path):
+    """Trial finding: a `.txt` in corpora/ was ignored without a word and the question naming it failed with
+    "has only [...]"; renaming it to .md changed its chunking (parsed as markdown). .txt is read as plain text."""
+    root = tmp_path / "c"
+    shutil.copytree(MINI / "chroma", root)
+    (root / "corpora" / "beta.md").rename(root / "corpora" / "beta.txt")
+    ds = load_chroma(root)
+    assert ds.document("beta").metadata["source"] == "beta.txt"
+    assert [d.doc_id for d in ds.documents] == sorted(d.doc_id for d in ds.documents)
+    (root / "corpora" / "beta.txt").rename(root / "corpora" / "beta.rst")
+    with pytest.raises(ValueError, match=r"read from \.md, \.markdown, \.txt files; not read: beta\.rst"):
+        load_chroma(root)
+    (root / "corpora" / "beta.rst").rename(root / "corpora" / "beta.txt")
+    shutil.copy(root / "corpora" / "beta.txt", root / "corpora" / "beta.md")
+    with pytest.raises(ValueError, match="two files named 'beta'"):
+        load_chroma(root)
+
+
 # ---------------------------------------------------------------- SQuAD
 
 
