@@ -615,12 +615,20 @@ def _documents_line(embedded: int, items: int, skipped: list[dict]) -> str:
     return line
 
 
+def skipped_line(doc_id: str, reason: str, source: str | None = None) -> str:
+    """``skipped ID: REASON``, with the item's place when it says more than its id (a JSONL line, a table row:
+    ``skipped 3 (records/kb.jsonl:3): no 'text' field``)."""
+    where = f" ({visible(str(source))})" if source and str(source) != doc_id else ""
+    return f"skipped {visible(doc_id)}{where}: {reason}"
+
+
 def _print_skipped(skipped: list[dict], where: Path | str | None) -> None:
     """Print each skipped item (doc id: reason) on stderr, at most :data:`_MAX_SKIPPED_SHOWN`, then a count: where
     they are all listed or, with ``where=None`` (nothing records them: an append that embedded nothing), the
     rest's reasons counted."""
     for s in skipped[:_MAX_SKIPPED_SHOWN]:
-        typer.secho(f"skipped {visible(str(s['doc_id']))}: {s['reason']}", fg=typer.colors.YELLOW, err=True)
+        typer.secho(skipped_line(str(s["doc_id"]), str(s["reason"]), s.get("source")), fg=typer.colors.YELLOW,
+                    err=True)
     _print_unshown(skipped[_MAX_SKIPPED_SHOWN:], where)
 
 
@@ -902,18 +910,18 @@ def chunk(
     n_skipped = 0
     unshown: list[dict] = []
 
-    def skip(doc_id: str, reason: str) -> None:  # every item not chunked, with its reason (as embed's manifest)
+    def skip(doc_id: str, reason: str, source: str | None = None) -> None:  # every item not chunked (as embed's)
         nonlocal n_skipped
         n_skipped += 1
         if n_skipped <= _MAX_SKIPPED_SHOWN:
-            typer.secho(f"skipped {visible(doc_id)}: {reason}", fg="yellow", err=True)
+            typer.secho(skipped_line(doc_id, reason, source), fg="yellow", err=True)
         else:  # counted by kind at the end, as embed prints them
             unshown.append({"doc_id": doc_id, "reason": reason})
 
     def documents():
         for d in iter_inputs(inputs):
             if isinstance(d, Skipped):
-                skip(d.doc_id, d.reason)
+                skip(d.doc_id, d.reason, d.source)
             else:
                 yield d
 
@@ -945,11 +953,11 @@ def chunk(
                     for d, b in zip(g.documents, g.boundaries[strat.spec]):
                         emit(d, b)
                     for s in g.skipped:
-                        skip(s.doc_id, s.reason)
+                        skip(s.doc_id, s.reason, s.source)
             else:
                 for doc, b, reason in chunk_documents(documents(), strat, tokenizer):
                     if b is None:
-                        skip(doc.doc_id, reason)
+                        skip(doc.doc_id, reason, (doc.metadata or {}).get("source"))
                     else:
                         emit(doc, b)
         except BrokenPipeError:  # stdout closed early (`| head`): stop quietly, no traceback (Python's docs recipe:
@@ -1217,7 +1225,7 @@ def agree(
     except (ValueError, OSError) as err:
         _fail(str(err))
     for s in run.skipped:
-        typer.secho(f"skipped {visible(s.doc_id)}: {s.reason}", fg=typer.colors.YELLOW, err=True)
+        typer.secho(skipped_line(s.doc_id, s.reason, s.source), fg=typer.colors.YELLOW, err=True)
     if not run.documents:
         _fail(f"no document was chunked from {', '.join(str(p) for p in inputs)} (the reasons are above)", code=1)
     if html_dir is not None:

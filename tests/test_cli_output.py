@@ -322,3 +322,14 @@ def test_expand_section_of_a_document_without_headings_says_it_is_the_whole_docu
     assert "short.md" not in note  # a section under a heading gets no note
     res = runner.invoke(app, ["search", str(out), "harbour tide", "-k", "3", "--expand", "neighbors:1"])
     assert res.exit_code == 0 and "note:" not in res.stderr
+
+
+def test_a_skipped_line_names_the_items_place_when_its_id_does_not():
+    """Trial finding: "skipped 3: no 'text' field" named a JSONL record by its id alone; the line now adds its
+    file and line (the manifest has always had them), and a file whose id is its path is not named twice."""
+    from latechunk.cli import skipped_line
+
+    assert skipped_line("3", "no 'text' field", "records/kb.jsonl:3") == \
+        "skipped 3 (records/kb.jsonl:3): no 'text' field"
+    assert skipped_line("notes/a.md", "empty file", "notes/a.md") == "skipped notes/a.md: empty file"
+    assert skipped_line("x", "r") == skipped_line("x", "r", "") == "skipped x: r"
