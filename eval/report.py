@@ -437,9 +437,16 @@ def _alarm_section(result) -> list[str]:
     if rows:
         out += [_table(["strategy", "level", "document", "source", "chunks / 1k tokens", "reference", "ratio",
                         "robust z"], rows), ""]
-    else:
-        out += [f"No alarm for any of the {len(alarms)} strategies.", ""]
     unchecked = result.manifest.get("alarms_unchecked") or {}
+    if not rows:  # "no alarm" only for what was checked (a trial read it as a clean bill for unchecked strategies)
+        checked = [spec for spec in alarms if spec not in unchecked]
+        if not unchecked:
+            line = f"No alarm for any of the {len(alarms)} strategies."
+        elif checked:
+            line = f"No alarm for the {len(checked)} of {len(alarms)} strategies that could be checked."
+        else:
+            line = "No strategy could be checked (too few documents to compare; why, below)."
+        out += [line, ""]
     out += [f"`{short_spec(spec)}`: {why}" for spec, why in unchecked.items()] + ([""] if unchecked else [])
     return out
 

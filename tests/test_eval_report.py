@@ -52,6 +52,8 @@ def test_compare_with_two_strategies_reports_their_boundary_agreement(report):
     # four documents: too few to compare, and the report says so rather than only "no alarm"
     assert set(data["manifest"]["alarms_unchecked"]) == set(data["manifest"]["strategies"])
     assert "not checked: " in text
+    # third trial: the section also said "No alarm for any of the 2 strategies" above the not-checked lines
+    assert "No alarm for any" not in text and "No strategy could be checked" in text
 
 
 def test_compare_dedup_threshold_puts_near_duplicates_and_recall_beside_the_full_index(report):
