@@ -356,6 +356,10 @@ class IndexConfig:
             ValueError: as the constructor, or ``hnsw_m < 2``.
         """
         key = value.strip().lower()
+        if key in PRECISIONS or key in ("binary", "fp16", "bf16", "sq8"):  # a storage setting, not an index type
+            hint = {"binary": "ubinary", "fp16": "float16", "bf16": "float16", "sq8": "int8"}.get(key, key)
+            raise ValueError(f"--index {value.strip()!r} is how the vectors are stored, not an index type: give "
+                             f"--precision {hint} (with --index flat{'' if hint == 'ubinary' else ', hnsw or IVF...'})")
         if key == "hnsw":
             _positive_int("hnsw_m", hnsw_m, minimum=2)
             return cls(factory=f"HNSW{hnsw_m}", **kwargs)

@@ -446,3 +446,15 @@ def test_diff_settings_names_the_option_and_a_key_one_side_lacks():
     ]
     assert diff_settings(new, new) == []
     assert diff_settings({"other": 1}, {}) == ["other was 1, now not set"]  # a key with no option keeps its name
+
+
+@pytest.mark.parametrize(("value", "hint"), [("ubinary", "--precision ubinary"), ("INT8", "--precision int8"),
+                                             ("fp16", "--precision float16"), ("binary", "--precision ubinary")])
+def test_an_index_option_that_names_a_precision_says_which_option_it_belongs_to(value, hint):
+    """Trial finding: `reindex DIR --index ubinary` answered "--index 'ubinary' sets its own encoding: use
+    --precision float32", and embed a faiss parse error."""
+    from latechunk.config import IndexConfig
+
+    with pytest.raises(ValueError, match="is how the vectors are stored, not an index type") as err:
+        IndexConfig.from_option(value)
+    assert hint in str(err.value)
