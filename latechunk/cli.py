@@ -318,6 +318,7 @@ def embed(
             device = f"cuda:{local_rank}"
             torch.cuda.set_device(local_rank)
     from latechunk.encoder import Encoder
+    from latechunk.index import IndexTrainingError
     from latechunk.ingest import RankError, ingest
     from latechunk.provenance import versions
 
@@ -360,6 +361,9 @@ def embed(
         else:
             manifest = ingest(config, encoder, progress=not quiet and rank == 0, header=header, rank=rank,
                               world_size=world_size)
+    except IndexTrainingError as err:  # everything is encoded: the shards hold it, only the index failed
+        _fail(f"{err}. The encoded shards are kept in {out / 'shards'}: run the same command with --resume and "
+              "--index Flat (or HNSW32) to build another index from them without encoding again")
     except ValueError as err:
         _fail(str(err))
     except RankError as err:
@@ -510,10 +514,14 @@ def _check_engine(engine: str, address: str | None, actors: int | None, *, world
 
 def _append(config, encoder, quiet: bool) -> None:
     """``embed --append``: add the inputs to the finished folder and print what was added and skipped."""
+    from latechunk.index import IndexTrainingError
     from latechunk.ingest.append import append
 
     try:
         res = append(config, encoder, progress=not quiet)
+    except IndexTrainingError as err:
+        _fail(f"{err}. Nothing was appended (the folder is as it was); `latechunk reindex {config.out} --index Flat` "
+              "(or HNSW32) gives the folder an index type that can be built, then append again")
     except ValueError as err:
         _fail(str(err))
     if not res.added:  # nothing embedded: the folder is as it was, and records none of the skipped items

@@ -71,6 +71,7 @@ __all__ = [
     "BuildFacts",
     "IndexConfig",
     "add_batches",
+    "IndexTrainingError",
     "check_factory",
     "add_vectors",
     "as_float32_rows",
@@ -291,9 +292,13 @@ def pq_training_warning(index, rows: int, factory: str) -> str | None:
             "Flat index's. For a corpus this small use Flat, HNSW32 or SQ8 (or fewer bits: PQ<m>x4)")
 
 
+class IndexTrainingError(ValueError):
+    """An index type that cannot be trained on the vectors there are (too few for its quantizers, or none)."""
+
+
 def _train(index, xt: np.ndarray, factory: str) -> None:
     if xt.shape[0] == 0:
-        raise ValueError(f"index {factory!r} needs training, but there are no vectors to train it on")
+        raise IndexTrainingError(f"index {factory!r} needs training, but there are no vectors to train it on")
     message = pq_training_warning(index, int(xt.shape[0]), factory)
     if message:
         import warnings
@@ -303,7 +308,7 @@ def _train(index, xt: np.ndarray, factory: str) -> None:
     try:
         index.train(xt)
     except RuntimeError as err:
-        raise ValueError(f"cannot train index {factory!r} on {xt.shape[0]} vectors: "
+        raise IndexTrainingError(f"cannot train index {factory!r} on {xt.shape[0]} vectors: "
                          f"{_faiss_message(err)} (each quantizer of the index needs at least as many training "
                          "vectors as it has centroids: IVF<n> needs n, PQ<m>x<b> 2**b (256 for the default 8 bits), "
                          "PCA<d> more vectors than d; for a small corpus use Flat or HNSW32)") from err

@@ -566,3 +566,43 @@ def test_a_folder_copied_mid_commit_is_finished_or_refused_never_left_half_done(
     res = runner.invoke(app, ["verify", str(lost)])
     assert res.exit_code == 1 and "copied mid-commit" in " ".join(res.output.split()), res.output
     assert OutputFolder(lost).finish_commit(repair=True) and not (lost / "commit.json").exists()
+
+
+def test_an_index_that_cannot_be_trained_is_replaced_on_resume_without_encoding_again(corpus, tmp_path):
+    """Trial finding: `--index PQ384x4` on a few vectors failed after every document was encoded, and the folder
+    could not be finished (--resume --index Flat was refused as a changed setting, reindex needs a manifest):
+    only --force, encoding everything again. The index is built from the shards, so --resume may change it."""
+    src, model = corpus
+    out = tmp_path / "out"
+    base = ["embed", str(src), "--out", str(out), "--model", str(model), *ARGS]
+    res = runner.invoke(app, [*base, "--index", "PQ16x8"])
+    assert res.exit_code == 2 and "cannot train index 'PQ16x8'" in res.output, res.output
+    assert "--resume and --index Flat" in " ".join(res.output.split())
+    shards = sorted((out / "shards").iterdir())
+    stamps = {p.name: p.stat().st_mtime_ns for p in shards}
+    res = runner.invoke(app, [*base, "--resume", "--strategy", "fixed:size=7"])  # other settings: still refused
+    assert res.exit_code == 2 and "differ" in res.output, res.output
+    res = runner.invoke(app, [*base, "--resume", "--index", "Flat"])
+    assert res.exit_code == 0, res.output
+    assert {p.name: p.stat().st_mtime_ns for p in sorted((out / "shards").iterdir())} == stamps  # not encoded again
+    assert json.loads((out / "run.json").read_text())["settings"]["index"]["factory"] == "Flat"
+    assert json.loads((out / "manifest.json").read_text())["index"]["factory"] == "Flat"
+    assert runner.invoke(app, ["verify", str(out)]).exit_code == 0
+
+
+def test_an_append_that_fails_leaves_no_shard_behind(corpus, tmp_path):
+    """Trial finding: an append whose index could not be trained left its shards beyond the manifest, and verify
+    then failed, calling it an interrupted append; the error now removes them and points at reindex."""
+    src, model = corpus
+    empty = tmp_path / "unk"
+    empty.mkdir()
+    (empty / "w.txt").write_text("z" * 5000, encoding="utf-8")  # one word over the tokenizer's limit: all [UNK]
+    out = tmp_path / "out"
+    res = runner.invoke(app, ["embed", str(empty), "--out", str(out), "--model", str(model), *ARGS, "--index", "PQ8"])
+    assert res.exit_code == 1, res.output  # nothing to embed: a folder with 0 vectors, and an untrained PQ index
+    before = sorted(p.name for p in (out / "shards").iterdir())
+    res = runner.invoke(app, ["embed", str(src), "--out", str(out), "--model", str(model), *ARGS, "--append"])
+    assert res.exit_code == 2 and "cannot train index 'PQ8'" in res.output, res.output
+    assert "reindex" in res.output and "Nothing was appended" in " ".join(res.output.split())
+    assert sorted(p.name for p in (out / "shards").iterdir()) == before
+    assert runner.invoke(app, ["verify", str(out)]).exit_code == 0

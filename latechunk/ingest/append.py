@@ -427,15 +427,23 @@ def _append_locked(config: EmbedConfig, encoder, progress: bool) -> AppendResult
                                           "seconds": round(time.time() - t0, 3)})
 
     progress_before = folder.progress_path.read_bytes() if folder.progress_path.is_file() else None
-    _, end, _ = stream(config, encoder, items, start, digest, n0, None, write, progress=progress, bar_start=0)
-    skipped = [s for r in new for s in r["skipped"]]
-    if not any(r["documents"] for r in new):  # nothing embedded: leave the folder as it was
+
+    def drop_new_shards() -> None:  # the folder as its manifest left it
         for f in folder.shards_dir.iterdir():
             k = folder.shard_number(f.name)
-            if f.name.endswith(".tmp") or k is None or k >= n0:
+            if f.is_file() and (f.name.endswith(".tmp") or k is None or k >= n0):
                 f.unlink()
         if progress_before is not None:
             write_atomic(folder.progress_path, lambda tmp: tmp.write_bytes(progress_before))
+
+    try:
+        _, end, _ = stream(config, encoder, items, start, digest, n0, None, write, progress=progress, bar_start=0)
+    except Exception:  # an error (not Ctrl-C: the next append cleans up after that) leaves no shard behind
+        drop_new_shards()
+        raise
+    skipped = [s for r in new for s in r["skipped"]]
+    if not any(r["documents"] for r in new):  # nothing embedded: leave the folder as it was
+        drop_new_shards()
         return AppendResult(manifest, [], skipped, 0, added=False)
     out_abs = out.resolve()
     rel = [os.path.relpath(Path(p).resolve(), out_abs) for p in config.inputs]
@@ -449,5 +457,10 @@ def _append_locked(config: EmbedConfig, encoder, progress: bool) -> AppendResult
     assembled = dict(old)
     assembled["inputs_from_out"] = list(manifest.get("inputs_from_out") or old.get("inputs_from_out") or []) + rel
     earlier = float((manifest.get("seconds") or {}).get("total", 0.0))
-    result = assemble(out, records, assembled, config.index, encoder.dim, header, t0 - earlier)
+    try:
+        result = assemble(out, records, assembled, config.index, encoder.dim, header, t0 - earlier)
+    except Exception:  # e.g. an index type that cannot be trained: the manifest still lists only the old shards
+        if len(OutputFolder(out).read_manifest().get("shards") or []) == n0:
+            drop_new_shards()
+        raise
     return AppendResult(result, documents, skipped, sum(r["rows"] for r in new))

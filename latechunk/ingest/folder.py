@@ -190,9 +190,14 @@ def _setting_name(key: str) -> str:
     return _SETTING_OPTIONS.get(key, key)
 
 
+#: Settings a ``--resume`` may change: the index is built from the shards at assembly (they keep every float32
+#: vector), so an index type that failed to train (too few vectors for ``PQ``) is replaced without encoding again.
+RESUME_MAY_CHANGE = ("index",)
+
+
 def check_same_settings(old: dict, new: dict, what: str = "--resume with settings that differ from the "
                         "interrupted run") -> None:
-    """Refuse settings that differ from a run's ``run.json`` settings.
+    """Refuse settings that differ from a run's ``run.json`` settings, except :data:`RESUME_MAY_CHANGE`.
 
     Args:
         old: The recorded settings.
@@ -202,7 +207,8 @@ def check_same_settings(old: dict, new: dict, what: str = "--resume with setting
     Raises:
         ValueError: naming every difference.
     """
-    diff = diff_settings(old, new)
+    diff = diff_settings({k: v for k, v in old.items() if k not in RESUME_MAY_CHANGE},
+                         {k: v for k, v in new.items() if k not in RESUME_MAY_CHANGE})
     if diff:
         raise ValueError(f"{what}: " + "; ".join(diff) + ". Use the same options, or --force to start over")
 
@@ -361,6 +367,8 @@ def prepare_output(out: str | Path, settings: dict, force: bool = False, resume:
         except ValueError as err:
             raise ValueError(f"{folder.run_path}: {err}; pass --force to start over") from err
         check_same_settings(old.get("settings", {}), settings)
+        if old.get("settings", {}).get("index") != settings.get("index"):  # another --index: run.json says so
+            write_json(folder.run_path, {**old, "settings": {**old.get("settings", {}), "index": settings["index"]}})
         return scan_shards(out)[0] if scan else []
     if non_empty and not force:
         check_not_empty(out)
