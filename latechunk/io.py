@@ -957,11 +957,15 @@ def iter_inputs(inputs: Sequence[str | os.PathLike]) -> Iterator[Document | Skip
 
 
 def require_documents(inputs: Sequence[str | os.PathLike], show: int = 3) -> None:
-    """Check that every input yields at least one document, reading each only up to its first document.
+    """Check that every folder input yields at least one document, and the inputs together at least one, reading
+    each only up to its first document.
 
-    A folder of supported files costs its listing and one file; an input that yields nothing is read whole (its
-    items are all skipped, so it was cheap to read). Duplicates across inputs are not considered (each input is
-    read alone).
+    A file named as an input that yields nothing (an empty ``.md`` among ``docs/*.md``) does not stop the run when
+    another input has a document: it is listed as skipped with its reason, as it would be inside a folder (a
+    trial's ``embed docs/*.md`` failed on one empty file). A folder that yields nothing (an empty folder, a folder
+    of PDFs) is most likely the wrong folder, and fails. A folder of supported files costs its listing and one
+    file; an input that yields nothing is read whole (its items are all skipped, so it was cheap to read).
+    Duplicates across inputs are not considered (each input is read alone).
 
     Args:
         inputs: Input paths as given to :func:`iter_inputs`.
@@ -969,25 +973,28 @@ def require_documents(inputs: Sequence[str | os.PathLike], show: int = 3) -> Non
 
     Raises:
         ValueError: naming every input that yields no document, with why (an empty folder, or its first
-            ``show`` skipped items with their reasons and how many there are), or a missing input path.
+            ``show`` skipped items with their reasons and how many there are), when one of them is a folder or
+            no input yields a document; or a missing input path.
     """
-    problems = []
+    problems, folders, any_document = [], 0, False
     for p in inputs:
         skipped: list[Skipped] = []
         n = 0
         for n, item in enumerate(iter_inputs([p]), 1):  # n: items read, used after the loop
             if isinstance(item, Document):
+                any_document = True
                 break
             if len(skipped) < show:
                 skipped.append(item)
         else:
+            folders += Path(p).is_dir()
             if n == 0:
                 why = ("no rows" if hf_dataset_kind(Path(p)) else "an empty folder") if Path(p).is_dir() else "nothing in it"
             else:
                 why = f"{n} item(s), all skipped: " + "; ".join(f"{s.doc_id}: {s.reason}" for s in skipped)
                 why += "; ..." if n > len(skipped) else ""
             problems.append(f"{_utf8_name(os.fspath(p))} ({why})")
-    if problems:
+    if problems and (folders or not any_document):
         raise ValueError(f"input{'s' if len(problems) > 1 else ''} yielding no document: "
                          + "; ".join(problems))
 

@@ -407,3 +407,22 @@ def test_a_beir_folder_gives_its_corpus_not_its_queries(tmp_path):
     assert skipped["queries.jsonl"].startswith("BEIR queries file beside corpus.jsonl")
     assert count_inputs([root]) == len(items)
     assert [x.doc_id for x in iter_inputs([root / "queries.jsonl"])] == ["q1"]
+
+
+def test_one_empty_file_among_named_inputs_is_skipped_not_fatal(tmp_path):
+    """Trial finding: `latechunk embed docs/*.md` failed when one of the files was empty ("input yielding no
+    document"), while the same file inside a folder is skipped; a named file now is too, when another input has
+    a document. An empty folder input, or inputs with no document at all, still fail before any work."""
+    (tmp_path / "empty.md").write_text("", encoding="utf-8")
+    (tmp_path / "a.md").write_text("Rivers flow to the sea.", encoding="utf-8")
+    (tmp_path / "nothing").mkdir()
+    require_documents([tmp_path / "empty.md", tmp_path / "a.md"])
+    with pytest.raises(ValueError, match="yielding no document: .*empty.md"):
+        require_documents([tmp_path / "empty.md"])
+    with pytest.raises(ValueError, match="yielding no document: .*nothing .an empty folder."):
+        require_documents([tmp_path / "a.md", tmp_path / "nothing"])
+    res = _embed(tmp_path / "empty.md", tmp_path / "a.md", "--out", tmp_path / "o")
+    assert res.exit_code == 0, res.output
+    m = json.loads((tmp_path / "o" / "manifest.json").read_text())
+    assert m["counts"]["documents_embedded"] == 1
+    assert [(s["doc_id"], s["reason"]) for s in m["skipped"]] == [("empty.md", "empty or whitespace-only")]
