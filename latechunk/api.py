@@ -208,6 +208,8 @@ def _as_document(item: DocumentLike, pos: int, auto_id) -> Document:
                             f"{type(doc_id).__name__}")
         if not isinstance(text, str):
             raise TypeError(f"documents[{pos}] (id {doc_id!r}): text must be a str, got {type(text).__name__}")
+        if not str(doc_id).strip():  # before Document() refuses it without saying which item it was
+            raise ValueError(f"documents[{pos}]: the id {doc_id!r} is blank")
         doc = Document(str(doc_id), text, {})
     else:
         raise TypeError(f"documents[{pos}]: expected a str, an (id, text) pair or a latechunk.Document, got "
@@ -429,13 +431,21 @@ class LateChunker:
         ``embed``'s reader (an empty or whitespace-only text, or one with a lone surrogate, is skipped by the
         pipeline and claims no id). With ``markdown`` set, a document whose metadata has no ``markdown`` key is
         marked with :data:`~latechunk.types.CHUNKER_MARKDOWN_KEY` (left out of its chunks)."""
-        from latechunk.io import surrogate_reason
+        from latechunk.io import FRONT_MATTER_ONLY_REASON, front_matter_only, surrogate_reason
+        from latechunk.strategies._markdown import is_markdown_input
 
         first: dict[str, int] = {}
         for pos, item in enumerate(documents):
             doc = _as_document(item, pos, _position_id)
             if self.markdown is not None and "markdown" not in (doc.metadata or {}):
                 doc = Document(doc.doc_id, doc.text, {**(doc.metadata or {}), CHUNKER_MARKDOWN_KEY: self.markdown})
+            try:
+                front_only = front_matter_only(doc.text) and is_markdown_input(doc)
+            except ValueError:  # a bad `markdown` flag: the pipeline skips the document, naming it
+                front_only = False
+            if front_only:  # as embed skips such a .md file (a trial got a chunk of front matter alone)
+                yield Skipped(doc.doc_id, FRONT_MATTER_ONLY_REASON, f"documents[{pos}]")
+                continue
             if doc.doc_id in first:
                 yield Skipped(doc.doc_id, f"duplicate doc_id: documents[{pos}] repeats the id of "
                                           f"documents[{first[doc.doc_id]}] (the first one wins)", f"documents[{pos}]")

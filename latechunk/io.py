@@ -289,10 +289,9 @@ def _text_document(rel: str, text: str, suffix: str) -> Document | Skipped:
             meta["title_from"] = "html"
         return Document(rel, page.markdown, meta)
     if suffix in (".md", ".markdown"):
-        fm = FRONT_MATTER.match(text)
-        if fm is not None and all(ch.isspace() or ch in INVISIBLE_MARKS for ch in text[fm.end():]):
+        if front_matter_only(text):
             # the strategies keep front matter out of the text they cut (BR-022): nothing would be left to embed
-            return Skipped(rel, "nothing but front matter (no text after it)", rel)
+            return Skipped(rel, FRONT_MATTER_ONLY_REASON, rel)
         title, url, problem = read_front_matter(text)  # parsed once
         if title:
             meta["title"] = title
@@ -353,6 +352,18 @@ def _record_title(title) -> tuple[str, str]:
 
 #: a JSONL line without a ``text`` field (``_record`` tells it from ``"text": null``)
 _NO_FIELD = object()
+
+
+#: The skip reason of a markdown document that is nothing but its front matter.
+FRONT_MATTER_ONLY_REASON = "nothing but front matter (no text after it)"
+
+
+def front_matter_only(text: str) -> bool:
+    """Whether a markdown text is nothing but front matter (:data:`~latechunk.front_matter.FRONT_MATTER`), with
+    only whitespace or invisible marks after it: the strategies keep front matter out of what they cut, so such a
+    document has nothing to embed (``embed`` and :class:`latechunk.LateChunker` skip it alike)."""
+    fm = FRONT_MATTER.match(text)
+    return fm is not None and all(ch.isspace() or ch in INVISIBLE_MARKS for ch in text[fm.end():])
 
 
 def surrogate_reason(text: str, what: str = "text") -> str:

@@ -162,6 +162,8 @@ def test_bad_input_is_a_clear_error(chunker):
         list(chunker.map([("a", 3)]))
     with pytest.raises(ValueError, match="is blank"):
         list(chunker.map([("  ", "text")]))
+    with pytest.raises(ValueError, match=r"documents\[1\]: the id '' is blank"):  # said no position (trial)
+        list(chunker.map(["a", ("", "text"), "b"]))
     with pytest.raises(TypeError, match="LateChunker takes a str or a latechunk.Document"):
         chunker(["a list"])
     with pytest.raises(ValueError, match="mode must be one of 'late', 'naive', 'contextual', 'fused', got 'early'"):
@@ -495,6 +497,14 @@ def test_markdown_given_as_a_str_chunks_as_embed_reads_the_file(chunker, tmp_pat
     assert spans(markdown=True, doc=Document("r", FRONT_MATTER_MD, {"markdown": "false"})) == plain
     assert spans(doc=Document("r", FRONT_MATTER_MD, {"source": "https://x.org/docs/rivers.md?plain=1#top"})) == cli
     assert spans(doc=Document("r", FRONT_MATTER_MD, {"source": "https://x.org/page?file=rivers.md"})) == plain
+    # third trial: a markdown text that is nothing but front matter gave one chunk of it; embed skips the file
+    only = "---\ntitle: Rivers\n---\n\n"
+    (tmp_path / "only.md").write_text(only, encoding="utf-8")
+    res = runner.invoke(app, ["chunk", str(tmp_path / "only.md")])
+    assert "nothing but front matter" in res.output
+    assert latechunk.LateChunker(chunker.encoder, markdown=True)(only) == []
+    assert latechunk.LateChunker(chunker.encoder)(Document("o", only, {"source": "only.md"})) == []
+    assert len(latechunk.LateChunker(chunker.encoder)(only)) == 1  # a plain str is plain text, as before
     with caplog.at_level(logging.WARNING, logger="latechunk"):
         assert latechunk.LateChunker(chunker.encoder, strategy="heading")(
             Document("r", FRONT_MATTER_MD, {"markdown": "maybe"})) == []
