@@ -173,8 +173,7 @@ def read_text_file(path: Path, html: bool = False) -> tuple[str | None, str]:
         try:
             text, codec = decode_html(data)
         except UnicodeDecodeError as err:
-            why = ("as its <meta> declares" if declared_charset(data) else
-                   "no byte-order mark and no <meta charset> declaration, so read as UTF-8")
+            why = "as its <meta> declares" if declared_charset(data) else _undeclared_why(data)
             return None, f"invalid {err.encoding} at byte {err.start} ({why})"
         if not text.strip():
             return None, "empty or whitespace-only"
@@ -352,6 +351,17 @@ def _record_title(title) -> tuple[str, str]:
 
 #: a JSONL line without a ``text`` field (``_record`` tells it from ``"text": null``)
 _NO_FIELD = object()
+
+
+def _undeclared_why(data: bytes) -> str:
+    """Why an HTML page without a usable declaration was read as UTF-8: no declaration, or one Python does not
+    know (a trial's ``<meta charset="no-such-charset">`` was reported as no declaration at all)."""
+    from bs4.dammit import EncodingDetector
+
+    label = EncodingDetector.find_declared_encoding(data, is_html=True)
+    if label:
+        return f"its <meta> declares {label.strip()!r}, an encoding Python does not know, so read as UTF-8"
+    return "no byte-order mark and no <meta charset> declaration, so read as UTF-8"
 
 
 #: The skip reason of a markdown document that is nothing but its front matter.

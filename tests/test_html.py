@@ -159,6 +159,7 @@ def test_a_page_is_decoded_by_its_bom_else_its_declared_charset_else_utf8(tmp_pa
     (tmp_path / "utf16.html").write_bytes(b"\xff\xfe" + body.format(meta="").encode("utf-16-le"))
     (tmp_path / "plain.html").write_bytes(body.format(meta="").encode("utf-8"))
     (tmp_path / "bad.html").write_bytes(body.format(meta="").encode("windows-1252"))
+    (tmp_path / "unknown.html").write_bytes(body.format(meta="<meta charset='no-such-charset'>").encode("windows-1252"))
     items = {i.doc_id: i for i in iter_inputs([tmp_path])}
     for name in ("latin.html", "equiv.htm", "bom.html", "utf16.html", "plain.html"):
         doc = items[name]
@@ -166,6 +167,8 @@ def test_a_page_is_decoded_by_its_bom_else_its_declared_charset_else_utf8(tmp_pa
         assert doc.text == "Crème brûlée costs 5 €.\n" and doc.metadata["title"] == "Crème", name
     assert isinstance(items["bad.html"], Skipped)
     assert items["bad.html"].reason.startswith("invalid utf-8 at byte ") and "no <meta charset>" in items["bad.html"].reason
+    # a declaration Python does not know was reported as no declaration at all (trial)
+    assert "declares 'no-such-charset', an encoding Python does not know" in items["unknown.html"].reason
 
 
 def test_deeply_nested_html_converts_and_embeds(tmp_path):
