@@ -603,6 +603,13 @@ def _print_ingest_notes(manifest: dict, where: Path, only: set[str] | None = Non
     if d:
         typer.echo(f"dedup: {d['chunks_dropped']} chunk(s) dropped as near-duplicates (cosine >= {d['threshold']}) "
                    f"of earlier kept chunks; each is listed with the chunk it duplicates in {where}", err=True)
+        if d.get("chunks_with_uncovered_text"):
+            typer.secho(f"warning: {d['chunks_with_uncovered_text']} of them, like a chunk of their own document, "
+                        "held text no kept chunk holds "
+                        f"({d['uncovered_chars']:,} non-blank characters in {d['documents_with_uncovered_text']} "
+                        "document(s)), which search can no longer find: neighbouring chunks' late vectors are "
+                        "alike, more so when chunks overlap; a higher --dedup threshold keeps them "
+                        "(manifest dedup.dropped[].uncovered_chars)", fg=typer.colors.YELLOW, err=True)
 
 
 #: skipped items printed one per line; the rest are counted (all of them are in the manifest)

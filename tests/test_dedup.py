@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
@@ -131,6 +132,37 @@ def test_dedup_drops_the_second_copy_and_lists_each_chunk_with_the_one_it_duplic
         assert (kept["char_start"], kept["char_end"]) == (x["char_start"], x["char_end"])
     assert len(m["shards"]) >= 2, "the copy is decided against an earlier shard's kept chunks"
     assert "dedup: 3 chunk(s) dropped" in res.output or f"dedup: {d['chunks_dropped']} chunk(s) dropped" in res.output
+
+
+def test_dedup_warns_when_a_dropped_chunk_held_text_no_kept_chunk_holds(tmp_path):
+    """Trial finding: with overlapping windows late vectors of neighbours are alike, so `--dedup 0.9` dropped a
+    document's last window and its last sentence was in no vector, without a word. Each dropped chunk now records
+    its `uncovered_chars`, and drops like a chunk of their own document are totalled and warned about; a copy of
+    another document's chunk (what dedup is for) is not."""
+    corpus = tmp_path / "c"
+    corpus.mkdir()
+    text = ("A starter is fed with flour and water every day. Keep it warm and discard half before feeding. "
+            "Bake the loaf at 250 degrees for 20 minutes with the lid on, then 25 minutes with the lid off.")
+    (corpus / "bread.md").write_text(text, encoding="utf-8")
+    (corpus / "copy.md").write_text(text, encoding="utf-8")
+    out = tmp_path / "o"
+    res = runner.invoke(app, ["embed", str(corpus), "--out", str(out), "--strategy", "fixed:size=24,overlap=20",
+                              "--device", "cpu", "--quiet", "--dedup", "0.8"], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    d = json.loads((out / "manifest.json").read_text())["dedup"]
+    own = [x for x in d["dropped"] if x["duplicate_of"]["doc_id"] == x["doc_id"]]
+    other = [x for x in d["dropped"] if x["duplicate_of"]["doc_id"] != x["doc_id"]]
+    assert own and other and all("uncovered_chars" in x for x in d["dropped"])
+    lost = [x for x in own if x["uncovered_chars"]]
+    assert lost, own  # the test needs a drop that loses text: the overlap makes the last window alike its neighbour
+    assert d["chunks_with_uncovered_text"] == len(lost) and d["documents_with_uncovered_text"] == 1
+    assert d["uncovered_chars"] == sum(x["uncovered_chars"] for x in lost) > 0
+    table = pq.read_table(out / "chunks.parquet").to_pylist()
+    kept = [(r["char_start"], r["char_end"]) for r in table if r["doc_id"] == lost[0]["doc_id"]]
+    a, b = lost[0]["char_start"], lost[0]["char_end"]
+    alone = sum(1 for i in range(a, b) if not text[i].isspace() and not any(s <= i < e for s, e in kept))
+    assert alone == lost[0]["uncovered_chars"]
+    assert "held text no kept chunk holds" in " ".join(res.output.split())
 
 
 def test_verify_passes_on_a_deduplicated_folder(deduped):

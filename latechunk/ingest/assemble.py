@@ -106,7 +106,10 @@ def assemble(out: Path, records: list[dict], settings: dict, index_config: Index
         header: Extra manifest fields (model, strategy, inputs, versions), written as given; ``alarms`` (a list
             of :meth:`Alarm.to_dict <latechunk.alarms.Alarm.to_dict>`), ``unknown_tokens``
             (:func:`unknown_token_notes`) and, when ``settings`` has ``dedup``,
-            ``dedup`` (``threshold``, ``chunks_dropped``, ``dropped``: the shards' ``dedup`` records in order)
+            ``dedup`` (``threshold``, ``chunks_dropped``, ``dropped``: the shards' ``dedup`` records in order,
+            each with ``uncovered_chars``; ``chunks_with_uncovered_text``, ``uncovered_chars`` and
+            ``documents_with_uncovered_text`` total the drops of a chunk like one of its own document's that held
+            text no kept chunk holds)
             are added (replacing those of an earlier assembly).
         t_start: ``time.time()`` at the start of the run, in seconds (for ``seconds.total``).
         world_size: Processes that wrote the shards.
@@ -181,7 +184,13 @@ def assemble(out: Path, records: list[dict], settings: dict, index_config: Index
     header["unknown_tokens"] = unknown_token_notes(documents)
     if settings.get("dedup") is not None:
         dropped = [x for rec in records for x in rec.get("dedup", [])]
-        header["dedup"] = {"threshold": settings["dedup"], "chunks_dropped": len(dropped), "dropped": dropped}
+        # drops of a chunk like one of its own document's (overlapping windows) whose text no kept chunk holds;
+        # a copy of another document's chunk is what dedup is for
+        lost = [x for x in dropped if x.get("uncovered_chars") and x["duplicate_of"]["doc_id"] == x["doc_id"]]
+        header["dedup"] = {"threshold": settings["dedup"], "chunks_dropped": len(dropped),
+                           "chunks_with_uncovered_text": len(lost),
+                           "uncovered_chars": sum(int(x["uncovered_chars"]) for x in lost),
+                           "documents_with_uncovered_text": len({x["doc_id"] for x in lost}), "dropped": dropped}
     run_now = folder.read_run() if run is None else run
     shards = [{"name": r["name"], "inputs": r["inputs"], "rows": r["rows"],
                "sha256": sha256_file(folder.shard_path(r["shard"], "json"))} for r in records]

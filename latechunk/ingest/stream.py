@@ -262,10 +262,28 @@ def _dedup_group(docs: Sequence[Document], bounds: Sequence[Boundaries], vecs: n
             dropped.append({"doc_id": doc.doc_id, "chunk": i, "char_start": cs, "char_end": ce, "token_start": ts,
                             "token_end": te, "cosine": round(float(decision.cosine[r]), 6),
                             "duplicate_of": {"vector_id": vid, "doc_id": kept_doc, "chunk_index": int(kept_chunk)}})
+        if not keep.all():
+            _mark_uncovered(doc.text, b.char_spans[keep], [d for d in dropped if d["doc_id"] == doc.doc_id])
         kept_b.append(_subset(b, keep) if not keep.all() else b)
         n_dropped.append(n - n_kept)
         row += n
     return kept_b, np.ascontiguousarray(vecs[decision.keep]), n_dropped, dropped
+
+
+def _mark_uncovered(text: str, kept_spans: np.ndarray, records: list[dict]) -> None:
+    """Add ``uncovered_chars`` to each dropped-chunk record of one document: its non-whitespace characters that no
+    kept chunk of the document holds (overlapping chunks' late vectors are alike, so a dropped chunk can carry
+    text of its own; 0 when the kept chunks hold all of it). Records already marked are left as they are."""
+    covered = np.zeros(len(text) + 1, dtype=np.int32)
+    for a, b in np.asarray(kept_spans).tolist():
+        covered[a] += 1
+        covered[b] -= 1
+    held = np.cumsum(covered)[: len(text)] > 0
+    for d in records:
+        if "uncovered_chars" in d:
+            continue
+        a, b = d["char_start"], d["char_end"]
+        d["uncovered_chars"] = sum(1 for i in np.flatnonzero(~held[a:b]).tolist() if not text[a + i].isspace())
 
 
 def write_group(folder: OutputFolder, config: EmbedConfig, dim: int, shard: ShardInput,
