@@ -626,7 +626,7 @@ def _documents_line(embedded: int, items: int, skipped: list[dict]) -> str:
     not_read = sum(1 for s in skipped if is_not_read(str(s.get("reason", ""))))
     line = f"{embedded}/{items - not_read} documents"
     if not_read:
-        line += f" ({not_read} input {'entry' if not_read == 1 else 'entries'} not read as documents, listed below)"
+        line += f" ({not_read} input {'entry' if not_read == 1 else 'entries'} not read as documents, listed with the skipped items on stderr)"
     return line
 
 
@@ -882,7 +882,7 @@ def chunk(
       latechunk chunk README.md docs/guides/ notes.txt -s fixed:size=128,overlap=16 | jq -r .text
     """  # noqa: D301  (\b: click's marker for a paragraph it must not rewrap, the examples)
     from latechunk.config import PipelineConfig
-    from latechunk.io import iter_inputs, require_documents
+    from latechunk.io import iter_inputs, missing_inputs_message, require_documents
     from latechunk.models import ModelSettings, resolve_model_path
     from latechunk.output import chunk_rows
     from latechunk.pipeline import Skipped, chunk_documents, iter_embed
@@ -893,7 +893,7 @@ def chunk(
         strat = get_strategy(strategy)
         missing = [str(p) for p in inputs if not p.exists()]
         if missing:
-            raise ValueError(f"input path(s) not found: {', '.join(missing)}")
+            raise ValueError(missing_inputs_message(missing))
         if out is not None:
             if out.is_dir():
                 raise ValueError(f"--out {out} is a folder; chunk writes one JSONL file (e.g. --out "
@@ -1211,7 +1211,7 @@ def agree(
     Example: latechunk agree policy.md --strategies "heading semantic" --html agree-view
     """
     from latechunk.agree import DEFAULT_TOLERANCE, run_agree, summarize, write_html
-    from latechunk.io import iter_inputs, require_documents
+    from latechunk.io import iter_inputs, missing_inputs_message, require_documents
 
     specs = [s for v in (strategies or ["heading semantic"]) for s in v.split()]
     tol = DEFAULT_TOLERANCE if tolerance is None else tolerance
@@ -1225,7 +1225,7 @@ def agree(
         PipelineConfig(strategies=tuple(specs))  # an unknown or repeated SPEC fails before the model loads
         missing = [str(p) for p in inputs if not p.exists()]
         if missing:
-            raise ValueError(f"input path(s) not found: {', '.join(missing)}")
+            raise ValueError(missing_inputs_message(missing))
         if html_dir is not None and html_dir.exists():
             if not html_dir.is_dir():
                 raise ValueError(f"--html {html_dir} exists and is not a folder")

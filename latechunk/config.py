@@ -542,7 +542,10 @@ class EmbedConfig:
         inputs = tuple(Path(p) for p in ([self.inputs] if isinstance(self.inputs, (str, os.PathLike)) else self.inputs))
         _require(bool(inputs), "give at least one input path")
         missing = [str(p) for p in inputs if not p.exists()]
-        _require(not missing, f"input path(s) not found: {', '.join(missing)}")
+        if missing:
+            from latechunk.io import missing_inputs_message
+
+            raise ValueError(missing_inputs_message(missing))
         for p in inputs:
             _require_utf8_path(p, "the input path")
         out = Path(self.out)

@@ -69,7 +69,7 @@ from latechunk.types import Document, Skipped
 
 __all__ = ["CODE_SUFFIXES", "HTML_SUFFIXES", "NOT_READ_REASONS", "SUPPORTED_SUFFIXES", "TABLE_SUFFIXES",
            "TEXT_SUFFIXES", "count_input_bytes",
-           "count_inputs", "hf_dataset_kind", "is_not_read", "iter_inputs", "read_text_file", "require_documents",
+           "count_inputs", "hf_dataset_kind", "missing_inputs_message", "is_not_read", "iter_inputs", "read_text_file", "require_documents",
            "unsupported_reason"]
 
 TEXT_SUFFIXES = (".md", ".markdown", ".txt")
@@ -940,7 +940,7 @@ def iter_inputs(inputs: Sequence[str | os.PathLike]) -> Iterator[Document | Skip
     paths = [Path(p) for p in inputs]
     missing = [str(p) for p in paths if not p.exists()]
     if missing:
-        raise ValueError(f"input path(s) not found: {', '.join(missing)}")
+        raise ValueError(missing_inputs_message(missing))
     seen: dict[str, tuple[str, int, bool]] = {}  # doc id -> (where, input index, id is a path) of its first
     for k, (p, items) in enumerate(_input_files(paths)):
         for f, rel, reason in items:
@@ -975,6 +975,26 @@ def iter_inputs(inputs: Sequence[str | os.PathLike]) -> Iterator[Document | Skip
                         continue
                     seen[item.doc_id] = (where, k, path_id)
                 yield item
+
+
+def missing_inputs_message(missing: Sequence[str]) -> str:
+    """``input path(s) not found: ...``, with a hint for the README's ``../shared/data/...`` paths given from a
+    checkout that does not sit beside ``shared/`` (:func:`_data_hint`)."""
+    return f"input path(s) not found: {', '.join(map(str, missing))}{_data_hint(missing)}"
+
+
+def _data_hint(missing: Sequence[str]) -> str:
+    """Where ``$LATECHUNK_DATA`` points, the same path under it (else a placeholder)."""
+    marker = "shared/data/"
+    for m in missing:
+        m = m.replace(os.sep, "/")
+        if marker in m:
+            tail = m.split(marker, 1)[1]
+            env = os.environ.get("LATECHUNK_DATA")
+            where = f"{env.rstrip('/')}/{tail}" if env else f"DATA/{tail}, DATA being the project's data folder"
+            return (f" (the README's ../shared/data paths hold from a checkout beside shared/; from elsewhere give "
+                    f"the data folder's path: {where})")
+    return ""
 
 
 def require_documents(inputs: Sequence[str | os.PathLike], show: int = 3) -> None:

@@ -701,7 +701,8 @@ def test_summary_counts_documents_not_the_output_folder_inside_the_input(tmp_pat
     out = src / "index"
     res = _run("embed", src, "--out", out, "--device", "cpu", "-q", "--strategy", "fixed:size=32")
     assert res.exit_code == 0, res.output
-    assert "embedded 1/1 documents (2 input entries not read as documents, listed below)" in res.output
+    assert "embedded 1/1 documents (2 input entries not read as documents, listed with the skipped items on " \
+        "stderr)" in " ".join(res.output.split())
     assert "skipped index/: latechunk output folder" in res.output and "skipped notes.docx" in res.output
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["counts"]["documents_in"] == 3  # the manifest still counts every input item

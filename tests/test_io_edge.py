@@ -426,3 +426,18 @@ def test_one_empty_file_among_named_inputs_is_skipped_not_fatal(tmp_path):
     m = json.loads((tmp_path / "o" / "manifest.json").read_text())
     assert m["counts"]["documents_embedded"] == 1
     assert [(s["doc_id"], s["reason"]) for s in m["skipped"]] == [("empty.md", "empty or whitespace-only")]
+
+
+def test_a_missing_readme_data_path_says_where_the_data_folder_is(monkeypatch):
+    """Trial finding: the README's first command, run from a checkout elsewhere, said only "input path(s) not
+    found: ../shared/data/..."; with $LATECHUNK_DATA set the message gives the path under it."""
+    from latechunk.io import missing_inputs_message
+
+    monkeypatch.setenv("LATECHUNK_DATA", "/data/")
+    assert missing_inputs_message(["../shared/data/chroma/corpora"]).endswith(
+        "from elsewhere give the data folder's path: /data/chroma/corpora)")
+    monkeypatch.delenv("LATECHUNK_DATA")
+    assert "DATA/chroma/corpora" in missing_inputs_message(["../shared/data/chroma/corpora"])
+    assert missing_inputs_message(["notes/"]) == "input path(s) not found: notes/"
+    with pytest.raises(ValueError, match="from elsewhere give"):
+        list(iter_inputs(["../shared/data/none-such"]))
