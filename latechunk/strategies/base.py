@@ -214,8 +214,21 @@ def _convert(cls_name: str, fname: str, ftype: Any, raw: str) -> Any:
                 raise ValueError(raw)
             return tuple(items)
     except ValueError as err:
-        raise ValueError(f"strategy {cls_name!r}: parameter {fname}={raw!r} is not a valid {t}") from err
+        raise ValueError(f"strategy {cls_name!r}: parameter {fname}={raw!r} is not {_KIND_WORDS.get(t, 'a valid ' + t)}"
+                         ) from err
     return raw
+
+
+#: how a parameter's type reads in an error (a trial read "is not a valid tuple[int,...]")
+_KIND_WORDS = {
+    "int": "a whole number",
+    "float": "a number",
+    "bool": "true or false",
+    "int|None": "a whole number or none",
+    "Optional[int]": "a whole number or none",
+    "tuple[int,...]": "a list of whole numbers separated by / (e.g. 1/2/3)",
+    "tuple[str,...]": "a list of names separated by / (e.g. a/b)",
+}
 
 
 def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
