@@ -980,7 +980,18 @@ def iter_inputs(inputs: Sequence[str | os.PathLike]) -> Iterator[Document | Skip
 def missing_inputs_message(missing: Sequence[str]) -> str:
     """``input path(s) not found: ...``, with a hint for the README's ``../shared/data/...`` paths given from a
     checkout that does not sit beside ``shared/`` (:func:`_data_hint`)."""
-    return f"input path(s) not found: {', '.join(map(str, missing))}{_data_hint(missing)}"
+    def shown(m) -> str:
+        if not os.path.islink(m):
+            return str(m)
+        try:  # a symlink that exists but leads nowhere: say so, as a folder's walk does
+            Path(m).resolve(strict=True)
+        except RuntimeError:
+            return f"{m} (a symlink loop)"
+        except OSError:
+            return f"{m} (a broken symlink to {os.readlink(m)})"
+        return str(m)
+
+    return f"input path(s) not found: {', '.join(map(shown, missing))}{_data_hint(missing)}"
 
 
 def _data_hint(missing: Sequence[str]) -> str:

@@ -441,3 +441,16 @@ def test_a_missing_readme_data_path_says_where_the_data_folder_is(monkeypatch):
     assert missing_inputs_message(["notes/"]) == "input path(s) not found: notes/"
     with pytest.raises(ValueError, match="from elsewhere give"):
         list(iter_inputs(["../shared/data/none-such"]))
+
+
+def test_a_broken_symlink_or_loop_named_as_an_input_is_called_that(tmp_path):
+    """Trial finding: inside a folder they are skipped as "broken symlink"/"symlink loop", named directly they read
+    "input path(s) not found"."""
+    from latechunk.io import missing_inputs_message
+
+    (tmp_path / "bl").symlink_to(tmp_path / "nowhere")
+    (tmp_path / "l1").symlink_to(tmp_path / "l2")
+    (tmp_path / "l2").symlink_to(tmp_path / "l1")
+    msg = missing_inputs_message([str(tmp_path / "bl"), str(tmp_path / "l1"), str(tmp_path / "gone")])
+    assert f"bl (a broken symlink to {tmp_path / 'nowhere'})" in msg and "l1 (a symlink loop)" in msg
+    assert msg.endswith(f"{tmp_path / 'gone'}")
