@@ -107,6 +107,9 @@ def _sentence_workers(n: int | None, world_size: int = 1) -> int:
     return share if share > 1 else 0
 
 
+IdFieldOpt = Annotated[Optional[str], typer.Option("--id-field", metavar="NAME", show_default=False, help="JSONL field or table column (parquet, Arrow, datasets) holding a record's id. Default: id, else _id, else doc_id. A setting of the run.")]
+TextFieldOpt = Annotated[Optional[str], typer.Option("--text-field", metavar="NAME", show_default=False, help="Field or column holding a record's text, e.g. body or contents.  [default: text]")]
+TitleFieldOpt = Annotated[Optional[str], typer.Option("--title-field", metavar="NAME", show_default=False, help="Field or column holding a record's optional title (put before its text, and the chunks' title).  [default: title]")]
 PrecisionOpt = Annotated[Optional[str], typer.Option("--precision", show_default=False, help="How index.faiss stores the vectors (the shards keep float32): float32, float16 (faiss SQfp16), int8 (faiss SQ8, per-dimension ranges calibrated on the corpus) or ubinary (1 bit per dimension, Hamming search then float rescoring; --index flat only). sentence-transformers' quantize_embeddings semantics.  [default: float32]")]
 TruncateDimOpt = Annotated[Optional[int], typer.Option("--truncate-dim", help="Index only the first N dimensions of every vector (Matryoshka models), renormalised when vectors are normalised; queries get the same. Default: all.")]
 
@@ -163,6 +166,9 @@ def embed(
     sentence_workers: SentenceWorkersOpt = None,
     late_pooling: LatePoolingOpt = None,
     dedup: Annotated[Optional[float], typer.Option("--dedup", metavar="THRESHOLD", help="Drop a chunk whose cosine to an earlier kept chunk (input order; chunks of one document too) is >= THRESHOLD (0 < THRESHOLD <= 1; exact FAISS range search); each dropped chunk is listed in manifest.json's dedup with the chunk it duplicates. A setting of the run. Default: off.")] = None,
+    id_field: IdFieldOpt = None,
+    text_field: TextFieldOpt = None,
+    title_field: TitleFieldOpt = None,
     engine: Annotated[str, typer.Option("--engine", help="local: this process (or torchrun ranks); ray: a Ray cluster (pip install 'latechunk[ray]'): CPU tasks segment and split, one encoder actor per GPU (CPU actors without GPUs) writes the same shards, this process assembles. Same output either way.")] = "local",
     ray_address: Annotated[Optional[str], typer.Option("--ray-address", help="--engine ray: auto (the cluster of this machine or $RAY_ADDRESS), HOST:PORT of its head, or ray://HOST:PORT. Default: a new local cluster on this machine.")] = None,
     ray_actors: Annotated[Optional[int], typer.Option("--ray-actors", help="--engine ray: encoder actors. Default: one per GPU of the cluster; without GPUs one per two CPUs.")] = None,
@@ -179,7 +185,7 @@ def embed(
 
     Example: latechunk embed ../shared/data/chroma_chunking_eval/corpora --out out/chroma --strategy fixed:size=256
     """
-    from latechunk.config import EmbedConfig, IndexConfig, ModelConfig, PipelineConfig, dist_env
+    from latechunk.config import EmbedConfig, IndexConfig, ModelConfig, PipelineConfig, RecordFields, dist_env
     from latechunk.models import ModelFacts, resolve_model_path
     from latechunk.output import OutputFolder
 
@@ -206,6 +212,9 @@ def embed(
         "late_pooling": late_pooling,
         "dedup": dedup,
         "backend": backend,
+        "id_field": id_field,
+        "text_field": text_field,
+        "title_field": title_field,
     }
     # --resume and --append: every option not given is the folder's (run.json), so `--resume` alone continues a run
     o = _resolve_embed_options(given, out if (append or resume) else None, resume=resume)
@@ -220,6 +229,7 @@ def embed(
         o["include_special"]
     long_documents, trust_remote_code, group_tokens = o["long_documents"], o["trust_remote_code"], o["group_tokens"]
     late_pooling, dedup, backend = o["late_pooling"], o["dedup"], o["backend"]
+    id_field, text_field, title_field = o["id_field"], o["text_field"], o["title_field"]
     # validate everything before any work, and all that the options and the model's files can tell before torch
     # is imported or a weight is loaded: each check lives in the config that holds the setting
     try:
@@ -239,6 +249,7 @@ def embed(
             force=force,
             resume=resume,
             dedup=dedup,
+            fields=RecordFields(id=id_field, text=text_field, title=title_field),
         )
     except ValueError as err:
         _fail(str(err))
@@ -305,7 +316,7 @@ def embed(
     try:  # an input with nothing to embed (an empty folder, only .docx/.pdf files, ...) fails before any work
         from latechunk.io import require_documents
 
-        require_documents(inputs)
+        require_documents(inputs, fields=config.fields)
     except ValueError as err:
         _fail(str(err))
     device = config.model.device
@@ -408,6 +419,9 @@ _EMBED_DEFAULTS = {
     "late_pooling": None,
     "dedup": None,
     "backend": "torch",
+    "id_field": None,
+    "text_field": "text",
+    "title_field": "title",
 }
 
 
@@ -460,7 +474,8 @@ def _resolve_embed_options(given: dict, append_to: Path | None, resume: bool = F
                 truncate_dim=ix.get("truncate_dim"), normalize=s.get("normalize", True),
                 include_special=s.get("include_special", False), long_documents=s.get("long_documents", "windows"),
                 group_tokens=s.get("group_tokens", DEFAULT_GROUP_TOKENS), late_pooling=s.get("late_pooling"),
-                dedup=s.get("dedup"), backend=m.get("backend", "torch"))
+                dedup=s.get("dedup"), backend=m.get("backend", "torch"),
+                **{f"{k}_field": v for k, v in (s.get("record_fields") or {}).items() if k in ("id", "text", "title")})
     return {k: v if v is not None else values[k] for k, v in given.items()}
 
 
@@ -866,6 +881,9 @@ def chunk(
     device: DeviceOpt = "auto",
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing --out file.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar (shown on a terminal's stderr only).")] = False,
+    id_field: IdFieldOpt = None,
+    text_field: TextFieldOpt = None,
+    title_field: TitleFieldOpt = None,
 ) -> None:
     """Write chunk records as JSONL (one line per chunk), streamed document by document. Needs the model's
     tokenizer only, except `semantic`.
@@ -890,6 +908,9 @@ def chunk(
     from latechunk.tokenize import DocumentTokenizer
 
     try:
+        from latechunk.config import RecordFields
+
+        fields = RecordFields(id=id_field, text=text_field or "text", title=title_field or "title")
         strat = get_strategy(strategy)
         missing = [str(p) for p in inputs if not p.exists()]
         if missing:
@@ -911,7 +932,7 @@ def chunk(
                     _check_chunk_output(redirected, inputs, "standard output, redirected to")
                 except ValueError as err:
                     raise ValueError(f"{err} (and remove the empty {redirected.name} the shell created)") from None
-        require_documents(inputs)  # an input with nothing to chunk fails here, naming it
+        require_documents(inputs, fields=fields)  # an input with nothing to chunk fails here, naming it
         if strat.needs_sentence_vectors:
             from latechunk.encoder import Encoder
 
@@ -934,7 +955,7 @@ def chunk(
             unshown.append({"doc_id": doc_id, "reason": reason})
 
     def documents():
-        for d in iter_inputs(inputs):
+        for d in iter_inputs(inputs, fields):
             if isinstance(d, Skipped):
                 skip(d.doc_id, d.reason, d.source)
             else:
@@ -964,7 +985,7 @@ def chunk(
         try:
             if strat.needs_sentence_vectors:  # streamed per group of documents (late pass, semantic's vectors)
                 config = PipelineConfig(strategies=(strat,), modes=("late",))
-                for g in iter_embed(iter_inputs(inputs), encoder, config):
+                for g in iter_embed(iter_inputs(inputs, fields), encoder, config):
                     for d, b in zip(g.documents, g.boundaries[strat.spec]):
                         emit(d, b)
                     for s in g.skipped:

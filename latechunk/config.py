@@ -522,6 +522,9 @@ class EmbedConfig:
         resume: Continue an interrupted run in ``out`` (its settings must equal these).
         dedup: ``--dedup``: drop a chunk whose cosine to an earlier kept chunk is at least this threshold
             (``0 < dedup <= 1``; :mod:`latechunk.dedup`); None: off. A setting of the run (run.json).
+        fields: Which record field or column holds a record's id, text and title (``--id-field``,
+            ``--text-field``, ``--title-field``; :class:`RecordFields`). A setting of the run (run.json, only
+            where it differs from the defaults), so ``--resume``, ``--append`` and ``verify`` read the same way.
 
     Raises:
         ValueError: on a missing input, an input given twice or inside an input folder, an input or ``out`` whose
@@ -537,6 +540,7 @@ class EmbedConfig:
     force: bool = False
     resume: bool = False
     dedup: float | None = None
+    fields: RecordFields = field(default_factory=lambda: RecordFields())
 
     def __post_init__(self) -> None:
         inputs = tuple(Path(p) for p in ([self.inputs] if isinstance(self.inputs, (str, os.PathLike)) else self.inputs))
@@ -592,7 +596,7 @@ class EmbedConfig:
             ``inputs_from_out``, ``strategy`` (canonical SPEC), ``mode``, ``normalize``, ``include_special``,
             ``macro_window`` and ``macro_window_overlap`` (tokens, or None), ``long_documents``,
             ``group_tokens`` (tokens), ``index`` (:meth:`IndexConfig.to_dict`), ``model`` (name, dtype, batch_tokens,
-            trust_remote_code, and backend when it is not torch), and ``late_pooling`` and ``dedup`` only where they are set (so that folders
+            trust_remote_code, and backend when it is not torch), and ``late_pooling``, ``dedup`` and ``record_fields`` only where they are set (so that folders
             written before the settings existed still resume).
         """
         out_abs = self.out.resolve()
@@ -600,6 +604,8 @@ class EmbedConfig:
         late = {"late_pooling": p.late_pooling} if p.late_pooling is not None else {}
         if self.dedup is not None:
             late["dedup"] = self.dedup
+        if self.fields.to_dict():
+            late["record_fields"] = self.fields.to_dict()
         return {
             "inputs_from_out": [os.path.relpath(Path(i).resolve(), out_abs) for i in self.inputs],
             "strategy": self.strategy.spec,
@@ -617,6 +623,59 @@ class EmbedConfig:
                       # only when not torch, so folders written before backends existed still resume
                       **({"backend": self.model.backend} if self.model.backend != "torch" else {})},
         }
+
+
+#: the fields (JSONL) or columns (tables) a record's id is read from by default, the first present one
+DEFAULT_ID_FIELDS = ("id", "_id", "doc_id")
+
+
+@dataclass(frozen=True)
+class RecordFields:
+    """Which field (JSONL) or column (parquet, Arrow, Hugging Face datasets) of a record holds its id, text and
+    title: ``embed --id-field/--text-field/--title-field``. The defaults read ``id`` (else ``_id``, else
+    ``doc_id``), ``text`` and ``title``; a corpus whose text is in ``body`` or ``contents`` sets ``text``.
+
+    Args:
+        id: The id field; None: the first of ``id``, ``_id``, ``doc_id`` present.
+        text: The text field.
+        title: The title field (optional in each record; its value is put before the text, as ``title``'s).
+
+    Raises:
+        ValueError: for a name that is empty, or the same name for two roles.
+    """
+
+    id: str | None = None
+    text: str = "text"
+    title: str = "title"
+
+    def __post_init__(self) -> None:
+        for role in ("id", "text", "title"):
+            name = getattr(self, role)
+            if name is not None and (not isinstance(name, str) or not name.strip()):
+                raise ValueError(f"--{role}-field must be a field name, got {name!r}")
+        names = [n for n in (self.id, self.text, self.title) if n is not None]
+        if len(set(names)) != len(names):
+            raise ValueError(f"--id-field, --text-field and --title-field must name different fields, got "
+                             f"id={self.id!r}, text={self.text!r}, title={self.title!r}")
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        """The id fields looked for, in order."""
+        return DEFAULT_ID_FIELDS if self.id is None else (self.id,)
+
+    @property
+    def is_default(self) -> bool:
+        return self == RecordFields()
+
+    def to_dict(self) -> dict:
+        """The run.json form: only the fields that differ from the defaults (``{}`` for the defaults, so folders
+        written before this setting read the same)."""
+        return {k: v for k, v in dataclasses.asdict(self).items() if v != getattr(RecordFields(), k)}
+
+    @classmethod
+    def from_dict(cls, d) -> RecordFields:
+        return cls(**{k: d[k] for k in ("id", "text", "title") if k in (d or {})})
+
 
 
 def split_specs(values: Sequence[str] | None) -> list[str]:

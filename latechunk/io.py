@@ -63,13 +63,14 @@ from collections.abc import Iterator, Sequence
 from io import TextIOWrapper
 from pathlib import Path
 
+from latechunk.config import DEFAULT_ID_FIELDS, RecordFields
 from latechunk.convert import declared_charset, decode_html, html_to_markdown
 from latechunk.front_matter import FRONT_MATTER, INVISIBLE_MARKS, read_front_matter
 from latechunk.types import Document, Skipped
 
 __all__ = ["CODE_SUFFIXES", "HTML_SUFFIXES", "NOT_READ_REASONS", "SUPPORTED_SUFFIXES", "TABLE_SUFFIXES",
            "TEXT_SUFFIXES", "count_input_bytes",
-           "count_inputs", "hf_dataset_kind", "missing_inputs_message", "is_not_read", "iter_inputs", "read_text_file", "require_documents",
+           "DEFAULT_FIELDS", "RecordFields", "count_inputs", "hf_dataset_kind", "missing_inputs_message", "is_not_read", "iter_inputs", "read_text_file", "require_documents",
            "unsupported_reason"]
 
 TEXT_SUFFIXES = (".md", ".markdown", ".txt")
@@ -88,7 +89,10 @@ NOT_READ_REASONS = ("unsupported type", "symlinked folder not followed", "symlin
                     "not a regular file", "version-control folder", "hidden folder", "latechunk output folder")
 PARQUET_BATCH_ROWS = 256
 #: the fields (JSONL) or columns (tables) a record's id is read from, the first present one
-_ID_COLUMNS = ("id", "_id", "doc_id")
+_ID_COLUMNS = DEFAULT_ID_FIELDS
+
+
+DEFAULT_FIELDS = RecordFields()  # the defaults: id (_id, doc_id), text, title
 #: rows turned into Python objects at a time from an Arrow record batch (the batch itself is memory-mapped)
 ARROW_BATCH_ROWS = 256
 
@@ -200,7 +204,7 @@ def read_text_file(path: Path, html: bool = False) -> tuple[str | None, str]:
     return text, ""
 
 
-def _iter_jsonl(path: Path, root_name: str) -> Iterator[Document | Skipped]:
+def _iter_jsonl(path: Path, root_name: str, fields: RecordFields = DEFAULT_FIELDS) -> Iterator[Document | Skipped]:
     try:
         fh = open(path, "rb")  # noqa: SIM115  (closed by the `with fh` below; an open error is a Skipped)
     except OSError as err:
@@ -238,10 +242,10 @@ def _iter_jsonl(path: Path, root_name: str) -> Iterator[Document | Skipped]:
             if not isinstance(obj, dict):
                 yield Skipped(where, "JSON line is not an object", where)
                 continue
-            id_field = next((k for k in _ID_COLUMNS if k in obj), None)  # the first present, even when null
+            id_field = next((k for k in fields.ids if k in obj), None)  # the first present, even when null
             doc_id = obj[id_field] if id_field is not None else None
-            yield _record(doc_id, obj.get("text", _NO_FIELD), obj.get("title"), where, url=obj.get("url"),
-                          id_field=id_field, fields=tuple(obj))
+            yield _record(doc_id, obj.get(fields.text, _NO_FIELD), obj.get(fields.title), where, url=obj.get("url"),
+                          id_field=id_field, fields=tuple(obj), names=fields)
         if not any_line:  # 0 bytes, a byte-order mark alone or blank lines only: one item, never nothing
             yield Skipped(root_name, "empty file: no JSON lines", root_name)
 
@@ -318,11 +322,12 @@ def _value_kind(value) -> str:
     return f"{kind} {shown}"
 
 
-def _id_reason(doc_id, field: str | None) -> str:
+def _id_reason(doc_id, field: str | None, names: RecordFields = DEFAULT_FIELDS) -> str:
     """Why ``doc_id`` (the value of the record's ``field``) is not an id; ``""`` when it is one (a non-blank string
     or an integer, never a boolean)."""
     if field is None:
-        return "no 'id' (or '_id', 'doc_id') field"
+        return ("no 'id' (or '_id', 'doc_id') field" if names.id is None
+                else f"no {names.id!r} field (--id-field)")
     if doc_id is None:
         return f"'{field}' is null (an id must be a string or an integer)"
     if isinstance(doc_id, str):
@@ -335,7 +340,7 @@ def _id_reason(doc_id, field: str | None) -> str:
     return f"'{field}' is {_value_kind(doc_id)} (an id must be a string or an integer{hint})"
 
 
-def _record_title(title) -> tuple[str, str]:
+def _record_title(title, field: str = "title") -> tuple[str, str]:
     """``(title, reason)`` of a record's ``title`` value: a string as it is, an integer or a finite float as its
     string form (``5`` -> ``"5"``, as a front-matter title); null, absent or NaN (a missing value, as pandas
     writes one) is no title, ``("", "")``; any other value (a boolean, a list, an object, an infinite float,
@@ -346,7 +351,7 @@ def _record_title(title) -> tuple[str, str]:
         return "", ""
     if isinstance(title, (int, float)) and not isinstance(title, bool) and math.isfinite(title):
         return str(title), ""
-    return "", f"'title' is {_value_kind(title)} (a title must be a string or a number)"
+    return "", f"{field!r} is {_value_kind(title)} (a title must be a string or a number)"
 
 
 #: a JSONL line without a ``text`` field (``_record`` tells it from ``"text": null``)
@@ -398,7 +403,7 @@ def surrogate_reason(text: str, what: str = "text") -> str:
 
 
 def _record(doc_id, text, title, where: str, url=None, id_field: str | None = "id",
-            fields: tuple[str, ...] = ()) -> Document | Skipped:
+            fields: tuple[str, ...] = (), names: RecordFields = DEFAULT_FIELDS) -> Document | Skipped:
     r"""One JSONL line or parquet row as a Document (``title + "\n\n" + text`` when titled) or a Skipped; a
     non-blank string ``url`` (a JSONL ``url`` field, a table's ``url`` column) goes to ``metadata["url"]``.
 
@@ -406,21 +411,25 @@ def _record(doc_id, text, title, where: str, url=None, id_field: str | None = "i
     null or ill-typed id. A number ``title`` is used as its string form; a title of another type skips the
     record (:func:`_record_title`). ``fields``: the record's field names, listed in the reason of a record
     without ``text`` (a corpus whose text field is ``body`` or ``contents`` says so on its first line)."""
-    reason = _id_reason(doc_id, id_field) or (surrogate_reason(doc_id, f"'{id_field}'") if isinstance(doc_id, str)
-                                                else "")
+    reason = _id_reason(doc_id, id_field, names) or (surrogate_reason(doc_id, f"'{id_field}'")
+                                                       if isinstance(doc_id, str) else "")
+    if reason and id_field is None and fields:  # no id field at all: say which fields there are
+        shown = ", ".join(repr(f) for f in fields[:8]) + (", ..." if len(fields) > 8 else "")
+        reason += f" (its fields: {shown}; --id-field names the one that holds the id)"
     if reason:
         return Skipped(where, reason, where)
     if not isinstance(text, str):  # listed under the record's own id (it has a valid one), its place as source
+        t = names.text
         if text is _NO_FIELD:
             shown = ", ".join(repr(f) for f in fields[:8]) + (", ..." if len(fields) > 8 else "")
-            other = next((f for f in fields if f not in _ID_COLUMNS and f not in ("title", "url")), "body")
-            hint = (f" (its fields: {shown}; latechunk reads a record's text from 'text': rename the field, e.g. "
-                    f"jq -c '. + {{text: .{other}}} | del(.{other})')") if fields else ""
-            return Skipped(str(doc_id), f"no 'text' field{hint}", where)
+            other = next((f for f in fields if f not in names.ids and f not in (names.title, "url")), "body")
+            hint = (f" (its fields: {shown}; give the field that holds the text: --text-field {other})"
+                    if fields else "")
+            return Skipped(str(doc_id), f"no {t!r} field{hint}", where)
         if text is None:
-            return Skipped(str(doc_id), "'text' is null", where)
-        return Skipped(str(doc_id), f"'text' must be a string, got {type(text).__name__}", where)
-    title, reason = _record_title(title)
+            return Skipped(str(doc_id), f"{t!r} is null", where)
+        return Skipped(str(doc_id), f"{t!r} must be a string, got {type(text).__name__}", where)
+    title, reason = _record_title(title, names.title)
     url, url_reason = _record_url(url)
     reason = reason or url_reason or surrogate_reason(text) or surrogate_reason(title, "'title'")
     if reason:
@@ -448,7 +457,7 @@ def _record_url(url) -> tuple[str, str]:
     return url.strip(), surrogate_reason(url, "'url'")
 
 
-def _iter_parquet(path: Path, root_name: str) -> Iterator[Document | Skipped]:
+def _iter_parquet(path: Path, root_name: str, fields: RecordFields = DEFAULT_FIELDS) -> Iterator[Document | Skipped]:
     """Rows of a parquet file with ``id`` (or ``_id``/``doc_id``) and ``text`` columns, ``title`` optional.
 
     Read in batches of :data:`PARQUET_BATCH_ROWS` rows of the needed columns only (row group by row group), so a
@@ -462,9 +471,9 @@ def _iter_parquet(path: Path, root_name: str) -> Iterator[Document | Skipped]:
         yield Skipped(root_name, f"unreadable parquet: {type(err).__name__}: {err}", root_name)
         return
     names = set(pf.schema_arrow.names)
-    cols = _table_columns(list(names))
+    cols = _table_columns(list(names), fields)
     if cols is None:
-        yield Skipped(root_name, _columns_reason("parquet", list(names)), root_name)
+        yield Skipped(root_name, _columns_reason("parquet", list(names), fields), root_name)
         return
     id_col = cols[0]
     row = 0
@@ -482,9 +491,9 @@ def _iter_parquet(path: Path, root_name: str) -> Iterator[Document | Skipped]:
             return
         data = batch.to_pydict()
         nothing = [None] * batch.num_rows
-        for doc_id, text, title, url in zip(data[id_col], data["text"], data.get("title") or nothing,
+        for doc_id, text, title, url in zip(data[id_col], data[fields.text], data.get(fields.title) or nothing,
                                             data.get("url") or nothing):
-            yield _record(doc_id, text, title, f"{root_name}:{row}", url=url, id_field=id_col)
+            yield _record(doc_id, text, title, f"{root_name}:{row}", url=url, id_field=id_col, names=fields)
             row += 1
 
 
@@ -508,17 +517,19 @@ def hf_dataset_kind(d: Path) -> str:
     return ""
 
 
-def _table_columns(names: Sequence[str]) -> list[str] | None:
-    """The columns to read (id, ``text``, and ``title`` and ``url`` when present) of a table with these column
-    names; None when it has no id (``id``/``_id``/``doc_id``) or no ``text`` column."""
-    id_col = next((c for c in _ID_COLUMNS if c in names), None)
-    if id_col is None or "text" not in names:
+def _table_columns(names: Sequence[str], fields: RecordFields = DEFAULT_FIELDS) -> list[str] | None:
+    """The columns to read (id, text, and title and ``url`` when present) of a table with these column names;
+    None when it has no id (``id``/``_id``/``doc_id``, or ``fields.id``) or no text (``fields.text``) column."""
+    id_col = next((c for c in fields.ids if c in names), None)
+    if id_col is None or fields.text not in names:
         return None
-    return [id_col, "text"] + [c for c in ("title", "url") if c in names]
+    return [id_col, fields.text] + [c for c in (fields.title, "url") if c in names]
 
 
-def _columns_reason(what: str, names: Sequence[str]) -> str:
-    return f"{what} needs an 'id' (or '_id', 'doc_id') and a 'text' column, has {sorted(names)}"
+def _columns_reason(what: str, names: Sequence[str], fields: RecordFields = DEFAULT_FIELDS) -> str:
+    ids = "an 'id' (or '_id', 'doc_id')" if fields.id is None else f"an {fields.id!r}"
+    return (f"{what} needs {ids} and a {fields.text!r} column, has {sorted(names)} (--id-field and --text-field "
+            "name other columns)")
 
 
 def _arrow_batches(source) -> tuple:
@@ -534,7 +545,8 @@ def _arrow_batches(source) -> tuple:
     return reader.schema, iter(reader)
 
 
-def _iter_arrow_rows(files: Sequence[Path], root_name: str, what: str) -> Iterator[Document | Skipped]:
+def _iter_arrow_rows(files: Sequence[Path], root_name: str, what: str,
+                     fields: RecordFields = DEFAULT_FIELDS) -> Iterator[Document | Skipped]:
     """Rows of one table stored as Arrow files read in order (the shards of a dataset split, or one ``.arrow``
     file), as Documents with sources ``root_name:row`` (``row`` 0-based over all the files).
 
@@ -552,18 +564,20 @@ def _iter_arrow_rows(files: Sequence[Path], root_name: str, what: str) -> Iterat
             with pa.memory_map(str(f)) as source:
                 schema, batches = _arrow_batches(source)
                 if cols is None:
-                    cols = _table_columns(schema.names)
+                    cols = _table_columns(schema.names, fields)
                     if cols is None:
-                        yield Skipped(root_name, _columns_reason(what, schema.names), root_name)
+                        yield Skipped(root_name, _columns_reason(what, schema.names, fields), root_name)
                         return
                 for batch in batches:
                     batch = batch.select(cols)
                     for start in range(0, batch.num_rows, ARROW_BATCH_ROWS):
                         data = batch.slice(start, ARROW_BATCH_ROWS).to_pydict()
-                        nothing = [None] * len(data["text"])
-                        for doc_id, text, title, url in zip(data[cols[0]], data["text"], data.get("title") or nothing,
+                        nothing = [None] * len(data[fields.text])
+                        for doc_id, text, title, url in zip(data[cols[0]], data[fields.text],
+                                                            data.get(fields.title) or nothing,
                                                             data.get("url") or nothing):
-                            yield _record(doc_id, text, title, f"{root_name}:{row}", url=url, id_field=cols[0])
+                            yield _record(doc_id, text, title, f"{root_name}:{row}", url=url, id_field=cols[0],
+                                          names=fields)
                             row += 1
         except Exception as err:  # noqa: BLE001  (pyarrow raises several types for a damaged file)
             where = f"{root_name}:{row}"
@@ -607,16 +621,16 @@ def _dataset_splits(d: Path, root_name: str) -> Iterator[tuple[str, list[Path], 
         yield name, [folder / f for f in files], ""
 
 
-def _iter_hf_dataset(d: Path, root_name: str) -> Iterator[Document | Skipped]:
+def _iter_hf_dataset(d: Path, root_name: str, fields: RecordFields = DEFAULT_FIELDS) -> Iterator[Document | Skipped]:
     """Rows of every split of a Hugging Face ``save_to_disk`` folder (see the module doc), split by split."""
     for name, files, reason in _dataset_splits(d, root_name):
         if reason:
             yield Skipped(name, reason, name)
         else:
-            yield from _iter_arrow_rows(files, name, "Hugging Face dataset")
+            yield from _iter_arrow_rows(files, name, "Hugging Face dataset", fields)
 
 
-def _count_arrow(files: Sequence[Path]) -> tuple[int, int]:
+def _count_arrow(files: Sequence[Path], fields: RecordFields = DEFAULT_FIELDS) -> tuple[int, int]:
     """``(items, text bytes)`` that :func:`_iter_arrow_rows` yields from these files, from the record batches'
     lengths and the ``text`` column's offsets (memory-mapped: no text is read). A table without the needed
     columns or a damaged file counts one item (its Skipped)."""
@@ -628,24 +642,24 @@ def _count_arrow(files: Sequence[Path]) -> tuple[int, int]:
         for i, f in enumerate(files):
             with pa.memory_map(str(f)) as source:
                 schema, batches = _arrow_batches(source)
-                if i == 0 and _table_columns(schema.names) is None:
+                if i == 0 and _table_columns(schema.names, fields) is None:
                     return 1, 0
                 for batch in batches:
                     rows += batch.num_rows
-                    nbytes += pc.sum(pc.binary_length(batch.column("text"))).as_py() or 0
+                    nbytes += pc.sum(pc.binary_length(batch.column(fields.text))).as_py() or 0
     except Exception:  # noqa: BLE001  (iter_inputs reports it as one skipped item)
         return rows + 1, nbytes
     return rows or 1, nbytes  # no rows: one Skipped ("empty ...: no rows")
 
 
-def _count_table_input(f: Path, rel: str) -> tuple[int, int]:
+def _count_table_input(f: Path, rel: str, fields: RecordFields = DEFAULT_FIELDS) -> tuple[int, int]:
     """``(items, text bytes)`` of a Hugging Face dataset folder or an ``.arrow`` file (for :func:`count_inputs`
     and :func:`count_input_bytes`)."""
     if not f.is_dir():
-        return _count_arrow([f])
+        return _count_arrow([f], fields)
     n = nbytes = 0
     for _name, files, reason in _dataset_splits(f, rel):
-        rows, size = _count_arrow(files) if not reason else (1, 0)
+        rows, size = _count_arrow(files, fields) if not reason else (1, 0)
         n, nbytes = n + rows, nbytes + size
     return n, nbytes
 
@@ -804,7 +818,7 @@ def _input_files(paths: Sequence[Path]) -> Iterator[tuple[Path, list[tuple[Path,
             yield p, [(p, p.name, _not_a_file_reason(p) or unsupported_reason(p))]
 
 
-def count_inputs(inputs: Sequence[str | os.PathLike]) -> int:
+def count_inputs(inputs: Sequence[str | os.PathLike], fields: RecordFields = DEFAULT_FIELDS) -> int:
     """About how many items :func:`iter_inputs` yields (for a progress bar's total), without parsing anything.
 
     Files and folders are listed as :func:`iter_inputs` lists them; a JSONL file counts its lines that are not
@@ -815,6 +829,7 @@ def count_inputs(inputs: Sequence[str | os.PathLike]) -> int:
 
     Args:
         inputs: Input paths as given to :func:`iter_inputs` (missing ones count 0).
+        fields: The record fields (:class:`RecordFields`; a table without its id/text columns counts 1).
 
     Returns:
         The estimated number of input items (documents and skipped items).
@@ -828,7 +843,7 @@ def count_inputs(inputs: Sequence[str | os.PathLike]) -> int:
                 continue
             try:
                 if f.is_dir() or suffix == ".arrow":
-                    n += _count_table_input(f, rel)[0]
+                    n += _count_table_input(f, rel, fields)[0]
                 elif suffix == ".jsonl":
                     with open(f, "rb") as fh:
                         n += sum(1 for line in fh if line.strip()) or 1
@@ -843,7 +858,7 @@ def count_inputs(inputs: Sequence[str | os.PathLike]) -> int:
     return n
 
 
-def count_input_bytes(inputs: Sequence[str | os.PathLike]) -> int:
+def count_input_bytes(inputs: Sequence[str | os.PathLike], fields: RecordFields = DEFAULT_FIELDS) -> int:
     """About how many bytes of document text (UTF-8) :func:`iter_inputs` yields, for a progress bar's total,
     without reading any text.
 
@@ -855,6 +870,7 @@ def count_input_bytes(inputs: Sequence[str | os.PathLike]) -> int:
 
     Args:
         inputs: Input paths as given to :func:`iter_inputs` (missing ones count 0).
+        fields: The record fields (:class:`RecordFields`): a table's text column is ``fields.text``.
 
     Returns:
         The estimated bytes of document text.
@@ -866,7 +882,7 @@ def count_input_bytes(inputs: Sequence[str | os.PathLike]) -> int:
                 continue
             try:
                 if f.is_dir() or f.suffix.lower() == ".arrow":
-                    n += _count_table_input(f, rel)[1]
+                    n += _count_table_input(f, rel, fields)[1]
                 elif f.suffix.lower() == ".parquet":
                     import pyarrow.parquet as pq
 
@@ -874,7 +890,7 @@ def count_input_bytes(inputs: Sequence[str | os.PathLike]) -> int:
                     for g in range(meta.num_row_groups):
                         rg = meta.row_group(g)
                         n += sum(rg.column(c).total_uncompressed_size for c in range(rg.num_columns)
-                                 if rg.column(c).path_in_schema == "text")
+                                 if rg.column(c).path_in_schema == fields.text)
                 else:
                     n += f.stat().st_size
             except Exception:  # noqa: BLE001, S112  (iter_inputs reports it as a skipped item)
@@ -911,7 +927,8 @@ def _duplicate_hint(paths: Sequence[Path], first: int, again: int, path_id: bool
     return ""
 
 
-def iter_inputs(inputs: Sequence[str | os.PathLike]) -> Iterator[Document | Skipped]:
+def iter_inputs(inputs: Sequence[str | os.PathLike], fields: RecordFields | None = None
+                ) -> Iterator[Document | Skipped]:
     """Stream documents from files, folders, JSONL, parquet and Arrow files and Hugging Face dataset folders, in a
     stable order.
 
@@ -927,6 +944,8 @@ def iter_inputs(inputs: Sequence[str | os.PathLike]) -> Iterator[Document | Skip
 
     Args:
         inputs: Files and folders, read in the order given.
+        fields: The record fields (JSONL) or columns (tables) of the id, text and title (:class:`RecordFields`);
+            None: the defaults.
 
     Yields:
         :class:`Document` (``metadata["source"]``: its file, line or row) or :class:`Skipped` (an unreadable,
@@ -937,6 +956,7 @@ def iter_inputs(inputs: Sequence[str | os.PathLike]) -> Iterator[Document | Skip
     Raises:
         ValueError: if an input path does not exist (at the first ``next()``, before any document is read).
     """
+    fields = fields or DEFAULT_FIELDS
     paths = [Path(p) for p in inputs]
     missing = [str(p) for p in paths if not p.exists()]
     if missing:
@@ -954,13 +974,13 @@ def iter_inputs(inputs: Sequence[str | os.PathLike]) -> Iterator[Document | Skip
             if reason:
                 stream: Iterator[Document | Skipped] = iter([Skipped(rel, reason, rel)])
             elif f.is_dir():  # a Hugging Face dataset folder (only those come without a reason)
-                stream = _iter_hf_dataset(f, rel)
+                stream = _iter_hf_dataset(f, rel, fields)
             elif suffix == ".arrow":
-                stream = _iter_arrow_rows([f], rel, "arrow file")
+                stream = _iter_arrow_rows([f], rel, "arrow file", fields)
             elif suffix == ".jsonl":
-                stream = _iter_jsonl(f, rel)
+                stream = _iter_jsonl(f, rel, fields)
             elif suffix == ".parquet":
-                stream = _iter_parquet(f, rel)
+                stream = _iter_parquet(f, rel, fields)
             else:
                 text, reason = read_text_file(f, html=suffix in HTML_SUFFIXES)
                 stream = iter([_text_document(rel, text, suffix) if text is not None else Skipped(rel, reason, rel)])
@@ -1008,7 +1028,8 @@ def _data_hint(missing: Sequence[str]) -> str:
     return ""
 
 
-def require_documents(inputs: Sequence[str | os.PathLike], show: int = 3) -> None:
+def require_documents(inputs: Sequence[str | os.PathLike], show: int = 3, fields: RecordFields | None = None
+                      ) -> None:
     """Check that every folder input yields at least one document, and the inputs together at least one, reading
     each only up to its first document.
 
@@ -1022,6 +1043,7 @@ def require_documents(inputs: Sequence[str | os.PathLike], show: int = 3) -> Non
     Args:
         inputs: Input paths as given to :func:`iter_inputs`.
         show: Skipped items quoted per input in the message.
+        fields: The record fields (:class:`RecordFields`); None: the defaults.
 
     Raises:
         ValueError: naming every input that yields no document, with why (an empty folder, or its first
@@ -1032,7 +1054,7 @@ def require_documents(inputs: Sequence[str | os.PathLike], show: int = 3) -> Non
     for p in inputs:
         skipped: list[Skipped] = []
         n = 0
-        for n, item in enumerate(iter_inputs([p]), 1):  # n: items read, used after the loop
+        for n, item in enumerate(iter_inputs([p], fields), 1):  # n: items read, used after the loop
             if isinstance(item, Document):
                 any_document = True
                 break

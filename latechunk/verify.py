@@ -605,7 +605,10 @@ def _check_sources(folder: OutputFolder, manifest: dict, documents: list, skippe
     seen: set[str] = set()
     n_items = 0
     now_skipped: dict[str, str] = {}  # embedded ids whose source reads as skipped, as it was recorded once
-    for item in _iter_sources(roots, P):
+    from latechunk.config import RecordFields
+
+    fields = RecordFields.from_dict((manifest.get("settings") or {}).get("record_fields") or {})
+    for item in _iter_sources(roots, P, fields):
         if isinstance(item, Skipped) and item.doc_id not in skipped_ids and is_not_read(item.reason):
             continue  # never opened (an output folder or .docx added since): nothing embedded depends on it
         n_items += 1
@@ -679,10 +682,10 @@ def _check_citations(doc, rows, P: _Problems) -> None:
             return
 
 
-def _iter_sources(roots, P: _Problems) -> Iterator:
+def _iter_sources(roots, P: _Problems, fields=None) -> Iterator:
     from latechunk.io import iter_inputs
 
     try:
-        yield from iter_inputs(roots)
+        yield from iter_inputs(roots, fields)
     except ValueError as err:
         P.add("source", f"cannot read the sources: {err}")

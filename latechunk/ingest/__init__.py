@@ -177,7 +177,7 @@ def _ingest_one(config: EmbedConfig, encoder, settings: dict, t_start: float, pr
     records = prepare_output(out, settings, force=config.force, resume=config.resume)
     # seconds.total covers the interrupted run(s) too: count from a start moved back by the time they spent
     t_start -= _earlier_seconds(folder, records) if config.resume else 0.0
-    items = iter_inputs(config.inputs)
+    items = iter_inputs(config.inputs, config.fields)
     consumed = records[-1]["inputs"][1] if records else 0
     consumed_bytes = [0]  # where a resumed run's progress bar starts
     digest = skip_consumed(items, consumed, records[-1]["inputs_digest"] if records else "", records,

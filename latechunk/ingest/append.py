@@ -36,7 +36,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from latechunk.config import EmbedConfig, IndexConfig, ModelConfig, PipelineConfig
+from latechunk.config import EmbedConfig, IndexConfig, ModelConfig, PipelineConfig, RecordFields
 from latechunk.ingest.assemble import assemble
 from latechunk.ingest.files import commit, sha256_file, sha256_text, tmp_path, write_atomic, write_json
 from latechunk.ingest.folder import APPENDED_DIR, diff_settings, writer_lock
@@ -195,6 +195,7 @@ def config_from_settings(settings: Mapping, inputs: Iterable[str | os.PathLike],
                 late_pooling=settings.get("late_pooling")),
             index=index_config,
             dedup=settings.get("dedup"),
+            fields=RecordFields.from_dict(settings.get("record_fields") or {}),
         )
     except KeyError as err:
         raise ValueError(f"{out}: run.json's settings lack {err.args[0]!r} (written by another latechunk "
@@ -203,7 +204,8 @@ def config_from_settings(settings: Mapping, inputs: Iterable[str | os.PathLike],
 
 def write_documents(out: str | os.PathLike, documents: Iterable[Document]) -> tuple[Path, int]:
     """Write documents given in Python as the next ``DIR/appended/NNNNN.jsonl`` (one ``{"id", "text"}`` line
-    each, with the document's ``metadata["title"]`` and ``metadata["url"]`` where it has them; ASCII-escaped
+    each, under the folder's ``--id-field``/``--text-field``/``--title-field`` names where it set them, with the
+    document's ``metadata["title"]`` and ``metadata["url"]`` where it has them; ASCII-escaped
     JSON, so any text reads back the same), an input an append can read and ``verify`` can re-read: each
     document is read as ``embed`` reads a JSONL record (a title heads the text and is the chunks' title).
     ``NNNNN`` counts the folder's appends (one more than its manifest's ``appends``); a file left by an append
@@ -223,9 +225,14 @@ def write_documents(out: str | os.PathLike, documents: Iterable[Document]) -> tu
         TypeError: for a ``title`` or ``url`` that is not a str (a title may be a number), naming the document.
         OSError: if the file cannot be written.
     """
+    folder = OutputFolder(Path(out))
+    manifest = folder.read_manifest()
+    # written under the folder's own field names (--text-field body: "body"), which every reader of it uses
+    fields = RecordFields.from_dict((manifest.get("settings") or {}).get("record_fields") or {})
+    names = {"id": fields.ids[0], "text": fields.text, "title": fields.title, "url": "url"}
     records = []
     for d in documents:
-        rec = {"id": d.doc_id, "text": d.text}
+        rec = {names["id"]: d.doc_id, names["text"]: d.text}
         for key in ("title", "url"):
             v = d.metadata.get(key)
             if v is None:
@@ -233,10 +240,8 @@ def write_documents(out: str | os.PathLike, documents: Iterable[Document]) -> tu
             if isinstance(v, bool) or not isinstance(v, (str, int, float) if key == "title" else str):
                 raise TypeError(f"document {d.doc_id!r}: metadata[{key!r}] must be a str"
                                 f"{' or a number' if key == 'title' else ''}, got {type(v).__name__}")
-            rec[key] = v
+            rec[names[key]] = v
         records.append(rec)
-    folder = OutputFolder(Path(out))
-    manifest = folder.read_manifest()
     path = folder.path / APPENDED_DIR / f"{len(manifest.get('appends', [])) + 1:05d}.jsonl"
     path.parent.mkdir(exist_ok=True)
     n = 0
@@ -413,7 +418,7 @@ def _append_locked(config: EmbedConfig, encoder, progress: bool) -> AppendResult
     digest = records[-1]["inputs_digest"] if records else ""
     known = {d["doc_id"]: d.get("sha256", "") for d in manifest.get("documents", [])}
     skipped_before = {s["doc_id"]: s.get("reason", "") for s in manifest.get("skipped", [])}
-    items = _screen(iter_inputs(config.inputs), known, skipped_before)
+    items = _screen(iter_inputs(config.inputs, config.fields), known, skipped_before)
     new: list[dict] = []
     # --dedup (a setting of the folder's run): the new chunks are checked against every chunk already indexed
     dedup = None if config.dedup is None else DedupState.from_shards(folder, records, encoder.dim, config.dedup)

@@ -249,7 +249,7 @@ def ingest_rank(config: EmbedConfig, encoder, settings: dict, header: dict, rank
                     on_shard(rec)
                 set_status(shards=status["shards"] + 1, inputs_consumed=s.end)
 
-        n, consumed, digest = stream(config, encoder, iter_inputs(config.inputs), 0, "", 0,
+        n, consumed, digest = stream(config, encoder, iter_inputs(config.inputs, config.fields), 0, "", 0,
                                      lambda k: k % world == rank and k not in kept, on_group)
         beyond = sorted(k for k in kept if k >= n)
         if beyond:

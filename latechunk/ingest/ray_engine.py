@@ -206,7 +206,7 @@ def _groups(config: EmbedConfig, encoder, kept: dict[int, dict], folder: OutputF
     digest, n = "", 0
     seg = SentenceSegmenter(workers=0)  # light groups are never split: no sentence worker processes
     try:
-        for g in iter_embed(iter_inputs(config.inputs), encoder, config.pipeline, select_group=lambda k: False,
+        for g in iter_embed(iter_inputs(config.inputs, config.fields), encoder, config.pipeline, select_group=lambda k: False,
                             segmenter=seg):
             for item in g.items:
                 digest = chain(digest, item)

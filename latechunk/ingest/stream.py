@@ -385,8 +385,8 @@ def stream(config: EmbedConfig, encoder, items: Iterator, start: int, digest: st
     if progress:
         from tqdm.auto import tqdm
 
-        n_items = max(count_inputs(config.inputs), before)
-        total = count_input_bytes(config.inputs)
+        n_items = max(count_inputs(config.inputs, config.fields), before)
+        total = count_input_bytes(config.inputs, config.fields)
         # a resumed run: the consumed items' share of the bytes, estimated by their number
         initial = bar_bytes if bar_bytes is not None else total * before // n_items if n_items else 0
         total = max(total, initial)
