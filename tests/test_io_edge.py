@@ -104,7 +104,8 @@ def test_an_empty_jsonl_in_a_folder_is_listed_in_the_manifest(tmp_path):
         ('{"id": 1.5, "text": "hello"}', "'id' is a float 1.5 (an id must be a string or an integer)"),
         ('{"id": 2.0, "text": "hello"}', "'id' is a float 2.0 (an id must be a string or an integer; write 2, not 2.0)"),
         ('{"id": "  ", "text": "hello"}', "'id' is blank (an id must be a non-blank string or an integer)"),
-        ('{"text": "hello"}', "no 'id' (or '_id', 'doc_id') field"),
+        ('{"text": "hello"}', "no 'id' (or '_id', 'doc_id') field (its fields: 'text'; --id-field names the one that "
+                              "holds the id)"),
     ],
 )
 def test_a_null_or_ill_typed_id_is_skipped_naming_the_field_and_its_type(tmp_path, line, reason):
@@ -362,13 +363,13 @@ def test_a_missing_text_field_and_a_null_text_have_their_own_reasons(tmp_path):
 
 def test_a_record_without_text_names_its_fields_and_how_to_rename_one(tmp_path):
     """Trial finding: a corpus whose text field is `body` or `contents` read "no 'text' field" on every line; the
-    reason now lists the record's fields and a jq line that renames the first one that is not an id/title/url."""
+    reason now lists the record's fields and names the first one that is not an id/title/url for --text-field."""
     src = tmp_path / "t.jsonl"
     src.write_text('{"_id": "a", "title": "Rivers", "contents": "Herons wait.", "lang": "en"}\n', encoding="utf-8")
     (skip,) = [x for x in iter_inputs([src]) if isinstance(x, Skipped)]
     assert skip.doc_id == "a" and skip.reason == (
-        "no 'text' field (its fields: '_id', 'title', 'contents', 'lang'; latechunk reads a record's text from "
-        "'text': rename the field, e.g. jq -c '. + {text: .contents} | del(.contents)')")
+        "no 'text' field (its fields: '_id', 'title', 'contents', 'lang'; give the field that holds the text: "
+        "--text-field contents)")
 
 
 def test_a_records_url_is_kept_from_jsonl_and_tables_and_a_bad_one_skips_the_record(tmp_path):
