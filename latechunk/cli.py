@@ -219,6 +219,8 @@ def embed(
     # --resume and --append: every option not given is the folder's (run.json), so `--resume` alone continues a run
     o = _resolve_embed_options(given, out if (append or resume) else None, resume=resume)
     resumed = resume and OutputFolder(out).run_path.is_file()  # a run to continue (else --resume starts one)
+    if resume and force:  # before saying what --resume would do (a trial saw that note, then this refusal)
+        _fail("--force (start over) and --resume (continue) exclude each other; give one")
     if resume and not resumed:  # killed before run.json: a new run, said so
         typer.echo(f"--resume: {out} holds no run to continue (no run.json); starting a new run with the options "
                    "given (embed's defaults for the others)", err=True)

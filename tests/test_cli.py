@@ -848,3 +848,12 @@ def test_chunk_prints_at_most_fifty_skipped_items_then_counts(tmp_path):
     assert len(lines) == _MAX_SKIPPED_SHOWN
     assert "... and 30 more skipped items: 30 duplicate doc_id" in res.stderr, res.stderr
     assert "(80 skipped)" in res.stderr
+
+
+def test_force_with_resume_is_refused_before_any_note(tmp_path):
+    """Trial finding: on a new folder `--force --resume` first printed "--resume: ... starting a new run", then
+    refused the pair."""
+    doc = tmp_path / "a.md"
+    doc.write_text("Rivers flow to the sea.", encoding="utf-8")
+    res = _run("embed", doc, "--out", tmp_path / "o", "--force", "--resume")
+    assert res.exit_code == 2 and "exclude each other" in res.output and "starting a new run" not in res.output
