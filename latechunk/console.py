@@ -110,6 +110,30 @@ def heading_path_text(record: dict) -> str:
     return " ".join(str(text).split())
 
 
+#: characters of a heading path that ``search`` prints (a trial's 50-level path made a line of several KB)
+PATH_CHARS = 240
+
+
+def _shorten_path(path: str, limit: int = PATH_CHARS) -> str:
+    """A heading path of at most ``limit`` characters for display: its first heading and its last ones, with
+    " > … > " where the middle was left out (``--json`` keeps the whole path)."""
+    if len(path) <= limit:
+        return path
+    parts = path.split(" > ")
+    if len(parts) == 1:
+        return path[: limit - 1] + "…"
+    head, tail = parts[0][: limit // 3], []
+    room = limit - len(head) - len(" > … > ")
+    for p in reversed(parts[1:]):
+        if len(p) + 3 > room:
+            break
+        tail.insert(0, p)
+        room -= len(p) + 3
+    if not tail:  # one very long last heading: its end
+        tail = ["…" + parts[-1][-max(1, room - 1):]]
+    return " > … > ".join([head, " > ".join(tail)])
+
+
 def format_hits(results: list[dict], query: str, *, expand: str | None = None, width: int | None = None,
                 snippet_chars: int = 200) -> list[tuple[str, bool]]:
     """The lines that ``latechunk search`` prints for its results, best first.
@@ -141,7 +165,7 @@ def format_hits(results: list[dict], query: str, *, expand: str | None = None, w
         text = r.get("text") or ""
         if path:  # the heading is on the path line: the snippet starts at the text under it
             text = _drop_leading_headings(text)
-        body = [visible(path), visible(snippet(text, query, snippet_chars))]
+        body = [visible(_shorten_path(path)), visible(snippet(text, query, snippet_chars))]
         for field in body:
             if not field:
                 continue

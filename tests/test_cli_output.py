@@ -333,3 +333,20 @@ def test_a_skipped_line_names_the_items_place_when_its_id_does_not():
         "skipped 3 (records/kb.jsonl:3): no 'text' field"
     assert skipped_line("notes/a.md", "empty file", "notes/a.md") == "skipped notes/a.md: empty file"
     assert skipped_line("x", "r") == skipped_line("x", "r", "") == "skipped x: r"
+
+
+def test_search_shortens_a_very_long_heading_path_but_json_keeps_it():
+    """Trial finding: a 50-level heading path printed as one line of several KB in `latechunk search`."""
+    from latechunk.console import PATH_CHARS, format_hits
+
+    path = [f"Heading level {i} with words" for i in range(50)]
+    rec = {"rank": 1, "score": 0.5, "doc_id": "d.md", "char_start": 0, "char_end": 10, "heading_path": path,
+           "text": "Body text about rivers."}
+    lines = [line for line, _ in format_hits([rec], "rivers")]
+    (shown,) = [line.strip() for line in lines if "Heading level 0" in line]
+    assert len(shown) <= PATH_CHARS and shown.startswith("Heading level 0 with words > … > ")
+    assert shown.endswith("Heading level 49 with words")
+    one = format_hits([{**rec, "heading_path": ["X" * 1000]}], "rivers")
+    assert max(len(line) for line, _ in one) < PATH_CHARS + 10
+    short = format_hits([{**rec, "heading_path": ["A", "B"]}], "rivers")
+    assert any(line.strip() == "A > B" for line, _ in short)
