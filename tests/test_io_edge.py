@@ -104,8 +104,8 @@ def test_an_empty_jsonl_in_a_folder_is_listed_in_the_manifest(tmp_path):
         ('{"id": 1.5, "text": "hello"}', "'id' is a float 1.5 (an id must be a string or an integer)"),
         ('{"id": 2.0, "text": "hello"}', "'id' is a float 2.0 (an id must be a string or an integer; write 2, not 2.0)"),
         ('{"id": "  ", "text": "hello"}', "'id' is blank (an id must be a non-blank string or an integer)"),
-        ('{"text": "hello"}', "no 'id' (or '_id', 'doc_id') field (its fields: 'text'; --id-field names the one that "
-                              "holds the id)"),
+        ('{"text": "hello"}', ("no 'id' (or '_id', 'doc_id') field (its fields: 'text'; --id-field names the one "
+                               "that holds the id)")),
     ],
 )
 def test_a_null_or_ill_typed_id_is_skipped_naming_the_field_and_its_type(tmp_path, line, reason):
