@@ -852,11 +852,19 @@ def search(
     if expand is not None:  # the rows around each hit, within its document
         results = expand_hits(table, results, expand)
         if expand.strip() == "section":
-            for r in results:  # a hit outside every heading: its section is all of the document
-                if not r.get("section") and len(r.get("text") or "") > _LONG_SECTION_CHARS:
-                    typer.echo(f"note: context {r['rank']} ({visible(str(r['doc_id']))}) is the whole document, "
-                               f"{len(r['text']):,} characters: its chunks have no heading path, so a section is "
-                               "the document; --expand neighbors:N gives N chunks on each side of a hit", err=True)
+            spec = str((manifest.get("strategy") or {}).get("spec", "") if isinstance(manifest.get("strategy"), dict)
+                       else manifest.get("strategy") or "")
+            if results and not spec.startswith(("heading", "code")) and not any(r.get("section") for r in results):
+                # a trial: under the default recursive strategy every "section" was the whole document
+                typer.echo(f"note: this index's strategy ({visible(spec) or 'unknown'}) records no heading paths, so "
+                           "--expand section gives each hit's whole document; --expand neighbors:N gives N chunks "
+                           "on each side of a hit, and `embed --strategy heading` records sections", err=True)
+            else:
+                for r in results:  # a hit outside every heading: its section is all of the document
+                    if not r.get("section") and len(r.get("text") or "") > _LONG_SECTION_CHARS:
+                        typer.echo(f"note: context {r['rank']} ({visible(str(r['doc_id']))}) is the whole document, "
+                                   f"{len(r['text']):,} characters: its chunks have no heading path, so a section is "
+                                   "the document; --expand neighbors:N gives N chunks on each side of a hit", err=True)
     if as_json:
         typer.echo(json.dumps(results, ensure_ascii=False, indent=2))
         return

@@ -309,7 +309,7 @@ def test_expand_section_of_a_document_without_headings_says_it_is_the_whole_docu
     (src / "long.txt").write_text("The harbour tide rises at dawn and the ferries leave. " * 600, encoding="utf-8")
     (src / "short.md").write_text("# Ferries\n\nA short note on ferries.\n", encoding="utf-8")
     out = tmp_path / "idx"
-    res = _run("embed", src, "--out", out, "--model", model, "--device", "cpu", "--quiet")
+    res = _run("embed", src, "--out", out, "--model", model, "--device", "cpu", "--quiet", "--strategy", "heading")
     assert res.exit_code == 0, res.output
     res = runner.invoke(app, ["search", str(out), "harbour tide", "-k", "3", "--expand", "section", "--json"])
     assert res.exit_code == 0, res.output
@@ -322,6 +322,14 @@ def test_expand_section_of_a_document_without_headings_says_it_is_the_whole_docu
     assert "short.md" not in note  # a section under a heading gets no note
     res = runner.invoke(app, ["search", str(out), "harbour tide", "-k", "3", "--expand", "neighbors:1"])
     assert res.exit_code == 0 and "note:" not in res.stderr
+    # third trial: under a strategy that records no heading paths (the default, recursive) every section was the
+    # whole document, however short, without a word: one note says so, naming the strategy
+    plain = tmp_path / "plain"
+    assert _run("embed", src, "--out", plain, "--model", model, "--device", "cpu", "--quiet").exit_code == 0
+    res = runner.invoke(app, ["search", str(plain), "ferries", "-k", "1", "--expand", "section"])
+    note = " ".join(res.stderr.split())
+    assert res.exit_code == 0 and "this index's strategy (recursive:max_tokens=256,overlap=0) records no heading " \
+        "paths" in note and "--strategy heading" in note, res.stderr
 
 
 def test_a_skipped_line_names_the_items_place_when_its_id_does_not():
