@@ -854,7 +854,7 @@ def search(
         if expand.strip() == "section":
             spec = str((manifest.get("strategy") or {}).get("spec", "") if isinstance(manifest.get("strategy"), dict)
                        else manifest.get("strategy") or "")
-            if results and not spec.startswith(("heading", "code")) and not any(r.get("section") for r in results):
+            if results and not spec.startswith("heading") and not any(r.get("section") for r in results):
                 # a trial: under the default recursive strategy every "section" was the whole document
                 typer.echo(f"note: this index's strategy ({visible(spec) or 'unknown'}) records no heading paths, so "
                            "--expand section gives each hit's whole document; --expand neighbors:N gives N chunks "
