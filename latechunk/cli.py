@@ -91,7 +91,7 @@ MacroWindowOverlapOpt = Annotated[
     Optional[int],
     typer.Option("--macro-window-overlap", "--window-overlap", help="Content tokens shared by consecutive macro "
                  "windows. Default: 0 (each token encoded once, except that a long document's last window is moved back to be "
-                 "full, so its start repeats tokens of the window before: about 1% more tokens on Chroma; measured: "
+                 "full, so its start repeats tokens of the window before: 0.2% more content tokens on the Chroma corpora; measured: "
                  "eval/results/map.md)."),
 ]
 
