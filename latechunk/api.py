@@ -172,11 +172,16 @@ class AddResult:
     chunks: int = 0
 
 
-def _caller_positions(text: str, jsonl_name: str) -> str:
+def _caller_positions(text: str, jsonl_name: str, positions: Sequence[int] | None = None) -> str:
     """``text`` (a skipped record's source or reason) with each place in this add's document file
-    ``DIR/appended/NNNNN.jsonl`` (``00001.jsonl:7``) as the caller's position (``documents[6]``): the file is
-    removed when the add embeds nothing."""
-    return re.sub(rf"(?<![\w.]){re.escape(jsonl_name)}:(\d+)", lambda m: f"documents[{int(m.group(1)) - 1}]", text)
+    ``DIR/appended/NNNNN.jsonl`` (``00001.jsonl:7``) as the caller's position (``documents[6]``; line ``L`` is
+    ``positions[L - 1]`` when some documents were not written): the file is removed when the add embeds
+    nothing."""
+    def caller(m) -> str:
+        line = int(m.group(1)) - 1
+        return f"documents[{positions[line] if positions is not None and line < len(positions) else line}]"
+
+    return re.sub(rf"(?<![\w.]){re.escape(jsonl_name)}:(\d+)", caller, text)
 
 
 def recorded_model_message(folder: str | os.PathLike, name: str | None, err: Exception | str) -> str:
@@ -209,14 +214,22 @@ def _as_document(item: DocumentLike, pos: int, auto_id) -> Document:
         if not isinstance(text, str):
             raise TypeError(f"documents[{pos}] (id {doc_id!r}): text must be a str, got {type(text).__name__}")
         if not str(doc_id).strip():  # before Document() refuses it without saying which item it was
-            raise ValueError(f"documents[{pos}]: the id {doc_id!r} is blank")
+            raise _BlankId(f"documents[{pos}]: the id {doc_id!r} is blank")
         doc = Document(str(doc_id), text, {})
     else:
         raise TypeError(f"documents[{pos}]: expected a str, an (id, text) pair or a latechunk.Document, got "
                         f"{type(item).__name__}")
     if not doc.doc_id.strip():
-        raise ValueError(f"documents[{pos}]: the id {doc.doc_id!r} is blank")
+        raise _BlankId(f"documents[{pos}]: the id {doc.doc_id!r} is blank")
     return doc
+
+
+class _BlankId(ValueError):
+    """A document whose id is blank: skipped with its reason (:data:`BLANK_ID_REASON`), never a stop."""
+
+
+#: The skip reason of a document given with a blank id (its source is its position, ``documents[i]``).
+BLANK_ID_REASON = "blank id (an id must be a non-blank string or an integer)"
 
 
 def _position_id(pos: int, text: str) -> str:
@@ -385,14 +398,14 @@ class LateChunker:
         Yields:
             One ``list[Chunk]`` per input document, in input order (so ``zip(documents, chunker.map(documents))``
             pairs them). A document that gives no chunk yields ``[]``, its reason logged as a warning on the
-            ``latechunk`` logger: no tokens (empty or whitespace-only text), chunking failed, or a duplicate id:
-            as in ``latechunk embed``, the first document with an id wins and a later one with the same id is
-            skipped (an auto id ``"3"`` can meet an explicit ``("3", text)``).
+            ``latechunk`` logger: no tokens (empty or whitespace-only text), chunking failed, a blank id, a
+            markdown text of nothing but front matter, or a duplicate id: as in ``latechunk embed``, the first
+            document with an id wins and a later one with the same id is skipped (an auto id ``"3"`` can meet an
+            explicit ``("3", text)``).
 
         Raises:
             TypeError: for an item that is not a str, (id, text) pair or Document (naming its position), or a
                 single str or Document given instead of an iterable.
-            ValueError: for a blank id.
         """
         _check_iterable(documents, "LateChunker.map")
         from latechunk.pipeline import iter_embed
@@ -436,7 +449,11 @@ class LateChunker:
 
         first: dict[str, int] = {}
         for pos, item in enumerate(documents):
-            doc = _as_document(item, pos, _position_id)
+            try:
+                doc = _as_document(item, pos, _position_id)
+            except _BlankId:  # a bad document, not a bad call: [] for it and its reason logged, the rest go on
+                yield Skipped(f"documents[{pos}]", BLANK_ID_REASON, f"documents[{pos}]")
+                continue
             if self.markdown is not None and "markdown" not in (doc.metadata or {}):
                 doc = Document(doc.doc_id, doc.text, {**(doc.metadata or {}), CHUNKER_MARKDOWN_KEY: self.markdown})
             try:
@@ -762,9 +779,15 @@ class Index:
             OSError: if a file cannot be written.
         """
         _check_iterable(documents, "Index.add")
-        docs = [_as_document(d, pos, _text_id) for pos, d in enumerate(documents)]
+        docs, positions, blank = [], [], []
+        for pos, d in enumerate(documents):
+            try:
+                docs.append(_as_document(d, pos, _text_id))
+                positions.append(pos)
+            except _BlankId:
+                blank.append(Skipped(f"documents[{pos}]", BLANK_ID_REASON, f"documents[{pos}]"))
         if not docs:
-            return AddResult()
+            return AddResult(skipped=tuple(blank))
         from latechunk.ingest.append import append, config_from_settings, write_documents
         from latechunk.ingest.folder import writer_lock
         from latechunk.output import OutputFolder, read_output
@@ -783,8 +806,9 @@ class Index:
             if not result.added:
                 jsonl.unlink(missing_ok=True)
             self._faiss, self._table, self.manifest = read_output(self.path)
-        return AddResult(added=tuple(d["doc_id"] for d in result.documents),
-                         skipped=tuple(Skipped(s["doc_id"], _caller_positions(s["reason"], jsonl.name),
-                                               _caller_positions(s.get("source", ""), jsonl.name))
-                                       for s in result.skipped),
+        skipped = [Skipped(s["doc_id"], _caller_positions(s["reason"], jsonl.name, positions),
+                           _caller_positions(s.get("source", ""), jsonl.name, positions)) for s in result.skipped]
+        order = {f"documents[{p}]": p for p in range(len(positions) + len(blank))}
+        skipped = sorted(skipped + blank, key=lambda x: order.get(x.source, -1))  # in input order
+        return AddResult(added=tuple(d["doc_id"] for d in result.documents), skipped=tuple(skipped),
                          chunks=result.chunks)

@@ -149,7 +149,7 @@ def test_map_yields_one_list_per_input_in_order(chunker, caplog):
     np.testing.assert_allclose(out[2][0].embedding, chunker(ETNA)[0].embedding, atol=1e-6)
 
 
-def test_bad_input_is_a_clear_error(chunker):
+def test_bad_input_is_a_clear_error(chunker, caplog):
     with pytest.raises(TypeError, match=r"documents\[1\]: expected a str, an \(id, text\) pair or a latechunk.Document, got dict"):
         list(chunker.map(["fine", {"id": 1}]))
     with pytest.raises(TypeError, match=r"takes an iterable of documents.*chunker.map\(\[text\]\), or chunker\(text\)"):
@@ -160,10 +160,12 @@ def test_bad_input_is_a_clear_error(chunker):
         _check_iterable("one text", "Index.add")
     with pytest.raises(TypeError, match=r"documents\[0\] \(id 'a'\): text must be a str, got int"):
         list(chunker.map([("a", 3)]))
-    with pytest.raises(ValueError, match="is blank"):
-        list(chunker.map([("  ", "text")]))
-    with pytest.raises(ValueError, match=r"documents\[1\]: the id '' is blank"):  # said no position (trial)
-        list(chunker.map(["a", ("", "text"), "b"]))
+    # a blank id is a bad document, not a bad call: [] and its reason logged, the rest of the stream goes on
+    # (trials: it raised without a position, then raised and ended the stream)
+    with caplog.at_level(logging.WARNING, logger="latechunk"):
+        assert [len(c) > 0 for c in chunker.map(["a text", ("  ", "text"), ("ok", "fine text")])] == \
+            [True, False, True]
+    assert any("documents[1]" in m and "blank id" in m for m in caplog.messages)
     with pytest.raises(TypeError, match="LateChunker takes a str or a latechunk.Document"):
         chunker(["a list"])
     with pytest.raises(ValueError, match="mode must be one of 'late', 'naive', 'contextual', 'fused', got 'early'"):
@@ -274,6 +276,12 @@ def test_add_then_verify_passes_and_search_finds_it(late_folder, tmp_path):
     assert sorted(p.name for p in (out / "shards").iterdir()) == shards_before
     assert sorted(p.name for p in (out / "appended").iterdir()) == ["00001.jsonl"]
     assert index.add([]) == latechunk.AddResult()
+    # a blank id is skipped in its place, the others go on (third trial: the whole batch raised)
+    mixed = index.add([("etna", ETNA), ("", "A blank id."), ("ponds", "Ponds freeze in a cold winter.")])
+    assert mixed.added == ("ponds",)
+    assert [(s.source, s.reason.split(" (")[0]) for s in mixed.skipped] == [
+        ("documents[0]", "already in the index"), ("documents[1]", "blank id")]
+    assert verify_output(out)[0] == []
 
 
 def test_add_keeps_a_documents_title_and_url(late_folder, tmp_path):
