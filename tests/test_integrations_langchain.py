@@ -224,6 +224,22 @@ def test_add_late_chunks_refusals(chunker):
     assert vs.store == {}
 
 
+def test_add_late_chunks_warns_when_it_cannot_check_the_stores_query_model(chunker):
+    """Third trial: a store on FakeEmbeddings(size=10) took 384-d late vectors silently and failed at query time;
+    one on another 384-d model would rank with meaningless scores. latechunk can only check LateChunkEmbeddings,
+    so any other store's embeddings get a warning naming them."""
+    import warnings
+
+    from langchain_core.embeddings import FakeEmbeddings
+
+    chunks = chunker(Document("fees.md", TEXT))
+    with pytest.warns(UserWarning, match=r"query embeddings are FakeEmbeddings, not a LateChunkEmbeddings"):
+        add_late_chunks(InMemoryVectorStore(FakeEmbeddings(size=10)), chunks)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        add_late_chunks(InMemoryVectorStore(LateChunkEmbeddings(chunker)), chunks)
+
+
 def test_add_late_chunks_uses_store_chunker(chunker):
     """Plain Documents without chunker= are chunked by the store's LateChunkEmbeddings' chunker."""
     vs = InMemoryVectorStore(LateChunkEmbeddings(chunker))

@@ -368,6 +368,15 @@ def _check_vectors(docs: list[LCDocument], vectorstore: VectorStore) -> np.ndarr
                 f"add_late_chunks: the chunks were embedded with {sorted(models)} but the store's queries are "
                 f"embedded with {embeddings.model_name!r}: queries and chunks must come from one model"
             )
+    elif vectors:  # queries are embedded by something latechunk cannot check against the chunks' model
+        import warnings
+
+        name = type(embeddings).__name__ if embeddings is not None else "no embeddings"
+        warnings.warn(
+            f"add_late_chunks: the store's query embeddings are {name}, not a LateChunkEmbeddings: its query "
+            f"vectors must come from the chunks' model ({sorted({d.metadata.get('model') for d in docs} - {None})}, "
+            f"{vectors[0].size} dimensions) or the ranking is meaningless; latechunk cannot check it. Give the "
+            "store LateChunkEmbeddings(chunker)", UserWarning, stacklevel=3)
     if not vectors:
         return np.zeros((0, 0), dtype=np.float32)
     return np.stack(vectors)
