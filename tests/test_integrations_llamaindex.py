@@ -220,24 +220,21 @@ def test_markdown_files_of_a_reader_are_parsed_as_markdown(chunker):
     assert spans({"file_path": "/data/rivers.txt"}) != want
 
 
-def test_pieces_of_a_late_chunk_cut_by_a_splitter_are_embedded_again(chunker, caplog):
+def test_pieces_of_a_late_chunk_cut_by_a_splitter_are_embedded_again(chunker):
     """Second trial: `IngestionPipeline([LateChunkNodeParser, SentenceSplitter, LateChunkEmbedding])` gave every
     piece of a late chunk that chunk's vector (the splitter copies it); such pieces are embedded on their own text
-    now, with a warning, and whole late chunks keep theirs."""
-    import logging
-
+    now, with a warning (a Python UserWarning, as LangChain's), and whole late chunks keep theirs."""
     from llama_index.core.ingestion import IngestionPipeline
     from llama_index.core.node_parser import SentenceSplitter
 
     docs = [LIDocument(text=TEXT, id_="rivers.md")]
     late = latechunk.LateChunker(chunker.encoder, strategy="recursive:max_tokens=64")
     emb = LateChunkEmbedding(chunker)
-    with caplog.at_level(logging.WARNING, logger="latechunk"):
+    with pytest.warns(UserWarning, match="hold a late chunk's vector but only part of its text"):
         got = IngestionPipeline(transformations=[LateChunkNodeParser(late), SentenceSplitter(chunk_size=20,
                                                  chunk_overlap=0), emb]).run(documents=docs)
     vectors = [tuple(np.round(n.embedding, 6)) for n in got]
     assert len(got) > 2 and len(set(vectors)) == len(vectors), "pieces share a vector"
-    assert "hold a late chunk's vector but only part of its text" in caplog.text
     for n in got:
         np.testing.assert_allclose(n.embedding, emb.get_text_embedding(n.get_content(metadata_mode=MetadataMode.EMBED)),
                                    atol=1e-5)

@@ -22,7 +22,6 @@ Needs ``llama-index-core`` (``pip install 'latechunk[llamaindex]'``).
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -168,11 +167,14 @@ def _without_embedding(nodes: Sequence[BaseNode]) -> tuple[list[BaseNode], list[
     """The nodes that have no embedding yet (or a stale one: :func:`_stale`, said in a warning), and their text
     as LlamaIndex embeds it."""
     stale = {id(n) for n in nodes if _stale(n)}
-    if stale:
-        logging.getLogger("latechunk").warning(
-            "LateChunkEmbedding: %d node(s) hold a late chunk's vector but only part of its text (a splitter ran "
-            "after LateChunkNodeParser); they are embedded again on their own text (naive). Split with the "
-            "parser's strategy instead (LateChunker(strategy=...)) to keep late vectors", len(stale))
+    if stale:  # a Python warning, as LangChain's re-embedding warnings are (a trial missed a log line)
+        import warnings
+
+        warnings.warn(
+            f"LateChunkEmbedding: {len(stale)} node(s) hold a late chunk's vector but only part of its text (a "
+            "splitter ran after LateChunkNodeParser); they are embedded again on their own text (naive). Split with "
+            "the parser's strategy instead (LateChunker(strategy=...)) to keep late vectors", UserWarning,
+            stacklevel=3)
     todo = [n for n in nodes if n.embedding is None or id(n) in stale]
     return todo, [n.get_content(metadata_mode=MetadataMode.EMBED) for n in todo]
 
