@@ -1158,7 +1158,8 @@ def train(
     max_queries: Annotated[Optional[int], typer.Option("--max-queries", help="Train on at most N queries (after the seeded shuffle). Default: all.")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the shuffle, dropout and the inverse-cloze draw.")] = 0,
     device: DeviceOpt = "auto",
-    precision: Annotated[str, typer.Option("--precision", "--dtype", help="auto, float32 or bfloat16 (--dtype is the same option, as embed names it): the dtype the model's forward and backward are autocast to (weights, optimiser state and loss stay float32). auto: bfloat16 on CUDA and on CPUs with AMX or AVX-512 BF16, else float32 ($LATECHUNK_CPU_DTYPE=float32 or bfloat16 sets the CPU's, as for embed). Recorded in the model folder's latechunk_train.json.")] = "auto",
+    precision: Annotated[str, typer.Option("--dtype", help="auto, float32 or bfloat16: the dtype the model's forward and backward are autocast to (weights, optimiser state and loss stay float32). auto: bfloat16 on CUDA and on CPUs with AMX or AVX-512 BF16, else float32 ($LATECHUNK_CPU_DTYPE=float32 or bfloat16 sets the CPU's, as for embed). Recorded in the model folder's latechunk_train.json.")] = "auto",
+    old_precision: Annotated[Optional[str], typer.Option("--precision", hidden=True, help="The old name of --dtype (embed's --precision is the index's storage).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
 ) -> None:
     """Fine-tune a model for late chunking: queries pulled toward the late-pooled vector of the chunk holding
@@ -1175,7 +1176,7 @@ def train(
                              strategy=strategy, macro_window=macro_window, window_overlap=macro_window_overlap,
                              epochs=epochs, lr=lr, batch_size=batch_size, naive_weight=naive_weight,
                              fused_weight=fused_weight, temperature=temperature, ict_queries=ict_queries, max_queries=max_queries, seed=seed,
-                             device=device, precision=precision)
+                             device=device, precision=old_precision or precision)
         result = run_train(config, progress=not quiet, log=lambda m: typer.echo(m, err=True))
     except (ValueError, TypeError, FileNotFoundError) as err:
         _fail(str(err))

@@ -31,7 +31,7 @@ markedly better. This module does that training:
   about a point of SpanRecall@5: ``eval/results/fused.md``). For inverse-cloze examples the chunks of *other*
   passages of the query's source document are left out of every term's softmax (passages drawn from
   one document overlap, so such a chunk may hold the target's very text: a false negative).
-- **Precision** (``--precision``). The weights, the optimiser state, the pooling and the loss stay float32; with
+- **Precision** (``--dtype``; ``--precision``, its old name, still works). The weights, the optimiser state, the pooling and the loss stay float32; with
   ``bfloat16`` the model's forward (and so its backward) runs under ``torch.autocast(dtype=torch.bfloat16)``
   (mixed precision: matrix products in bf16, reductions in fp32). ``auto`` (the default) picks bf16 on CUDA and
   on CPUs that multiply bf16 matrices in hardware (Intel AMX or AVX-512 BF16: :func:`latechunk.encoder.cpu_bf16_isa`), where bf16 matrix
@@ -101,7 +101,7 @@ ICT_KEEP_PROB = 0.1
 """Inverse cloze: share of examples whose query sentence is left in the passage (Lee et al. 2019 keep 10%, so
 the model also learns word overlap); the rest have it removed."""
 PRECISIONS = ("auto", "float32", "bfloat16")
-"""``--precision`` values: ``auto`` (bf16 autocast on CUDA and AMX CPUs, else fp32), ``float32``, ``bfloat16``
+"""``--dtype`` values: ``auto`` (bf16 autocast on CUDA and AMX CPUs, else fp32), ``float32``, ``bfloat16``
 (autocast; the weights stay float32). See :func:`autocast_dtype`."""
 TRAIN_FILE = "latechunk_train.json"
 """The record of a training run, written into the model folder beside sentence-transformers' files."""
@@ -316,7 +316,7 @@ class TrainConfig:
         if not 0 <= self.warmup < 1:
             raise ValueError(f"warmup must lie in [0, 1), got {self.warmup!r}")
         if self.precision not in PRECISIONS:
-            raise ValueError(f"--precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
+            raise ValueError(f"--dtype must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
         if self.max_queries is not None and self.max_queries < 1:
             raise ValueError(f"--max-queries must be >= 1, got {self.max_queries!r}")
         from latechunk.strategies import get_strategy
@@ -758,7 +758,7 @@ def train(config: TrainConfig, progress: bool = True, log: Callable[[str], None]
     model.train()
     amp = autocast_dtype(config.precision, encoder.device.type)
     say(f"precision: {'bfloat16 autocast' if amp is not None else 'float32'} on {encoder.device} "
-        f"(--precision {config.precision}; weights float32)")
+        f"(--dtype {config.precision}; weights float32)")
     pad_id = encoder.hf_tokenizer.pad_token_id if encoder.hf_tokenizer.pad_token_id is not None else 0
     steps_per_epoch = math.ceil(len(pairs) / config.batch_size)
     total = steps_per_epoch * config.epochs

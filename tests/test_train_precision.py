@@ -57,7 +57,7 @@ def test_bad_precision_fails(tmp_path):
     assert PRECISIONS == ("auto", "float32", "bfloat16")
     with pytest.raises(ValueError, match="precision"):
         autocast_dtype("float16", "cpu", amx=True)
-    with pytest.raises(ValueError, match="--precision"):
+    with pytest.raises(ValueError, match="--dtype"):
         TrainConfig(out=str(tmp_path / "m"), dataset="xquad", precision="fp16")
 
 
@@ -120,8 +120,8 @@ def test_the_cli_passes_precision_and_refuses_a_bad_one(tmp_path):
     from latechunk.cli import app
 
     res = CliRunner().invoke(app, ["train", "--dataset", "xquad", "--out", str(tmp_path / "m"), "--precision", "fp16"])
-    assert res.exit_code != 0 and "--precision must be one of" in res.output, res.output
+    assert res.exit_code != 0 and "--dtype must be one of" in res.output, res.output  # the old name still works
     assert not (tmp_path / "m").exists()
-    # embed names the compute dtype --dtype (its --precision is the index's storage): train takes both spellings
+    # embed names the compute dtype --dtype (its --precision is the index's storage): train's is --dtype too
     res = CliRunner().invoke(app, ["train", "--dataset", "xquad", "--out", str(tmp_path / "m"), "--dtype", "fp16"])
     assert res.exit_code != 0 and "must be one of" in res.output and "No such option" not in res.output, res.output
