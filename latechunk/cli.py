@@ -359,9 +359,11 @@ def embed(
 
         try:
             check_same_settings(OutputFolder(out).read_run().get("settings", {}), run_settings(config, encoder),
-                                what="--resume of a finished run with settings that differ from it")
+                                what="--resume of a finished run with settings that differ from it", may_change=())
         except ValueError as err:
-            _fail(str(err))
+            hint = (f" (another index for a finished folder: latechunk reindex {out} --index/--precision/"
+                    "--truncate-dim ...)" if "index." in str(err) else "")
+            _fail(str(err) + hint)
         typer.echo(finished, err=True)
         return
     if append:

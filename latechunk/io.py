@@ -63,10 +63,9 @@ from collections.abc import Iterator, Sequence
 from io import TextIOWrapper
 from pathlib import Path
 
-from latechunk.config import DEFAULT_ID_FIELDS, RecordFields
 from latechunk.convert import declared_charset, decode_html, html_to_markdown
 from latechunk.front_matter import FRONT_MATTER, INVISIBLE_MARKS, read_front_matter
-from latechunk.types import Document, Skipped
+from latechunk.types import DEFAULT_ID_FIELDS, Document, RecordFields, Skipped
 
 __all__ = ["CODE_SUFFIXES", "HTML_SUFFIXES", "NOT_READ_REASONS", "SUPPORTED_SUFFIXES", "TABLE_SUFFIXES",
            "TEXT_SUFFIXES", "count_input_bytes",

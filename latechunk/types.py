@@ -13,7 +13,7 @@ from typing import Literal
 
 import numpy as np
 
-__all__ = ["CHUNKER_MARKDOWN_KEY", "Document", "Span", "Tokenization", "Boundaries", "ChunkVectors", "Skipped", "Mode"]
+__all__ = ["CHUNKER_MARKDOWN_KEY", "DEFAULT_ID_FIELDS", "RecordFields", "Document", "Span", "Tokenization", "Boundaries", "ChunkVectors", "Skipped", "Mode"]
 
 Mode = Literal["late", "naive", "contextual", "fused"]
 
@@ -278,3 +278,53 @@ class Skipped:
     doc_id: str
     reason: str
     source: str = ""
+
+
+#: the fields (JSONL) or columns (tables) a record's id is read from by default, the first present one
+DEFAULT_ID_FIELDS = ("id", "_id", "doc_id")
+
+
+@dataclass(frozen=True)
+class RecordFields:
+    """Which field (JSONL) or column (parquet, Arrow, Hugging Face datasets) of a record holds its id, text and
+    title: ``embed --id-field/--text-field/--title-field``. The defaults read ``id`` (else ``_id``, else
+    ``doc_id``), ``text`` and ``title``; a corpus whose text is in ``body`` or ``contents`` sets ``text``.
+
+    Args:
+        id: The id field; None: the first of ``id``, ``_id``, ``doc_id`` present.
+        text: The text field.
+        title: The title field (optional in each record; its value is put before the text, as ``title``'s).
+
+    Raises:
+        ValueError: for a name that is empty, or the same name for two roles.
+    """
+
+    id: str | None = None
+    text: str = "text"
+    title: str = "title"
+
+    def __post_init__(self) -> None:
+        for role in ("id", "text", "title"):
+            name = getattr(self, role)
+            if name is not None and (not isinstance(name, str) or not name.strip()):
+                raise ValueError(f"--{role}-field must be a field name, got {name!r}")
+        names = [n for n in (self.id, self.text, self.title) if n is not None]
+        if len(set(names)) != len(names):
+            raise ValueError(f"--id-field, --text-field and --title-field must name different fields, got "
+                             f"id={self.id!r}, text={self.text!r}, title={self.title!r}")
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        """The id fields looked for, in order."""
+        return DEFAULT_ID_FIELDS if self.id is None else (self.id,)
+
+    def to_dict(self) -> dict:
+        """The run.json form: only the fields that differ from the defaults (``{}`` for the defaults, so folders
+        written before this setting read the same)."""
+        default = RecordFields()
+        return {k: getattr(self, k) for k in ("id", "text", "title") if getattr(self, k) != getattr(default, k)}
+
+    @classmethod
+    def from_dict(cls, d) -> RecordFields:
+        """The fields of a run.json ``record_fields`` record (:meth:`to_dict`; ``{}`` or None: the defaults)."""
+        return cls(**{k: d[k] for k in ("id", "text", "title") if k in (d or {})})

@@ -432,3 +432,4 @@ def test_search_on_a_compact_index_from_the_cli(tmp_path):
     res = runner.invoke(app, ["embed", str(src), "--out", str(out), "--device", "cpu", "--quiet", "--resume",
                               "--precision", "int8", "--truncate-dim", "256"])
     assert res.exit_code != 0 and "precision" in res.output
+    assert "latechunk reindex" in " ".join(res.output.split())  # a finished folder's index: reindex changes it

@@ -196,19 +196,21 @@ RESUME_MAY_CHANGE = ("index",)
 
 
 def check_same_settings(old: dict, new: dict, what: str = "--resume with settings that differ from the "
-                        "interrupted run") -> None:
+                        "interrupted run", may_change: tuple[str, ...] = RESUME_MAY_CHANGE) -> None:
     """Refuse settings that differ from a run's ``run.json`` settings, except :data:`RESUME_MAY_CHANGE`.
 
     Args:
         old: The recorded settings.
         new: This run's settings.
         what: How the message starts.
+        may_change: Top-level settings left out of the comparison (an unfinished run's index; none for a
+            finished one, whose index ``latechunk reindex`` changes).
 
     Raises:
         ValueError: naming every difference.
     """
-    diff = diff_settings({k: v for k, v in old.items() if k not in RESUME_MAY_CHANGE},
-                         {k: v for k, v in new.items() if k not in RESUME_MAY_CHANGE})
+    diff = diff_settings({k: v for k, v in old.items() if k not in may_change},
+                         {k: v for k, v in new.items() if k not in may_change})
     if diff:
         raise ValueError(f"{what}: " + "; ".join(diff) + ". Use the same options, or --force to start over")
 
