@@ -1075,7 +1075,7 @@ def strategies() -> None:
 
 @app.command()
 def compare(
-    dataset: Annotated[str, typer.Option("--dataset", "-d", help="chroma, xquad (the bundled sets, under $LATECHUNK_DATA), or a path: a Chroma folder (corpora/*.md and questions_df.csv with columns question, references: a JSON list of {content, start_index, end_index} character spans, and corpus_id: the corpus file's stem), a BEIR folder (corpus.jsonl, queries.jsonl, qrels/test.tsv), or a SQuAD v1.1/v2.0 .json (unanswerable questions are left out and counted).")],
+    dataset: Annotated[str, typer.Option("--dataset", "-d", help="chroma, xquad (the bundled sets, under $LATECHUNK_DATA), or a path: a Chroma folder (corpora/*.md read as markdown or corpora/*.txt as plain text, and questions_df.csv with columns question, references: a JSON list of {content, start_index, end_index} character spans, and corpus_id: the corpus file's stem), a BEIR folder (corpus.jsonl, queries.jsonl, qrels/test.tsv), or a SQuAD v1.1/v2.0 .json (unanswerable questions are left out and counted).")],
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Report folder (report.md, results.json, per_query.csv, plot.png). Default: compare-<dataset>.")] = None,
     model: ModelOpt = None,
     strategies: Annotated[Optional[list[str]], typer.Option("--strategies", "-s", help="SPEC (repeatable; several SPECs in one value split on spaces, or several words after it). Sweeps: fixed:size=128|256. Default: the five text strategies (fixed, recursive, heading, sentence_window, semantic; code is for source files).")] = None,
