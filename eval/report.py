@@ -127,7 +127,16 @@ def _compact_table(result) -> str:
 
 
 def _ci(c: dict, metric: str) -> str:
-    return f"{_fmt_diff(metric, c['mean_diff'])} [{_fmt_diff(metric, c['ci_low'])}, {_fmt_diff(metric, c['ci_high'])}]"
+    return f"{_fmt_diff(metric, c['mean_diff'])} [{_fmt_bound(metric, c['ci_low'])}, {_fmt_bound(metric, c['ci_high'])}]"
+
+
+def _fmt_bound(metric: str, value: float) -> str:
+    """An interval bound as :func:`_fmt_diff` prints it, with two more decimals where it would print as ±0.0 (a
+    trial read "[+0.0, +4.0]", unstarred, as excluding 0: the bound was 0 or just below it)."""
+    text = _fmt_diff(metric, value)
+    if value != 0 and text.lstrip("+-") in ("0.0", "0.00"):
+        return f"{100 * value:+.3f}" if _is_pct(metric) else f"{value:+.4f}"
+    return "0.0" if value == 0 and _is_pct(metric) else ("0.00" if value == 0 else text)
 
 
 _PAIR_KINDS = ("late-naive", "late-contextual", "naive-contextual", "fused-late", "fused-naive")

@@ -153,3 +153,13 @@ def test_plot_category_labels_never_overlap_and_name_no_missing_window(run, turn
             assert all(a.x1 <= b.x0 for a, b in itertools.pairwise(boxes)), [t.get_text() for t in ticks]
     windows = {(c["strategy"], c["window"]) for c in result.comparisons if c["kind"] == "late-naive"}
     assert len(fig.axes[1].get_xticks()) == len(windows)  # a pair without a window sits with its strategy
+
+
+def test_an_interval_bound_near_zero_shows_its_sign_and_more_decimals():
+    """Trial finding: "+1.7 [+0.0, +4.0]" without a star read as an interval excluding 0 (its bound was 0 or just
+    below); a bound that rounds to 0 prints unsigned when it is 0, else with two more decimals."""
+    from latechunk.eval.report import _ci
+
+    assert _ci({"mean_diff": 0.017, "ci_low": 0.0, "ci_high": 0.04}, "SpanRecall@5") == "+1.7 [0.0, +4.0]"
+    assert _ci({"mean_diff": 0.017, "ci_low": -0.0002, "ci_high": 0.04}, "SpanRecall@5") == "+1.7 [-0.020, +4.0]"
+    assert _ci({"mean_diff": 0.017, "ci_low": 0.011, "ci_high": 0.04}, "SpanRecall@5") == "+1.7 [+1.1, +4.0]"
