@@ -163,7 +163,7 @@ def ingest(
     with writer_lock(config.out) if rank == 0 else contextlib.nullcontext():
         if world_size > 1:
             return ingest_rank(config, encoder, settings, header or {}, rank, world_size,
-                               _rank_timeout(rank_timeout), t_start, on_shard)
+                               _rank_timeout(rank_timeout), t_start, on_shard, progress=progress)
         return _ingest_one(config, encoder, settings, t_start, progress, header, on_shard)
 
 

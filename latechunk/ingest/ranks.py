@@ -175,7 +175,8 @@ def _wait_go(folder: OutputFolder, since: float, world: int, timeout: float, hos
 
 
 def ingest_rank(config: EmbedConfig, encoder, settings: dict, header: dict, rank: int, world: int, timeout: float,
-                t_start: float, on_shard: Callable[[dict], None] | None = None) -> dict | None:
+                t_start: float, on_shard: Callable[[dict], None] | None = None, progress: bool = False
+                ) -> dict | None:
     """One of ``world`` processes: encode the groups ``k % world == rank``; rank 0 prepares and assembles.
 
     Args:
@@ -188,6 +189,9 @@ def ingest_rank(config: EmbedConfig, encoder, settings: dict, header: dict, rank
         timeout: Seconds to wait without progress from the others.
         t_start: ``time.time()`` at the start of the run.
         on_shard: Called with each shard record this rank writes.
+        progress: Show the progress bar of :func:`~latechunk.ingest.stream.stream` (rank 0 only: it moves as
+            this rank encodes its groups and reads past the others' groups, so it runs a little ahead of the other
+            ranks' work).
 
     Returns:
         The manifest on rank 0, ``None`` on the others.
@@ -250,7 +254,8 @@ def ingest_rank(config: EmbedConfig, encoder, settings: dict, header: dict, rank
                 set_status(shards=status["shards"] + 1, inputs_consumed=s.end)
 
         n, consumed, digest = stream(config, encoder, iter_inputs(config.inputs, config.fields), 0, "", 0,
-                                     lambda k: k % world == rank and k not in kept, on_group)
+                                     lambda k: k % world == rank and k not in kept, on_group,
+                                     progress=progress and rank == 0)
         beyond = sorted(k for k in kept if k >= n)
         if beyond:
             raise ValueError(f"--resume: the inputs changed since the interrupted run (they now form {n} shards, "
