@@ -129,6 +129,17 @@ def test_ray_resume_keeps_complete_shards_and_equals_one_process(ray_cluster, co
     assert not (out / "shards" / "00002.npy.tmp").exists()
 
 
+def test_too_many_ray_actors_fail_before_the_output_folder_is_written(ray_cluster, corpus, tmp_path):
+    """Trial finding: `--ray-actors 2` on a 2-CPU cluster failed after run.json and shards/ were written, and the
+    corrected command was then refused ("exists and is not empty"); the actors are planned first now."""
+    corpus_dir, model = corpus
+    out = tmp_path / "out"
+    res = runner.invoke(app, ["embed", str(corpus_dir), "--out", str(out), "--model", str(model), *ARGS,
+                              "--engine", "ray", "--ray-actors", "2"])
+    assert res.exit_code == 2 and "--ray-actors 2" in res.output, res.output
+    assert not (out / "run.json").exists() and not (out / "shards").exists()
+
+
 def _assert_resumed(out, kept, n_ref, reference):
     """The resumed folder reused the kept shards, wrote the others, and equals the single-process reference."""
     after = _shard_stamps(out)

@@ -272,17 +272,19 @@ def ingest_ray(config: EmbedConfig, encoder, *, header: dict | None = None, addr
     folder = OutputFolder(out)
     started = False
     with writer_lock(out):
-        prepare_output(out, settings, force=config.force, resume=config.resume, scan=False)
-        kept = complete_shards(out) if config.resume else {}
-        clean_shards(out, lambda i: i in kept)
-        rows, n = _groups(config, encoder, kept, folder)
         if not ray.is_initialized():
             ray.init(address=address, log_to_driver=False, include_dashboard=False)
             started = True
         try:
+            # the actors planned against the cluster before anything is written: a bad --ray-actors or --device
+            # left a run.json and shards/ behind that the corrected command refused (trial)
             resources = {k: float(v) for k, v in sorted(ray.cluster_resources().items())
                          if not k.startswith(("node:", "accelerator_type:"))}
             plan = plan_actors(resources, actors, config.model.device)
+            prepare_output(out, settings, force=config.force, resume=config.resume, scan=False)
+            kept = complete_shards(out) if config.resume else {}
+            clean_shards(out, lambda i: i in kept)
+            rows, n = _groups(config, encoder, kept, folder)
             records: dict[int, dict] = dict(kept)
             if n == 0:  # no input item at all: the one empty shard, as a single process writes it
                 from latechunk.ingest.stream import ShardInput, write_group
