@@ -306,10 +306,22 @@ class _Source:
 
 
 # ---------------------------------------------------------------------------------------------------- the stores
-def _refuse(store: str, collection: str, path: Path, n: int, what: str) -> ValueError:
-    return ValueError(f"{store} {'table' if store == 'lancedb' else 'collection'} {collection!r} in {path} already "
-                      f"holds {n} {what}; pass --overwrite (overwrite=True) to replace it, or choose another "
-                      "--collection")
+def _refuse(store: str, collection: str, path: Path, n: int, what: str, metadata=None) -> ValueError:
+    """The error for a collection that holds rows already; one whose metadata records more rows than it holds
+    (``latechunk.rows``) is named incomplete (an export killed part way cannot drop what it made)."""
+    kind = "table" if store == "lancedb" else "collection"
+    meta = {(k.decode() if isinstance(k, bytes) else str(k)): (v.decode() if isinstance(v, bytes) else v)
+            for k, v in (metadata or {}).items()}
+    try:
+        want = int(meta.get("latechunk.rows", ""))
+    except (TypeError, ValueError):
+        want = None
+    if want is not None and n < want:
+        return ValueError(f"{store} {kind} {collection!r} in {path} is incomplete: it holds {n} of the {want} {what} "
+                          "its export recorded (an export that was killed part way); pass --overwrite "
+                          "(overwrite=True) to export it again, or choose another --collection")
+    return ValueError(f"{store} {kind} {collection!r} in {path} already holds {n} {what}; pass --overwrite "
+                      "(overwrite=True) to replace it, or choose another --collection")
 
 
 @dataclass
@@ -330,9 +342,10 @@ def _lancedb(source: _Source, path: Path, client, collection: str, overwrite: bo
     lancedb = _client_module("lancedb")
     db = client if client is not None else lancedb.connect(str(path))
     if collection in db.list_tables().tables:
-        n = db.open_table(collection).count_rows()
+        existing = db.open_table(collection)
+        n = existing.count_rows()
         if n and not overwrite:
-            raise _refuse("lancedb", collection, path, n, "rows")
+            raise _refuse("lancedb", collection, path, n, "rows", existing.schema.metadata)
         db.drop_table(collection)
     schema = pa.schema([pa.field("vector_id", pa.int64()), pa.field("vector", pa.list_(pa.float32(), source.out_dim)),
                         *chunk_schema(), pa.field("manifest_sha256", pa.string())], metadata=source.metadata())
@@ -371,7 +384,8 @@ def _qdrant(source: _Source, path: Path, client, collection: str, overwrite: boo
         if qc.collection_exists(collection):
             n = qc.count(collection, exact=True).count
             if n and not overwrite:
-                raise _refuse("qdrant", collection, path, n, "points")
+                raise _refuse("qdrant", collection, path, n, "points",
+                              getattr(qc.get_collection(collection).config, "metadata", None))
             qc.delete_collection(collection)
         distance = models.Distance.COSINE if source.distance == "cosine" else models.Distance.DOT
         qc.create_collection(collection, vectors_config=models.VectorParams(size=source.out_dim, distance=distance),
@@ -396,9 +410,10 @@ def _chroma(source: _Source, path: Path, client, collection: str, overwrite: boo
     cc = client if client is not None else chromadb.PersistentClient(str(path),
                                                                      settings=Settings(anonymized_telemetry=False))
     if collection in {c if isinstance(c, str) else c.name for c in cc.list_collections()}:
-        n = cc.get_collection(collection).count()
+        existing = cc.get_collection(collection)
+        n = existing.count()
         if n and not overwrite:
-            raise _refuse("chroma", collection, path, n, "records")
+            raise _refuse("chroma", collection, path, n, "records", existing.metadata)
         cc.delete_collection(collection)
     space = "cosine" if source.distance == "cosine" else "ip"
     col = cc.create_collection(collection, configuration={"hnsw": {**hnsw, "space": space}},

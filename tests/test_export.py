@@ -438,6 +438,33 @@ def test_failed_export_leaves_no_half_filled_collection(raw_folder, tmp_path, mo
         qc.close()
 
 
+def test_an_interrupted_export_is_refused_as_incomplete(raw_folder, tmp_path):
+    """Trial finding: after kill -9 part way through an export (no drop can run then) the next export refused the
+    collection as "already holds 73 points" though its metadata says 203 rows: it now names it incomplete."""
+    import chromadb
+    import lancedb
+    from qdrant_client import QdrantClient, models
+
+    for store in ("lancedb", "qdrant", "chroma"):
+        export_folder(raw_folder, f"{store}:{tmp_path / store}")
+    lancedb.connect(str(tmp_path / "lancedb")).open_table("latechunk").delete("vector_id < 2")
+    qc = QdrantClient(path=str(tmp_path / "qdrant"))
+    try:
+        qc.delete("latechunk", points_selector=models.PointIdsList(points=[0, 1]))
+    finally:
+        qc.close()
+    from chromadb.config import Settings
+
+    chromadb.PersistentClient(str(tmp_path / "chroma"), settings=Settings(anonymized_telemetry=False)
+                              ).get_collection("latechunk").delete(ids=["0", "1"])
+    import pyarrow.parquet as pq
+
+    total = len(pq.read_table(raw_folder / "chunks.parquet"))
+    for store, what in (("lancedb", "rows"), ("qdrant", "points"), ("chroma", "records")):
+        with pytest.raises(ValueError, match=rf"is incomplete: it holds {total - 2} of the {total} {what}"):
+            export_folder(raw_folder, f"{store}:{tmp_path / store}")
+
+
 def test_a_folder_grown_by_index_add_exports_whole(raw_folder, tmp_path):
     """``Index.add`` appends shards and rewrites the manifest: the export carries the new rows and the new hash."""
     import lancedb
