@@ -620,6 +620,13 @@ def _print_ingest_notes(manifest: dict, where: Path, only: set[str] | None = Non
     if len(odd) > _MAX_SKIPPED_SHOWN:
         typer.echo(f"front matter: ... and {len(odd) - _MAX_SKIPPED_SHOWN} more document(s) (all in {where}, "
                    "documents[].front_matter_problem)", err=True)
+    ix = manifest.get("index") or {}
+    if ix.get("built") and ix.get("nlist_requested") and ix.get("nlist") != ix.get("nlist_requested"):
+        # reindex says it; embed said nothing (a trial found it in the manifest only)
+        n = ix.get("ntotal")
+        typer.echo(f"index: {ix.get('factory')} built as {ix['built']}: {n if n is None else format(n, ',')} vectors give fewer "
+                   f"than 39 per list for {ix['nlist_requested']} lists (faiss's k-means minimum), so nlist is "
+                   f"{ix.get('nlist')}", err=True)
     d = manifest.get("dedup")
     if d:
         typer.echo(f"dedup: {d['chunks_dropped']} chunk(s) dropped as near-duplicates (cosine >= {d['threshold']}) "

@@ -334,3 +334,19 @@ def test_what_faiss_refuses_at_add_time_is_a_value_error_naming_the_index():
     assert index.ntotal == 150
     with pytest.raises(ValueError, match=r"cannot add 10 vectors to the 'NSG8' index: .*incremental"):
         add_vectors(index, x[:10], config)
+
+
+def test_embed_says_when_an_ivf_index_is_built_with_fewer_lists(tmp_path):
+    """Trial finding: `embed --index IVF16,Flat` on a few vectors built IVF1,Flat and said so only in the manifest
+    (reindex says it); embed now prints the index it built."""
+    from tests.models import save_tiny_bert
+
+    model = save_tiny_bert(tmp_path / "tiny")
+    src = tmp_path / "docs"
+    src.mkdir()
+    (src / "a.md").write_text("Rivers flow to the sea. " * 20, encoding="utf-8")
+    res = runner.invoke(app, ["embed", str(src), "--out", str(tmp_path / "o"), "--model", str(model), "--device",
+                              "cpu", "--quiet", "--index", "IVF16,Flat"])
+    assert res.exit_code == 0, res.output
+    text = " ".join(res.output.split())
+    assert "index: IVF16,Flat built as IVF1,Flat" in text and "so nlist is 1" in text, text
