@@ -275,7 +275,8 @@ def verify_output(out: str | os.PathLike, inputs: Sequence[os.PathLike] | None =
         P.add("file", str(err))
         return P.finish(), ""
     if not folder.manifest_path.is_file():
-        P.add("file", f"{MANIFEST_FILE} is missing (an unfinished run? `latechunk embed ... --resume` finishes it)")
+        P.add("file", f"{MANIFEST_FILE} is missing (an unfinished run? `latechunk embed ... --resume` finishes it; "
+                      "if its index could not be trained, `--resume --index Flat` builds another from the shards)")
         return P.finish(), ""
     try:
         manifest = folder.read_json(folder.manifest_path)
