@@ -695,7 +695,11 @@ def verify(
 ) -> None:
     """Check an output folder: index against chunk table against manifest against shards and source files.
 
-    Prints each problem found and exits 1 if there is any, 0 when everything agrees.
+    Prints each problem found and exits 1 if there is any, 0 when everything agrees. Checks: every vector against
+    its shard (within the index's storage precision), every row of chunks.parquet against its manifest record
+    and, unless --no-sources, against its source document read again (exact slices, changed, gone or new
+    sources); shard hashes; stray temp files of a write that never finished; for IVF indexes, that sampled rows
+    sit in their list and find themselves (self-recall@10, checked for Flat/SQ codes, reported for lossy PQ).
     """
     from latechunk.verify import verify_output
 
@@ -1211,6 +1215,9 @@ def export(
     Row i is vector id i, with doc id, char and token spans, heading path, strategy, text and the sha256 of
     manifest.json; cosine distance for normalised vectors, inner product for --no-normalize ones. Chroma's HNSW
     index gets settings sized to the collection (--hnsw-ef, --hnsw-m, --hnsw-ef-construction change them).
+    Query the store with vectors made as the run's: its model with its query prompt, normalised
+    (`latechunk.Index.load(DIR).encoder.encode_query(queries)`), cut to --truncate-dim when the run set it.
+    An export that fails drops what it made; a killed one leaves a collection the next export names incomplete.
     Example: latechunk export out/chroma --to qdrant:out/qdrant --collection chroma_eval
     """
     from latechunk.export import export_folder
