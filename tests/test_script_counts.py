@@ -48,3 +48,20 @@ def test_select_loco_picks_on_the_other_corpora_and_scores_the_held_out_one(tmp_
     assert res["pooled"] == {"R": 0.0, "I": pytest.approx(10.0)} and res["questions"] == 4
     with pytest.raises(ValueError, match="no system reaches I >= 50"):
         load_script("select_loco").select([tmp_path / "run"], questions, metric="R", floor_metric="I", floor=50)
+
+
+def test_window_repeat_counts_the_last_windows_repeated_tokens(tmp_path):
+    """scripts/window_repeat.py (the 0.2% of README.md): a one-window document repeats nothing; a longer one
+    repeats exactly the tokens its moved-back last window shares with the window before."""
+    from latechunk.macro_window import MacroWindow
+
+    (tmp_path / "short.md").write_text("Rivers flow to the sea.", encoding="utf-8")
+    script = load_script("window_repeat")
+    short = script.count([str(tmp_path / "short.md")], 64)
+    assert short["documents"] == 1 and short["encoded_tokens"] == short["content_tokens"] and short["repeat"] == 0
+    (tmp_path / "long.md").write_text("Rivers flow to the sea and carry silt to the delta. " * 30, encoding="utf-8")
+    long = script.count([str(tmp_path / "long.md")], 64)
+    n = long["content_tokens"]
+    windows = MacroWindow(64, 0).plan(n, 2)
+    assert len(windows) >= 2 and long["encoded_tokens"] == sum(w.end - w.start for w in windows) > n
+    assert long["encoded_tokens"] - n == windows[-2].end - windows[-1].start  # the last window's moved-back start
