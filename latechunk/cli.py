@@ -162,7 +162,7 @@ def embed(
     trust_remote_code: Annotated[bool, typer.Option("--trust-remote-code", help="Run the model repository's own code (only for models that need it). Never taken from run.json: --append asks for it again.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing output folder.")] = False,
     resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted run in --out: every option not given is the run's (run.json), an option given must equal it, except the index options (--index, --precision, --truncate-dim, HNSW settings: the index is built from the shards, so an index that could not be trained is replaced without encoding again); ends with the output of an uninterrupted run.")] = False,
-    append: Annotated[bool, typer.Option("--append", help="Add INPUT to the finished output folder --out with its run's settings (run.json; every option not given is the folder's, an option given must equal it): new shards, then index.faiss, chunks.parquet and manifest.json again; documents whose id is already there are skipped and listed.")] = False,
+    append: Annotated[bool, typer.Option("--append", help="Add INPUT to the finished output folder --out with its run's settings (run.json; every option not given is the folder's, an option given must equal it): new shards, then index.faiss, chunks.parquet and manifest.json again; documents whose id is already there are skipped (those with the same text counted, others listed).")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
     group_tokens: Annotated[Optional[int], typer.Option("--group-tokens", hidden=True, show_default=False, help=f"Tokens per pipeline group = per shard (bounds memory).  [default: {DEFAULT_GROUP_TOKENS}]")] = None,
     sentence_workers: SentenceWorkersOpt = None,
@@ -545,15 +545,27 @@ def _append(config, encoder, quiet: bool) -> None:
               "(or HNSW32) gives the folder an index type that can be built, then append again")
     except ValueError as err:
         _fail(str(err))
+    from latechunk.ingest.assemble import ALREADY_INDEXED_REASON
+
+    # the documents already in the index, one line (a re-appended folder of 100k unchanged files printed 50 lines
+    # and a count); the manifest counts them (counts.already_indexed) and lists the others
+    already = sum(1 for s in res.skipped if s.get("reason") == ALREADY_INDEXED_REASON)
+    others = [s for s in res.skipped if s.get("reason") != ALREADY_INDEXED_REASON]
     if not res.added:  # nothing embedded: the folder is as it was, and records none of the skipped items
-        _print_skipped(res.skipped, None)
+        _print_skipped(others, None)
+        if already:
+            typer.secho(f"skipped {already:,} document(s) already in the index (same id and text)",
+                        fg=typer.colors.YELLOW, err=True)
         _warn_changed(res.skipped)
         _fail(f"nothing appended to {config.out}: none of the {len(res.skipped)} input item(s) was embedded "
               "(the reasons are above); the folder is unchanged", code=1)
     c = res.manifest["counts"]
     typer.echo(f"appended {_documents_line(len(res.documents), len(res.documents) + len(res.skipped), res.skipped)} -> {res.chunks} "
                f"chunks into {config.out} (now {c['chunks']} chunks from {c['documents_embedded']} documents)")
-    _print_skipped(res.skipped, config.out / "manifest.json")
+    _print_skipped(others, config.out / "manifest.json")
+    if already:
+        typer.secho(f"skipped {already:,} document(s) already in the index (same id and text; counted in the "
+                    "manifest's counts.already_indexed)", fg=typer.colors.YELLOW, err=True)
     _warn_changed(res.skipped)
     # this append's documents only: the earlier ones' notes were printed when they were embedded
     _print_ingest_notes(res.manifest, config.out / "manifest.json", only={d["doc_id"] for d in res.documents})

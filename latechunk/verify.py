@@ -329,8 +329,10 @@ def verify_output(out: str | os.PathLike, inputs: Sequence[os.PathLike] | None =
         P.add("count", f"counts.documents_embedded is {counts.get('documents_embedded')} but {len(documents)} documents are listed")
     if counts.get("documents_skipped") != len(skipped):
         P.add("count", f"counts.documents_skipped is {counts.get('documents_skipped')} but {len(skipped)} skips are listed")
-    if counts.get("documents_in") != len(documents) + len(skipped):
-        P.add("count", f"counts.documents_in is {counts.get('documents_in')} but {len(documents)} embedded + {len(skipped)} skipped are listed")
+    already = int(counts.get("already_indexed", 0) or 0)  # appended items already in the index: counted only
+    if counts.get("documents_in") != len(documents) + len(skipped) + already:
+        P.add("count", f"counts.documents_in is {counts.get('documents_in')} but {len(documents)} embedded + "
+                       f"{len(skipped)} skipped + {already} already in the index are listed")
 
     # ---- manifest documents listed once
     first: dict[str, int] = {}
@@ -447,8 +449,17 @@ def _check_shards(folder: OutputFolder, manifest: dict, documents: list, skipped
         i = next((i for i, (a, b) in enumerate(zip(docs_seen, documents)) if a != b), min(len(docs_seen), len(documents)))
         P.add("manifest", f"the manifest's documents differ from the shard records from documents[{i}] on "
                           f"({len(documents)} listed, {len(docs_seen)} in the shards)")
+    from latechunk.ingest.assemble import ALREADY_INDEXED_REASON
+
+    legacy = any(s_.get("reason") == ALREADY_INDEXED_REASON for s_ in skipped)  # listed them (before 2026-12-05)
+    already_seen = 0 if legacy else sum(1 for s_ in skips_seen if s_.get("reason") == ALREADY_INDEXED_REASON)
+    if not legacy:
+        skips_seen = [s_ for s_ in skips_seen if s_.get("reason") != ALREADY_INDEXED_REASON]
     if skips_seen != skipped:
         P.add("manifest", f"the manifest's skipped list differs from the shard records ({len(skipped)} listed, {len(skips_seen)} in the shards)")
+    if already_seen != int(manifest.get("counts", {}).get("already_indexed", 0) or 0):
+        P.add("count", f"the shard records hold {already_seen} items already in the index but counts.already_indexed "
+                       f"is {manifest.get('counts', {}).get('already_indexed', 0)}")
     if prev_end != manifest.get("counts", {}).get("documents_in"):
         P.add("count", f"the shards consumed {prev_end} input items but counts.documents_in is {manifest.get('counts', {}).get('documents_in')}")
 

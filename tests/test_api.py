@@ -339,7 +339,7 @@ def test_embed_append_adds_and_refuses_other_settings(late_folder, tmp_path):
     for _ in range(2):  # appending the same documents again adds nothing: exit 1, the folder unchanged
         again = runner.invoke(app, ["embed", str(new), "--out", str(out), "--append", "-q", "--device", "cpu",
                                     "--sentence-workers", "0"])
-        assert again.exit_code == 1 and "skipped etna.md: already in the index" in again.output
+        assert again.exit_code == 1 and "skipped 1 document(s) already in the index" in again.output
         assert "nothing appended" in again.output and "unchanged" in again.output
         assert OutputFolder(out).read_manifest() == once  # no empty shard, no duplicate skipped entries
     assert len(list((out / "shards").glob("*.json"))) == len(once["shards"])

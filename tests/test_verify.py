@@ -443,3 +443,26 @@ def test_the_append_check_allows_tables_hidden_files_and_an_index_inside_its_inp
     _append(src, out, model)
     res = _verify(out)
     assert res.exit_code == 0 and res.output.startswith("ok:"), res.output
+
+
+def test_re_appending_a_folder_counts_the_unchanged_documents_instead_of_listing_them(tmp_path):
+    """Every `embed DIR --append` listed each unchanged document of DIR again in the manifest's skipped list ("already
+    in the index"), so a folder re-appended nightly grew its manifest by the whole corpus each night (read by every
+    search). They are counted (counts.already_indexed); the shard records keep them, and verify checks both."""
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("a", "b", "c"):
+        (src / f"{name}.md").write_text(f"Document {name} is about rivers and lakes.", encoding="utf-8")
+    out = tmp_path / "out"
+    assert runner.invoke(app, ["embed", str(src), "--out", str(out), "--device", "cpu", "--quiet"]).exit_code == 0
+    for i, name in enumerate(("d", "e")):
+        (src / f"{name}.md").write_text(f"Document {name} is about seas.", encoding="utf-8")
+        res = runner.invoke(app, ["embed", str(src), "--out", str(out), "--append", "--quiet", "--device", "cpu"])
+        assert res.exit_code == 0 and f"skipped {3 + i} document(s) already in the index" in res.output, res.output
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["skipped"] == [] and m["counts"]["already_indexed"] == 3 + 4
+    assert m["counts"]["documents_in"] == 3 + 4 + 5 and m["counts"]["documents_embedded"] == 5
+    assert _verify(out).exit_code == 0
+    m["counts"]["already_indexed"] = 6  # a count that does not match the shard records is found
+    (out / "manifest.json").write_text(json.dumps(m), encoding="utf-8")
+    assert "already_indexed" in _verify(out).output

@@ -5,8 +5,10 @@ naming it), writes them as new shards after the folder's last one, continuing it
 digest, and assembles ``index.faiss``, ``chunks.parquet`` and ``manifest.json`` again from every shard
 (:func:`~latechunk.ingest.assemble.assemble`, as ``--resume`` does), so the folder reads as one run over the
 inputs in order: the first run's, then each append's. A document whose id is already in the folder is not
-embedded again but listed as skipped with its reason: ``already in the index (same id and text sha256)``, or a
-duplicate id (the folder's documents and skipped items, as the reader's first-occurrence-wins rule).
+embedded again but skipped with its reason: ``already in the index (same id and text sha256)`` (kept in the shard
+records and counted in the manifest's ``counts.already_indexed``, not listed in its ``skipped``, so that a folder
+re-appended in full does not grow its manifest by the corpus each time), or a duplicate id (the folder's documents
+and skipped items, as the reader's first-occurrence-wins rule), listed.
 
 What the manifest records of an append: its inputs are appended to ``inputs`` and ``inputs_from_out`` (in order;
 ``latechunk verify`` re-reads them all, so ``verify --inputs`` takes every input in that order), and ``appends``
@@ -37,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from latechunk.config import EmbedConfig, IndexConfig, ModelConfig, PipelineConfig, RecordFields
-from latechunk.ingest.assemble import assemble
+from latechunk.ingest.assemble import ALREADY_INDEXED_REASON, assemble
 from latechunk.ingest.files import commit, sha256_file, sha256_text, tmp_path, write_atomic, write_json
 from latechunk.ingest.folder import APPENDED_DIR, diff_settings, writer_lock
 from latechunk.ingest.shards import scan_shards
@@ -324,7 +326,7 @@ def _screen(items: Iterator[Document | Skipped], known: dict[str, str], skipped:
             sha = known.get(item.doc_id)
             if sha is not None:
                 if sha == sha256_text(item.text):
-                    reason = "already in the index (same id and text sha256)"
+                    reason = ALREADY_INDEXED_REASON
                 else:
                     reason = (f"{CHANGED_SOURCE_REASON} (sha256 {sha[:12]}…); an index is append-only: embed into "
                               "a new folder to replace it")

@@ -93,6 +93,11 @@ def unknown_token_notes(documents: list[dict]) -> list[dict]:
     return out
 
 
+#: The skip reason of an appended item whose id and text the index holds already: such items are counted in the
+#: manifest's ``counts.already_indexed``, not listed in its ``skipped`` (the shard records list them).
+ALREADY_INDEXED_REASON = "already in the index (same id and text sha256)"
+
+
 def assemble(out: Path, records: list[dict], settings: dict, index_config: IndexConfig, dim: int, header: dict,
              t_start: float, world_size: int = 1, run: dict | None = None) -> dict:
     """Build the output files from the shard records (in shard order) and return the manifest.
@@ -168,6 +173,11 @@ def assemble(out: Path, records: list[dict], settings: dict, index_config: Index
     n_in = records[-1]["inputs"][1] if records else 0
     if len(documents) + len(skipped) != n_in:
         raise RuntimeError(f"accounting: {n_in} input items but {len(documents)} embedded + {len(skipped)} skipped")
+    # an append's items already in the index (same id and text) are counted, not listed: the shard records keep
+    # them, and a folder re-appended every night would otherwise list every unchanged document again each time
+    already = sum(1 for s in skipped if s.get("reason") == ALREADY_INDEXED_REASON)
+    if already:
+        skipped = [s for s in skipped if s.get("reason") != ALREADY_INDEXED_REASON]
     n_chunks = sum(d["chunks"] for d in documents)
     if n_chunks != ntotal:
         raise RuntimeError(f"accounting: {n_chunks} chunks listed but {ntotal} vectors in the index")
@@ -208,6 +218,7 @@ def assemble(out: Path, records: list[dict], settings: dict, index_config: Index
             "documents_in": n_in,
             "documents_embedded": len(documents),
             "documents_skipped": len(skipped),
+            **({"already_indexed": already} if already else {}),
             "chunks": n_chunks,
             "content_tokens": sum(r["stats"]["content_tokens"] for r in records),
             "tokens_encoded": sum(r["stats"]["tokens_encoded"] for r in records),
