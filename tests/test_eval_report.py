@@ -165,3 +165,19 @@ def test_an_interval_bound_near_zero_shows_its_sign_and_more_decimals():
     assert _ci({"mean_diff": 0.017, "ci_low": 0.0, "ci_high": 0.04}, "SpanRecall@5") == "+1.7 [0.0, +4.0]"
     assert _ci({"mean_diff": 0.017, "ci_low": -0.0002, "ci_high": 0.04}, "SpanRecall@5") == "+1.7 [-0.020, +4.0]"
     assert _ci({"mean_diff": 0.017, "ci_low": 0.011, "ci_high": 0.04}, "SpanRecall@5") == "+1.7 [+1.1, +4.0]"
+
+
+def test_the_late_passes_table_has_contextual_modes_tokens_and_seconds():
+    """Trial finding: with --modes late,naive,contextual the "Late passes" table showed only late and naive, so its
+    wall time did not add up (contextual's 9.3 s and tokens were missing)."""
+    from pathlib import Path
+
+    from latechunk.eval.report import load_result, markdown_report
+
+    result = load_result(Path(__file__).resolve().parents[1] / "eval" / "results" / "contextual_chroma")
+    text = markdown_report(result)
+    table = text[text.index("## Late passes"):].split("\n\n")[1]
+    header, _, row = table.splitlines()[:3]
+    assert "contextual tokens" in header and "contextual encode s" in header
+    w = result.manifest["windows"][0]
+    assert f"{w['contextual_tokens']:,}" in row and f"{w['seconds']['contextual_encode']:.1f}" in row
