@@ -109,8 +109,12 @@ def test_a_killed_rank_fails_rank_0_and_resume_finishes(corpus, reference, tmp_p
 
     # both ranks again with --resume: the complete shards are kept, the rest is written, rank 0 assembles
     kept = {f.name: f.stat().st_mtime_ns for f in (out / "shards").glob("*.json")}
+    # the interrupted run's wall time, as progress.json records it (a trial: a resumed torchrun's seconds.total
+    # left out the interrupted part); a large value the resumed part alone cannot reach
+    (out / "progress.json").write_text(json.dumps({"shards": len(kept), "seconds": 1000.0}), encoding="utf-8")
     for rc, log in _spawn_ranks(corpus_dir, model, out, "--resume"):
         assert rc == 0, log[-3000:]
+    assert json.loads((out / "manifest.json").read_text())["seconds"]["total"] >= 1000.0
     assert all((out / "shards" / name).stat().st_mtime_ns == t for name, t in kept.items())
     assert_same_output(reference, out)
     assert runner.invoke(app, ["verify", str(out)]).exit_code == 0

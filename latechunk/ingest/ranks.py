@@ -207,6 +207,10 @@ def ingest_rank(config: EmbedConfig, encoder, settings: dict, header: dict, rank
     if rank == 0:
         prepare_output(out, settings, force=config.force, resume=config.resume, scan=False)
         kept = complete_shards(out) if config.resume else {}
+        if kept:  # seconds.total covers the interrupted run(s) too (a trial: a resumed torchrun said 5.0 s)
+            from latechunk.ingest import _earlier_seconds
+
+            t_start -= _earlier_seconds(folder, [kept[k] for k in sorted(kept)])
         clean_shards(out, lambda i: i in kept)
         rdir.mkdir(exist_ok=True)
         token = uuid.uuid4().hex
