@@ -234,9 +234,14 @@ def _iter_jsonl(path: Path, root_name: str, fields: RecordFields = DEFAULT_FIELD
                 continue
             any_line = True
             try:
-                obj = json.loads(line)
+                obj = json.loads(line, object_pairs_hook=_pairs)
             except json.JSONDecodeError as err:  # its lineno/colno count inside this one line: give the column
                 yield Skipped(where, f"bad JSON line: {err.msg} at column {err.pos + 1} of line {lineno}", where)
+                continue
+            twice = sorted(set(getattr(obj, "repeated", ())) & {*fields.ids, fields.text, fields.title, "url"})
+            if twice:  # json keeps the last of two values silently: which one the writer meant is unknown
+                yield Skipped(where, f"the JSON object gives {', '.join(map(repr, twice))} twice (which value is "
+                                     "meant is unknown)", where)
                 continue
             if not isinstance(obj, dict):
                 yield Skipped(where, "JSON line is not an object", where)
@@ -247,6 +252,23 @@ def _iter_jsonl(path: Path, root_name: str, fields: RecordFields = DEFAULT_FIELD
                           id_field=id_field, fields=tuple(obj), names=fields)
         if not any_line:  # 0 bytes, a byte-order mark alone or blank lines only: one item, never nothing
             yield Skipped(root_name, "empty file: no JSON lines", root_name)
+
+
+class _Pairs(dict):
+    """A JSON object as a dict, with the keys it gave more than once (``repeated``)."""
+
+    repeated: tuple[str, ...] = ()
+
+
+def _pairs(pairs: list[tuple[str, object]]) -> dict:
+    """``object_pairs_hook`` of the JSONL reader: a dict, and the keys given twice noted (json keeps the last)."""
+    obj = dict(pairs)
+    if len(obj) == len(pairs):
+        return obj
+    seen: set[str] = set()
+    marked = _Pairs(obj)
+    marked.repeated = tuple(k for k, _ in pairs if k in seen or seen.add(k))
+    return marked
 
 
 def _utf8_lines(fh) -> Iterator[tuple[int, str | UnicodeDecodeError]]:
@@ -311,7 +333,7 @@ def _value_kind(value) -> str:
         return "null"
     kinds = {bool: "a boolean", int: "an integer", float: "a float", str: "a string", list: "a list",
              dict: "an object"}
-    kind = kinds.get(type(value), f"a {type(value).__name__}")
+    kind = kinds.get(type(value), "an object" if isinstance(value, dict) else f"a {type(value).__name__}")
     try:
         shown = json.dumps(value, ensure_ascii=False, allow_nan=True)
     except (TypeError, ValueError):

@@ -455,3 +455,19 @@ def test_a_broken_symlink_or_loop_named_as_an_input_is_called_that(tmp_path):
     msg = missing_inputs_message([str(tmp_path / "bl"), str(tmp_path / "l1"), str(tmp_path / "gone")])
     assert f"bl (a broken symlink to {tmp_path / 'nowhere'})" in msg and "l1 (a symlink loop)" in msg
     assert msg.endswith(f"{tmp_path / 'gone'}")
+
+
+def test_a_json_line_giving_its_text_or_id_twice_is_skipped_saying_so(tmp_path):
+    """Trial finding: `{"text": "first", "text": "second"}` embedded "second" silently (json keeps the last value);
+    a record that gives its id, text, title or url twice is skipped with that reason; other repeated keys, and
+    repeated keys of nested objects, do not matter to latechunk and are read as json reads them."""
+    src = tmp_path / "r.jsonl"
+    src.write_text('{"id": "a", "text": "first", "text": "second"}\n'
+                   '{"id": "b", "id": "b2", "text": "one"}\n'
+                   '{"id": "c", "text": "ok", "x": 1, "x": 2}\n'
+                   '{"id": "d", "meta": {"k": 1, "k": 2}, "text": "nested"}\n', encoding="utf-8")
+    items = list(iter_inputs([src]))
+    assert [(i.source, i.reason) for i in items if isinstance(i, Skipped)] == [
+        ("r.jsonl:1", "the JSON object gives 'text' twice (which value is meant is unknown)"),
+        ("r.jsonl:2", "the JSON object gives 'id' twice (which value is meant is unknown)")]
+    assert [d.doc_id for d in items if isinstance(d, Document)] == ["c", "d"]
