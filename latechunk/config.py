@@ -337,6 +337,10 @@ class IndexConfig:
             _require(self.precision != "ubinary" or self.truncate_dim % 8 == 0,
                      f"--truncate-dim {self.truncate_dim} with --precision ubinary: give a multiple of 8 "
                      "(binary codes are whole bytes)")
+            _require(self.truncate_dim > 1 or not self.renormalize,
+                     "--truncate-dim 1 with normalised vectors leaves every vector +1 or -1, so every score is +1 "
+                     "or -1 (a trial's search ranked nothing); give a useful number of dimensions (Matryoshka "
+                     "models: 64, 128, 256)")
         self.faiss_factory  # noqa: B018  (a precision the factory cannot take fails here)
 
     @classmethod

@@ -264,6 +264,10 @@ def test_truncate_dim_keeps_the_first_dimensions_and_renormalises():
             IndexConfig(truncate_dim=bad)
     with pytest.raises(ValueError, match="multiple of 8"):
         IndexConfig(precision="ubinary", truncate_dim=12)
+    # one normalised dimension is +1 or -1: every score the same (a trial searched such an index); unnormalised ok
+    with pytest.raises(ValueError, match="--truncate-dim 1 with normalised vectors"):
+        IndexConfig(truncate_dim=1)
+    assert IndexConfig(truncate_dim=1, renormalize=False).truncate_dim == 1
 
 
 def test_precision_with_other_factories_and_the_manifest_record():
