@@ -128,7 +128,8 @@ class MacroWindow:
                 outside ``[0, size - n_frame)``; the message names the values and the bound.
         """
         if max_length is not None and self.size > max_length:
-            raise ValueError(f"window={self.size} exceeds max_length={max_length} (the model input limit)")
+            raise ValueError(f"macro window={self.size} exceeds max_length={max_length} (the model input limit; "
+                             "the window is --macro-window on the command line, macro_window= in Python)")
         minimum = n_frame + MIN_WINDOW_CONTENT_TOKENS
         if self.size < minimum:
             raise ValueError(
