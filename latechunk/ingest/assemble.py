@@ -112,9 +112,9 @@ def assemble(out: Path, records: list[dict], settings: dict, index_config: Index
             of :meth:`Alarm.to_dict <latechunk.alarms.Alarm.to_dict>`), ``unknown_tokens``
             (:func:`unknown_token_notes`) and, when ``settings`` has ``dedup``,
             ``dedup`` (``threshold``, ``chunks_dropped``, ``dropped``: the shards' ``dedup`` records in order,
-            each with ``uncovered_chars``; ``chunks_with_uncovered_text``, ``uncovered_chars`` and
-            ``documents_with_uncovered_text`` total the drops of a chunk like one of its own document's that held
-            text no kept chunk holds)
+            each with ``uncovered_chars``; ``chunks_with_uncovered_text`` counts the drops of a chunk like one of
+            its own document's that held text no kept chunk holds, ``uncovered_chars`` and
+            ``documents_with_uncovered_text`` total the documents' ``uncovered_chars``, each character once)
             are added (replacing those of an earlier assembly).
         t_start: ``time.time()`` at the start of the run, in seconds (for ``seconds.total``).
         world_size: Processes that wrote the shards.
@@ -197,10 +197,11 @@ def assemble(out: Path, records: list[dict], settings: dict, index_config: Index
         # drops of a chunk like one of its own document's (overlapping windows) whose text no kept chunk holds;
         # a copy of another document's chunk is what dedup is for
         lost = [x for x in dropped if x.get("uncovered_chars") and x["duplicate_of"]["doc_id"] == x["doc_id"]]
+        # each character once, per document (dropped chunks overlap: their own counts would count it again)
+        uncovered = [int(d["uncovered_chars"]) for d in documents if d.get("uncovered_chars")]
         header["dedup"] = {"threshold": settings["dedup"], "chunks_dropped": len(dropped),
-                           "chunks_with_uncovered_text": len(lost),
-                           "uncovered_chars": sum(int(x["uncovered_chars"]) for x in lost),
-                           "documents_with_uncovered_text": len({x["doc_id"] for x in lost}), "dropped": dropped}
+                           "chunks_with_uncovered_text": len(lost), "uncovered_chars": sum(uncovered),
+                           "documents_with_uncovered_text": len(uncovered), "dropped": dropped}
     run_now = folder.read_run() if run is None else run
     shards = [{"name": r["name"], "inputs": r["inputs"], "rows": r["rows"],
                "sha256": sha256_file(folder.shard_path(r["shard"], "json"))} for r in records]

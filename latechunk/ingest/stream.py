@@ -240,11 +240,12 @@ def _subset(b: Boundaries, keep: np.ndarray) -> Boundaries:
 
 
 def _dedup_group(docs: Sequence[Document], bounds: Sequence[Boundaries], vecs: np.ndarray, state: DedupState
-                 ) -> tuple[list[Boundaries], np.ndarray, list[int], list[dict]]:
+                 ) -> tuple[list[Boundaries], np.ndarray, list[int], list[dict], list[int]]:
     """Drop the group's near-duplicate chunks before its shard is written: ``(kept boundaries per document,
-    kept vectors, chunks dropped per document, dropped-chunk records)``."""
+    kept vectors, chunks dropped per document, dropped-chunk records, non-whitespace characters per document that
+    only chunks dropped as like one of the document's own hold, each counted once)``."""
     decision = state.filter.filter(vecs)
-    kept_b, n_dropped, dropped = [], [], []
+    kept_b, n_dropped, dropped, lost = [], [], [], []
     row = 0
     for doc, b in zip(docs, bounds):
         n = len(b)
@@ -262,28 +263,36 @@ def _dedup_group(docs: Sequence[Document], bounds: Sequence[Boundaries], vecs: n
             dropped.append({"doc_id": doc.doc_id, "chunk": i, "char_start": cs, "char_end": ce, "token_start": ts,
                             "token_end": te, "cosine": round(float(decision.cosine[r]), 6),
                             "duplicate_of": {"vector_id": vid, "doc_id": kept_doc, "chunk_index": int(kept_chunk)}})
-        if not keep.all():
-            _mark_uncovered(doc.text, b.char_spans[keep], [d for d in dropped if d["doc_id"] == doc.doc_id])
+        lost.append(0 if keep.all() else _mark_uncovered(doc.text, b.char_spans[keep],
+                                                         [d for d in dropped if d["doc_id"] == doc.doc_id]))
         kept_b.append(_subset(b, keep) if not keep.all() else b)
         n_dropped.append(n - n_kept)
         row += n
-    return kept_b, np.ascontiguousarray(vecs[decision.keep]), n_dropped, dropped
+    return kept_b, np.ascontiguousarray(vecs[decision.keep]), n_dropped, dropped, lost
 
 
-def _mark_uncovered(text: str, kept_spans: np.ndarray, records: list[dict]) -> None:
+def _mark_uncovered(text: str, kept_spans: np.ndarray, records: list[dict]) -> int:
     """Add ``uncovered_chars`` to each dropped-chunk record of one document: its non-whitespace characters that no
     kept chunk of the document holds (overlapping chunks' late vectors are alike, so a dropped chunk can carry
-    text of its own; 0 when the kept chunks hold all of it). Records already marked are left as they are."""
+    text of its own; 0 when the kept chunks hold all of it). Records already marked keep their count.
+
+    Returns:
+        The document's non-whitespace characters that no kept chunk holds but a chunk dropped as like one of the
+        document's own does, each counted once (dropped chunks overlap, so their counts do not add up to it).
+    """
     covered = np.zeros(len(text) + 1, dtype=np.int32)
     for a, b in np.asarray(kept_spans).tolist():
         covered[a] += 1
         covered[b] -= 1
     held = np.cumsum(covered)[: len(text)] > 0
+    lost = np.zeros(len(text), dtype=bool)
     for d in records:
-        if "uncovered_chars" in d:
-            continue
         a, b = d["char_start"], d["char_end"]
-        d["uncovered_chars"] = sum(1 for i in np.flatnonzero(~held[a:b]).tolist() if not text[a + i].isspace())
+        if "uncovered_chars" not in d:
+            d["uncovered_chars"] = sum(1 for i in np.flatnonzero(~held[a:b]).tolist() if not text[a + i].isspace())
+        if d["duplicate_of"]["doc_id"] == d["doc_id"]:
+            lost[a:b] = True
+    return sum(1 for i in np.flatnonzero(lost & ~held).tolist() if not text[i].isspace())
 
 
 def write_group(folder: OutputFolder, config: EmbedConfig, dim: int, shard: ShardInput,
@@ -335,9 +344,11 @@ def write_group(folder: OutputFolder, config: EmbedConfig, dim: int, shard: Shar
         n_rows = sum(len(b) for b in bounds)
         if vecs.shape[0] != n_rows:
             raise RuntimeError(f"shard {folder.shard_name(shard.k)}: {vecs.shape[0]} vectors for {n_rows} chunks")
-        bounds, vecs, n_dropped, dropped = _dedup_group(docs, bounds, vecs, dedup)
-        for e, n in zip(extra, n_dropped):
+        bounds, vecs, n_dropped, dropped, lost = _dedup_group(docs, bounds, vecs, dedup)
+        for e, n, u in zip(extra, n_dropped, lost):
             e["dropped"] = n
+            if u:  # characters of the document no kept chunk holds, each counted once
+                e["uncovered_chars"] = u
     return write_shard(folder, shard.k, shard.inputs, shard.digest, docs, bounds, vecs, shard.skipped, spec,
                        shard_stats(g, config.mode), doc_extra=extra, dedup=dropped)
 
