@@ -329,10 +329,12 @@ def verify_output(out: str | os.PathLike, inputs: Sequence[os.PathLike] | None =
         P.add("count", f"counts.documents_embedded is {counts.get('documents_embedded')} but {len(documents)} documents are listed")
     if counts.get("documents_skipped") != len(skipped):
         P.add("count", f"counts.documents_skipped is {counts.get('documents_skipped')} but {len(skipped)} skips are listed")
-    already = int(counts.get("already_indexed", 0) or 0)  # appended items already in the index: counted only
+    # appended items already in the index, and repeated skips of one id: counted, not listed
+    already = int(counts.get("already_indexed", 0) or 0) + int(counts.get("skips_repeated", 0) or 0)
     if counts.get("documents_in") != len(documents) + len(skipped) + already:
         P.add("count", f"counts.documents_in is {counts.get('documents_in')} but {len(documents)} embedded + "
-                       f"{len(skipped)} skipped + {already} already in the index are listed")
+                       f"{len(skipped)} skipped + {already} counted (already in the index, repeated skips) are "
+                       "listed")
 
     # ---- manifest documents listed once
     first: dict[str, int] = {}
@@ -449,17 +451,17 @@ def _check_shards(folder: OutputFolder, manifest: dict, documents: list, skipped
         i = next((i for i, (a, b) in enumerate(zip(docs_seen, documents)) if a != b), min(len(docs_seen), len(documents)))
         P.add("manifest", f"the manifest's documents differ from the shard records from documents[{i}] on "
                           f"({len(documents)} listed, {len(docs_seen)} in the shards)")
-    from latechunk.ingest.assemble import ALREADY_INDEXED_REASON
+    from latechunk.ingest.assemble import compact_skipped
 
-    legacy = any(s_.get("reason") == ALREADY_INDEXED_REASON for s_ in skipped)  # listed them (before 2026-12-05)
-    already_seen = 0 if legacy else sum(1 for s_ in skips_seen if s_.get("reason") == ALREADY_INDEXED_REASON)
-    if not legacy:
-        skips_seen = [s_ for s_ in skips_seen if s_.get("reason") != ALREADY_INDEXED_REASON]
+    counts = manifest.get("counts", {})
+    already_seen = repeated_seen = 0
+    if compact_skipped(skipped)[0] == skipped:  # a manifest of before 2026-12-05 listed every skip
+        skips_seen, already_seen, repeated_seen = compact_skipped(skips_seen)
     if skips_seen != skipped:
         P.add("manifest", f"the manifest's skipped list differs from the shard records ({len(skipped)} listed, {len(skips_seen)} in the shards)")
-    if already_seen != int(manifest.get("counts", {}).get("already_indexed", 0) or 0):
-        P.add("count", f"the shard records hold {already_seen} items already in the index but counts.already_indexed "
-                       f"is {manifest.get('counts', {}).get('already_indexed', 0)}")
+    for key, seen_n in (("already_indexed", already_seen), ("skips_repeated", repeated_seen)):
+        if seen_n != int(counts.get(key, 0) or 0):
+            P.add("count", f"the shard records give {seen_n} for counts.{key}, the manifest {counts.get(key, 0)}")
     if prev_end != manifest.get("counts", {}).get("documents_in"):
         P.add("count", f"the shards consumed {prev_end} input items but counts.documents_in is {manifest.get('counts', {}).get('documents_in')}")
 

@@ -466,3 +466,26 @@ def test_re_appending_a_folder_counts_the_unchanged_documents_instead_of_listing
     m["counts"]["already_indexed"] = 6  # a count that does not match the shard records is found
     (out / "manifest.json").write_text(json.dumps(m), encoding="utf-8")
     assert "already_indexed" in _verify(out).output
+
+
+def test_a_changed_or_emptied_file_re_appended_is_listed_once(tmp_path):
+    """Fifth trial: re-appending a folder whose changed (and emptied) files are skipped each time added them to the
+    manifest's skipped list again on every append (d2.md and d3.md three times each). The first skip of an id of
+    one kind is listed, its repeats counted (counts.skips_repeated); verify checks the shard records give the same."""
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("a", "b", "c"):
+        (src / f"{name}.md").write_text(f"Document {name} is about rivers and lakes.", encoding="utf-8")
+    out = tmp_path / "out"
+    assert runner.invoke(app, ["embed", str(src), "--out", str(out), "--device", "cpu", "--quiet"]).exit_code == 0
+    (src / "b.md").write_text("Document b now speaks of glaciers.", encoding="utf-8")
+    (src / "c.md").write_text("  \n", encoding="utf-8")
+    for name in ("d", "e", "f"):
+        (src / f"{name}.md").write_text(f"Document {name} is about seas.", encoding="utf-8")
+        res = runner.invoke(app, ["embed", str(src), "--out", str(out), "--append", "--quiet", "--device", "cpu"])
+        assert res.exit_code == 0, res.output
+    m = json.loads((out / "manifest.json").read_text())
+    assert [s["doc_id"] for s in m["skipped"]] == ["b.md", "c.md"]
+    assert m["counts"]["skips_repeated"] == 4 and m["counts"]["already_indexed"] == 1 + 2 + 3
+    res = runner.invoke(app, ["verify", str(out), "--no-sources"])
+    assert res.exit_code == 0, res.output

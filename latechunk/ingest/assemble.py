@@ -98,6 +98,33 @@ def unknown_token_notes(documents: list[dict]) -> list[dict]:
 ALREADY_INDEXED_REASON = "already in the index (same id and text sha256)"
 
 
+def compact_skipped(skipped: list[dict]) -> tuple[list[dict], int, int]:
+    """The manifest's ``skipped`` list from the shard records' skipped items, in order: the items already in the
+    index (:data:`ALREADY_INDEXED_REASON`) counted, not listed, and a skip of an id repeating an earlier one of the
+    same kind (its reason up to `` (``: an append of a folder whose changed or emptied file is skipped again each
+    time) counted, not listed again, so that re-appending a folder does not grow the manifest.
+
+    Args:
+        skipped: The shard records' skipped items (``doc_id``, ``reason``, ``source``), in input order.
+
+    Returns:
+        ``(listed, already_indexed, repeated)``; ``compact_skipped(listed)`` gives ``listed`` back.
+    """
+    listed, seen, already, repeated = [], set(), 0, 0
+    for s in skipped:
+        reason = str(s.get("reason", ""))
+        if reason == ALREADY_INDEXED_REASON:
+            already += 1
+            continue
+        key = (s.get("doc_id"), reason.split(" (", 1)[0])
+        if key in seen:
+            repeated += 1
+            continue
+        seen.add(key)
+        listed.append(s)
+    return listed, already, repeated
+
+
 def assemble(out: Path, records: list[dict], settings: dict, index_config: IndexConfig, dim: int, header: dict,
              t_start: float, world_size: int = 1, run: dict | None = None) -> dict:
     """Build the output files from the shard records (in shard order) and return the manifest.
@@ -175,9 +202,7 @@ def assemble(out: Path, records: list[dict], settings: dict, index_config: Index
         raise RuntimeError(f"accounting: {n_in} input items but {len(documents)} embedded + {len(skipped)} skipped")
     # an append's items already in the index (same id and text) are counted, not listed: the shard records keep
     # them, and a folder re-appended every night would otherwise list every unchanged document again each time
-    already = sum(1 for s in skipped if s.get("reason") == ALREADY_INDEXED_REASON)
-    if already:
-        skipped = [s for s in skipped if s.get("reason") != ALREADY_INDEXED_REASON]
+    skipped, already, repeated = compact_skipped(skipped)
     n_chunks = sum(d["chunks"] for d in documents)
     if n_chunks != ntotal:
         raise RuntimeError(f"accounting: {n_chunks} chunks listed but {ntotal} vectors in the index")
@@ -220,6 +245,7 @@ def assemble(out: Path, records: list[dict], settings: dict, index_config: Index
             "documents_embedded": len(documents),
             "documents_skipped": len(skipped),
             **({"already_indexed": already} if already else {}),
+            **({"skips_repeated": repeated} if repeated else {}),
             "chunks": n_chunks,
             "content_tokens": sum(r["stats"]["content_tokens"] for r in records),
             "tokens_encoded": sum(r["stats"]["tokens_encoded"] for r in records),
