@@ -556,7 +556,7 @@ def _append(config, encoder, quiet: bool) -> None:
         if already:
             typer.secho(f"skipped {already:,} document(s) already in the index (same id and text)",
                         fg=typer.colors.YELLOW, err=True)
-        _warn_changed(res.skipped)
+        _warn_changed(res.skipped, {d["doc_id"] for d in res.manifest.get("documents", [])})
         _fail(f"nothing appended to {config.out}: none of the {len(res.skipped)} input item(s) was embedded "
               "(the reasons are above); the folder is unchanged", code=1)
     c = res.manifest["counts"]
@@ -566,7 +566,7 @@ def _append(config, encoder, quiet: bool) -> None:
     if already:
         typer.secho(f"skipped {already:,} document(s) already in the index (same id and text; counted in the "
                     "manifest's counts.already_indexed)", fg=typer.colors.YELLOW, err=True)
-    _warn_changed(res.skipped)
+    _warn_changed(res.skipped, {d["doc_id"] for d in res.manifest.get("documents", [])})
     # this append's documents only: the earlier ones' notes were printed when they were embedded
     _print_ingest_notes(res.manifest, config.out / "manifest.json", only={d["doc_id"] for d in res.documents})
 
@@ -580,10 +580,30 @@ def _recorded_model_hint(message: str, out: Path, recorded: bool) -> str:
     return message
 
 
-def _warn_changed(skipped: list[dict]) -> None:
+def _warn_changed(skipped: list[dict], indexed: set[str] | None = None) -> None:
     """On stderr, in bold: the documents of an append skipped because the index holds their id with another text
-    (changed sources, easy to miss among the skipped lines: the index still answers from their old text)."""
-    from latechunk.ingest.append import CHANGED_SOURCE_REASON
+    (changed sources, easy to miss among the skipped lines: the index still answers from their old text); those
+    the index holds but that now read as nothing (emptied: ``indexed``, the folder's document ids), and those that
+    were skipped when first met and read as documents now."""
+    from latechunk.ingest.append import CHANGED_SOURCE_REASON, SKIPPED_BEFORE_REASON
+    from latechunk.ingest.assemble import ALREADY_INDEXED_REASON
+
+    def shown_ids(ids: list[str]) -> str:
+        return ", ".join(visible(d) for d in ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+
+    emptied = [str(s["doc_id"]) for s in skipped if indexed and str(s["doc_id"]) in indexed
+               and not str(s["reason"]).startswith(("duplicate doc_id", ALREADY_INDEXED_REASON))]
+    if emptied:  # a trial: an emptied file was one ordinary skipped line, and search kept its old text
+        typer.secho(f"warning: {len(emptied)} indexed document(s) now read as nothing and were left as they were: "
+                    f"{shown_ids(emptied)}; search still returns their old text (an index is append-only; verify "
+                    "reports them): embed the inputs into a new folder, or into this one with --force, to drop them",
+                    fg=typer.colors.YELLOW, bold=True, err=True)
+    before = [str(s["doc_id"]) for s in skipped if str(s["reason"]).startswith(SKIPPED_BEFORE_REASON)]
+    if before:
+        typer.secho(f"warning: {len(before)} document(s) were skipped when first met (listed in the manifest) and "
+                    f"were not added now: {shown_ids(before)}; an index is append-only: embed the inputs into a new "
+                    "folder, or into this one with --force, to include them", fg=typer.colors.YELLOW, bold=True,
+                    err=True)
 
     changed = [str(s["doc_id"]) for s in skipped if str(s["reason"]).startswith(CHANGED_SOURCE_REASON)]
     if changed:
@@ -947,7 +967,8 @@ def chunk(
     try:
         from latechunk.config import RecordFields
 
-        fields = RecordFields(id=id_field, text=text_field or "text", title=title_field or "title")
+        fields = RecordFields(id=id_field, text="text" if text_field is None else text_field,
+                              title="title" if title_field is None else title_field)
         strat = get_strategy(strategy)
         missing = [str(p) for p in inputs if not p.exists()]
         if missing:
@@ -1404,8 +1425,8 @@ def interrupted_message(args: list[str]) -> str:
     if command == "embed":
         out = _option_value(args, "--out", "-o")
         if out is not None and "--resume" not in args and not _has_complete_shard(Path(out)):
-            return ("interrupted (Ctrl-C) before the first shard was complete (a shard holds about --group-tokens "
-                    "tokens, 262,144 by default), so nothing is kept: run the same command again, with --force")
+            return ("interrupted (Ctrl-C) before the first shard was complete (a shard holds about 262,144 tokens "
+                    "of documents), so nothing is kept: run the same command again, with --force")
         return "interrupted (Ctrl-C); complete shards are kept: run the same command with --resume to continue"
     if command == "train":
         return "interrupted (Ctrl-C); train keeps no checkpoint: --out holds no model, run the command again"

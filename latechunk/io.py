@@ -455,9 +455,10 @@ def _record(doc_id, text, title, where: str, url=None, id_field: str | None = "i
     reason = reason or url_reason or surrogate_reason(text) or surrogate_reason(title, "'title'")
     if reason:
         return Skipped(str(doc_id), reason, where)
+    if not text.strip():  # a title alone is not a document (a trial's {"text": "", "title": "T"} became "T")
+        return Skipped(str(doc_id), "empty or whitespace-only" + (f" {names.text!r} (its title alone is not "
+                                                                  "embedded)" if title else ""), where)
     full = f"{title}\n\n{text}" if title else text
-    if not full.strip():
-        return Skipped(str(doc_id), "empty or whitespace-only", where)
     meta = {"source": where}
     if title:
         meta["title"] = title

@@ -858,3 +858,16 @@ def test_force_with_resume_is_refused_before_any_note(tmp_path):
     doc.write_text("Rivers flow to the sea.", encoding="utf-8")
     res = _run("embed", doc, "--out", tmp_path / "o", "--force", "--resume")
     assert res.exit_code == 2 and "exclude each other" in res.output and "starting a new run" not in res.output
+
+
+def test_a_folder_holding_only_hidden_files_is_an_empty_output_folder(tmp_path):
+    """Fifth trial: an --out folder holding only a .gitignore needed --force ("exists and is not empty")."""
+    doc = tmp_path / "a.md"
+    doc.write_text("Rivers flow to the sea.", encoding="utf-8")
+    out = tmp_path / "o"
+    out.mkdir()
+    (out / ".gitignore").write_text("*\n", encoding="utf-8")
+    res = _run("embed", doc, "--out", out, "--device", "cpu", "--quiet")
+    assert res.exit_code == 0, res.output
+    assert (out / ".gitignore").read_text() == "*\n" and (out / "index.faiss").exists()
+    assert _run("verify", out).exit_code == 0

@@ -489,3 +489,26 @@ def test_a_changed_or_emptied_file_re_appended_is_listed_once(tmp_path):
     assert m["counts"]["skips_repeated"] == 4 and m["counts"]["already_indexed"] == 1 + 2 + 3
     res = runner.invoke(app, ["verify", str(out), "--no-sources"])
     assert res.exit_code == 0, res.output
+
+
+def test_append_warns_about_emptied_and_earlier_skipped_documents(tmp_path):
+    """Fifth trial: an append named changed files in bold but an emptied one (still searchable with its old text)
+    was one ordinary skipped line, and a file skipped when first met (empty then) read "already listed as skipped"
+    with nothing to say what to do. Both get a bold warning saying how to include or drop them."""
+    src = tmp_path / "ph"
+    src.mkdir()
+    (src / "a.md").write_text("# Real one\n\nRivers flow.", encoding="utf-8")
+    (src / "b.md").write_text("# Other\n\nLakes rest.", encoding="utf-8")
+    (src / "todo.md").write_text("", encoding="utf-8")
+    out = tmp_path / "o"
+    assert runner.invoke(app, ["embed", str(src), "--out", str(out), "--device", "cpu", "--quiet"]).exit_code == 0
+    (src / "todo.md").write_text("# Todo\n\nNow it has content.", encoding="utf-8")
+    (src / "b.md").write_text("", encoding="utf-8")
+    (src / "c.md").write_text("Seas are salty.", encoding="utf-8")
+    res = runner.invoke(app, ["embed", str(src), "--out", str(out), "--append", "--quiet", "--device", "cpu"])
+    text = " ".join(res.output.split())
+    assert res.exit_code == 0, res.output
+    assert "warning: 1 indexed document(s) now read as nothing and were left as they were: b.md" in text
+    assert "warning: 1 document(s) were skipped when first met (listed in the manifest) and were not added now: " \
+        "todo.md" in text
+    assert "skipped todo.md: duplicate doc_id: listed as skipped in the index when first met (empty" in text

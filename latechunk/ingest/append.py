@@ -48,7 +48,7 @@ from latechunk.output import SHARD_FILE, OutputFolder
 from latechunk.provenance import versions
 from latechunk.types import Document, Skipped
 
-__all__ = ["APPENDED_DIR", "CHANGED_SOURCE_REASON", "AppendResult", "append", "append_settings_diff", "check_append_options",
+__all__ = ["APPENDED_DIR", "CHANGED_SOURCE_REASON", "SKIPPED_BEFORE_REASON", "AppendResult", "append", "append_settings_diff", "check_append_options",
            "config_from_settings", "write_documents"]
 
 #: keys :func:`latechunk.output.build_manifest` writes itself; every other top-level key is a header field
@@ -315,6 +315,8 @@ def _overlapping_input(out: Path, manifest: dict, inputs) -> str:
 
 #: The start of the skip reason of an appended document whose id the index holds with another text.
 CHANGED_SOURCE_REASON = "duplicate doc_id: already in the index with another text"
+#: The start of the skip reason of an appended document whose id the index lists as skipped (an empty file then).
+SKIPPED_BEFORE_REASON = "duplicate doc_id: listed as skipped in the index when first met"
 
 
 def _screen(items: Iterator[Document | Skipped], known: dict[str, str], skipped: dict[str, str]
@@ -333,8 +335,9 @@ def _screen(items: Iterator[Document | Skipped], known: dict[str, str], skipped:
                 yield Skipped(item.doc_id, reason, source)
                 continue
             if item.doc_id in skipped:
-                yield Skipped(item.doc_id, f"duplicate doc_id: already listed as skipped in the index "
-                                           f"({skipped[item.doc_id]})", source)
+                yield Skipped(item.doc_id, f"{SKIPPED_BEFORE_REASON} ({skipped[item.doc_id]}); an index is "
+                                           "append-only: embed the inputs into a new folder, or into this one with "
+                                           "--force, to include it", source)
                 continue
         yield item
 

@@ -126,14 +126,14 @@ def check_not_empty(out: Path, entries: Iterable[str] | None = None) -> None:
 
     Args:
         out: The output folder.
-        entries: The entries that count (default: everything in ``out`` but the writer lock,
-            :data:`~latechunk.output.LOCK_FILE`).
+        entries: The entries that count (default: everything in ``out`` but hidden names: the writer lock,
+            :data:`~latechunk.output.LOCK_FILE`, and a ``.gitignore`` or ``.DS_Store`` of the user's).
 
     Raises:
         ValueError: when there is any.
     """
     names = list(entries) if entries is not None else (
-        [p.name for p in out.iterdir() if p.name != LOCK_FILE] if out.is_dir() else [])
+        [p.name for p in out.iterdir() if not p.name.startswith(".")] if out.is_dir() else [])
     if names:
         raise ValueError(f"output folder {out} exists and is not empty; pass --force to overwrite "
                          "(or --resume to continue an interrupted run)")
@@ -183,6 +183,9 @@ _SETTING_OPTIONS = {
     "model.name": "model.name (--model)", "model.dtype": "model.dtype (--dtype)",
     "model.batch_tokens": "model.batch_tokens (--batch-tokens)", "model.backend": "model.backend (--backend)",
     "late_pooling": "late_pooling (--late-pooling)", "dedup": "dedup (--dedup)",
+    "record_fields": "record_fields (--id-field/--text-field/--title-field)",
+    "record_fields.id": "record_fields.id (--id-field)", "record_fields.text": "record_fields.text (--text-field)",
+    "record_fields.title": "record_fields.title (--title-field)",
 }
 
 
@@ -357,7 +360,7 @@ def prepare_output(out: str | Path, settings: dict, force: bool = False, resume:
         raise ValueError("--force (start over) and --resume (continue) exclude each other; give one")
     if out.exists() and not out.is_dir():
         raise ValueError(f"output path {out} exists and is not a folder")
-    non_empty = out.is_dir() and any(p.name != LOCK_FILE for p in out.iterdir())
+    non_empty = out.is_dir() and any(not p.name.startswith(".") for p in out.iterdir())  # the lock, .gitignore
     if non_empty and resume and not folder.run_path.is_file() and _holds_nothing(out):
         force = True  # killed before run.json was in place: nothing to continue, start fresh
     elif non_empty and resume:
