@@ -445,16 +445,22 @@ def test_the_append_check_allows_tables_hidden_files_and_an_index_inside_its_inp
     assert res.exit_code == 0 and res.output.startswith("ok:"), res.output
 
 
-def test_re_appending_a_folder_counts_the_unchanged_documents_instead_of_listing_them(tmp_path):
-    """Every `embed DIR --append` listed each unchanged document of DIR again in the manifest's skipped list ("already
-    in the index"), so a folder re-appended nightly grew its manifest by the whole corpus each night (read by every
-    search). They are counted (counts.already_indexed); the shard records keep them, and verify checks both."""
+def _three_documents_embedded(tmp_path: Path) -> tuple[Path, Path]:
+    """``src/`` with a.md, b.md, c.md, embedded into ``out/`` (the default model): ``(src, out)``."""
     src = tmp_path / "src"
     src.mkdir()
     for name in ("a", "b", "c"):
         (src / f"{name}.md").write_text(f"Document {name} is about rivers and lakes.", encoding="utf-8")
     out = tmp_path / "out"
     assert runner.invoke(app, ["embed", str(src), "--out", str(out), "--device", "cpu", "--quiet"]).exit_code == 0
+    return src, out
+
+
+def test_re_appending_a_folder_counts_the_unchanged_documents_instead_of_listing_them(tmp_path):
+    """Every `embed DIR --append` listed each unchanged document of DIR again in the manifest's skipped list ("already
+    in the index"), so a folder re-appended nightly grew its manifest by the whole corpus each night (read by every
+    search). They are counted (counts.already_indexed); the shard records keep them, and verify checks both."""
+    src, out = _three_documents_embedded(tmp_path)
     for i, name in enumerate(("d", "e")):
         (src / f"{name}.md").write_text(f"Document {name} is about seas.", encoding="utf-8")
         res = runner.invoke(app, ["embed", str(src), "--out", str(out), "--append", "--quiet", "--device", "cpu"])
@@ -472,12 +478,7 @@ def test_a_changed_or_emptied_file_re_appended_is_listed_once(tmp_path):
     """Fifth trial: re-appending a folder whose changed (and emptied) files are skipped each time added them to the
     manifest's skipped list again on every append (d2.md and d3.md three times each). The first skip of an id of
     one kind is listed, its repeats counted (counts.skips_repeated); verify checks the shard records give the same."""
-    src = tmp_path / "src"
-    src.mkdir()
-    for name in ("a", "b", "c"):
-        (src / f"{name}.md").write_text(f"Document {name} is about rivers and lakes.", encoding="utf-8")
-    out = tmp_path / "out"
-    assert runner.invoke(app, ["embed", str(src), "--out", str(out), "--device", "cpu", "--quiet"]).exit_code == 0
+    src, out = _three_documents_embedded(tmp_path)
     (src / "b.md").write_text("Document b now speaks of glaciers.", encoding="utf-8")
     (src / "c.md").write_text("  \n", encoding="utf-8")
     for name in ("d", "e", "f"):
