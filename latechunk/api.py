@@ -726,6 +726,14 @@ class Index:
         from latechunk.contexts import expand_hits
 
         records = [{**asdict(h), "hit": h} for h in hits]
+        if expand.strip() == "section" and records and not self.strategy.startswith("heading") and \
+                not any(h.heading_path for h in hits):
+            import warnings
+
+            # as `latechunk search` notes it (a trial: the Python API said nothing)
+            warnings.warn(f"this index's strategy ({self.strategy}) records no heading paths, so expand='section' "
+                          "gives each hit's whole document; expand='neighbors:N' gives N chunks on each side",
+                          UserWarning, stacklevel=2)
         return [Context(score=c["score"], doc_id=c["doc_id"], expand=c["expand"], chunk_start=c["chunk_start"],
                         chunk_end=c["chunk_end"], char_start=c["char_start"], char_end=c["char_end"],
                         spans=tuple((a, b) for a, b in c["spans"]), text=c["text"], section=c["section"],

@@ -597,7 +597,10 @@ def build_batched(config: IndexConfig, dim: int, batches: Callable[[], Iterable[
 
     say = progress or (lambda msg: None)
     n = int(sum(sizes))
+    given = config.faiss_factory
     config, want, nlist = fit_nlist(config, dim, n)
+    # the name errors give: the string the user typed, and the one built when nlist was fitted to the vectors
+    shown = config.faiss_factory if config.faiss_factory == given else f"{given} (built as {config.faiss_factory})"
     index = new_index(config, dim)
     ivf = ivf_of(index)
     facts = BuildFacts(factory=config.faiss_factory, train_seed=seed, nlist=nlist, nlist_requested=want,
@@ -615,7 +618,7 @@ def build_batched(config: IndexConfig, dim: int, batches: Callable[[], Iterable[
                 parts.append(_encode_rows(np.asarray(v[picks[i]]), config))
         xt = np.concatenate(parts)
         del parts
-        _train(index, xt, config.faiss_factory)
+        _train(index, xt, shown)
         del xt
         facts = dataclasses.replace(facts, train_rows=size)
     if ivf is not None:

@@ -975,8 +975,9 @@ def read_output(out: str | os.PathLike):
         if not (folder.path / name).is_file():
             if folder.run_path.is_file():  # run.json is written first, the manifest last: a run that never ended
                 raise ValueError(f"{folder.path}: {name} is missing: the folder holds an unfinished `latechunk "
-                                 f"embed` run (killed or still running?); finish it with `latechunk embed INPUTS "
-                                 f"--out {folder.path} --resume` (options left out are the run's, from its run.json)")
+                                 f"embed` run (killed or still running?, or its index could not be trained); finish "
+                                 f"it with `latechunk embed INPUTS --out {folder.path} --resume` (options left out "
+                                 "are the run's, from its run.json; add --index Flat if its index failed to train)")
             raise ValueError(f"{folder.path}: {name} is missing (not a latechunk output folder? run "
                              "`latechunk embed` first)")
     index = folder.read_index()

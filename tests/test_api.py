@@ -577,3 +577,17 @@ def test_search_after_the_models_folder_moved_says_where_the_model_came_from(tmp
     res = runner.invoke(app, ["embed", str(more), "--out", str(out), "--append", "-q", "--device", "cpu",
                               "--model", str(tmp_path / "moved")])
     assert res.exit_code == 0, res.output
+
+
+def test_index_expand_section_without_heading_paths_warns(late_folder):
+    """Fifth trial: `Index.search(expand="section")` on an index whose strategy records no heading paths gave each
+    hit's whole document without a word (the CLI notes it); it warns, naming the strategy."""
+    import warnings
+
+    index = latechunk.Index.load(late_folder, device="cpu")
+    assert not index.strategy.startswith("heading")
+    with pytest.warns(UserWarning, match=r"records no heading paths, so expand='section' gives each hit's whole"):
+        index.search("Which river flows to the Black Sea?", k=1, expand="section")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        index.search("Which river flows to the Black Sea?", k=1, expand="neighbors:1")

@@ -350,3 +350,14 @@ def test_embed_says_when_an_ivf_index_is_built_with_fewer_lists(tmp_path):
     assert res.exit_code == 0, res.output
     text = " ".join(res.output.split())
     assert "index: IVF16,Flat built as IVF1,Flat" in text and "so nlist is 1" in text, text
+
+
+def test_a_training_error_names_the_factory_typed_and_the_one_built():
+    """Fifth trial: `--index IVF16,PQ16` on a few vectors failed naming 'IVF1,PQ16' (nlist fitted to the vectors),
+    a string the user never typed; the error names both."""
+    from latechunk.config import IndexConfig
+    from latechunk.index import IndexTrainingError, build_batched
+
+    x = np.random.default_rng(0).standard_normal((40, 16)).astype(np.float32)
+    with pytest.raises(IndexTrainingError, match=r"cannot train index 'IVF16,PQ4 \(built as IVF1,PQ4\)' on 40"):
+        build_batched(IndexConfig(factory="IVF16,PQ4"), 16, lambda: [x], [40])
