@@ -14,6 +14,7 @@ import re
 import shlex
 import shutil
 import sys
+import warnings
 from collections import Counter
 from pathlib import Path
 from typing import Annotated, Optional
@@ -1366,8 +1367,6 @@ def agree(
 def main() -> None:  # pragma: no cover
     """The ``latechunk`` console script; ``$LATECHUNK_LOG`` sets the log level (default WARNING)."""
     logging.basicConfig(level=os.environ.get("LATECHUNK_LOG", "WARNING"))
-    import warnings
-
     warnings.formatwarning = format_warning
     try:
         app()
@@ -1401,7 +1400,7 @@ def _has_complete_shard(out: Path) -> bool:
         return True  # cannot tell: the general advice
 
 
-_DEFAULT_FORMATWARNING = __import__("warnings").formatwarning
+_DEFAULT_FORMATWARNING = warnings.formatwarning
 
 
 def format_warning(message, category, filename, lineno, line=None) -> str:

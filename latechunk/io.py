@@ -249,7 +249,7 @@ def _iter_jsonl(path: Path, root_name: str, fields: RecordFields = DEFAULT_FIELD
             id_field = next((k for k in fields.ids if k in obj), None)  # the first present, even when null
             doc_id = obj[id_field] if id_field is not None else None
             yield _record(doc_id, obj.get(fields.text, _NO_FIELD), obj.get(fields.title), where, url=obj.get("url"),
-                          id_field=id_field, fields=tuple(obj), names=fields)
+                          id_field=id_field, keys=tuple(obj), fields=fields)
         if not any_line:  # 0 bytes, a byte-order mark alone or blank lines only: one item, never nothing
             yield Skipped(root_name, "empty file: no JSON lines", root_name)
 
@@ -343,12 +343,12 @@ def _value_kind(value) -> str:
     return f"{kind} {shown}"
 
 
-def _id_reason(doc_id, field: str | None, names: RecordFields = DEFAULT_FIELDS) -> str:
+def _id_reason(doc_id, field: str | None, fields: RecordFields = DEFAULT_FIELDS) -> str:
     """Why ``doc_id`` (the value of the record's ``field``) is not an id; ``""`` when it is one (a non-blank string
     or an integer, never a boolean)."""
     if field is None:
-        return ("no 'id' (or '_id', 'doc_id') field" if names.id is None
-                else f"no {names.id!r} field (--id-field)")
+        return ("no 'id' (or '_id', 'doc_id') field" if fields.id is None
+                else f"no {fields.id!r} field (--id-field)")
     if doc_id is None:
         return f"'{field}' is null (an id must be a string or an integer)"
     if isinstance(doc_id, str):
@@ -424,39 +424,39 @@ def surrogate_reason(text: str, what: str = "text") -> str:
 
 
 def _record(doc_id, text, title, where: str, url=None, id_field: str | None = "id",
-            fields: tuple[str, ...] = (), names: RecordFields = DEFAULT_FIELDS) -> Document | Skipped:
+            keys: tuple[str, ...] = (), fields: RecordFields = DEFAULT_FIELDS) -> Document | Skipped:
     r"""One JSONL line or parquet row as a Document (``title + "\n\n" + text`` when titled) or a Skipped; a
     non-blank string ``url`` (a JSONL ``url`` field, a table's ``url`` column) goes to ``metadata["url"]``.
 
     ``id_field`` names the field or column ``doc_id`` came from (None: the record has none), for the reason of a
     null or ill-typed id. A number ``title`` is used as its string form; a title of another type skips the
-    record (:func:`_record_title`). ``fields``: the record's field names, listed in the reason of a record
-    without ``text`` (a corpus whose text field is ``body`` or ``contents`` says so on its first line)."""
-    reason = _id_reason(doc_id, id_field, names) or (surrogate_reason(doc_id, f"'{id_field}'")
+    record (:func:`_record_title`). ``keys``: the record's field names, listed in the reason of a record
+    without an id or text field (a corpus whose text field is ``body`` says so on its first line); ``fields``:
+    which of them hold the id, text and title (:class:`RecordFields`)."""
+    shown = ", ".join(repr(k) for k in keys[:8]) + (", ..." if len(keys) > 8 else "")
+    reason = _id_reason(doc_id, id_field, fields) or (surrogate_reason(doc_id, f"'{id_field}'")
                                                        if isinstance(doc_id, str) else "")
-    if reason and id_field is None and fields:  # no id field at all: say which fields there are
-        shown = ", ".join(repr(f) for f in fields[:8]) + (", ..." if len(fields) > 8 else "")
+    if reason and id_field is None and keys:  # no id field at all: say which fields there are
         reason += f" (its fields: {shown}; --id-field names the one that holds the id)"
     if reason:
         return Skipped(where, reason, where)
     if not isinstance(text, str):  # listed under the record's own id (it has a valid one), its place as source
-        t = names.text
+        t = fields.text
         if text is _NO_FIELD:
-            shown = ", ".join(repr(f) for f in fields[:8]) + (", ..." if len(fields) > 8 else "")
-            other = next((f for f in fields if f not in names.ids and f not in (names.title, "url")), "body")
+            other = next((k for k in keys if k not in fields.ids and k not in (fields.title, "url")), "body")
             hint = (f" (its fields: {shown}; give the field that holds the text: --text-field {other})"
-                    if fields else "")
+                    if keys else "")
             return Skipped(str(doc_id), f"no {t!r} field{hint}", where)
         if text is None:
             return Skipped(str(doc_id), f"{t!r} is null", where)
         return Skipped(str(doc_id), f"{t!r} must be a string, got {type(text).__name__}", where)
-    title, reason = _record_title(title, names.title)
+    title, reason = _record_title(title, fields.title)
     url, url_reason = _record_url(url)
     reason = reason or url_reason or surrogate_reason(text) or surrogate_reason(title, "'title'")
     if reason:
         return Skipped(str(doc_id), reason, where)
     if not text.strip():  # a title alone is not a document (a trial's {"text": "", "title": "T"} became "T")
-        return Skipped(str(doc_id), "empty or whitespace-only" + (f" {names.text!r} (its title alone is not "
+        return Skipped(str(doc_id), "empty or whitespace-only" + (f" {fields.text!r} (its title alone is not "
                                                                   "embedded)" if title else ""), where)
     full = f"{title}\n\n{text}" if title else text
     meta = {"source": where}
@@ -515,7 +515,7 @@ def _iter_parquet(path: Path, root_name: str, fields: RecordFields = DEFAULT_FIE
         nothing = [None] * batch.num_rows
         for doc_id, text, title, url in zip(data[id_col], data[fields.text], data.get(fields.title) or nothing,
                                             data.get("url") or nothing):
-            yield _record(doc_id, text, title, f"{root_name}:{row}", url=url, id_field=id_col, names=fields)
+            yield _record(doc_id, text, title, f"{root_name}:{row}", url=url, id_field=id_col, fields=fields)
             row += 1
 
 
@@ -599,7 +599,7 @@ def _iter_arrow_rows(files: Sequence[Path], root_name: str, what: str,
                                                             data.get(fields.title) or nothing,
                                                             data.get("url") or nothing):
                             yield _record(doc_id, text, title, f"{root_name}:{row}", url=url, id_field=cols[0],
-                                          names=fields)
+                                          fields=fields)
                             row += 1
         except Exception as err:  # noqa: BLE001  (pyarrow raises several types for a damaged file)
             where = f"{root_name}:{row}"
