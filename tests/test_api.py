@@ -336,11 +336,11 @@ def test_embed_append_adds_and_refuses_other_settings(late_folder, tmp_path):
     res = runner.invoke(app, ["search", str(out), "active volcano in Sicily", "-k", "1", "--json"])
     assert res.exit_code == 0 and json.loads(res.stdout)[0]["doc_id"] == "etna.md"
     once = OutputFolder(out).read_manifest()
-    for _ in range(2):  # appending the same documents again adds nothing: exit 1, the folder unchanged
+    for _ in range(2):  # appending the same documents again adds nothing: exit 0, the folder unchanged
         again = runner.invoke(app, ["embed", str(new), "--out", str(out), "--append", "-q", "--device", "cpu",
                                     "--sentence-workers", "0"])
-        assert again.exit_code == 1 and "skipped 1 document(s) already in the index" in again.output
-        assert "nothing appended" in again.output and "unchanged" in again.output
+        assert again.exit_code == 0 and "skipped 1 document(s) already in the index" in again.output
+        assert "nothing new to append" in again.output and "unchanged" in again.output
         assert OutputFolder(out).read_manifest() == once  # no empty shard, no duplicate skipped entries
     assert len(list((out / "shards").glob("*.json"))) == len(once["shards"])
     assert verify_output(out)[0] == []

@@ -742,10 +742,17 @@ def test_an_append_that_adds_nothing_counts_the_reasons_it_cannot_point_to(tmp_p
     assert _run("embed", rows, "--out", out, "--device", "cpu", "-q").exit_code == 0
     res = _run("embed", rows, "--out", out, "--append", "-q")
     text = " ".join(res.output.split())
-    assert res.exit_code == 1 and "nothing appended" in text, res.output
+    # an up-to-date folder appended again is success (a daily cron job exited 1 every day with nothing new)
+    assert res.exit_code == 0 and "nothing new to append" in text and "unchanged" in text, res.output
     # the 60 already in the index are one line now (fourth trial: re-appending a big folder printed 50 lines)
     assert "skipped 60 document(s) already in the index (same id and text)" in text, res.output
     assert "listed in the messages above" not in text
+    # one input that cannot be embedded among them, nothing added: that is a failure, exit 1, and says why
+    (tmp_path / "more.jsonl").write_text(json.dumps({"id": "n0", "text": "A new text for an old id."}) + "\n",
+                                         encoding="utf-8")
+    res = _run("embed", rows, tmp_path / "more.jsonl", "--out", out, "--append", "-q")
+    text = " ".join(res.output.split())
+    assert res.exit_code == 1 and "nothing appended" in text and "n0" in text, res.output
 
 
 def test_batch_budget_is_recorded_not_compared(tmp_path, monkeypatch):
