@@ -76,6 +76,8 @@ class CompareConfig:
         use_cache / cache_dir: The parse cache.
         sentence_workers: Processes that segment sentences ahead of the split (0: in this process); never
             changes a chunk.
+        trust_remote_code: Run the model repository's own Python code (``--trust-remote-code``; only for models
+            that need it).
         late_pooling: ``"mean"``: late mode with a model whose own pooling is not mean (CLS, last token, max),
             mean-pooling its token states anyway; ``None``: such a model is refused in late mode
             (:meth:`latechunk.config.PipelineConfig.check_model`, before the model loads).
@@ -116,6 +118,7 @@ class CompareConfig:
     cache_dir: str | None = None
     sentence_workers: int = 0
     late_pooling: str | None = None
+    trust_remote_code: bool = False
 
     def __post_init__(self) -> None:
         if self.window_overlap is None or isinstance(self.window_overlap, int):  # one value (older results.json)

@@ -280,7 +280,8 @@ def run_compare(
     t0 = time.perf_counter()
     if encoder is None:
         encoder = Encoder(config.model, device=config.device, dtype=config.dtype, batch_tokens=config.batch_tokens,
-                          backend=config.backend, compile=config.compile)
+                          backend=config.backend, compile=config.compile,
+                          trust_remote_code=config.trust_remote_code)
     elif getattr(encoder, "backend", "torch") != config.backend:
         raise ValueError(f"the encoder given runs backend {encoder.backend!r}, the config asks for {config.backend!r}")
     base = encoder

@@ -508,18 +508,20 @@ class Index:
     """
 
     def __init__(self, path: Path, faiss_index, table, manifest: dict, *, device: str = "auto",
-                 model: str | None = None) -> None:
+                 model: str | None = None, trust_remote_code: bool = False) -> None:
         self.path = Path(path)
         self.manifest = manifest
         self._faiss = faiss_index
         self._table = table
         self._device = device
         self._model = model
+        self._trust_remote_code = trust_remote_code
         self._encoder: Encoder | None = None
         self._folder_encoder: Encoder | None = None  # add()'s when the queries use another model
 
     @classmethod
-    def load(cls, path: str | os.PathLike, device: str = "auto", *, model: str | os.PathLike | None = None) -> Index:
+    def load(cls, path: str | os.PathLike, device: str = "auto", *, model: str | os.PathLike | None = None,
+             trust_remote_code: bool = False) -> Index:
         """Open an output folder of ``latechunk embed`` (its ``index.faiss``, ``chunks.parquet`` and
         ``manifest.json``).
 
@@ -530,6 +532,8 @@ class Index:
             model: Another model for the queries, a hub id or a local folder (default: the folder's). Checked
                 here (a path must exist; a hub id must be cached or reachable), loaded on the first
                 :meth:`search`. :meth:`add` never uses it: it embeds with the folder's own model.
+            trust_remote_code: Run the model repository's own Python code: needed for a folder embedded with
+                ``--trust-remote-code`` (a model such as jina-embeddings-v2), never taken from the folder.
 
         Returns:
             The :class:`Index` (the model is loaded on the first :meth:`search` or :meth:`add`).
@@ -554,7 +558,8 @@ class Index:
                 resolve_model_path(model)
             except ValueError as err:
                 raise ValueError(f"Index.load(model={str(model)!r}): {err}") from None
-        return cls(p, faiss_index, table, manifest, device=device, model=None if model is None else str(model))
+        return cls(p, faiss_index, table, manifest, device=device, model=None if model is None else str(model),
+                   trust_remote_code=trust_remote_code)
 
     def __len__(self) -> int:
         """Vectors in the index (= chunks)."""
@@ -596,9 +601,17 @@ class Index:
     def _load_recorded(self, name: str | None) -> Encoder:
         """:meth:`_load_encoder` of the folder's own model; a model that no longer loads (a trained model's folder
         moved or deleted) is said to come from the manifest, with the way to give its new place."""
+        sm = self.manifest.get("settings", {}).get("model", {})
+        if sm.get("trust_remote_code") and not self._trust_remote_code:
+            raise ValueError(f"{self.path} was embedded with --trust-remote-code (its model, {self.model_name}, runs "
+                             "its own Python code to load): Index.load(..., trust_remote_code=True) to use it")
         try:
             return self._load_encoder(name)
         except ValueError as err:
+            from latechunk.models import needs_remote_code
+
+            if needs_remote_code(err):
+                raise
             raise ValueError(recorded_model_message(self.path, name, err)) from err
 
     def _load_encoder(self, name: str | None) -> Encoder:
@@ -610,7 +623,7 @@ class Index:
         sm = self.manifest.get("settings", {}).get("model", {})
         enc = Encoder(name, device=self._device, dtype=sm.get("dtype") or m.get("dtype"),
                       max_length=m.get("max_length"), query_prompt=m.get("query_prompt"),
-                      trust_remote_code=bool(sm.get("trust_remote_code", False)))
+                      trust_remote_code=self._trust_remote_code)
         if m.get("sha256") and enc.model_hash and enc.model_hash != m["sha256"]:
             warnings.warn(f"the model's weights differ from the ones {self.path} was built with", stacklevel=3)
         return enc

@@ -64,6 +64,7 @@ ModelOpt = Annotated[
     typer.Option("--model", "-m", help="Hugging Face model id or local folder. Default: bundled all-MiniLM-L6-v2 (offline)."),
 ]
 DeviceOpt = Annotated[str, typer.Option("--device", help="auto (CUDA when present), cpu, cuda, cuda:N.")]
+TrustRemoteCodeOpt = Annotated[bool, typer.Option("--trust-remote-code", help="Run the model repository's own Python code (only for models that need it, such as jina-embeddings-v2; never implied by a folder or a file).")]
 CompileOpt = Annotated[bool, typer.Option("--compile", help="Run the model through torch.compile (TorchInductor; --backend torch): each new batch shape compiles on its first forward (tens of seconds on a CPU), then runs faster where the eager forward is the bottleneck: 0.99-1.15x the eager speed on an fp32 CPU in four runs, 0.97-1.01x in bf16 on an AVX-512 BF16 CPU (eval/results/peers.md); it pays on large corpora only (not yet measured on a GPU). Same vectors to float rounding (fp32: about 1e-7; bf16: about 2e-3 per component, cosine > 0.9999), so not a setting of the output: embed does not record it in run.json (compare notes it in results.json and counts the compile in the first late system's seconds). A failed compile warns and runs eager.")]
 SentenceWorkersOpt = Annotated[
     Optional[int],
@@ -832,6 +833,7 @@ def search(
     model: Annotated[Optional[str], typer.Option("--model", "-m", help="Model for the query. Default: the model the index was built with (from its manifest).")] = None,
     expand: Annotated[Optional[str], typer.Option("--expand", metavar="section|neighbors:N|document", help="Give each hit's context for a generator instead of the chunk alone: its heading section, N chunks on each side, or the document, reassembled from the chunk table; hits of one document whose contexts overlap or touch are merged (best score kept, hits listed).")] = None,
     nprobe: Annotated[Optional[int], typer.Option("--nprobe", show_default=False, help="IVF indexes (--index IVF1024,PQ32, ...): inverted lists probed per query; more is slower and closer to exact (nlist: every list). An error for other index types.  [default: the index's: min(16, nlist)]")] = None,
+    trust_remote_code: TrustRemoteCodeOpt = False,
 ) -> None:
     """Search an index: per hit, its rank, doc id, char span and score on one line, then its heading path and a
     snippet around the query's words (with --expand: of its context). Text is printed as written (brackets
@@ -877,13 +879,19 @@ def search(
         return
     m = manifest["model"]
     name = model or (m["path"] if Path(m["path"]).is_dir() else m["name"])
+    settings_model = (manifest.get("settings") or {}).get("model") or {}
+    if model is None and settings_model.get("trust_remote_code") and not trust_remote_code:
+        _fail(f"{out} was embedded with --trust-remote-code (its model, {m['name']}, runs its own Python code to "
+              "load): pass --trust-remote-code to search it too")
     # queries in the dtype the documents were encoded in (run.json's resolved dtype), as latechunk.Index does
-    recorded = ((manifest.get("settings") or {}).get("model") or {}).get("dtype") or m.get("dtype")
+    recorded = settings_model.get("dtype") or m.get("dtype")
     try:
         encoder = Encoder(name, device=device, dtype=recorded, max_length=m.get("max_length"),
-                          query_prompt=m.get("query_prompt"))
+                          query_prompt=m.get("query_prompt"), trust_remote_code=trust_remote_code)
     except ValueError as err:
-        if model is not None:
+        from latechunk.models import needs_remote_code
+
+        if model is not None or needs_remote_code(err.__cause__ or err):
             _fail(str(err))
         from latechunk.api import recorded_model_message
 
@@ -946,6 +954,7 @@ def chunk(
     id_field: IdFieldOpt = None,
     text_field: TextFieldOpt = None,
     title_field: TitleFieldOpt = None,
+    trust_remote_code: TrustRemoteCodeOpt = False,
 ) -> None:
     """Write chunk records as JSONL (one line per chunk), streamed document by document. Needs the model's
     tokenizer only, except `semantic`.
@@ -999,10 +1008,18 @@ def chunk(
         if strat.needs_sentence_vectors:
             from latechunk.encoder import Encoder
 
-            encoder = Encoder(model, device=device)
+            encoder = Encoder(model, device=device, trust_remote_code=trust_remote_code)
         else:  # the tokenizer embed uses: the model's tokenizer with its document prompt
+            from latechunk.models import DEFAULT_MODEL, needs_remote_code, remote_code_message
+
             path = resolve_model_path(model)
-            tokenizer = DocumentTokenizer.from_pretrained(path, prefix=ModelSettings.read(path).document_prompt)
+            try:
+                tokenizer = DocumentTokenizer.from_pretrained(path, prefix=ModelSettings.read(path).document_prompt,
+                                                              trust_remote_code=trust_remote_code)
+            except ValueError as err:
+                if trust_remote_code or not needs_remote_code(err):
+                    raise
+                raise ValueError(remote_code_message(model or DEFAULT_MODEL)) from err
     except (ValueError, OSError) as err:
         _fail(str(err))
 
@@ -1150,6 +1167,7 @@ def compare(
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing report folder.")] = False,
     sentence_workers: SentenceWorkersOpt = None,
     late_pooling: LatePoolingOpt = None,
+    trust_remote_code: TrustRemoteCodeOpt = False,
     more_strategies: Annotated[Optional[list[str]], typer.Argument(
         metavar="SPEC", show_default=False, help="More SPECs, as typed after --strategies "
         "(`--strategies fixed recursive`).")] = None,
@@ -1173,7 +1191,7 @@ def compare(
                                             compile=compile, n_resamples=resamples, seed=seed,
                                             max_queries=max_queries, use_cache=not no_cache,
                                             sentence_workers=_sentence_workers(sentence_workers),
-                                            late_pooling=late_pooling)
+                                            late_pooling=late_pooling, trust_remote_code=trust_remote_code)
     except (ValueError, TypeError) as err:
         _fail(str(err))
     out = out or Path(f"compare-{Path(dataset).name}")
@@ -1212,6 +1230,7 @@ def train(
     precision: Annotated[str, typer.Option("--dtype", help="auto, float32 or bfloat16: the dtype the model's forward and backward are autocast to (weights, optimiser state and loss stay float32). auto: bfloat16 on CUDA and on CPUs with AMX or AVX-512 BF16, else float32 ($LATECHUNK_CPU_DTYPE=float32 or bfloat16 sets the CPU's, as for embed). Recorded in the model folder's latechunk_train.json.")] = "auto",
     old_precision: Annotated[Optional[str], typer.Option("--precision", hidden=True, help="The old name of --dtype (embed's --precision is the index's storage).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
+    trust_remote_code: TrustRemoteCodeOpt = False,
 ) -> None:
     """Fine-tune a model for late chunking: queries pulled toward the late-pooled vector of the chunk holding
     their answer (InfoNCE against in-batch and in-sequence negatives; arXiv:2409.04701, arXiv:2505.24782).
@@ -1227,7 +1246,8 @@ def train(
                              strategy=strategy, macro_window=macro_window, window_overlap=macro_window_overlap,
                              epochs=epochs, lr=lr, batch_size=batch_size, naive_weight=naive_weight,
                              fused_weight=fused_weight, temperature=temperature, ict_queries=ict_queries, max_queries=max_queries, seed=seed,
-                             device=device, precision=old_precision or precision)
+                             device=device, precision=old_precision or precision,
+                             trust_remote_code=trust_remote_code)
         result = run_train(config, progress=not quiet, log=lambda m: typer.echo(m, err=True))
     except (ValueError, TypeError, FileNotFoundError) as err:
         _fail(str(err))
@@ -1289,6 +1309,7 @@ def agree(
     device: DeviceOpt = "auto",
     sentence_workers: SentenceWorkersOpt = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    trust_remote_code: TrustRemoteCodeOpt = False,
 ) -> None:
     """Where strategies cut alike: each one's cuts, the matched pairs and the residuals, per document and in total.
 
@@ -1322,7 +1343,7 @@ def agree(
         require_documents(inputs)
         from latechunk.encoder import Encoder
 
-        encoder = Encoder(model, device=device)
+        encoder = Encoder(model, device=device, trust_remote_code=trust_remote_code)
         run = run_agree(iter_inputs(inputs), encoder, specs, tol, sentence_workers=_sentence_workers(sentence_workers),
                         progress=not quiet and not as_json)
     except (ValueError, OSError) as err:

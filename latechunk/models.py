@@ -673,10 +673,29 @@ class LoadedModel:
         name = DEFAULT_MODEL if name_or_path is None else str(name_or_path)
         path = resolve_model_path(name_or_path, probe)
         settings = settings or ModelSettings.read(path)
-        tokenizer = _load_tokenizer(path, trust_remote_code)
-        model = _load_model(path, torch.float32 if dtype is None else dtype, trust_remote_code)
+        try:
+            tokenizer = _load_tokenizer(path, trust_remote_code)
+            model = _load_model(path, torch.float32 if dtype is None else dtype, trust_remote_code)
+        except ValueError as err:
+            if not trust_remote_code and needs_remote_code(err):
+                raise ValueError(remote_code_message(name)) from err
+            raise
         model.eval()
         return cls(name=name, model=model, tokenizer=tokenizer, settings=settings, path=path)
+
+
+def needs_remote_code(err: BaseException) -> bool:
+    """Whether ``err`` is transformers refusing a model (or tokenizer) whose repository ships its own Python code
+    (its config's ``auto_map``) because ``trust_remote_code`` was not given."""
+    return "trust_remote_code" in str(err)
+
+
+def remote_code_message(name: str) -> str:
+    """What to say of a model that needs its own code to load (:func:`needs_remote_code`): the option that allows
+    it, on the command line and in Python."""
+    return (f"model {name!r} runs its own Python code to load (its config.json names code files: auto_map), "
+            "which latechunk never runs unless asked: pass --trust-remote-code (in Python trust_remote_code=True) "
+            "if you trust its repository")
 
 
 def _load_tokenizer(path: str, trust_remote_code: bool):

@@ -275,6 +275,7 @@ class TrainConfig:
         device: ``auto``, ``cpu``, ``cuda``, ``cuda:N``.
         precision: One of :data:`PRECISIONS`: the dtype the model's forward and backward are autocast to
             (:func:`autocast_dtype`); weights, optimiser state and loss stay float32.
+        trust_remote_code: Run the base model repository's own Python code (only for models that need it).
     """
 
     out: str
@@ -297,6 +298,7 @@ class TrainConfig:
     seed: int = 0
     device: str = "auto"
     precision: str = "auto"
+    trust_remote_code: bool = False
 
     def __post_init__(self) -> None:
         if (self.dataset is None) == (self.ict is None):
@@ -649,9 +651,13 @@ def _load(config: TrainConfig):
     path = resolve_model_path(config.model)
     logging.getLogger("sentence_transformers").setLevel(logging.ERROR)
     hf_logging.disable_progress_bar()  # "Loading weights", "Writing model shards": train's own bar says enough
+    from latechunk.models import needs_remote_code, remote_code_message
+
     try:
-        st = SentenceTransformer(path, device="cpu")
+        st = SentenceTransformer(path, device="cpu", trust_remote_code=config.trust_remote_code)
     except Exception as err:
+        if not config.trust_remote_code and needs_remote_code(err):
+            raise ValueError(remote_code_message(config.model or DEFAULT_MODEL)) from err
         raise ValueError(f"cannot load model {config.model or DEFAULT_MODEL!r} with sentence-transformers: {err}") from err
     hf = st[0].auto_model
     loaded = LoadedModel(config.model or DEFAULT_MODEL, hf, st.tokenizer, ModelSettings.read(path), path=path)

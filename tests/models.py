@@ -104,6 +104,27 @@ def save_tiny_bert(folder, hidden: int = 32, layers: int = 2):
     return folder
 
 
+def save_tiny_remote_code(folder):
+    """:func:`save_tiny_bert` as a model that ships its own Python code (``auto_map`` in config.json pointing at
+    ``configuration_tiny.py``/``modeling_tiny.py`` in the folder, as jina-embeddings-v2 does on the hub): it loads
+    only with ``trust_remote_code=True``."""
+    import json
+    from pathlib import Path
+
+    folder = save_tiny_bert(folder)
+    (Path(folder) / "configuration_tiny.py").write_text(
+        "from transformers import BertConfig\n\n\nclass TinyConfig(BertConfig):\n    model_type = 'tiny_custom'\n",
+        encoding="utf-8")
+    (Path(folder) / "modeling_tiny.py").write_text(
+        "from transformers import BertModel\n\nfrom .configuration_tiny import TinyConfig\n\n\n"
+        "class TinyModel(BertModel):\n    config_class = TinyConfig\n", encoding="utf-8")
+    config = json.loads((Path(folder) / "config.json").read_text(encoding="utf-8"))
+    config.update(model_type="tiny_custom", architectures=["TinyModel"],
+                  auto_map={"AutoConfig": "configuration_tiny.TinyConfig", "AutoModel": "modeling_tiny.TinyModel"})
+    (Path(folder) / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    return folder
+
+
 def save_tiny_pooled(folder, pooling: str = "cls"):
     """:func:`save_tiny_bert` with its sentence-transformers Pooling config set to ``pooling`` (``cls``,
     ``lasttoken``, ``max``, ``mean``), in the older ``pooling_mode_*`` flag format the bundled model uses: a
