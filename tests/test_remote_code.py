@@ -105,3 +105,16 @@ def test_compare_and_train_take_the_option(custom, tmp_path):
     res = runner.invoke(app, [*train, "--out", str(tmp_path / "m2"), "--trust-remote-code"])
     assert res.exit_code == 0, res.output
     assert (tmp_path / "m2" / "config.json").is_file()
+
+
+def test_append_asks_again(folder, custom, tmp_path):
+    new = tmp_path / "owl.md"
+    new.write_text("An owl hunts at night.\n", encoding="utf-8")
+    res = runner.invoke(app, ["embed", str(new), "--out", str(folder), "--append", "-q", "--device", "cpu"])
+    text = _flat(res)
+    # not "leave out the options that differ": the option must be given
+    assert res.exit_code == 2 and "pass --trust-remote-code to --append too" in text, res.output
+    res = runner.invoke(app, ["embed", str(new), "--out", str(folder), "--append", "-q", "--device", "cpu",
+                              "--trust-remote-code"])
+    assert res.exit_code == 0, res.output
+    assert "owl.md" in {d["doc_id"] for d in json.loads((folder / "manifest.json").read_text())["documents"]}

@@ -151,6 +151,9 @@ def check_append_options(config: EmbedConfig, *, force: bool = False, resume: bo
     keys = ["trust_remote_code", "backend"] + (["dtype"] if mine.get("dtype") is not None else [])
     new["model"] = {k: mine.get(k) for k in keys}
     base["model"] = {k: theirs.get(k) for k in keys}
+    if theirs.get("trust_remote_code") and not mine.get("trust_remote_code"):  # asked for again, never implied
+        raise ValueError(f"{config.out} was embedded with --trust-remote-code (its model runs its own Python code to "
+                         "load): pass --trust-remote-code to --append too (it is never taken from run.json)")
     diff = append_settings_diff(base, new)
     if diff:
         raise ValueError(f"--append into {config.out} with settings that differ from its run (run.json): "
