@@ -40,21 +40,21 @@ from pathlib import Path
 
 from latechunk.config import EmbedConfig, IndexConfig, ModelConfig, PipelineConfig, RecordFields
 from latechunk.ingest.assemble import ALREADY_INDEXED_REASON, assemble
-from latechunk.ingest.files import commit, sha256_file, sha256_text, tmp_path, write_atomic, write_json
-from latechunk.ingest.folder import APPENDED_DIR, diff_settings, writer_lock
-from latechunk.ingest.shards import scan_shards
+from latechunk.ingest.files import commit, sha256_text, tmp_path, write_atomic, write_json
+from latechunk.ingest.folder import (
+    APPENDED_DIR,
+    MANIFEST_OWN_KEYS,
+    diff_settings,
+    manifest_shards,
+    writer_lock,
+)
 from latechunk.io import iter_inputs
-from latechunk.output import SHARD_FILE, OutputFolder
+from latechunk.output import OutputFolder
 from latechunk.provenance import versions
 from latechunk.types import Document, Skipped
 
 __all__ = ["APPENDED_DIR", "CHANGED_SOURCE_REASON", "SKIPPED_BEFORE_REASON", "AppendResult", "append", "append_settings_diff", "check_append_options",
            "config_from_settings", "write_documents"]
-
-#: keys :func:`latechunk.output.build_manifest` writes itself; every other top-level key is a header field
-_MANIFEST_OWN = ("format", "created", "finished", "mode", "normalize", "include_special", "long_documents",
-                 "macro_window", "macro_window_overlap", "inputs_from_out", "group_tokens", "settings", "dim",
-                 "index", "world_size", "counts", "documents", "skipped", "shards", "seconds")
 
 
 @dataclass(frozen=True)
@@ -345,28 +345,6 @@ def _screen(items: Iterator[Document | Skipped], known: dict[str, str], skipped:
         yield item
 
 
-def _manifest_shards(folder: OutputFolder, manifest: dict) -> list[dict]:
-    """The shard records the manifest lists, checked against their files; later shards (an append that never
-    finished) and temp files are removed."""
-    listed = manifest.get("shards") or []
-    records, notes = scan_shards(folder.path)
-    for i, s in enumerate(listed):
-        if i >= len(records) or records[i]["name"] != s.get("name") or \
-                sha256_file(folder.shard_path(i, "json")) != s.get("sha256"):
-            why = "; ".join(notes) or f"shard {s.get('name')} differs from its manifest entry"
-            raise ValueError(f"{folder.path}: its shards do not match its manifest ({why}); run "
-                             f"`latechunk verify {folder.path}`, and embed into a new folder if it fails")
-    n = len(listed)
-    for f in folder.shards_dir.iterdir():
-        # only shard files (NNNNN.json/.parquet/.npy, and their .tmp) are this folder's to remove: a file or
-        # folder of another name (a vector store exported into shards/) was deleted here, or crashed the append
-        # (IsADirectoryError)
-        if not SHARD_FILE.fullmatch(f.name.removesuffix(".tmp")) or not f.is_file() or f.is_symlink():
-            continue
-        if f.name.endswith(".tmp") or folder.shard_number(f.name) >= n:
-            f.unlink()
-    return records[:n]
-
 
 def append(config: EmbedConfig, encoder, *, progress: bool = False) -> AppendResult:
     """Embed ``config.inputs`` into the finished output folder ``config.out`` as new shards, and assemble the
@@ -420,7 +398,7 @@ def _append_locked(config: EmbedConfig, encoder, progress: bool) -> AppendResult
     overlap = _overlapping_input(out, manifest, config.inputs)
     if overlap:
         raise ValueError(overlap)
-    records = _manifest_shards(folder, manifest)
+    records = manifest_shards(folder, manifest)
     n0 = len(records)
     start = records[-1]["inputs"][1] if records else 0
     digest = records[-1]["inputs_digest"] if records else ""
@@ -464,7 +442,7 @@ def _append_locked(config: EmbedConfig, encoder, progress: bool) -> AppendResult
     entry = {"inputs": [str(p) for p in config.inputs], "inputs_from_out": rel, "items": [start, end],
              "shards": [n0, len(records)], "documents_embedded": len(documents), "documents_skipped": len(skipped),
              "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "versions": versions()}
-    header = {k: v for k, v in manifest.items() if k not in _MANIFEST_OWN}
+    header = {k: v for k, v in manifest.items() if k not in MANIFEST_OWN_KEYS}
     header["inputs"] = list(manifest.get("inputs", [])) + entry["inputs"]
     header["appends"] = list(manifest.get("appends", [])) + [entry]
     assembled = dict(old)

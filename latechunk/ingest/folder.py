@@ -14,9 +14,9 @@ import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from latechunk.ingest.files import write_json
+from latechunk.ingest.files import sha256_file, write_json
 from latechunk.ingest.shards import scan_shards
-from latechunk.output import LOCK_FILE, OUTPUT_FILES, RUN_FORMAT, SHARDS_DIR, OutputFolder
+from latechunk.output import LOCK_FILE, OUTPUT_FILES, RUN_FORMAT, SHARD_FILE, SHARDS_DIR, OutputFolder
 
 __all__ = ["APPENDED_DIR", "FolderLocked", "check_not_empty", "check_same_settings", "check_unlocked",
            "diff_settings", "foreign_files", "prepare_output", "writer_lock"]
@@ -385,3 +385,43 @@ def prepare_output(out: str | Path, settings: dict, force: bool = False, resume:
     write_json(folder.run_path, {"format": RUN_FORMAT, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                                  "settings": settings})
     return []
+
+#: keys :func:`latechunk.output.build_manifest` writes itself; every other top-level key is a header field
+MANIFEST_OWN_KEYS = ("format", "created", "finished", "mode", "normalize", "include_special", "long_documents",
+                 "macro_window", "macro_window_overlap", "inputs_from_out", "group_tokens", "settings", "dim",
+                 "index", "world_size", "counts", "documents", "skipped", "shards", "seconds")
+
+
+
+def manifest_shards(folder: OutputFolder, manifest: dict) -> list[dict]:
+    """The shard records ``manifest`` lists, checked against their files; later shards (an append that never
+    finished) and temp files are removed. Used by ``--append`` and ``reindex`` before they assemble again.
+
+    Args:
+        folder: The output folder.
+        manifest: Its manifest.
+
+    Returns:
+        The shard records, in order (as :func:`~latechunk.ingest.shards.scan_shards` reads them).
+
+    Raises:
+        ValueError: if a listed shard is missing or differs from its manifest entry (the message says to verify).
+    """
+    listed = manifest.get("shards") or []
+    records, notes = scan_shards(folder.path)
+    for i, s in enumerate(listed):
+        if i >= len(records) or records[i]["name"] != s.get("name") or \
+                sha256_file(folder.shard_path(i, "json")) != s.get("sha256"):
+            why = "; ".join(notes) or f"shard {s.get('name')} differs from its manifest entry"
+            raise ValueError(f"{folder.path}: its shards do not match its manifest ({why}); run "
+                             f"`latechunk verify {folder.path}`, and embed into a new folder if it fails")
+    n = len(listed)
+    for f in folder.shards_dir.iterdir():
+        # only shard files (NNNNN.json/.parquet/.npy, and their .tmp) are this folder's to remove: a file or
+        # folder of another name (a vector store exported into shards/) was deleted here, or crashed the append
+        # (IsADirectoryError)
+        if not SHARD_FILE.fullmatch(f.name.removesuffix(".tmp")) or not f.is_file() or f.is_symlink():
+            continue
+        if f.name.endswith(".tmp") or folder.shard_number(f.name) >= n:
+            f.unlink()
+    return records[:n]

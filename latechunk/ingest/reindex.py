@@ -25,7 +25,7 @@ from pathlib import Path
 from latechunk.config import IndexConfig
 from latechunk.index import check_factory
 from latechunk.ingest.assemble import assemble
-from latechunk.ingest.folder import writer_lock
+from latechunk.ingest.folder import MANIFEST_OWN_KEYS, manifest_shards, writer_lock
 from latechunk.output import OutputFolder
 from latechunk.provenance import versions
 
@@ -60,8 +60,6 @@ def reindex(out: str | os.PathLike, index: IndexConfig) -> tuple[dict, dict, boo
             not a multiple of 8) or cannot be built on them (an IVF index with more lists than vectors).
         OSError: if a file cannot be read or written.
     """
-    from latechunk.ingest.append import _MANIFEST_OWN, _manifest_shards
-
     out = Path(out)
     if not out.is_dir():
         raise ValueError(f"{out} is not a folder (give an output folder of `latechunk embed`)")
@@ -81,13 +79,13 @@ def reindex(out: str | os.PathLike, index: IndexConfig) -> tuple[dict, dict, boo
         index = dataclasses.replace(index, renormalize=bool(settings.get("normalize", manifest.get("normalize", True))))
         index.index_dim(dim)  # --truncate-dim / ubinary against the vectors' dimension
         check_factory(index, dim)  # IVF0, IDMap, refine wrappers, no inner product: refused as embed refuses them
-        records = _manifest_shards(folder, manifest)  # (drops shards and temp files of a killed append)
+        records = manifest_shards(folder, manifest)  # (drops shards and temp files of a killed append)
         for f in folder.temp_files():  # a killed reindex's or append's files: the lock is ours, nobody writes them
             f.unlink(missing_ok=True)
         if index.to_dict() == old.to_dict() and _index_intact(folder, manifest):
             return manifest, old.to_dict(), False
         settings["index"] = index.to_dict()
-        header = {k: v for k, v in manifest.items() if k not in _MANIFEST_OWN}
+        header = {k: v for k, v in manifest.items() if k not in MANIFEST_OWN_KEYS}
         header["reindexed"] = [*manifest.get("reindexed", []), {
             "from": old.to_dict(), "to": index.to_dict(), "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "versions": versions()}]
