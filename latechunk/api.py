@@ -569,6 +569,17 @@ class Index:
         return f"Index({str(self.path)!r}, vectors={len(self)}, model={self.model_name!r}, strategy={self.strategy!r})"
 
     @property
+    def faiss_index(self):
+        """The folder's ``faiss.Index`` (``faiss.IndexBinary`` under ``--precision ubinary``), as read: vector id i
+        is row i of :attr:`table`."""
+        return self._faiss
+
+    @property
+    def table(self):
+        """The chunk table (``chunks.parquet`` as a ``pyarrow.Table``): row i describes vector id i."""
+        return self._table
+
+    @property
     def dim(self) -> int:
         """The chunk vectors' dimension (the manifest's ``dim``)."""
         return int(self.manifest.get("dim", self._faiss.d))
@@ -681,6 +692,35 @@ class Index:
                 (another model).
             TypeError: if ``query`` is neither a str nor a list of str (``None``, bytes), or a query is not a str.
         """
+        single = isinstance(query, str)
+        if expand is not None:
+            from latechunk.contexts import parse_expand
+
+            parse_expand(expand, "expand=")
+        rows = self.search_rows(query, k, nprobe=nprobe)
+        results = [[self._hit(r) for r in q_rows] for q_rows in ([rows] if single else rows)]
+        if expand is not None:
+            results = [self.expand(hits, expand) for hits in results]
+        return results[0] if single else results
+
+    def search_rows(self, query: str | Sequence[str], k: int = 5, *,
+                    nprobe: int | None = None) -> list[dict] | list[list[dict]]:
+        """:meth:`search`'s hits as the chunk table's rows (what ``latechunk search --json`` prints): one dict per
+        hit with ``rank`` (1-based), ``score`` (float, inner product), ``vector_id`` (int, the row) and the row's
+        columns (:data:`latechunk.output.RECORD_COLUMNS`), best first.
+
+        Args:
+            query: One query, or a list of queries.
+            k: Results per query (>= 1).
+            nprobe: IVF lists probed per query (:meth:`search`); None: the index's own.
+
+        Returns:
+            ``list[dict]`` for one query, ``list[list[dict]]`` for a list; ``[]`` per query for an empty index
+            (no model is loaded then).
+
+        Raises:
+            ValueError / TypeError: as :meth:`search`.
+        """
         from latechunk.index import query_problem
 
         single = isinstance(query, str)
@@ -695,16 +735,12 @@ class Index:
                 raise ValueError(f"query {i} {problem}" if not single else f"the query {problem}")
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise ValueError(f"k must be an integer >= 1, got {k!r}")
-        if expand is not None:
-            from latechunk.contexts import parse_expand
-
-            parse_expand(expand, "expand=")
         if nprobe is not None:
             from latechunk.index import check_nprobe
 
             check_nprobe(self._faiss, nprobe)
         if len(self) == 0 or not queries:
-            results: list[list[Hit]] = [[] for _ in queries]
+            results: list[list[dict]] = [[] for _ in queries]
         else:
             from latechunk.config import IndexConfig
             from latechunk.index import query_transform, search_index
@@ -716,9 +752,9 @@ class Index:
                                  f"{self._faiss.d}-dim ones; search with the model it was built with "
                                  f"({self.model_name})")
             D, I = search_index(self._faiss, xq, k, nprobe=nprobe)
-            results = [self._hits(D[q], I[q]) for q in range(len(queries))]
-        if expand is not None:
-            results = [self.expand(hits, expand) for hits in results]
+            from latechunk.output import search_records
+
+            results = [search_records(self._table, D[q], I[q]) for q in range(len(queries))]
         return results[0] if single else results
 
     def expand(self, hits: Sequence[Hit], expand: str) -> list[Context]:
@@ -753,15 +789,13 @@ class Index:
                         hits=tuple(r["hit"] for r in c["hits"]))
                 for c in expand_hits(self._table, records, expand)]
 
-    def _hits(self, D: np.ndarray, I: np.ndarray) -> list[Hit]:
-        from latechunk.output import search_records
-
-        return [Hit(score=r["score"], vector_id=r["vector_id"], doc_id=r["doc_id"], chunk_index=r["chunk_index"],
-                    char_start=r["char_start"], char_end=r["char_end"], token_start=r["token_start"],
-                    token_end=r["token_end"], heading_path=tuple(r["heading_path"] or ()), text=r["text"],
-                    strategy=r["strategy"], title=r["title"], title_from=r["title_from"], section=r["section"],
-                    header=r["header"], source=r["source"], url=r["url"])
-                for r in search_records(self._table, D, I)]
+    @staticmethod
+    def _hit(r: dict) -> Hit:
+        return Hit(score=r["score"], vector_id=r["vector_id"], doc_id=r["doc_id"], chunk_index=r["chunk_index"],
+                   char_start=r["char_start"], char_end=r["char_end"], token_start=r["token_start"],
+                   token_end=r["token_end"], heading_path=tuple(r["heading_path"] or ()), text=r["text"],
+                   strategy=r["strategy"], title=r["title"], title_from=r["title_from"], section=r["section"],
+                   header=r["header"], source=r["source"], url=r["url"])
 
     def add(self, documents: Iterable[DocumentLike], *, progress: bool = False) -> AddResult:
         """Embed new documents into the folder with its own settings, incrementally: new shards after the last

@@ -844,10 +844,8 @@ def search(
       latechunk search out/docs "how do I set the cache folder" -k 3
       latechunk search out/docs "cache folder" --expand section --json | jq -r '.[0].text'
     """  # noqa: D301  (\b: click's marker for a paragraph it must not rewrap, the examples)
-    from latechunk.config import IndexConfig
-    from latechunk.encoder import Encoder
-    from latechunk.index import check_nprobe, query_problem, query_transform, search_index
-    from latechunk.output import read_output, search_records
+    from latechunk.api import Index
+    from latechunk.index import check_nprobe, query_problem
 
     if k < 1:
         _fail(f"-k must be >= 1, got {k}")
@@ -861,15 +859,23 @@ def search(
             parse_expand(expand)
         except ValueError as err:
             _fail(str(err))
-    try:
-        index, table, manifest = read_output(out)
+    if model is not None:  # checked as the command line names it (Index.load names its own argument)
+        from latechunk.models import resolve_model_path
+
+        try:
+            resolve_model_path(model)
+        except ValueError as err:
+            _fail(str(err))
+    try:  # the folder's index, chunk table and manifest; the query model loads on the first search
+        idx = Index.load(out, device, model=model, trust_remote_code=trust_remote_code)
     except ValueError as err:
         _fail(str(err))
+    manifest, table = idx.manifest, idx.table
     try:
-        check_nprobe(index, nprobe)
+        check_nprobe(idx.faiss_index, nprobe)
     except ValueError as err:
         _fail(str(err))
-    if index.ntotal == 0:  # nothing to search: say why, give the empty result, load no model
+    if len(idx) == 0:  # nothing to search: say why, give the empty result, load no model
         c = manifest.get("counts", {})
         typer.secho(f"{out} holds 0 vectors ({c.get('documents_embedded', 0)} documents embedded, "
                     f"{c.get('documents_skipped', 0)} skipped: see {out / 'manifest.json'}): no results",
@@ -877,38 +883,14 @@ def search(
         if as_json:
             typer.echo("[]")
         return
-    m = manifest["model"]
-    name = model or (m["path"] if Path(m["path"]).is_dir() else m["name"])
     settings_model = (manifest.get("settings") or {}).get("model") or {}
     if model is None and settings_model.get("trust_remote_code") and not trust_remote_code:
-        _fail(f"{out} was embedded with --trust-remote-code (its model, {m['name']}, runs its own Python code to "
-              "load): pass --trust-remote-code to search it too")
-    # queries in the dtype the documents were encoded in (run.json's resolved dtype), as latechunk.Index does
-    recorded = settings_model.get("dtype") or m.get("dtype")
-    try:
-        encoder = Encoder(name, device=device, dtype=recorded, max_length=m.get("max_length"),
-                          query_prompt=m.get("query_prompt"), trust_remote_code=trust_remote_code)
+        _fail(f"{out} was embedded with --trust-remote-code (its model, {idx.model_name}, runs its own Python code "
+              "to load): pass --trust-remote-code to search it too")
+    try:  # the query as the chunks were embedded: the recorded model, dtype, prompt, normalisation, truncation
+        results = idx.search_rows(query, k, nprobe=nprobe)
     except ValueError as err:
-        from latechunk.models import needs_remote_code
-
-        if model is not None or needs_remote_code(err.__cause__ or err):
-            _fail(str(err))
-        from latechunk.api import recorded_model_message
-
-        _fail(recorded_model_message(out, name, err))
-    if m.get("sha256") and encoder.model_hash and encoder.model_hash != m["sha256"]:
-        typer.secho("warning: the model's weights differ from the ones the index was built with", fg="yellow", err=True)
-    xq = encoder.encode_query([query], normalize=manifest.get("normalize", True))
-    try:  # --truncate-dim/--precision of the run (the manifest's index record): the query as the index holds it
-        index_config = IndexConfig.from_dict(manifest.get("index", {}))
-        xq = query_transform(xq, index_config)
-    except ValueError as err:
-        _fail(f"{out}: {err}")
-    if xq.shape[1] != index.d:
-        _fail(f"the model gives {xq.shape[1]}-dim vectors but the index holds {index.d}-dim ones; "
-              f"search with the model the index was built with ({m['name']})")
-    D, I = search_index(index, xq, k, nprobe=nprobe)  # the query is normalised as the indexed vectors were
-    results = search_records(table, D[0], I[0])  # only the k rows are read, never the whole table
+        _fail(str(err))
     if expand is not None:  # the rows around each hit, within its document
         results = expand_hits(table, results, expand)
         if expand.strip() == "section":
