@@ -95,6 +95,7 @@ class Hit:
             document's path as read, and its URL (front matter or JSONL ``url``). A folder written before these
             columns gives ``section`` and ``source`` and None for the others; ``url`` is None when the document
             has none.
+        metadata: The record fields its document kept (``embed --metadata-fields``), or None.
     """
 
     score: float
@@ -114,6 +115,7 @@ class Hit:
     header: str | None = None
     source: str | None = None
     url: str | None = None
+    metadata: dict | None = None
 
     @property
     def citation(self) -> str:
@@ -666,7 +668,8 @@ class Index:
         return path if path and Path(path).is_dir() else m.get("name")
 
     def search(self, query: str | Sequence[str], k: int = 5, *, expand: str | None = None,
-               nprobe: int | None = None) -> list[Hit] | list[list[Hit]] | list[Context] | list[list[Context]]:
+               nprobe: int | None = None,
+               where: Mapping | None = None) -> list[Hit] | list[list[Hit]] | list[Context] | list[list[Context]]:
         """The ``k`` chunks nearest to a query (inner product), best first; with ``expand``, their contexts.
 
         The query is encoded as ``latechunk search`` does: the folder's model with its query prompt,
@@ -681,10 +684,14 @@ class Index:
             nprobe: An IVF index (``--index IVF1024,PQ32``, ...): inverted lists probed per query (more: slower
                 and closer to exact; clipped to ``nlist``). None: the index's own, ``min(16, nlist)`` as
                 assembled (:data:`latechunk.index.DEFAULT_NPROBE`; the manifest's ``index.nprobe``).
+            where: Only chunks whose metadata (``embed --metadata-fields``) meets every condition: ``{"lang":
+                "en", "tags": "birds"}`` (a value equals the field's, as text or number; a list field holds it);
+                None: all chunks (:func:`latechunk.output.allowed_rows`).
 
         Returns:
             ``list[Hit]`` for one query, ``list[list[Hit]]`` for a list; with ``expand``, :class:`Context` s in
-            their place, best first. ``[]`` per query for an empty index (no model is loaded then).
+            their place, best first. ``[]`` per query for an empty index (no model is loaded then); fewer than
+            ``k`` when fewer chunks meet ``where``.
 
         Raises:
             ValueError: on ``k < 1``, a bad ``expand``, an ``nprobe`` below 1 or for an index that is not IVF, an
@@ -697,14 +704,14 @@ class Index:
             from latechunk.contexts import parse_expand
 
             parse_expand(expand, "expand=")
-        rows = self.search_rows(query, k, nprobe=nprobe)
+        rows = self.search_rows(query, k, nprobe=nprobe, where=where)
         results = [[self._hit(r) for r in q_rows] for q_rows in ([rows] if single else rows)]
         if expand is not None:
             results = [self.expand(hits, expand) for hits in results]
         return results[0] if single else results
 
-    def search_rows(self, query: str | Sequence[str], k: int = 5, *,
-                    nprobe: int | None = None) -> list[dict] | list[list[dict]]:
+    def search_rows(self, query: str | Sequence[str], k: int = 5, *, nprobe: int | None = None,
+                    where: Mapping | None = None) -> list[dict] | list[list[dict]]:
         """:meth:`search`'s hits as the chunk table's rows (what ``latechunk search --json`` prints): one dict per
         hit with ``rank`` (1-based), ``score`` (float, inner product), ``vector_id`` (int, the row) and the row's
         columns (:data:`latechunk.output.RECORD_COLUMNS`), best first.
@@ -713,6 +720,7 @@ class Index:
             query: One query, or a list of queries.
             k: Results per query (>= 1).
             nprobe: IVF lists probed per query (:meth:`search`); None: the index's own.
+            where: Metadata conditions (:meth:`search`); None: all chunks.
 
         Returns:
             ``list[dict]`` for one query, ``list[list[dict]]`` for a list; ``[]`` per query for an empty index
@@ -739,7 +747,12 @@ class Index:
             from latechunk.index import check_nprobe
 
             check_nprobe(self._faiss, nprobe)
-        if len(self) == 0 or not queries:
+        allowed = None
+        if where:
+            from latechunk.output import allowed_rows, parse_where
+
+            allowed = allowed_rows(self._table, parse_where(where))
+        if len(self) == 0 or not queries or (allowed is not None and not len(allowed)):
             results: list[list[dict]] = [[] for _ in queries]
         else:
             from latechunk.config import IndexConfig
@@ -751,7 +764,7 @@ class Index:
                 raise ValueError(f"the model gives {xq.shape[1]}-dim query vectors but the index holds "
                                  f"{self._faiss.d}-dim ones; search with the model it was built with "
                                  f"({self.model_name})")
-            D, I = search_index(self._faiss, xq, k, nprobe=nprobe)
+            D, I = search_index(self._faiss, xq, k, nprobe=nprobe, allowed=allowed)
             from latechunk.output import search_records
 
             results = [search_records(self._table, D[q], I[q]) for q in range(len(queries))]
@@ -795,7 +808,7 @@ class Index:
                    char_start=r["char_start"], char_end=r["char_end"], token_start=r["token_start"],
                    token_end=r["token_end"], heading_path=tuple(r["heading_path"] or ()), text=r["text"],
                    strategy=r["strategy"], title=r["title"], title_from=r["title_from"], section=r["section"],
-                   header=r["header"], source=r["source"], url=r["url"])
+                   header=r["header"], source=r["source"], url=r["url"], metadata=r.get("metadata"))
 
     def add(self, documents: Iterable[DocumentLike], *, progress: bool = False) -> AddResult:
         """Embed new documents into the folder with its own settings, incrementally: new shards after the last

@@ -113,6 +113,7 @@ def _sentence_workers(n: int | None, world_size: int = 1) -> int:
 
 IdFieldOpt = Annotated[Optional[str], typer.Option("--id-field", metavar="NAME", show_default=False, help="JSONL field or table column (parquet, Arrow, datasets) holding a record's id. Default: id, else _id, else doc_id. A setting of the run.")]
 TextFieldOpt = Annotated[Optional[str], typer.Option("--text-field", metavar="NAME", show_default=False, help="Field or column holding a record's text, e.g. body or contents.  [default: text]")]
+MetadataFieldsOpt = Annotated[Optional[str], typer.Option("--metadata-fields", metavar="NAMES|all", show_default=False, help="JSONL fields or table columns kept with each chunk, comma-separated (lang,tags,date), or all (every field but the id, text, title and url): the chunk table's metadata column (JSON), search --json, Index.search hits and export; search --where NAME=VALUE filters on them. A setting of the run.  [default: none]")]
 TitleFieldOpt = Annotated[Optional[str], typer.Option("--title-field", metavar="NAME", show_default=False, help="Field or column holding a record's optional title (put before its text, and the chunks' title).  [default: title]")]
 PrecisionOpt = Annotated[Optional[str], typer.Option("--precision", show_default=False, help="How index.faiss stores the vectors (the shards keep float32): float32, float16 (faiss SQfp16), int8 (faiss SQ8, per-dimension ranges calibrated on the corpus) or ubinary (1 bit per dimension, Hamming search then float rescoring; --index flat only). sentence-transformers' quantize_embeddings semantics.  [default: float32]")]
 TruncateDimOpt = Annotated[Optional[int], typer.Option("--truncate-dim", help="Index only the first N dimensions of every vector (Matryoshka models), renormalised when vectors are normalised; queries get the same. Default: all.")]
@@ -173,6 +174,7 @@ def embed(
     id_field: IdFieldOpt = None,
     text_field: TextFieldOpt = None,
     title_field: TitleFieldOpt = None,
+    metadata_fields: MetadataFieldsOpt = None,
     engine: Annotated[str, typer.Option("--engine", help="local: this process (or torchrun ranks); ray: a Ray cluster (pip install 'latechunk[ray]'): CPU tasks segment and split, one encoder actor per GPU (CPU actors without GPUs) writes the same shards, this process assembles. Same output either way.")] = "local",
     ray_address: Annotated[Optional[str], typer.Option("--ray-address", help="--engine ray: auto (the cluster of this machine or $RAY_ADDRESS), HOST:PORT of its head, or ray://HOST:PORT. Default: a new local cluster on this machine.")] = None,
     ray_actors: Annotated[Optional[int], typer.Option("--ray-actors", help="--engine ray: encoder actors. Default: one per GPU of the cluster; without GPUs one per two CPUs.")] = None,
@@ -219,6 +221,7 @@ def embed(
         "id_field": id_field,
         "text_field": text_field,
         "title_field": title_field,
+        "metadata_fields": None if metadata_fields is None else _metadata_fields(metadata_fields),
     }
     # --resume and --append: every option not given is the folder's (run.json), so `--resume` alone continues a run
     o = _resolve_embed_options(given, out if (append or resume) else None, resume=resume)
@@ -236,6 +239,7 @@ def embed(
     long_documents, trust_remote_code, group_tokens = o["long_documents"], o["trust_remote_code"], o["group_tokens"]
     late_pooling, dedup, backend = o["late_pooling"], o["dedup"], o["backend"]
     id_field, text_field, title_field = o["id_field"], o["text_field"], o["title_field"]
+    metadata_fields = o["metadata_fields"]
     # validate everything before any work, and all that the options and the model's files can tell before torch
     # is imported or a weight is loaded: each check lives in the config that holds the setting
     try:
@@ -255,7 +259,7 @@ def embed(
             force=force,
             resume=resume,
             dedup=dedup,
-            fields=RecordFields(id=id_field, text=text_field, title=title_field),
+            fields=RecordFields(id=id_field, text=text_field, title=title_field, metadata=metadata_fields),
         )
     except ValueError as err:
         _fail(str(err))
@@ -430,7 +434,14 @@ _EMBED_DEFAULTS = {
     "id_field": None,
     "text_field": "text",
     "title_field": "title",
+    "metadata_fields": (),
 }
+
+
+def _metadata_fields(value: str) -> tuple[str, ...]:
+    """``--metadata-fields`` as :attr:`latechunk.types.RecordFields.metadata`: ``"lang, tags"`` -> ``("lang",
+    "tags")``; ``all`` -> :data:`latechunk.types.ALL_METADATA`; ``""`` -> ``()`` (none)."""
+    return tuple(n.strip() for n in value.split(",") if n.strip())
 
 
 def _finished_run_note(out: Path) -> str:
@@ -483,7 +494,8 @@ def _resolve_embed_options(given: dict, append_to: Path | None, resume: bool = F
                 include_special=s.get("include_special", False), long_documents=s.get("long_documents", "windows"),
                 group_tokens=s.get("group_tokens", DEFAULT_GROUP_TOKENS), late_pooling=s.get("late_pooling"),
                 dedup=s.get("dedup"), backend=m.get("backend", "torch"),
-                **{f"{k}_field": v for k, v in (s.get("record_fields") or {}).items() if k in ("id", "text", "title")})
+                **{f"{k}_field": v for k, v in (s.get("record_fields") or {}).items() if k in ("id", "text", "title")},
+                metadata_fields=tuple((s.get("record_fields") or {}).get("metadata") or ()))
     return {k: v if v is not None else values[k] for k, v in given.items()}
 
 
@@ -833,6 +845,7 @@ def search(
     model: Annotated[Optional[str], typer.Option("--model", "-m", help="Model for the query. Default: the model the index was built with (from its manifest).")] = None,
     expand: Annotated[Optional[str], typer.Option("--expand", metavar="section|neighbors:N|document", help="Give each hit's context for a generator instead of the chunk alone: its heading section, N chunks on each side, or the document, reassembled from the chunk table; hits of one document whose contexts overlap or touch are merged (best score kept, hits listed).")] = None,
     nprobe: Annotated[Optional[int], typer.Option("--nprobe", show_default=False, help="IVF indexes (--index IVF1024,PQ32, ...): inverted lists probed per query; more is slower and closer to exact (nlist: every list). An error for other index types.  [default: the index's: min(16, nlist)]")] = None,
+    where: Annotated[Optional[list[str]], typer.Option("--where", metavar="FIELD=VALUE", show_default=False, help="Only chunks whose metadata (embed --metadata-fields) has FIELD equal to VALUE (as text, or as a number; a list field: any of its items); repeat for several conditions, all of which must hold.")] = None,
     trust_remote_code: TrustRemoteCodeOpt = False,
 ) -> None:
     """Search an index: per hit, its rank, doc id, char span and score on one line, then its heading path and a
@@ -843,8 +856,15 @@ def search(
     Examples:
       latechunk search out/docs "how do I set the cache folder" -k 3
       latechunk search out/docs "cache folder" --expand section --json | jq -r '.[0].text'
+      latechunk search out/notes "heron" --where lang=en --where tags=birds
     """  # noqa: D301  (\b: click's marker for a paragraph it must not rewrap, the examples)
     from latechunk.api import Index
+    from latechunk.output import parse_where
+
+    try:
+        conditions = parse_where(where)
+    except ValueError as err:
+        _fail(str(err))
     from latechunk.index import check_nprobe, query_problem
 
     if k < 1:
@@ -888,9 +908,16 @@ def search(
         _fail(f"{out} was embedded with --trust-remote-code (its model, {idx.model_name}, runs its own Python code "
               "to load): pass --trust-remote-code to search it too")
     try:  # the query as the chunks were embedded: the recorded model, dtype, prompt, normalisation, truncation
-        results = idx.search_rows(query, k, nprobe=nprobe)
+        results = idx.search_rows(query, k, nprobe=nprobe, where=conditions)
     except ValueError as err:
         _fail(str(err))
+    if conditions and not results:
+        from latechunk.output import metadata_fields
+
+        known = metadata_fields(table)
+        typer.echo(f"note: no chunk of {out} meets --where {' '.join(f'{f}={v}' for f, v in conditions.items())} ("
+                   + (f"its metadata fields: {', '.join(known)}" if known else
+                      "it keeps no metadata: embed --metadata-fields NAMES keeps record fields") + ")", err=True)
     if expand is not None:  # the rows around each hit, within its document
         results = expand_hits(table, results, expand)
         if expand.strip() == "section":
@@ -936,6 +963,7 @@ def chunk(
     id_field: IdFieldOpt = None,
     text_field: TextFieldOpt = None,
     title_field: TitleFieldOpt = None,
+    metadata_fields: MetadataFieldsOpt = None,
     trust_remote_code: TrustRemoteCodeOpt = False,
 ) -> None:
     """Write chunk records as JSONL (one line per chunk), streamed document by document. Needs the model's
@@ -955,7 +983,7 @@ def chunk(
     from latechunk.config import PipelineConfig
     from latechunk.io import iter_inputs, missing_inputs_message, require_documents
     from latechunk.models import ModelSettings, resolve_model_path
-    from latechunk.output import chunk_rows
+    from latechunk.output import chunk_rows, metadata_value
     from latechunk.pipeline import Skipped, chunk_documents, iter_embed
     from latechunk.strategies import get_strategy
     from latechunk.tokenize import DocumentTokenizer
@@ -964,7 +992,8 @@ def chunk(
         from latechunk.config import RecordFields
 
         fields = RecordFields(id=id_field, text="text" if text_field is None else text_field,
-                              title="title" if title_field is None else title_field)
+                              title="title" if title_field is None else title_field,
+                              metadata=_metadata_fields(metadata_fields or ""))
         strat = get_strategy(strategy)
         missing = [str(p) for p in inputs if not p.exists()]
         if missing:
@@ -1038,7 +1067,8 @@ def chunk(
             nonlocal n_chunks, n_docs
             if doc.metadata.get("front_matter_problem"):  # as embed says it (the document is still chunked)
                 typer.echo(visible(f"note: {doc.doc_id}: {doc.metadata['front_matter_problem']}"), err=True)
-            for row in chunk_rows(doc, b, strat.spec):
+            for row in chunk_rows(doc, b, strat.spec):  # metadata as its object, as search --json prints it
+                row["metadata"] = metadata_value(row["metadata"])
                 fh.write(json.dumps(row, ensure_ascii=False) + "\n")
             n_docs += 1
             n_chunks += len(b)

@@ -20,13 +20,18 @@ folder's shards one at a time, in batches of ``batch_size`` rows (the shard's pa
 Each row carries :data:`FIELDS`: ``vector_id``, ``doc_id``, ``chunk_index``, the char span ``char_start``,
 ``char_end`` (characters, half-open) and token span ``token_start``, ``token_end`` (tokens), ``heading_path``
 (list of str), ``strategy`` (canonical SPEC), ``text``, the citation metadata of
-:data:`latechunk.output.SOURCE_COLUMNS` (``title``, ``title_from``, ``section``, ``header``, ``source``, ``url``;
-a folder written before them exports them filled as :func:`latechunk.output.fill_source_columns` reads them;
-Chroma leaves a None value, such as a missing ``url``, out of the chunk's metadata), and ``manifest_sha256``: the sha256 of the folder's
+:data:`latechunk.output.SOURCE_COLUMNS` (``title``, ``title_from``, ``section``, ``header``, ``source``, ``url``,
+``metadata``; a folder written before them exports them filled as :func:`latechunk.output.fill_source_columns`
+reads them; Chroma leaves a None value, such as a missing ``url``, out of the chunk's metadata), and
+``manifest_sha256``: the sha256 of the folder's
 ``manifest.json`` file (its bytes), which names the exact run (model and weight hash, settings, documents) the
 row came from; ``latechunk embed --append``/``Index.add`` rewrite the manifest, so rows exported before and after
 an append carry different hashes. The collection itself records the same hash, the model, the strategy and the
 distance (LanceDB: schema metadata; Qdrant and Chroma: collection metadata, keys :data:`COLLECTION_KEYS`).
+
+``metadata`` (the record fields ``embed --metadata-fields`` kept) is the chunk table's JSON text in LanceDB, an
+object in Qdrant's payload (filter on ``metadata.lang``), and in Chroma the JSON text plus each scalar field as
+its own ``metadata.FIELD`` key (Chroma's metadata is flat; ``where={"metadata.lang": "en"}``).
 
 The distance follows how the vectors were made (the manifest's ``normalize``): L2-normalised vectors are
 exported for cosine similarity (equal to their inner product, which FAISS ranks by), vectors left unnormalised
@@ -53,7 +58,7 @@ import numpy as np
 
 from latechunk.ingest.files import sha256_file
 from latechunk.ingest.shards import check_shard_files
-from latechunk.output import CHUNK_COLUMNS, OutputFolder
+from latechunk.output import CHUNK_COLUMNS, OutputFolder, metadata_value
 
 __all__ = [
     "COLLECTION_KEYS",
@@ -397,6 +402,7 @@ def _qdrant(source: _Source, path: Path, client, collection: str, overwrite: boo
     def write(ids: np.ndarray, x: np.ndarray, rb) -> None:
         cols = rb.to_pydict()
         payloads = [{"vector_id": i, **{c: cols[c][r] for c in CHUNK_COLUMNS},
+                     "metadata": metadata_value(cols["metadata"][r]),  # an object: Qdrant filters "metadata.lang"
                      "manifest_sha256": source.manifest_sha256} for r, i in enumerate(ids.tolist())]
         qc.upsert(collection, points=models.Batch(ids=ids.tolist(), vectors=x.tolist(), payloads=payloads), wait=True)
 
@@ -428,6 +434,11 @@ def _chroma(source: _Source, path: Path, client, collection: str, overwrite: boo
             m = {"vector_id": i, **{c: cols[c][r] for c in meta_cols}, "manifest_sha256": source.manifest_sha256}
             if not m["heading_path"]:  # Chroma refuses an empty list as a metadata value
                 del m["heading_path"]
+            # Chroma metadata is flat: each scalar field of the record's metadata also as "metadata.FIELD", which
+            # a where filter can name (the JSON text keeps every field, lists and objects included)
+            for key, v in (metadata_value(m.get("metadata")) or {}).items():
+                if isinstance(v, (str, int, float, bool)):
+                    m[f"metadata.{key}"] = v
             metadatas.append({key: v for key, v in m.items() if v is not None})  # ... and None (no url)
         for a in range(0, len(ids), max_batch):  # Chroma caps one add at get_max_batch_size() records
             col.add(ids=[str(i) for i in ids[a:a + max_batch].tolist()], embeddings=x[a:a + max_batch],

@@ -732,7 +732,8 @@ def add_vectors(index, vectors, config: IndexConfig) -> None:
                          f"{_faiss_message(err)}") from err
 
 
-def search_index(index, xq, k: int, rescore_multiplier: int = RESCORE_MULTIPLIER, nprobe: int | None = None):
+def search_index(index, xq, k: int, rescore_multiplier: int = RESCORE_MULTIPLIER, nprobe: int | None = None,
+                 allowed: np.ndarray | None = None):
     """Search ``index`` with query vectors (as given: normalise them as the indexed vectors were, and apply
     :func:`query_transform` of the index's config).
 
@@ -755,6 +756,10 @@ def search_index(index, xq, k: int, rescore_multiplier: int = RESCORE_MULTIPLIER
             stored: ``min(DEFAULT_NPROBE, nlist)``). The index is not changed (faiss ``SearchParametersIVF``).
             An HNSW index is searched with a beam (``efSearch``) of at least ``k``: with a narrower one faiss
             returns fewer than ``k`` results (``-k 5000`` over 2,417 vectors gave 942 at ``efSearch`` 128).
+        allowed: Only these vector ids may be returned (a metadata filter: :func:`latechunk.output.allowed_rows`);
+            None: all. A float index is searched with a faiss ``IDSelectorBatch`` in its search parameters (an
+            HNSW or IVF search that finds fewer than ``min(k, len(allowed))`` of them is done again exhaustively
+            over the index's results); a binary index rescores exactly the allowed rows.
 
     Returns:
         ``(D, I)``: (n_queries, k') float32 scores (inner products; rescored cosines for a binary index) and
@@ -775,13 +780,60 @@ def search_index(index, xq, k: int, rescore_multiplier: int = RESCORE_MULTIPLIER
         raise ValueError(f"queries of dimension {q.shape[1]} do not fit an index of dimension {index.d} (apply "
                          "latechunk.index.query_transform with the index's config: --truncate-dim)")
     k_eff = min(k, index.ntotal)
+    if allowed is not None:
+        allowed = np.unique(np.asarray(allowed, dtype=np.int64))
+        allowed = allowed[(allowed >= 0) & (allowed < index.ntotal)]
+        k_eff = min(k_eff, len(allowed))
     if k_eff == 0:
         return np.zeros((q.shape[0], 0), np.float32), np.zeros((q.shape[0], 0), np.int64)
+    if allowed is not None:
+        return _search_allowed(index, q, k_eff, allowed, nprobe)
     params = _nprobe_params(index, nprobe)
     if not is_binary_index(index):
         params = params or _hnsw_params(index, k_eff)
         return index.search(q, k_eff) if params is None else index.search(q, k_eff, params=params)
     return _search_binary(index, q, k_eff, rescore_multiplier)
+
+
+def _search_allowed(index, q: np.ndarray, k: int, allowed: np.ndarray, nprobe: int | None):
+    """:func:`search_index` restricted to the ``allowed`` ids (sorted, unique, in range, ``k <= len(allowed)``)."""
+    import faiss
+
+    if is_binary_index(index):  # rescore every allowed row exactly (as _search_binary rescores its candidates)
+        signs = np.unpackbits(_binary_codes(index, allowed), axis=-1)[:, : index.d].astype(np.float32) * 2.0 - 1.0
+        scores = q @ signs.T / np.float32(np.sqrt(index.d))
+        order = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+        return np.take_along_axis(scores, order, axis=1).astype(np.float32), allowed[order]
+    _nprobe_params(index, nprobe)  # the same errors as an unfiltered search
+    sel = faiss.IDSelectorBatch(allowed)  # held here while faiss searches: params.sel does not own it
+    inner = faiss.downcast_index(index)
+    wrapped = isinstance(inner, faiss.IndexPreTransform)
+    if wrapped:
+        inner = faiss.downcast_index(inner.index)
+    ivf = ivf_of(index)
+    if ivf is not None:
+        params = faiss.SearchParametersIVF(nprobe=int(min(nprobe or ivf.nprobe, ivf.nlist)))
+    elif isinstance(inner, faiss.IndexHNSW):
+        params = faiss.SearchParametersHNSW()
+        params.efSearch = int(max(inner.hnsw.efSearch, k))
+    else:
+        params = faiss.SearchParameters()
+    params.sel = sel
+    try:
+        D, I = index.search(q, k, params=faiss.SearchParametersPreTransform(index_params=params) if wrapped else params)
+        if not (I < 0).any():
+            return D, I
+    except RuntimeError:  # an index kind whose search takes no selector
+        pass
+    # exhaustive: every result of the index, the allowed ones kept (a narrow filter on a graph or few lists)
+    D, I = search_index(index, q, int(index.ntotal), nprobe=None if ivf is None else int(ivf.nlist))
+    keep = np.isin(I, allowed)
+    out_d = np.full((q.shape[0], k), -np.inf, np.float32)
+    out_i = np.full((q.shape[0], k), -1, np.int64)
+    for r in range(q.shape[0]):
+        d, i = D[r][keep[r]][:k], I[r][keep[r]][:k]
+        out_d[r, : len(d)], out_i[r, : len(i)] = d, i
+    return out_d, out_i
 
 
 def query_problem(query: str) -> str:

@@ -238,7 +238,8 @@ def _iter_jsonl(path: Path, root_name: str, fields: RecordFields = DEFAULT_FIELD
             except json.JSONDecodeError as err:  # its lineno/colno count inside this one line: give the column
                 yield Skipped(where, f"bad JSON line: {err.msg} at column {err.pos + 1} of line {lineno}", where)
                 continue
-            twice = sorted(set(getattr(obj, "repeated", ())) & {*fields.ids, fields.text, fields.title, "url"})
+            kept = set(getattr(obj, "repeated", ())) if fields.all_metadata else set(fields.metadata)
+            twice = sorted(set(getattr(obj, "repeated", ())) & {*fields.ids, fields.text, fields.title, "url", *kept})
             if twice:  # json keeps the last of two values silently: which one the writer meant is unknown
                 yield Skipped(where, f"the JSON object gives {', '.join(map(repr, twice))} twice (which value is "
                                      "meant is unknown)", where)
@@ -249,7 +250,7 @@ def _iter_jsonl(path: Path, root_name: str, fields: RecordFields = DEFAULT_FIELD
             id_field = next((k for k in fields.ids if k in obj), None)  # the first present, even when null
             doc_id = obj[id_field] if id_field is not None else None
             yield _record(doc_id, obj.get(fields.text, _NO_FIELD), obj.get(fields.title), where, url=obj.get("url"),
-                          id_field=id_field, keys=tuple(obj), fields=fields)
+                          id_field=id_field, keys=tuple(obj), fields=fields, metadata=fields.metadata_of(obj))
         if not any_line:  # 0 bytes, a byte-order mark alone or blank lines only: one item, never nothing
             yield Skipped(root_name, "empty file: no JSON lines", root_name)
 
@@ -424,7 +425,8 @@ def surrogate_reason(text: str, what: str = "text") -> str:
 
 
 def _record(doc_id, text, title, where: str, url=None, id_field: str | None = "id",
-            keys: tuple[str, ...] = (), fields: RecordFields = DEFAULT_FIELDS) -> Document | Skipped:
+            keys: tuple[str, ...] = (), fields: RecordFields = DEFAULT_FIELDS,
+            metadata: dict | None = None) -> Document | Skipped:
     r"""One JSONL line or parquet row as a Document (``title + "\n\n" + text`` when titled) or a Skipped; a
     non-blank string ``url`` (a JSONL ``url`` field, a table's ``url`` column) goes to ``metadata["url"]``.
 
@@ -432,7 +434,9 @@ def _record(doc_id, text, title, where: str, url=None, id_field: str | None = "i
     null or ill-typed id. A number ``title`` is used as its string form; a title of another type skips the
     record (:func:`_record_title`). ``keys``: the record's field names, listed in the reason of a record
     without an id or text field (a corpus whose text field is ``body`` says so on its first line); ``fields``:
-    which of them hold the id, text and title (:class:`RecordFields`)."""
+    which of them hold the id, text and title (:class:`RecordFields`); ``metadata``: the record's kept
+    metadata fields (:meth:`RecordFields.metadata_of`), made JSON-ready into ``metadata["metadata"]``
+    (:func:`metadata_json`; a value that cannot be skips the record)."""
     shown = ", ".join(repr(k) for k in keys[:8]) + (", ..." if len(keys) > 8 else "")
     reason = _id_reason(doc_id, id_field, fields) or (surrogate_reason(doc_id, f"'{id_field}'")
                                                        if isinstance(doc_id, str) else "")
@@ -452,7 +456,8 @@ def _record(doc_id, text, title, where: str, url=None, id_field: str | None = "i
         return Skipped(str(doc_id), f"{t!r} must be a string, got {type(text).__name__}", where)
     title, reason = _record_title(title, fields.title)
     url, url_reason = _record_url(url)
-    reason = reason or url_reason or surrogate_reason(text) or surrogate_reason(title, "'title'")
+    kept, meta_reason = metadata_json(metadata or {})
+    reason = reason or url_reason or meta_reason or surrogate_reason(text) or surrogate_reason(title, "'title'")
     if reason:
         return Skipped(str(doc_id), reason, where)
     if not text.strip():  # a title alone is not a document (a trial's {"text": "", "title": "T"} became "T")
@@ -465,7 +470,54 @@ def _record(doc_id, text, title, where: str, url=None, id_field: str | None = "i
         meta["title_from"] = "record"
     if url:
         meta["url"] = url
+    if kept:
+        meta["metadata"] = kept
     return Document(str(doc_id), full, meta)
+
+
+def metadata_json(values: dict) -> tuple[dict, str]:
+    """A record's metadata fields made JSON-ready (``embed --metadata-fields``): ``(values, reason)``.
+
+    JSON values stay as they are (a NaN or infinite float, which JSON cannot hold, becomes None: a table's
+    missing value); a date, time or datetime becomes its ISO 8601 text, a ``Decimal`` its exact text, a
+    ``timedelta`` its seconds. A value of another kind (bytes, a set, an object) gives ``({}, reason)``: the
+    record is skipped rather than embedded without the metadata asked for.
+
+    Args:
+        values: ``{field: value}`` (:meth:`latechunk.types.RecordFields.metadata_of`).
+
+    Returns:
+        ``(json_ready, "")``, or ``({}, reason)`` naming the field and the value's type.
+    """
+    import datetime as dt
+    import decimal
+
+    def ready(v, name):
+        if v is None or isinstance(v, (bool, int, str)):
+            return v
+        if isinstance(v, float):
+            return v if math.isfinite(v) else None
+        if isinstance(v, (dt.datetime, dt.date, dt.time)):
+            return v.isoformat()
+        if isinstance(v, decimal.Decimal):
+            return str(v)
+        if isinstance(v, dt.timedelta):
+            return v.total_seconds()
+        if isinstance(v, (list, tuple)):
+            return [ready(x, name) for x in v]
+        if isinstance(v, dict) and all(isinstance(k, str) for k in v):
+            return {k: ready(x, name) for k, x in v.items()}
+        raise TypeError(f"metadata field {name!r} is {type(v).__name__}, which JSON cannot hold (--metadata-fields "
+                        "keeps text, numbers, booleans, dates, lists and objects)")
+
+    try:
+        out = {k: ready(v, k) for k, v in values.items()}
+    except TypeError as err:
+        return {}, str(err)
+    bad = next((k for k, v in out.items() if surrogate_reason(json.dumps(v, ensure_ascii=False))), None)
+    if bad is not None:
+        return {}, surrogate_reason(json.dumps(out[bad], ensure_ascii=False), f"metadata field {bad!r}")
+    return out, ""
 
 
 def _record_url(url) -> tuple[str, str]:
@@ -511,12 +563,8 @@ def _iter_parquet(path: Path, root_name: str, fields: RecordFields = DEFAULT_FIE
             where = f"{root_name}:{row}"
             yield Skipped(where, f"parquet rows from {row} on unreadable: {type(err).__name__}: {err}", where)
             return
-        data = batch.to_pydict()
-        nothing = [None] * batch.num_rows
-        for doc_id, text, title, url in zip(data[id_col], data[fields.text], data.get(fields.title) or nothing,
-                                            data.get("url") or nothing):
-            yield _record(doc_id, text, title, f"{root_name}:{row}", url=url, id_field=id_col, fields=fields)
-            row += 1
+        yield from _table_records(batch.to_pydict(), id_col, fields, root_name, row)
+        row += batch.num_rows
 
 
 # --------------------------------------------------------------------------- Arrow files and Hugging Face datasets
@@ -540,12 +588,28 @@ def hf_dataset_kind(d: Path) -> str:
 
 
 def _table_columns(names: Sequence[str], fields: RecordFields = DEFAULT_FIELDS) -> list[str] | None:
-    """The columns to read (id, text, and title and ``url`` when present) of a table with these column names;
-    None when it has no id (``id``/``_id``/``doc_id``, or ``fields.id``) or no text (``fields.text``) column."""
+    """The columns to read (id, text, and title, ``url`` and the kept metadata fields when present) of a table
+    with these column names; None when it has no id (``id``/``_id``/``doc_id``, or ``fields.id``) or no text
+    (``fields.text``) column."""
     id_col = next((c for c in fields.ids if c in names), None)
     if id_col is None or fields.text not in names:
         return None
-    return [id_col, fields.text] + [c for c in (fields.title, "url") if c in names]
+    return [id_col, fields.text] + [c for c in (fields.title, "url") if c in names] + \
+        list(fields.metadata_of({c: None for c in names if c != id_col}))
+
+
+def _table_records(data: dict, id_col: str, fields: RecordFields, root_name: str,
+                   row: int) -> Iterator[Document | Skipped]:
+    """The rows of one batch of table columns (``data``: ``{column: values}``) as :func:`_record` items, sources
+    ``root_name:ROW`` from ``row`` on."""
+    n = len(data[fields.text])
+    nothing = [None] * n
+    meta_cols = list(fields.metadata_of({c: None for c in data if c != id_col}))
+    for i, (doc_id, text, title, url) in enumerate(zip(data[id_col], data[fields.text],
+                                                       data.get(fields.title) or nothing, data.get("url") or nothing)):
+        meta = {c: data[c][i] for c in meta_cols}
+        yield _record(doc_id, text, title, f"{root_name}:{row + i}", url=url, id_field=id_col, fields=fields,
+                      metadata=meta)
 
 
 def _columns_reason(what: str, names: Sequence[str], fields: RecordFields = DEFAULT_FIELDS) -> str:
@@ -594,12 +658,8 @@ def _iter_arrow_rows(files: Sequence[Path], root_name: str, what: str,
                     batch = batch.select(cols)
                     for start in range(0, batch.num_rows, ARROW_BATCH_ROWS):
                         data = batch.slice(start, ARROW_BATCH_ROWS).to_pydict()
-                        nothing = [None] * len(data[fields.text])
-                        for doc_id, text, title, url in zip(data[cols[0]], data[fields.text],
-                                                            data.get(fields.title) or nothing,
-                                                            data.get("url") or nothing):
-                            yield _record(doc_id, text, title, f"{root_name}:{row}", url=url, id_field=cols[0],
-                                          fields=fields)
+                        for item in _table_records(data, cols[0], fields, root_name, row):
+                            yield item
                             row += 1
         except Exception as err:  # noqa: BLE001  (pyarrow raises several types for a damaged file)
             where = f"{root_name}:{row}"

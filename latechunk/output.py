@@ -117,9 +117,10 @@ RANKS_FORMAT = "latechunk-ranks/1"
 #: the source metadata of each chunk, for citations (issue 12): ``title`` and ``title_from``
 #: (:func:`latechunk.titles.document_title`), ``section`` (the heading path joined with " > "), ``header``
 #: (:func:`latechunk.titles.contextual_header`), ``source`` (the document's path as read: a file relative to its
-#: input root, or ``file.jsonl:LINE``) and ``url`` (front matter or JSONL ``url``; null when none). An output folder
+#: input root, or ``file.jsonl:LINE``), ``url`` (front matter or JSONL ``url``; null when none) and ``metadata``
+#: (the record's fields kept by ``--metadata-fields``, as JSON text of an object; null when none). An output folder
 #: written before them is read with them filled (:func:`fill_source_columns`).
-SOURCE_COLUMNS = ("title", "title_from", "section", "header", "source", "url")
+SOURCE_COLUMNS = ("title", "title_from", "section", "header", "source", "url", "metadata")
 #: the columns of chunks.parquet before :data:`SOURCE_COLUMNS` (output folders of latechunk <= issue 11)
 LEGACY_COLUMNS = ("doc_id", "chunk_index", "char_start", "char_end", "token_start", "token_end", "text",
                   "heading_path", "strategy")
@@ -162,7 +163,8 @@ def chunk_schema():
         string (the canonical SPEC); then :data:`SOURCE_COLUMNS`, all strings: ``title`` (``""`` when the
         document has none), ``title_from`` (one of :data:`latechunk.titles.TITLE_ORIGINS`), ``section``
         (``""`` outside any heading), ``header`` (``""`` when there is neither title nor heading), ``source``,
-        ``url`` (null when the document has none). In a folder written before these columns, rows read back
+        ``url`` (null when the document has none), ``metadata`` (JSON text of an object: the record fields kept by
+        ``--metadata-fields``; null when none). In a folder written before these columns, rows read back
         have ``section`` and ``source`` filled and the others null (:func:`fill_source_columns`).
     """
     import pyarrow as pa
@@ -204,9 +206,10 @@ def source_metadata(doc: Document) -> dict:
             ``url`` (front matter or a JSONL ``url`` field), and ``title``/``title_from``.
 
     Returns:
-        ``{"title", "title_from", "source", "url"}``: the title and its origin from
+        ``{"title", "title_from", "source", "url", "metadata"}``: the title and its origin from
         :func:`latechunk.titles.document_title` (the one title rule: front matter > first heading > record title >
-        file name), ``source`` (``""`` when unknown) and ``url`` (None when the document has none).
+        file name), ``source`` (``""`` when unknown), ``url`` (None when the document has none) and ``metadata``
+        (:func:`metadata_text` of ``doc.metadata["metadata"]``, the kept record fields; None when none).
     """
     from latechunk.titles import document_title
 
@@ -215,7 +218,128 @@ def source_metadata(doc: Document) -> dict:
     source = meta.get("source")
     url = meta.get("url")
     return {"title": title, "title_from": origin, "source": source if isinstance(source, str) else "",
-            "url": url.strip() if isinstance(url, str) and url.strip() else None}
+            "url": url.strip() if isinstance(url, str) and url.strip() else None,
+            "metadata": metadata_text(meta.get("metadata"))}
+
+
+def metadata_text(values) -> str | None:
+    """The ``metadata`` column's value for a document's kept record fields.
+
+    Args:
+        values: ``{field: JSON-ready value}`` (:func:`latechunk.io.metadata_json`), or None.
+
+    Returns:
+        Compact JSON text of the object, non-ASCII kept, fields in the record's order; None for none (no field
+        kept, or an empty mapping).
+
+    Raises:
+        TypeError: if ``values`` is not a mapping, or holds a value JSON cannot hold.
+    """
+    if not values:
+        return None
+    if not isinstance(values, Mapping):
+        raise TypeError(f"Document.metadata['metadata'] must be a mapping of field names to values, got "
+                        f"{type(values).__name__}")
+    return json.dumps(dict(values), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def metadata_value(text: str | None) -> dict | None:
+    """The ``metadata`` column read back: the object its JSON text holds (None for null)."""
+    return None if text is None else json.loads(text)
+
+
+def parse_where(conditions: Iterable[str] | Mapping | None) -> dict[str, str]:
+    """Metadata conditions (``search --where lang=en``, ``Index.search(where={"lang": "en"})``) as
+    ``{field: value text}``.
+
+    Args:
+        conditions: ``"FIELD=VALUE"`` strings, or a mapping ``{field: value}`` (a value that is not a str is
+            compared as its JSON text: ``3``, ``true``, ``null``), or None.
+
+    Returns:
+        ``{field: value}``, all conditions to hold at once (AND).
+
+    Raises:
+        ValueError: for a condition without ``=`` or with an empty field name, or a field given twice.
+    """
+    out: dict[str, str] = {}
+    if conditions is None:
+        return out
+    if isinstance(conditions, str):
+        conditions = [conditions]
+    pairs = conditions.items() if isinstance(conditions, Mapping) else []
+    if not isinstance(conditions, Mapping):
+        parsed = []
+        for c in conditions:
+            name, eq, value = str(c).partition("=")
+            if not eq or not name.strip():
+                raise ValueError(f"--where {c!r}: give FIELD=VALUE (e.g. lang=en), a field of the records' "
+                                 "metadata (embed --metadata-fields)")
+            parsed.append((name.strip(), value))
+        pairs = parsed
+    for name, value in pairs:
+        if name in out:
+            raise ValueError(f"--where gives the field {name!r} twice (conditions all hold at once: one value each)")
+        out[name] = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return out
+
+
+def _matches(value, want: str) -> bool:
+    """Whether one metadata value meets a ``--where`` value: equal as text (a number also as a number: ``3`` meets
+    3.0; ``true``/``false``/``null`` meet those JSON values), or, for a list, any of its items does."""
+    if isinstance(value, list):
+        return any(_matches(v, want) for v in value)
+    if isinstance(value, str):
+        return value == want
+    if isinstance(value, dict):
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":")) == want
+    if value is None or isinstance(value, bool):
+        return json.dumps(value) == want
+    try:
+        return float(value) == float(want)
+    except ValueError:
+        return False
+
+
+def metadata_fields(table) -> list[str]:
+    """The metadata field names a chunk table's rows hold (the union over its documents), sorted; ``[]`` when
+    it keeps none."""
+    import pyarrow.compute as pc
+
+    if "metadata" not in table.column_names or table.column("metadata").null_count == table.num_rows:
+        return []
+    texts = pc.unique(table.column("metadata").drop_null()).to_pylist()
+    return sorted({k for t in texts for k in json.loads(t)})
+
+
+def allowed_rows(table, where: Mapping[str, str]) -> np.ndarray:
+    """The rows (vector ids) of a chunk table whose ``metadata`` meets every condition of ``where``.
+
+    Each distinct metadata text is parsed once (chunks of one document share it), so the cost is one pass over
+    the column plus one parse per document.
+
+    Args:
+        table: The chunk table (``pyarrow.Table`` with a ``metadata`` column; a folder written before it, or
+            without ``--metadata-fields``, has none set: no row meets a condition).
+        where: ``{field: value text}`` (:func:`parse_where`); a row meets a condition when its metadata has the
+            field with a matching value (for a list, any item).
+
+    Returns:
+        (m,) int64 row numbers, ascending.
+    """
+    import pyarrow.compute as pc
+
+    column = table.column("metadata") if "metadata" in table.column_names else None
+    if column is None or column.null_count == len(column):
+        return np.zeros(0, np.int64)
+    encoded = pc.dictionary_encode(column).combine_chunks()
+    ok = np.array([all(k in m and _matches(m[k], v) for k, v in where.items())
+                   for m in (json.loads(t) for t in encoded.dictionary.to_pylist())], dtype=bool)
+    idx = encoded.indices.to_numpy(zero_copy_only=False)
+    valid = ~np.asarray(encoded.indices.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+    hit = np.zeros(len(idx), dtype=bool)
+    hit[valid] = ok[idx[valid].astype(np.int64)] if len(ok) else False
+    return np.nonzero(hit)[0].astype(np.int64)
 
 
 def chunk_rows(doc: Document, boundaries: Boundaries, strategy: str) -> list[dict]:
@@ -254,7 +378,8 @@ def chunk_rows(doc: Document, boundaries: Boundaries, strategy: str) -> list[dic
         rows.append({"doc_id": doc.doc_id, "chunk_index": i, "char_start": cs, "char_end": ce, "token_start": ts,
                      "token_end": te, "text": text, "heading_path": hp, "strategy": strategy,
                      "title": meta["title"], "title_from": meta["title_from"], "section": section_text(hp),
-                     "header": contextual_header(meta["title"], hp), "source": meta["source"], "url": meta["url"]})
+                     "header": contextual_header(meta["title"], hp), "source": meta["source"], "url": meta["url"],
+                     "metadata": meta["metadata"]})
     return rows
 
 
@@ -335,7 +460,8 @@ def search_records(table, D: np.ndarray, I: np.ndarray) -> list[dict]:
     Returns:
         One dict per hit: ``rank`` (1-based), ``score`` (float), ``vector_id`` (int: the row), then
         :data:`RECORD_COLUMNS` (a table without :data:`SOURCE_COLUMNS`, from an older folder, gives them as
-        None); an empty list when there is no hit (an index with 0 vectors).
+        None), ``metadata`` read back into its object (:func:`metadata_value`); an empty list when there is no
+        hit (an index with 0 vectors).
 
     Raises:
         ValueError: if an id is not a row of ``table`` (index files and chunk table of different assemblies).
@@ -350,7 +476,8 @@ def search_records(table, D: np.ndarray, I: np.ndarray) -> list[dict]:
                          "on the folder (an append run again rebuilds them)")
     # typed: an untyped empty list is a null array, which take() has no kernel for (an index with 0 vectors)
     rows = table.take(pa.array([i for _, i in hits], type=pa.int64())).to_pylist()
-    return [{"rank": rank, "score": float(score), "vector_id": i, **{c: row.get(c) for c in RECORD_COLUMNS}}
+    return [{"rank": rank, "score": float(score), "vector_id": i, **{c: row.get(c) for c in RECORD_COLUMNS},
+             "metadata": metadata_value(row.get("metadata"))}
             for rank, ((score, i), row) in enumerate(zip(hits, rows), 1)]
 
 

@@ -282,6 +282,8 @@ class Skipped:
 
 #: the fields (JSONL) or columns (tables) a record's id is read from by default, the first present one
 DEFAULT_ID_FIELDS = ("id", "_id", "doc_id")
+#: :attr:`RecordFields.metadata` that keeps every field (``--metadata-fields all``)
+ALL_METADATA = ("all",)
 
 
 @dataclass(frozen=True)
@@ -294,14 +296,19 @@ class RecordFields:
         id: The id field; None: the first of ``id``, ``_id``, ``doc_id`` present.
         text: The text field.
         title: The title field (optional in each record; its value is put before the text, as ``title``'s).
+        metadata: The other fields kept with each chunk (``embed --metadata-fields``), in the chunk table's
+            ``metadata`` column: ``()`` none (the default), field names, or :data:`ALL_METADATA` (every field
+            but the id, text, title and ``url``, which have their own columns).
 
     Raises:
-        ValueError: for a name that is empty, or the same name for two roles.
+        ValueError: for a name that is empty, the same name for two roles, or a metadata field that is the id,
+            text, title or ``url`` field.
     """
 
     id: str | None = None
     text: str = "text"
     title: str = "title"
+    metadata: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         for role in ("id", "text", "title"):
@@ -312,19 +319,56 @@ class RecordFields:
         if len(set(names)) != len(names):
             raise ValueError(f"--id-field, --text-field and --title-field must name different fields, got "
                              f"id={self.id!r}, text={self.text!r}, title={self.title!r}")
+        meta = self.metadata
+        if isinstance(meta, str) or not all(isinstance(m, str) and m.strip() for m in meta):
+            raise ValueError(f"--metadata-fields must be field names (or all), got {meta!r}")
+        object.__setattr__(self, "metadata", tuple(dict.fromkeys(m.strip() for m in meta)))
+        if ALL_METADATA[0] in self.metadata and self.metadata != ALL_METADATA:
+            raise ValueError(f"--metadata-fields all keeps every field; it takes no other name, got {list(meta)}")
+        own = sorted(set(self.metadata) & {*self.ids, self.text, self.title, "url"})
+        if own:
+            raise ValueError(f"--metadata-fields: {', '.join(map(repr, own))} has its own column (id, text, title "
+                             "and url are never metadata)")
 
     @property
     def ids(self) -> tuple[str, ...]:
         """The id fields looked for, in order."""
         return DEFAULT_ID_FIELDS if self.id is None else (self.id,)
 
+    @property
+    def all_metadata(self) -> bool:
+        """Whether every field that is not the id, text, title or ``url`` is kept (``--metadata-fields all``)."""
+        return self.metadata == ALL_METADATA
+
+    def metadata_of(self, record: Mapping) -> dict:
+        """The metadata fields of one record (a JSON object, a table row as a dict) that it has.
+
+        Args:
+            record: The record's fields.
+
+        Returns:
+            ``{field: value}`` of the kept fields present in ``record``, in the record's order (``{}`` when
+            none are kept); a null value is kept as None.
+        """
+        if not self.metadata:
+            return {}
+        if self.all_metadata:
+            skip = {*DEFAULT_ID_FIELDS, *self.ids, self.text, self.title, "url"}
+            return {k: v for k, v in record.items() if k not in skip}
+        return {k: record[k] for k in self.metadata if k in record}
+
     def to_dict(self) -> dict:
         """The run.json form: only the fields that differ from the defaults (``{}`` for the defaults, so folders
-        written before this setting read the same)."""
+        written before this setting read the same); ``metadata`` as a list."""
         default = RecordFields()
-        return {k: getattr(self, k) for k in ("id", "text", "title") if getattr(self, k) != getattr(default, k)}
+        d = {k: getattr(self, k) for k in ("id", "text", "title") if getattr(self, k) != getattr(default, k)}
+        if self.metadata:
+            d["metadata"] = list(self.metadata)
+        return d
 
     @classmethod
     def from_dict(cls, d) -> RecordFields:
         """The fields of a run.json ``record_fields`` record (:meth:`to_dict`; ``{}`` or None: the defaults)."""
-        return cls(**{k: d[k] for k in ("id", "text", "title") if k in (d or {})})
+        d = d or {}
+        return cls(**{k: d[k] for k in ("id", "text", "title") if k in d},
+                   **({"metadata": tuple(d["metadata"])} if d.get("metadata") else {}))

@@ -612,7 +612,7 @@ def _check_sources(folder: OutputFolder, manifest: dict, documents: list, skippe
     # text): skipped then, skipped now, nothing changed
     skipped_as = {(s["doc_id"], s.get("source", ""), s.get("reason", "")) for s in skipped}
     reader = _RowReader(folder, ["doc_id", "chunk_index", "char_start", "char_end", "text", "heading_path", "title",
-                                 "title_from", "header", "url"]) if n_rows is not None else None
+                                 "title_from", "header", "url", "metadata"]) if n_rows is not None else None
     # each document's first row in chunks.parquet (rows are in manifest order); sources read once per root come
     # in the root's order, which an append of the same root interleaves with the first run's documents
     first_row = np.concatenate([[0], np.cumsum([int(d["chunks"]) for d in documents])]).astype(np.int64)
@@ -679,17 +679,18 @@ def _check_sources(folder: OutputFolder, manifest: dict, documents: list, skippe
 
 
 def _check_citations(doc, rows, P: _Problems) -> None:
-    """The rows' title, title_from, header and url against the source document read again (rows of a folder
-    written before these columns hold None there and are not checked)."""
+    """The rows' title, title_from, header, url and metadata against the source document read again (rows of a
+    folder written before these columns hold None there and are not checked)."""
     from latechunk.titles import contextual_header
 
     want = source_metadata(doc)
-    for ci, hp, title, origin, header, url in zip(*(rows[c].to_pylist() for c in (
-            "chunk_index", "heading_path", "title", "title_from", "header", "url"))):
+    for ci, hp, title, origin, header, url, meta in zip(*(rows[c].to_pylist() for c in (
+            "chunk_index", "heading_path", "title", "title_from", "header", "url", "metadata"))):
         if origin is None:
             continue
-        got = {"title": title, "title_from": origin, "url": url, "header": header}
-        exp = {**{k: want[k] for k in ("title", "title_from", "url")}, "header": contextual_header(want["title"], hp or [])}
+        got = {"title": title, "title_from": origin, "url": url, "header": header, "metadata": meta}
+        exp = {**{k: want[k] for k in ("title", "title_from", "url", "metadata")},
+               "header": contextual_header(want["title"], hp or [])}
         bad = [f"{k} {got[k]!r} (source gives {exp[k]!r})" for k in got if got[k] != exp[k]]
         if bad:
             P.add("rows", f"chunk {ci} of {doc.doc_id!r}: " + ", ".join(bad))

@@ -207,10 +207,30 @@ def config_from_settings(settings: Mapping, inputs: Iterable[str | os.PathLike],
                          "version?); embed the documents into a new folder") from None
 
 
+def _kept_metadata(doc: Document, fields: RecordFields) -> dict:
+    """The metadata fields of a document given in Python that a folder with ``--metadata-fields`` keeps:
+    ``doc.metadata["metadata"]`` (as :func:`latechunk.io.iter_inputs` reads a record), else the named fields among
+    ``doc.metadata``'s own keys; JSON-ready (:func:`latechunk.io.metadata_json`)."""
+    from latechunk.io import metadata_json
+
+    if not fields.metadata:
+        return {}
+    given = doc.metadata.get("metadata")
+    if given is None:
+        given = {} if fields.all_metadata else {k: doc.metadata[k] for k in fields.metadata if k in doc.metadata}
+    if not isinstance(given, Mapping):
+        raise TypeError(f"document {doc.doc_id!r}: metadata['metadata'] must be a mapping, got {type(given).__name__}")
+    kept, reason = metadata_json(fields.metadata_of(dict(given)) if not fields.all_metadata else dict(given))
+    if reason:
+        raise TypeError(f"document {doc.doc_id!r}: {reason}")
+    return kept
+
+
 def write_documents(out: str | os.PathLike, documents: Iterable[Document]) -> tuple[Path, int]:
     """Write documents given in Python as the next ``DIR/appended/NNNNN.jsonl`` (one ``{"id", "text"}`` line
     each, under the folder's ``--id-field``/``--text-field``/``--title-field`` names where it set them, with the
-    document's ``metadata["title"]`` and ``metadata["url"]`` where it has them; ASCII-escaped
+    document's ``metadata["title"]`` and ``metadata["url"]`` where it has them, and the fields the folder keeps
+    (``--metadata-fields``: ``metadata["metadata"]``, else the named keys of ``metadata``); ASCII-escaped
     JSON, so any text reads back the same), an input an append can read and ``verify`` can re-read: each
     document is read as ``embed`` reads a JSONL record (a title heads the text and is the chunks' title).
     ``NNNNN`` counts the folder's appends (one more than its manifest's ``appends``); a file left by an append
@@ -219,7 +239,7 @@ def write_documents(out: str | os.PathLike, documents: Iterable[Document]) -> tu
     Args:
         out: The output folder.
         documents: The documents (``doc_id``, ``text``, and a ``title`` or ``url`` in ``metadata``; other
-            metadata is not kept).
+            metadata only as the folder's ``--metadata-fields`` keep it).
 
     Returns:
         ``(path, lines written)``.
@@ -227,7 +247,9 @@ def write_documents(out: str | os.PathLike, documents: Iterable[Document]) -> tu
     Raises:
         ValueError: if the folder has no manifest (see :meth:`OutputFolder.read_manifest
             <latechunk.output.OutputFolder.read_manifest>`).
-        TypeError: for a ``title`` or ``url`` that is not a str (a title may be a number), naming the document.
+        TypeError: for a ``title`` or ``url`` that is not a str (a title may be a number), or metadata JSON
+            cannot hold, naming the document.
+        ValueError: for a metadata field named as the folder's id, text, title or url field.
         OSError: if the file cannot be written.
     """
     folder = OutputFolder(Path(out))
@@ -246,6 +268,11 @@ def write_documents(out: str | os.PathLike, documents: Iterable[Document]) -> tu
                 raise TypeError(f"document {d.doc_id!r}: metadata[{key!r}] must be a str"
                                 f"{' or a number' if key == 'title' else ''}, got {type(v).__name__}")
             rec[names[key]] = v
+        for key, v in _kept_metadata(d, fields).items():  # --metadata-fields: read back as the folder keeps them
+            if key in rec:
+                raise ValueError(f"document {d.doc_id!r}: metadata field {key!r} is the folder's "
+                                 f"{next(k for k, n in names.items() if n == key)} field")
+            rec[key] = v
         records.append(rec)
     path = folder.path / APPENDED_DIR / f"{len(manifest.get('appends', [])) + 1:05d}.jsonl"
     path.parent.mkdir(exist_ok=True)
