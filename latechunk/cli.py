@@ -1206,6 +1206,12 @@ def compare(
                                             late_pooling=late_pooling, trust_remote_code=trust_remote_code)
     except (ValueError, TypeError) as err:
         _fail(str(err))
+    from latechunk.train import trained_on
+
+    if model and (seen := [d for d in trained_on(model) if _same_dataset(d, dataset)]):
+        typer.secho(f"warning: the model {model} was trained on {seen[0]} (its latechunk_train.json): these scores "
+                    "are on questions it was trained on, not held out; evaluate on another dataset", fg="yellow",
+                    err=True)
     out = out or Path(f"compare-{Path(dataset).name}")
     if out.exists() and not out.is_dir():
         _fail(f"--out {out} exists and is not a folder")
@@ -1218,6 +1224,14 @@ def compare(
     print_table(result)
     print_alarms(result)  # plain text on stderr, as embed prints its alarms
     typer.echo(f"report: {out / 'report.md'} ({result.manifest['seconds']['total']:.1f} s)")
+
+
+def _same_dataset(a: str, b: str) -> bool:
+    """Whether two ``--dataset`` values name the same dataset: the same bundled name, or the same path."""
+    if a.strip().lower() == b.strip().lower():
+        return True
+    pa_, pb = Path(a).expanduser(), Path(b).expanduser()
+    return pa_.exists() and pb.exists() and pa_.resolve() == pb.resolve()
 
 
 @app.command()

@@ -245,6 +245,36 @@ def ict_examples(
     return out
 
 
+def trained_on(model: str | Path | None, depth: int = 8) -> list[str]:
+    """The labelled datasets a model folder was trained on by ``latechunk train --dataset``, its base models'
+    included (each folder's :data:`TRAIN_FILE` names its base model): what ``compare`` checks its dataset
+    against, since a score on questions the model was trained on is not a held-out score.
+
+    Args:
+        model: A model folder (a name or a folder without :data:`TRAIN_FILE`: ``[]``).
+        depth: Base models followed at most.
+
+    Returns:
+        The ``--dataset`` values as recorded (``"xquad"``, a path), nearest training first; ``--ict`` runs (no
+        questions) are not listed.
+    """
+    out: list[str] = []
+    path = Path(model) if model else None
+    for _ in range(depth):
+        if path is None or not (path / TRAIN_FILE).is_file():
+            break
+        try:
+            record = json.loads((path / TRAIN_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            break
+        dataset = (record.get("config") or {}).get("dataset")
+        if dataset:
+            out.append(str(dataset))
+        base = record.get("base_model")
+        path = Path(base) if isinstance(base, str) and base and Path(base) != path else None
+    return out
+
+
 # ------------------------------------------------------------------------------------------------ config
 @dataclass(frozen=True)
 class TrainConfig:
