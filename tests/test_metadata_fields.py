@@ -188,13 +188,13 @@ def test_filtered_search_equals_the_best_allowed(factory):
     index = build_index(x, IndexConfig.from_option(factory))
     q = x[:3] + 0.01
     allowed = np.arange(0, 300, 7)
-    D, I = search_index(index, q, 5, allowed=allowed, nprobe=4 if "IVF" in factory else None)
+    _, I = search_index(index, q, 5, allowed=allowed, nprobe=4 if "IVF" in factory else None)
     assert np.isin(I, allowed).all() and I.shape == (3, 5)
     if factory in ("flat", "IVF4,Flat"):  # exact: the five best allowed rows
         best = allowed[np.argsort(-(q @ x[allowed].T), axis=1)[:, :5]]
         assert (I == best).all()
     # an allowed set of two: two results, whatever the kind (HNSW's graph may not reach them: the exhaustive pass)
-    D, I = search_index(index, q, 5, allowed=np.array([11, 250]), nprobe=4 if "IVF" in factory else None)
+    _, I = search_index(index, q, 5, allowed=np.array([11, 250]), nprobe=4 if "IVF" in factory else None)
     assert I.shape == (3, 2) and set(I.ravel()) <= {11, 250}
     assert search_index(index, q, 5, allowed=np.array([], np.int64))[1].shape == (3, 0)
 
@@ -204,7 +204,7 @@ def test_filtered_search_on_a_binary_index_rescores_the_allowed_rows():
     x = rng.standard_normal((200, 64)).astype(np.float32)
     index = build_index(x, IndexConfig.from_option("flat", precision="ubinary"))
     allowed = np.arange(3, 200, 5)
-    D, I = search_index(index, x[:2], 4, allowed=allowed)
+    _, I = search_index(index, x[:2], 4, allowed=allowed)
     signs = np.where(x[allowed] > 0, 1.0, -1.0) / math.sqrt(64)
     best = allowed[np.argsort(-(x[:2] @ signs.T), axis=1, kind="stable")[:, :4]]
     assert (I == best).all()
