@@ -217,12 +217,27 @@ def test_parse_cache_keys_on_content(tiny_root, tmp_path):
     assert [q.spans for q in ds1.queries] == [q.spans for q in ds2.queries]
     import shutil
 
-    copy = tmp_path / "copy"
+    copy = tmp_path / "elsewhere" / tiny_root.name
     shutil.copytree(tiny_root, copy)
-    assert dataset_sha256(copy) == info1["sha256"]  # the key is the content, not the path
+    assert dataset_sha256(copy) == info1["sha256"]  # the key is the content and the name, not the path
     p = copy / "corpora" / "cats.md"
     p.write_text(p.read_text() + " ", encoding="utf-8")
     assert dataset_sha256(copy) != info1["sha256"]
+
+
+def test_parse_cache_keys_on_the_name_a_copy_gets_its_own_name_and_ids(tiny_root, tmp_path):
+    """Trial finding: `cp -r ds/chroma ds/harbor` then `compare --dataset ds/harbor` reported the old name and
+    ids (`chroma`, `0, 1, ...`): the name and the id prefix are in the parse, so they are in the key."""
+    import shutil
+
+    ds1, info1 = load_cached(tiny_root, tmp_path / "c")
+    harbor = tmp_path / "harbor"
+    shutil.copytree(tiny_root, harbor)
+    ds2, info2 = load_cached(harbor, tmp_path / "c")
+    assert not info2["cache_hit"] and info2["sha256"] != info1["sha256"]
+    assert ds2.name == "harbor" and ds2.queries[0].query_id == "harbor:0"
+    assert ds1.name == tiny_root.name and ds1.queries[0].query_id == f"{tiny_root.name}:0"
+    assert load_cached(harbor, tmp_path / "c")[1]["cache_hit"]
 
 
 def test_cli_compare(tiny_root, tmp_path, monkeypatch):
