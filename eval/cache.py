@@ -1,9 +1,11 @@
 """Parse a dataset once: the parsed :class:`~latechunk.eval.datasets.EvalDataset` is cached under a content hash.
 
-Key: ``sha256`` over the dataset's files (each file's path relative to the dataset root, then its bytes, in
-sorted path order), the source of ``eval/datasets.py`` (a loader change invalidates the cache) and
-:data:`CACHE_VERSION`. The same bytes always give the same key, wherever the folder lies; a changed byte gives a
-new key. The cache file is plain JSON of the dataset (no pickle anywhere), written to a temp name and renamed.
+Key: ``sha256`` over the dataset's identity (:func:`dataset_identity`: the known name it was given, or the name
+of the folder or file a path names, since the parsed dataset's name and its Chroma query-id prefix come from it),
+its files (each file's path relative to the dataset root, then its bytes, in sorted path order), the source of
+``eval/datasets.py`` (a loader change invalidates the cache) and :data:`CACHE_VERSION`. The same bytes under the
+same name always give the same key, wherever the folder lies; a changed byte, or a copy under another name
+(``cp -r ds/chroma ds/harbor``), gives a new key. The cache file is plain JSON of the dataset (no pickle anywhere), written to a temp name and renamed.
 ``*.pkl`` files left in the cache folder by the earlier pickle-based cache are never read: they are removed when
 the cache folder is opened (one log line). Tests: ``tests/test_eval_harness.py``, ``tests/test_fixes_io_encoder.py``.
 """
@@ -25,6 +27,7 @@ __all__ = [
     "CACHE_ENV_VAR",
     "CACHE_VERSION",
     "dataset_files",
+    "dataset_identity",
     "dataset_sha256",
     "default_cache_dir",
     "load_cached",
@@ -107,8 +110,25 @@ def dataset_files(spec: str | os.PathLike) -> tuple[Path, list[Path]]:
     raise FileNotFoundError(f"dataset {os.fspath(spec)!r} resolves to {path}, which does not exist{hint}")
 
 
+def dataset_identity(spec: str | os.PathLike) -> str:
+    """What of a spec, beyond its files' bytes, the parsed dataset depends on: its name and query ids.
+
+    Args:
+        spec: A dataset name or path.
+
+    Returns:
+        ``"name:<spec>"`` for a known name (``"chroma"``, ``"xquad"``), else ``"path:<name>"`` with the name of
+        the folder or file the path resolves to (the dataset is named after it; Chroma-format query ids are
+        prefixed with it).
+    """
+    text = os.fspath(spec)
+    if text in _datasets._NAMED:
+        return f"name:{text}"
+    return f"path:{dataset_path(spec).resolve().name}"
+
+
 def dataset_sha256(spec: str | os.PathLike) -> str:
-    """sha256 of the dataset content, the loader source and :data:`CACHE_VERSION` (see the module doc).
+    """sha256 of the dataset's identity and content, the loader source and :data:`CACHE_VERSION` (module doc).
 
     Args:
         spec: A dataset name or path.
@@ -123,6 +143,8 @@ def dataset_sha256(spec: str | os.PathLike) -> str:
     h = hashlib.sha256()
     h.update(f"latechunk-dataset-cache-v{CACHE_VERSION}\0".encode())
     h.update(Path(_datasets.__file__).read_bytes())
+    identity = dataset_identity(spec).encode("utf-8")
+    h.update(len(identity).to_bytes(8, "little") + identity)
     for f in files:
         rel = f.relative_to(root).as_posix().encode("utf-8")
         h.update(len(rel).to_bytes(8, "little") + rel)

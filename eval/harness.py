@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import json
 import logging
 import math
 import os
@@ -346,8 +347,11 @@ def run_compare(
                     v, tokens, calls = encoders_of[mode](base, res.documents, res.run(spec).boundaries)
                     naive_extra[(mode, spec, lp)] = (v, tokens, calls, time.perf_counter() - t1)
                     extra_s += naive_extra[(mode, spec, lp)][3]
+        # a further window re-encodes naive/contextual for the strategies whose cuts depend on it (semantic): say so
+        recut = {m: [sp for sp in specs if (m, sp, lp) in naive_extra] for m in text_modes}
+        recut = {m: v for m, v in recut.items() if v}
         macro_window_info.append({
-            "window": w, "overlap": ov, "modes": list(modes),
+            "window": w, "overlap": ov, "modes": list(modes) + list(recut), "recut": recut,
             "late_tokens": res.stats.tokens["late"], "late_forward_calls": res.stats.forward_calls["late"],
             "naive_tokens": res.stats.tokens["naive"]
             + sum(v[1] for (m, s, ww), v in naive_extra.items() if ww == lp and m == "naive"),
@@ -479,6 +483,9 @@ def run_compare(
             return per_query
 
         per_query = score(D, I)
+        system.top_hits = {qid: " | ".join(f"{doc_ids[row_doc[r]]}:{int(char_spans[r, 0])}-{int(char_spans[r, 1])}"
+                                           for r in I[qi, :k_max].tolist() if r >= 0)
+                           for qi, qid in enumerate(qids)}
         compact = {}
         if len(ispecs) > 1:  # the other compact-vector settings: same vectors, same queries, same scoring
             k_main = 5 if 5 in config.ks else k_max
@@ -576,7 +583,9 @@ def run_compare(
         "git_commit": (git := _git_state())["commit"],
         "git_dirty": git["dirty"],
         "dataset": {"spec": config.dataset, "name": ds.name, "sha256": cache_info["sha256"],
-                    "content_sha256": _dataset_content_sha256(ds), "cache_hit": cache_info["cache_hit"],
+                    "content_sha256": _dataset_content_sha256(ds),
+                    "content_sha256_of": "documents, queries" + (", qrels" if ds.qrels is not None else ""),
+                    "cache_hit": cache_info["cache_hit"],
                     "cache_file": cache_info["cache_file"], "documents": len(ds.documents),
                     "queries_total": len(ds.queries), "queries": len(queries),
                     "queries_with_spans": sum(1 for q in queries if q.spans), "spans": len(all_spans),
@@ -653,11 +662,15 @@ def _strategy(spec: str):
 
 
 def _dataset_content_sha256(ds: EvalDataset) -> str:
+    """sha256 of what is scored: the documents, the queries with their spans and, where given, the qrels (sorted;
+    a dataset without qrels hashes as before they were included, so its recorded runs still merge)."""
     h = hashlib.sha256()
     for d in ds.documents:
         h.update(d.doc_id.encode() + b"\0" + d.text.encode("utf-8") + b"\1")
     for q in ds.queries:
         h.update(q.query_id.encode() + b"\0" + q.text.encode("utf-8") + repr(q.spans).encode() + b"\1")
+    if ds.qrels is not None:
+        h.update(b"qrels\0" + json.dumps(ds.qrels, sort_keys=True, ensure_ascii=False).encode("utf-8"))
     return h.hexdigest()
 
 

@@ -24,10 +24,15 @@ from .plots import short_spec
 from .result import MODE_PAIRS, CompareResult, System
 from .stats import paired_bootstrap
 
-__all__ = ["REPORT_FILES", "add_diagnostics", "markdown_report", "per_query_rows", "print_alarms", "print_table",
+__all__ = ["PER_QUERY_COLUMNS", "REPORT_FILES", "add_diagnostics", "markdown_report", "per_query_rows", "print_alarms", "print_table",
            "short_spec", "write_report"]
 
 REPORT_FILES = ("report.md", "results.json", "per_query.csv", "plot.png")
+
+PER_QUERY_COLUMNS = ("dataset", "query_id", "question", "strategy", "mode", "window", "window_overlap", "label",
+                     "top_hits")
+"""The columns of ``per_query.csv`` that name a query or a system (or show its hits); every other one is a metric.
+Folders written before ``question`` and ``top_hits`` existed lack those two."""
 
 _LOWER_IS_BETTER = ("Dup@", "NearDup@", "dedup:Dup@", "dedup:NearDup@")
 _DEDUP = "dedup:"  # eval.metrics.DEDUP_PREFIX: a metric of the deduplicated index (compare --dedup-threshold)
@@ -244,6 +249,7 @@ def markdown_report(result) -> str:
         f"- **Dataset**: `{ds['spec']}` ({ds['name']}): {ds['documents']} documents, {ds['queries']} of "
         f"{ds['queries_total']} queries scored ({ds['queries_with_spans']} with {ds['spans']} answer spans; "
         f"{ds['doc_qrels_queries']} with document qrels, from {ds['qrels_source']}). Content sha256 "
+        f"({ds.get('content_sha256_of', 'documents, queries')}) "
         f"`{ds['content_sha256'][:16]}…`; parse cache key `{(ds['sha256'] or '–')[:16]}…` "
         f"({'hit' if ds['cache_hit'] else 'parsed'})."
         + "".join(f" Left out: {n}." for n in ds.get("notes", ()))
@@ -291,7 +297,10 @@ def markdown_report(result) -> str:
     ctx = any("contextual_tokens" in w for w in man["windows"])
     for w in man["windows"]:
         s = w["seconds"]
-        row = [str(w["window"]), str(w["overlap"]), ", ".join(w["modes"]), f"{w['late_tokens']:,}",
+        recut = w.get("recut", {})  # naive/contextual re-encoded for this window's cuts (state-dependent strategies)
+        encoded = ", ".join(f"{m} (of {', '.join(f'`{short_spec(x)}`' for x in recut[m])} only: its cuts depend "
+                            "on the window)" if m in recut else m for m in w["modes"])
+        row = [str(w["window"]), str(w["overlap"]), encoded, f"{w['late_tokens']:,}",
                str(w["late_forward_calls"]), f"{w['naive_tokens']:,}"]
         row += [f"{w.get('contextual_tokens', 0):,}"] if ctx else []
         row += [f"{s.get('late_encode', 0):.1f}", f"{s.get('naive_encode', 0) + s.get('naive_extra', 0):.1f}"]
@@ -306,7 +315,7 @@ def markdown_report(result) -> str:
         "the window) and pools every strategy's chunks from those states, so its token count is shared by all "
         "strategies of the window. Naive mode encodes each chunk's text on its own with the model's pooling. "
         "Late and naive of one strategy index the same chunk records (checked by hash: "
-        + ", ".join(dict.fromkeys(f"`{short_spec(s.strategy)}` {s.chunks_sha256[:8]}" for s in result.systems)) + ")."
+        + ", ".join(_hash_labels(result.systems)) + ")."
         + (" Fused systems encode nothing of their own: each is made from a pass's late vectors and the naive "
            "vectors of the same chunks, so late and naive are encoded whenever fused is asked for (and their "
            "systems are reported only when asked for too)." if "fused" in man.get("modes", ()) else "")
@@ -545,6 +554,29 @@ def print_alarms(result, file=None) -> None:
             print(f"{short_spec(spec)}: {a['message']}", file=file or sys.stderr)
 
 
+def _hash_labels(systems) -> list[str]:
+    """One label (short strategy name, hash prefix) per chunk-record set; a strategy whose cuts differ per late pass (semantic in a
+    window sweep) gets one per pass, named by its window (and overlap where the passes' overlaps differ)."""
+    hashes: dict[str, list[str]] = {}
+    passes = {}
+    for s in systems:
+        hashes.setdefault(s.strategy, [])
+        if s.chunks_sha256 not in hashes[s.strategy]:
+            hashes[s.strategy].append(s.chunks_sha256)
+        if s.window is not None:
+            passes.setdefault((s.strategy, s.chunks_sha256), (s.window, s.window_overlap))
+    overlaps = {ov for _, ov in passes.values()}
+    out = []
+    for spec, hs in hashes.items():
+        for h in hs:
+            where = ""
+            if len(hs) > 1 and (spec, h) in passes:
+                w, ov = passes[(spec, h)]
+                where = f" w={w}" + (f" o={ov}" if len(overlaps) > 1 else "")
+            out.append(f"`{short_spec(spec)}`{where} {h[:8]}")
+    return out
+
+
 def per_query_rows(result) -> tuple[list[str], list[list]]:
     """The rows of ``per_query.csv``: one per (system, query), one column per metric (blank where undefined).
 
@@ -552,25 +584,29 @@ def per_query_rows(result) -> tuple[list[str], list[list]]:
         result: A :class:`~latechunk.eval.result.CompareResult`.
 
     Returns:
-        ``(header, rows)``: ``dataset``, ``query_id``, ``strategy``, ``mode``, ``window`` (the macro window in
-        tokens, blank for naive systems whose chunks no macro window changes), ``window_overlap`` (its overlap in
-        tokens, blank likewise), ``label``, then the metric
-        names; values as ``repr(float)`` (never rounded). Rows whose every metric is undefined are left out.
+        ``(header, rows)``: :data:`PER_QUERY_COLUMNS` (``dataset``, ``query_id``, ``question`` (the query text),
+        ``strategy``, ``mode``, ``window`` (the macro window in tokens, blank for naive systems whose chunks no
+        macro window changes), ``window_overlap`` (its overlap in tokens, blank likewise), ``label``, ``top_hits``
+        (the first k chunks retrieved, best first, ``doc_id:char_start-char_end`` joined with ``" | "``, k the
+        largest ``--k``: check a hit against the answer spans by hand)), then the metric names; values as
+        ``repr(float)`` (never rounded). Rows whose every metric is undefined are left out.
     """
-    header = ["dataset", "query_id", "strategy", "mode", "window", "window_overlap", "label"] + list(result.metric_names)
+    header = list(PER_QUERY_COLUMNS) + list(result.metric_names)
     if result.dataset is not None:
         qids = [q.query_id for q in result.dataset.queries]
+        questions = {q.query_id: q.text for q in result.dataset.queries}
     else:  # a result read back by load_result: first-seen order
         qids = list(dict.fromkeys(q for s in result.systems for v in s.per_query.values() for q in v))
+        questions = result.questions
     rows = []
     for s in result.systems:
         for qid in qids:
             vals = [s.per_query.get(m, {}).get(qid) for m in result.metric_names]
             if all(v is None for v in vals):
                 continue
-            rows.append([result.manifest["dataset"]["name"], qid, s.strategy, s.mode,
+            rows.append([result.manifest["dataset"]["name"], qid, questions.get(qid, ""), s.strategy, s.mode,
                          "" if s.window is None else s.window, "" if s.window_overlap is None else s.window_overlap,
-                         s.label] + ["" if v is None else repr(float(v)) for v in vals])
+                         s.label, s.top_hits.get(qid, "")] + ["" if v is None else repr(float(v)) for v in vals])
     return header, rows
 
 
@@ -821,15 +857,19 @@ def load_result(out_dir: str | os.PathLike):
         opener = open
     with opener(per_query, "rt", newline="", encoding="utf-8") as f:
         reader = csv.DictReader(f)
-        metrics = [c for c in reader.fieldnames or []
-                   if c not in ("dataset", "query_id", "strategy", "mode", "window", "window_overlap", "label")]
+        metrics = [c for c in reader.fieldnames or [] if c not in PER_QUERY_COLUMNS]
+        questions: dict[str, str] = {}
         for row in reader:
             s = by_label[(row["strategy"], row["label"])]
+            if row.get("question"):
+                questions[row["query_id"]] = row["question"]
+            if row.get("top_hits"):
+                s.top_hits[row["query_id"]] = row["top_hits"]
             for m in metrics:
                 if row[m] != "":
                     s.per_query.setdefault(m, {})[row["query_id"]] = float(row[m])
     return CompareResult(CompareConfig.from_dict(data["config"]), systems, data["comparisons"], data["metric_names"],
-                         data["headline"], data["main_k"], data["manifest"])
+                         data["headline"], data["main_k"], data["manifest"], questions=questions)
 
 
 def print_table(result, console=None) -> None:

@@ -43,6 +43,9 @@ class System:
             "precision", "truncate_dim", "faiss_factory", "metrics": {metric: mean}, "index_bytes",
             "index_ntotal", "overlap_k", "overlap_with_main" (mean share of the main index's top-k chunks in this
             index's top k), "seconds_index", "seconds_search_and_score"}}``, the main setting first; else empty.
+        top_hits: ``{query_id: hits}``: the first k (the largest ``--k``) chunks the main index returned, best
+            first, each ``doc_id:char_start-char_end`` (half-open character offsets), joined with ``" | "``;
+            ``per_query.csv``'s ``top_hits`` column (not in ``results.json``).
     """
 
     strategy: str
@@ -56,6 +59,7 @@ class System:
     costs: dict = field(default_factory=dict)
     compact: dict = field(default_factory=dict)
     window_overlap: int | None = None
+    top_hits: dict[str, str] = field(default_factory=dict, repr=False)
 
     @property
     def key(self) -> tuple[str, str, int | None, int | None]:
@@ -108,6 +112,8 @@ class CompareResult:
             from, :func:`latechunk.titles.document_title`).
         embeds: ``{(window, overlap): EmbedResult}``, one per late pass (tokens; kept for inspection and tests).
         dataset: The evaluated dataset (queries cut to ``max_queries``).
+        questions: ``{query_id: question text}`` for ``per_query.csv``'s ``question`` column where ``dataset`` is
+            None (:func:`latechunk.eval.report.load_result` reads it back); empty otherwise.
     """
 
     config: CompareConfig
@@ -119,6 +125,7 @@ class CompareResult:
     manifest: dict
     embeds: dict = field(default_factory=dict, repr=False)
     dataset: EvalDataset | None = field(default=None, repr=False)
+    questions: dict[str, str] = field(default_factory=dict, repr=False)
 
     def system(self, strategy: str, mode: str, window: int | None = "first",  # type: ignore[assignment]
                window_overlap: int | None = "any") -> System:  # type: ignore[assignment]

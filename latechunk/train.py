@@ -54,6 +54,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import os
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -720,6 +721,19 @@ def _keep_base_limits(out: Path, base: Path, max_seq_length: int | None) -> None
         sb_path.write_text(json.dumps(sb, indent=4) + "\n", encoding="utf-8")
 
 
+def _usual_file_modes(out: Path) -> None:
+    """Give every file of the saved folder the mode a new file gets here (``0666`` less the umask: ``0644`` under
+    umask 022). safetensors writes ``model.safetensors`` ``0600`` (a private temp file renamed), while every other
+    file of the folder is ``0644``: a model folder shared with other users or served read it as unreadable."""
+    probe = out / f".latechunk-mode-probe-{os.getpid()}"
+    probe.touch()  # the mode open() gives a new file under this process's umask (os.umask would set it, racily)
+    mode = probe.stat().st_mode & 0o777
+    probe.unlink()
+    for path in out.rglob("*"):
+        if path.is_file() and not path.is_symlink() and path.stat().st_mode & 0o777 != mode:
+            path.chmod(mode)
+
+
 def _examples(config: TrainConfig, progress: bool) -> tuple[list[TrainExample], str]:
     if config.dataset is not None:
         from latechunk.eval.datasets import load_dataset
@@ -787,7 +801,10 @@ def train(config: TrainConfig, progress: bool = True, log: Callable[[str], None]
     if config.max_queries is not None:
         pairs = pairs[: config.max_queries]
     n_chunks = sum(len(p.bounds.token_spans) for p in plans.values())
-    say(f"{len(pairs)} examples over {len(plans)} documents, {n_chunks} chunks of {config.strategy}, macro window "
+    sources = {p.doc.metadata.get("source_doc") for p in plans.values()} - {None}
+    # inverse cloze trains on passages cut from the documents read, one per example: name both counts
+    over = (f"{len(plans)} passages cut from {len(sources)} documents" if sources else f"{len(plans)} documents")
+    say(f"{len(pairs)} examples over {over} ({n_chunks} chunks of {config.strategy}), macro window "
         f"{mw.size} (overlap {mw.overlap}); skipped: {skipped or 'none'}")
 
     model = encoder.model
@@ -866,6 +883,7 @@ def train(config: TrainConfig, progress: bool = True, log: Callable[[str], None]
     out.mkdir(parents=True, exist_ok=True)
     st.save(str(out))
     _keep_base_limits(out, Path(encoder.path), st.max_seq_length)
+    _usual_file_modes(out)
     record = {
         "config": config.to_dict(),
         "base_model": encoder.path,

@@ -42,8 +42,10 @@ from pathlib import Path
 DEFAULT_METRICS = "AR@1,AR@5,SpanRecall@1,SpanRecall@5,SpanRecall@10,SpanIoU@5,SpanPrecision@5"
 
 
-FIXED_COLUMNS = ("dataset", "query_id", "strategy", "mode", "window", "window_overlap", "label")
-"""The columns of ``per_query.csv`` that name a system or a query; every other column is a metric."""
+FIXED_COLUMNS = ("dataset", "query_id", "question", "strategy", "mode", "window", "window_overlap", "label",
+                 "top_hits")
+"""The columns of ``per_query.csv`` that name a system or a query (or show its hits; ``question`` and ``top_hits``
+in folders written since they exist); every other column is a metric."""
 
 
 def read_per_query(folder: Path) -> tuple[str, dict[tuple[str, str, str, str], dict[str, dict[str, float]]]]:

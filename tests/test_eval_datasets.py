@@ -29,7 +29,7 @@ REAL = data_root()
 
 
 def test_load_chroma_mini():
-    ds = load_chroma(MINI / "chroma")
+    ds = load_chroma(MINI / "chroma", id_prefix="")  # the bundled set's bare ids (load_dataset("chroma"))
     assert ds.name == "chroma"
     assert [d.doc_id for d in ds.documents] == ["alpha", "beta"]
     assert ds.document("beta").text == "Café owners open early. Naïve bakers burn bread."
@@ -271,3 +271,186 @@ def test_compare_dataset_folder_holding_one_squad_json_loads(tmp_path):
     shutil.copy(MINI / "squad_mini.json", folder / "train.json")
     with pytest.raises(ValueError, match="2 .json files"):
         load_dataset(str(folder))
+
+
+# ---------------------------------------------------------------- fresh-user trial: loaders (fix F)
+
+
+def _chroma_copy(tmp_path, name="c"):
+    root = tmp_path / name
+    shutil.copytree(MINI / "chroma", root)
+    return root
+
+
+def _append_rows(root, *rows):
+    with open(root / "questions_df.csv", "a", newline="", encoding="utf-8") as f:
+        csv.writer(f).writerows(rows)
+
+
+def test_a_user_folder_named_chroma_gets_prefixed_ids_only_the_bundled_set_is_bare(tmp_path, monkeypatch):
+    """Trial finding: a user folder named `chroma` got the bundled set's bare ids `0...` (README: never)."""
+    root = _chroma_copy(tmp_path, "chroma")
+    ds = load_dataset(str(root))
+    assert ds.name == "chroma"
+    assert [q.query_id for q in ds.queries] == ["chroma:0", "chroma:1", "chroma:2"]
+    data = tmp_path / "data"
+    shutil.copytree(MINI / "chroma", data / "chroma_chunking_eval")
+    monkeypatch.setenv(DATA_ENV_VAR, str(data))
+    assert [q.query_id for q in load_dataset("chroma").queries] == ["0", "1", "2"]  # Chroma's own ids
+
+
+def test_blank_questions_are_left_out_and_counted(tmp_path):
+    """Trial finding: a blank question ("  ", "", a BEIR line with "question" for "text") was scored as a query."""
+    root = _chroma_copy(tmp_path)
+    ok = json.dumps([{"content": "Cats sleep a lot.", "start_index": 0, "end_index": 17}])
+    _append_rows(root, ["  ", ok, "alpha"])
+    ds = load_chroma(root)
+    assert [q.query_id for q in ds.queries] == ["c:0", "c:1", "c:2"]
+    assert ds.notes == ("1 of 4 questions left out: blank question (line 5)",)
+
+    payload = json.loads((MINI / "squad_mini.json").read_text())
+    payload["data"][1]["paragraphs"][0]["qas"][0]["question"] = ""
+    squad = tmp_path / "blank.json"
+    squad.write_text(json.dumps(payload))
+    ds = load_dataset(str(squad))
+    assert [q.query_id for q in ds.queries] == ["r1", "r2"]
+    assert ds.notes == ("1 of 3 questions left out: blank question ('h1')",)
+
+    beir = tmp_path / "b"
+    shutil.copytree(MINI / "beir", beir)
+    (beir / "queries.jsonl").write_text(
+        '{"_id": "q1", "text": "caffeine in tea"}\n{"_id": "q2", "question": "where?"}\n'
+        '{"_id": "q60", "text": ""}\n', encoding="utf-8")
+    with open(beir / "qrels" / "test.tsv", "a", encoding="utf-8") as f:
+        f.write("q60\td1\t1\n")
+    ds = load_beir(beir)
+    assert [q.query_id for q in ds.queries] == ["q1"]
+    assert ds.notes == (
+        "1 of 3 queries of test.tsv left out: no 'text' field in queries.jsonl ('q2' at queries.jsonl:2)",
+        "1 of 3 queries of test.tsv left out: a blank 'text' in queries.jsonl ('q60' at queries.jsonl:3)",
+    )
+
+
+def test_beir_duplicate_query_or_document_id_is_an_error_naming_both_lines(tmp_path):
+    """Trial finding: a repeated BEIR query id silently overwrote the first (SQuAD refuses a duplicate)."""
+    root = tmp_path / "b"
+    shutil.copytree(MINI / "beir", root)
+    with open(root / "queries.jsonl", "a", encoding="utf-8") as f:
+        f.write('{"_id": "q1", "text": "tea again"}\n')
+    with pytest.raises(ValueError, match=r"queries\.jsonl:4: duplicate query id 'q1' \(first at line 1\)"):
+        load_beir(root)
+    shutil.copy(MINI / "beir" / "queries.jsonl", root / "queries.jsonl")
+    with open(root / "corpus.jsonl", "a", encoding="utf-8") as f:
+        f.write('{"_id": "d1", "text": "again"}\n')
+    with pytest.raises(ValueError, match=r"corpus\.jsonl:4: duplicate document id 'd1' \(first at line 1\)"):
+        load_beir(root)
+
+
+def test_chroma_row_without_references_and_repeated_rows_are_left_out_and_counted(tmp_path):
+    """Trial findings: a row with references [] was dropped without a word; a repeated row was scored twice."""
+    root = _chroma_copy(tmp_path)
+    ok = json.dumps([{"content": "Cats sleep a lot.", "start_index": 0, "end_index": 17}])
+    _append_rows(root, ["Nothing?", "[]", "alpha"], ["How much do cats sleep?", ok, "alpha"])
+    ds = load_chroma(root)
+    assert [q.query_id for q in ds.queries] == ["c:0", "c:1", "c:2"]
+    assert ds.notes == ("1 of 5 questions left out: no references (an empty list: nothing to score) (line 5)",
+                        ("1 of 5 questions left out: repeats an earlier row's question, corpus and references "
+                         "(line 6 = line 2)"))
+
+
+def test_malformed_records_are_errors_naming_file_and_line(tmp_path):
+    """Trial findings: a reference without end_index and a BEIR corpus line without _id were KeyError tracebacks."""
+    root = _chroma_copy(tmp_path)
+    _append_rows(root, ["Where?", json.dumps([{"content": "Cats", "start_index": 0}]), "alpha"])
+    with pytest.raises(ValueError, match=r"questions_df\.csv:5: query 'c:3': reference 0 lacks end_index"):
+        load_chroma(root)
+
+    beir = tmp_path / "b"
+    shutil.copytree(MINI / "beir", beir)
+    (beir / "corpus.jsonl").write_text(
+        '{"id": "d1", "title": "Tea", "text": "Green tea has caffeine."}\n{"_id": "d2", "text": "Water has none."}\n'
+        '{"doc_id": "d3", "text": "Coffee has more."}\n', encoding="utf-8")
+    assert [d.doc_id for d in load_beir(beir).documents] == ["d1", "d2", "d3"]  # id fields as embed reads them
+    with open(beir / "corpus.jsonl", "a", encoding="utf-8") as f:
+        f.write('{"key": "d4", "text": "no id"}\n')
+    with pytest.raises(ValueError, match=r"corpus\.jsonl:4: no id field \(_id / id / doc_id\); its keys: 'key'"):
+        load_beir(beir)
+
+
+def test_span_mismatch_names_the_csv_line(tmp_path):
+    root = _chroma_copy(tmp_path)
+    _append_rows(root, ["Where are the dogs?", json.dumps([{"content": "Dogs", "start_index": 0, "end_index": 4}]),
+                        "alpha"])
+    with pytest.raises(ValueError, match=r"questions_df\.csv:5: query 'c:3'"):
+        load_chroma(root)
+
+
+def test_decode_errors_name_the_file_byte_and_line(tmp_path):
+    """Trial finding: cp1252 / UTF-16 files failed with a bare UnicodeDecodeError naming no file."""
+    root = _chroma_copy(tmp_path)
+    (root / "corpora" / "beta.md").unlink()
+    (root / "corpora" / "beta.txt").write_bytes("Café owners open early.\nNaïve".encode("cp1252"))
+    with pytest.raises(ValueError, match=r"beta\.txt:1: invalid UTF-8 at byte 3 .*Windows-1252"):
+        load_chroma(root)
+    shutil.copy(MINI / "chroma" / "corpora" / "beta.md", root / "corpora" / "beta.txt")
+    csv_path = root / "questions_df.csv"
+    csv_path.write_bytes(csv_path.read_text(encoding="utf-8").encode("cp1252"))
+    with pytest.raises(ValueError, match=r"questions_df\.csv:4: invalid UTF-8 at byte \d+"):
+        load_chroma(root)
+    csv_path.write_bytes((MINI / "chroma" / "questions_df.csv").read_text(encoding="utf-8").encode("utf-16-le"))
+    with pytest.raises(ValueError, match=r"questions_df\.csv:1: NUL byte at byte 1: .*byte-order mark"):
+        load_chroma(root)
+
+
+def test_a_byte_order_mark_is_read_as_embed_reads_it(tmp_path):
+    """Trial finding: a UTF-8 BOM broke questions_df.csv's header, queries.jsonl's first line and the qrels
+    header, and stayed in a corpus document as U+FEFF (every offset one off from embed's)."""
+    bom = b"\xef\xbb\xbf"
+    root = _chroma_copy(tmp_path)
+    for p in (root / "questions_df.csv", root / "corpora" / "beta.md"):
+        p.write_bytes(bom + p.read_bytes())
+    ds = load_chroma(root)
+    assert ds.document("beta").text == (MINI / "chroma" / "corpora" / "beta.md").read_text(encoding="utf-8")
+    assert [q.query_id for q in ds.queries] == ["c:0", "c:1", "c:2"]
+    csv_path = root / "questions_df.csv"  # UTF-16 with its BOM, as Excel writes "Unicode text"
+    csv_path.write_bytes((MINI / "chroma" / "questions_df.csv").read_text(encoding="utf-8").encode("utf-16"))
+    assert len(load_chroma(root).queries) == 3
+
+    beir = tmp_path / "b"
+    shutil.copytree(MINI / "beir", beir)
+    for p in (beir / "queries.jsonl", beir / "corpus.jsonl"):
+        p.write_bytes(bom + p.read_bytes())
+    qrels = beir / "qrels" / "test.tsv"
+    qrels.write_bytes(bom + qrels.read_bytes().replace(b"\n", b"\r\n"))
+    ds = load_beir(beir)
+    assert ds.qrels == load_beir(MINI / "beir").qrels
+    assert ds.document("d1").text == "Tea\n\nGreen tea has caffeine."
+
+
+def test_beir_query_without_a_relevant_document_is_left_out(tmp_path):
+    """Trial finding: a query judged only score 0 was kept and scored 0 by every system."""
+    root = tmp_path / "b"
+    shutil.copytree(MINI / "beir", root)
+    with open(root / "qrels" / "test.tsv", "a", encoding="utf-8") as f:
+        f.write("q3\td1\t0\nq3\td2\t0\n")
+    ds = load_beir(root)
+    assert [q.query_id for q in ds.queries] == ["q1", "q2"]
+    assert ds.qrels == {"q1": {"d1": 2, "d3": 1}, "q2": {"d2": 1, "d1": 0}}  # q2's judged non-relevant d1 kept
+    assert ds.notes == (("1 of 3 queries of test.tsv left out: no relevant document (every judgment in the qrels "
+                         "has score 0) ('q3')"),)
+
+
+def test_beir_qrels_errors_say_tab_separated_and_name_conflicting_judgments(tmp_path):
+    root = tmp_path / "b"
+    shutil.copytree(MINI / "beir", root)
+    qrels = root / "qrels" / "test.tsv"
+    qrels.write_text(qrels.read_text(encoding="utf-8").replace("\t", " "), encoding="utf-8")
+    with pytest.raises(ValueError, match="must be tab-separated"):
+        load_beir(root)
+    qrels.write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\nq1 d3 1\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"test\.tsv:3: expected 3 columns.*must be tab-separated"):
+        load_beir(root)
+    qrels.write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\td1\t2\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"test\.tsv:3: query 'q1' and document 'd1' are judged 2 here and 1 at "
+                                         r"line 2"):
+        load_beir(root)

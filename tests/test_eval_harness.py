@@ -217,12 +217,27 @@ def test_parse_cache_keys_on_content(tiny_root, tmp_path):
     assert [q.spans for q in ds1.queries] == [q.spans for q in ds2.queries]
     import shutil
 
-    copy = tmp_path / "copy"
+    copy = tmp_path / "elsewhere" / tiny_root.name
     shutil.copytree(tiny_root, copy)
-    assert dataset_sha256(copy) == info1["sha256"]  # the key is the content, not the path
+    assert dataset_sha256(copy) == info1["sha256"]  # the key is the content and the name, not the path
     p = copy / "corpora" / "cats.md"
     p.write_text(p.read_text() + " ", encoding="utf-8")
     assert dataset_sha256(copy) != info1["sha256"]
+
+
+def test_parse_cache_keys_on_the_name_a_copy_gets_its_own_name_and_ids(tiny_root, tmp_path):
+    """Trial finding: `cp -r ds/chroma ds/harbor` then `compare --dataset ds/harbor` reported the old name and
+    ids (`chroma`, `0, 1, ...`): the name and the id prefix are in the parse, so they are in the key."""
+    import shutil
+
+    ds1, info1 = load_cached(tiny_root, tmp_path / "c")
+    harbor = tmp_path / "harbor"
+    shutil.copytree(tiny_root, harbor)
+    ds2, info2 = load_cached(harbor, tmp_path / "c")
+    assert not info2["cache_hit"] and info2["sha256"] != info1["sha256"]
+    assert ds2.name == "harbor" and ds2.queries[0].query_id == "harbor:0"
+    assert ds1.name == tiny_root.name and ds1.queries[0].query_id == f"{tiny_root.name}:0"
+    assert load_cached(harbor, tmp_path / "c")[1]["cache_hit"]
 
 
 def test_cli_compare(tiny_root, tmp_path, monkeypatch):
@@ -349,3 +364,75 @@ def test_squad_v2_file_compares_without_its_unanswerable_questions(tmp_path, cap
                 encoder=minilm_encoder())
     assert note in capsys.readouterr().err
     assert note in (out / "report.md").read_text()
+
+
+# ---------------------------------------------------------------- fresh-user trial: report (fix F)
+
+
+def test_per_query_csv_holds_the_question_and_the_top_hits_and_reads_back(sweep, tmp_path):
+    """Trial finding: per_query.csv named queries by id only and nothing in the folder showed what was retrieved."""
+    import re
+
+    from latechunk.eval.report import load_result
+
+    out = tmp_path / "report"
+    write_report(sweep, out, plot=False)
+    with open(out / "per_query.csv", newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    questions = {f"{sweep.dataset.name}:{i}": q for i, (_, _, q) in enumerate(QUESTIONS)}
+    assert all(r["question"] == questions[r["query_id"]] for r in rows)
+    ds = sweep.dataset
+    for r in rows:
+        hits = r["top_hits"].split(" | ")
+        assert len(hits) == 3  # the largest k
+        for hit in hits:
+            doc, start, end = re.fullmatch(r"(.+):(\d+)-(\d+)", hit).groups()
+            assert 0 <= int(start) < int(end) <= len(ds.document(doc).text)
+        if r["AR@1"] == "1.0":  # the first hit holds the answer: checkable from the file alone
+            doc, start, end = re.fullmatch(r"(.+):(\d+)-(\d+)", hits[0]).groups()
+            (span,) = ds.spans_by_query()[r["query_id"]]
+            assert doc == span[0] and int(start) <= span[1] and span[2] <= int(end)
+    again = load_result(out)
+    assert again.metric_names == sweep.metric_names  # the new columns are no metrics
+    write_report(again, tmp_path / "again", plot=False)
+    assert (tmp_path / "again" / "per_query.csv").read_text() == (out / "per_query.csv").read_text()
+
+
+def test_late_passes_table_names_what_a_further_window_re_encodes(sweep):
+    """Trial finding: with --window "64|512" the w=512 row said "modes encoded: late" beside naive tokens (semantic
+    is re-cut and re-encoded per window), and the hash list showed `semantic` twice with no window."""
+    from latechunk.eval.report import markdown_report
+
+    md = markdown_report(sweep)
+    w512 = next(line for line in md.splitlines() if line.startswith("| 512 |"))
+    assert "late, naive (of `semantic` only: its cuts depend on the window)" in w512
+    assert sweep.manifest["windows"][1]["recut"] == {"naive": [s for s in sweep.manifest["strategies"]
+                                                               if s.startswith("semantic")]}
+    hashes = [s.chunks_sha256[:8] for s in sweep.systems if s.strategy.startswith("semantic") and s.mode == "late"]
+    assert f"`semantic` w=64 {hashes[0]}" in md and f"`semantic` w=512 {hashes[1]}" in md
+    assert "`fixed:size=24` w=" not in md  # one chunk-record set: no window named
+
+
+def test_content_sha256_covers_the_qrels():
+    """Trial finding: the report's content sha256 left the qrels out: two qrels files hashed alike."""
+    from latechunk.eval.datasets import EvalDataset, Query
+    from latechunk.eval.harness import _dataset_content_sha256
+    from latechunk.types import Document
+
+    docs, queries = (Document("a", "alpha"), Document("b", "beta")), (Query("q", "which?"),)
+    one = EvalDataset("x", docs, queries, {"q": {"a": 1}})
+    other = EvalDataset("x", docs, queries, {"q": {"b": 1}})
+    assert _dataset_content_sha256(one) != _dataset_content_sha256(other)
+    # without qrels (Chroma, SQuAD) the hash is what it was: recorded runs still merge (plots.merge_results)
+    assert _dataset_content_sha256(EvalDataset("x", docs, queries)) == _old_content_sha256(docs, queries)
+
+
+def _old_content_sha256(docs, queries) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    for d in docs:
+        h.update(d.doc_id.encode() + b"\0" + d.text.encode("utf-8") + b"\1")
+    for q in queries:
+        h.update(q.query_id.encode() + b"\0" + q.text.encode("utf-8") + repr(q.spans).encode() + b"\1")
+    return h.hexdigest()

@@ -301,3 +301,28 @@ def test_ict_naive_and_fused_terms_leave_out_the_other_passages_of_the_source_do
     assert fused_ex is not None and fused_ex.any()  # 8 passages from 3 documents: some share a source
     # the naive term's candidates are the fused term's (the distinct target chunks): the same ones are left out
     assert naive_ex is not None and (naive_ex == fused_ex).all()
+
+
+def test_saved_files_share_one_mode(trained):
+    """Trial finding: model.safetensors was written 0600 while every other file of the folder was 0644."""
+    import os
+
+    umask = os.umask(0o022)
+    os.umask(umask)
+    modes = {p.name: p.stat().st_mode & 0o777 for p in trained.out.rglob("*") if p.is_file()}
+    assert set(modes.values()) == {0o666 & ~umask}, modes
+    assert not list(trained.out.glob(".latechunk-mode-probe-*"))
+
+
+def test_ict_log_counts_passages_and_the_documents_they_come_from(tiny, tmp_path):
+    """Trial finding: `train --ict` on 3 documents said "8 examples over 8 documents": the passages cut from them."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for title, sents in TOPICS:
+        (corpus / f"{title}.md").write_text(f"# {title}\n\n" + " ".join(sents * 2) + "\n", encoding="utf-8")
+    lines: list[str] = []
+    train(TrainConfig(out=str(tmp_path / "m"), ict=(str(corpus),), model=str(tiny), strategy="fixed:size=8",
+                      macro_window=32, ict_queries=8, batch_size=4, epochs=1, device="cpu"), progress=False,
+          log=lines.append)
+    (line,) = [x for x in lines if " examples over " in x]
+    assert line.startswith("8 examples over 8 passages cut from 3 documents ("), line
