@@ -1153,7 +1153,7 @@ def strategies() -> None:
 
 @app.command()
 def compare(
-    dataset: Annotated[str, typer.Option("--dataset", "-d", help="chroma, xquad (the bundled sets, under $LATECHUNK_DATA), or a path: a Chroma folder (corpora/*.md read as markdown or corpora/*.txt as plain text, and questions_df.csv with columns question, references: a JSON list of {content, start_index, end_index} character spans, and corpus_id: the corpus file's stem), a BEIR folder (corpus.jsonl, queries.jsonl, qrels/test.tsv), or a SQuAD v1.1/v2.0 .json (unanswerable questions are left out and counted).")],
+    dataset: Annotated[str, typer.Option("--dataset", "-d", help="chroma, xquad (the bundled sets, under $LATECHUNK_DATA), or a path: a Chroma folder (corpora/*.md read as markdown or corpora/*.txt as plain text, and questions_df.csv with columns question, references: a JSON list of {content, start_index, end_index} character spans, and corpus_id: the corpus file's stem; query ids are prefixed with the folder's name), a BEIR folder (corpus.jsonl, queries.jsonl, tab-separated qrels/test.tsv), or a SQuAD v1.1/v2.0 .json (each question's first listed answer is its span; unanswerable questions are left out and counted). Files are UTF-8 unless a byte-order mark names another encoding, as embed reads them. Blank questions, questions without an answer or a relevant document, and repeated rows are left out and counted in the report.")],
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Report folder (report.md, results.json, per_query.csv, plot.png). Default: compare-<dataset>.")] = None,
     model: ModelOpt = None,
     strategies: Annotated[Optional[list[str]], typer.Option("--strategies", "-s", help="SPEC (repeatable; several SPECs in one value split on spaces, or several words after it). Sweeps: fixed:size=128|256. Default: the five text strategies (fixed, recursive, heading, sentence_window, semantic; code is for source files).")] = None,
@@ -1237,7 +1237,7 @@ def _same_dataset(a: str, b: str) -> bool:
 @app.command()
 def train(
     out: Annotated[Path, typer.Option("--out", "-o", help="The model folder to write (new or empty): a sentence-transformers folder that --model loads in embed, compare and LateChunker.")],
-    dataset: Annotated[Optional[str], typer.Option("--dataset", "-d", help="Queries with answer spans, any format compare reads: chroma, xquad, a Chroma folder, a SQuAD .json. Never evaluate on what you trained on.")] = None,
+    dataset: Annotated[Optional[str], typer.Option("--dataset", "-d", help="Queries with answer spans, any format compare reads: chroma, xquad, a Chroma folder, a SQuAD .json (each question's first listed answer is its target). Never evaluate on what you trained on (compare warns when its model was).")] = None,
     ict: Annotated[Optional[list[str]], typer.Option("--ict", metavar="CORPUS", help="Train without labels on your own documents (files/folders as embed reads; repeatable): inverse cloze, a sentence held out of its passage is the query and the chunk where it stood the target.")] = None,
     model: ModelOpt = None,
     strategy: Annotated[str, typer.Option("--strategy", "-s", help="Chunking SPEC whose chunks are trained on (not semantic). Small chunks are where late chunking gains most.")] = "fixed:size=64",
