@@ -178,6 +178,7 @@ def embed(
     engine: Annotated[str, typer.Option("--engine", help="local: this process (or torchrun ranks); ray: a Ray cluster (pip install 'latechunk[ray]'): CPU tasks segment and split, one encoder actor per GPU (CPU actors without GPUs) writes the same shards, this process assembles. Same output either way.")] = "local",
     ray_address: Annotated[Optional[str], typer.Option("--ray-address", help="--engine ray: auto (the cluster of this machine or $RAY_ADDRESS), HOST:PORT of its head, or ray://HOST:PORT. Default: a new local cluster on this machine.")] = None,
     ray_actors: Annotated[Optional[int], typer.Option("--ray-actors", help="--engine ray: encoder actors. Default: one per GPU of the cluster; without GPUs one per two CPUs.")] = None,
+    reuse: Annotated[Optional[Path], typer.Option("--reuse", metavar="OLD", show_default=False, help="An earlier output folder embedded with the same settings: each document whose id and text are unchanged takes its chunks and vectors from OLD instead of the model; only new and changed ones are encoded, and documents gone from INPUT are not in the new folder. Options not given are OLD's (run.json). The daily update of a served index: embed into a new --out, then swap it in (README). Not with --append or --engine ray.")] = None,
 ) -> None:
     """Chunk and embed documents; write a FAISS index, the chunk table and a manifest.
 
@@ -224,7 +225,8 @@ def embed(
         "metadata_fields": None if metadata_fields is None else _metadata_fields(metadata_fields),
     }
     # --resume and --append: every option not given is the folder's (run.json), so `--resume` alone continues a run
-    o = _resolve_embed_options(given, out if (append or resume) else None, resume=resume)
+    # --reuse OLD: a new version of OLD, so the options not given are OLD's too
+    o = _resolve_embed_options(given, out if (append or resume) else reuse, resume=resume)
     resumed = resume and OutputFolder(out).run_path.is_file()  # a run to continue (else --resume starts one)
     if resume and force:  # before saying what --resume would do (a trial saw that note, then this refusal)
         _fail("--force (start over) and --resume (continue) exclude each other; give one")
@@ -266,6 +268,17 @@ def embed(
     _check_hnsw_options(given, config.index, str(index))
     _check_engine(engine, ray_address, ray_actors, world_size=world_size, append=append, dedup=dedup,
                   sentence_workers=sentence_workers)
+    if reuse is not None:
+        clash = [name for name, on in (("--append", append), ("--engine ray", engine == "ray"),
+                                       ("--dedup", dedup is not None), ("torchrun ($WORLD_SIZE > 1)", world_size > 1))
+                 if on]
+        if clash:
+            _fail(f"--reuse does not combine with {', '.join(clash)} (it writes a fresh folder in one process)")
+        if not (reuse / "manifest.json").is_file():
+            _fail(f"--reuse {reuse}: not a finished output folder of `latechunk embed` (no manifest.json)")
+        if out.resolve() == reuse.resolve():
+            _fail(f"--reuse {reuse} is --out itself: embed into a new folder and swap it in when it is done "
+                  "(README: updating a served index)")
     if append:  # the folder's settings, as far as the options tell them, before the model loads
         from latechunk.ingest.append import check_append_options
 
@@ -383,7 +396,7 @@ def embed(
                                   progress=not quiet)
         else:
             manifest = ingest(config, encoder, progress=not quiet and rank == 0, header=header, rank=rank,
-                              world_size=world_size)
+                              world_size=world_size, reuse=reuse)
     except IndexTrainingError as err:  # everything is encoded: the shards hold it, only the index failed
         _fail(f"{err}. The encoded shards are kept in {out / 'shards'}: run the same command with --resume and "
               "--index Flat (or HNSW32) to build another index from them without encoding again")
@@ -400,6 +413,10 @@ def embed(
         f"({config.mode}, {strat.spec}, {c['tokens_encoded']} tokens encoded, {manifest['seconds']['total']:.1f} s"
         f"{'; the whole run, its interrupted part included' if resumed else ''}) into {out}"
     )
+    if reuse is not None:
+        n_reused = sum(1 for d in manifest.get("documents", []) if d.get("reused"))
+        typer.echo(f"reused {n_reused:,} unchanged document(s) from {reuse}; encoded "
+                   f"{c['documents_embedded'] - n_reused:,} new or changed one(s)")
     _print_skipped(manifest["skipped"], out / "manifest.json")
     _print_ingest_notes(manifest, out / "manifest.json")
     if c["documents_embedded"] == 0:  # every input had a document, but none was embedded (duplicates, too long)
@@ -570,7 +587,8 @@ def _append(config, encoder, quiet: bool) -> None:
         if already:
             typer.secho(f"skipped {already:,} document(s) already in the index (same id and text)",
                         fg=typer.colors.YELLOW, err=True)
-        _warn_changed(res.skipped, {d["doc_id"] for d in res.manifest.get("documents", [])})
+        _warn_changed(res.skipped, {d["doc_id"] for d in res.manifest.get("documents", [])}, config.out)
+        _warn_vanished(config, res)
         if not others:  # an up-to-date folder appended again (a daily cron job): success, nothing to do
             typer.echo(f"nothing new to append to {config.out}: all {already:,} input document(s) are already in "
                        "the index; the folder is unchanged")
@@ -584,7 +602,8 @@ def _append(config, encoder, quiet: bool) -> None:
     if already:
         typer.secho(f"skipped {already:,} document(s) already in the index (same id and text; counted in the "
                     "manifest's counts.already_indexed)", fg=typer.colors.YELLOW, err=True)
-    _warn_changed(res.skipped, {d["doc_id"] for d in res.manifest.get("documents", [])})
+    _warn_changed(res.skipped, {d["doc_id"] for d in res.manifest.get("documents", [])}, config.out)
+    _warn_vanished(config, res)
     # this append's documents only: the earlier ones' notes were printed when they were embedded
     _print_ingest_notes(res.manifest, config.out / "manifest.json", only={d["doc_id"] for d in res.documents})
 
@@ -598,7 +617,26 @@ def _recorded_model_hint(message: str, out: Path, recorded: bool) -> str:
     return message
 
 
-def _warn_changed(skipped: list[dict], indexed: set[str] | None = None) -> None:
+def _warn_vanished(config, res) -> None:
+    """On stderr, in bold: the indexed documents an append's inputs no longer hold, when those inputs are every
+    input the folder was embedded from (the daily snapshot appended again): deleted documents, which search
+    still returns (an index is append-only)."""
+    out = Path(config.out)
+    recorded = {(out / p).resolve() for p in res.manifest.get("inputs_from_out") or []}
+    given = {Path(p).resolve() for p in config.inputs}
+    if not recorded or not recorded <= given:  # other inputs: documents of the rest are not expected here
+        return
+    seen = {str(d["doc_id"]) for d in res.documents} | {str(s["doc_id"]) for s in res.skipped}
+    gone = [str(d["doc_id"]) for d in res.manifest.get("documents", []) if str(d["doc_id"]) not in seen]
+    if gone:
+        shown = ", ".join(visible(d) for d in gone[:5]) + (f" and {len(gone) - 5} more" if len(gone) > 5 else "")
+        typer.secho(f"warning: {len(gone)} indexed document(s) are no longer in the inputs: {shown}; search still "
+                    "returns them (an index is append-only): embed the inputs into a new folder with --reuse "
+                    f"{out} (only new and changed documents are encoded) and swap it in (README: updating a served "
+                    "index)", fg=typer.colors.YELLOW, bold=True, err=True)
+
+
+def _warn_changed(skipped: list[dict], indexed: set[str] | None = None, out: Path | str = "DIR") -> None:
     """On stderr, in bold: the documents of an append skipped because the index holds their id with another text
     (changed sources, easy to miss among the skipped lines: the index still answers from their old text); those
     the index holds but that now read as nothing (emptied: ``indexed``, the folder's document ids), and those that
@@ -614,13 +652,14 @@ def _warn_changed(skipped: list[dict], indexed: set[str] | None = None) -> None:
     if emptied:  # a trial: an emptied file was one ordinary skipped line, and search kept its old text
         typer.secho(f"warning: {len(emptied)} indexed document(s) now read as nothing and were left as they were: "
                     f"{shown_ids(emptied)}; search still returns their old text (an index is append-only; verify "
-                    "reports them): embed the inputs into a new folder, or into this one with --force, to drop them",
+                    f"reports them): embed the inputs into a new folder with --reuse {out} (only new and changed "
+                    "documents are encoded; README: updating a served index) to drop them",
                     fg=typer.colors.YELLOW, bold=True, err=True)
     before = [str(s["doc_id"]) for s in skipped if str(s["reason"]).startswith(SKIPPED_BEFORE_REASON)]
     if before:
         typer.secho(f"warning: {len(before)} document(s) were skipped when first met (listed in the manifest) and "
                     f"were not added now: {shown_ids(before)}; an index is append-only: embed the inputs into a new "
-                    "folder, or into this one with --force, to include them", fg=typer.colors.YELLOW, bold=True,
+                    f"folder with --reuse {out} to include them", fg=typer.colors.YELLOW, bold=True,
                     err=True)
 
     changed = [str(s["doc_id"]) for s in skipped if str(s["reason"]).startswith(CHANGED_SOURCE_REASON)]
@@ -629,7 +668,8 @@ def _warn_changed(skipped: list[dict], indexed: set[str] | None = None) -> None:
         typer.secho(f"warning: {len(changed)} document(s) have an id the index already holds with another text and "
                     f"were not added: {shown}. If they are edited versions of indexed documents, search still "
                     "returns the old text (an index is append-only; verify reports the changed sources): embed the "
-                    "inputs into a new folder, or into this one with --force, to index the new text. If they are "
+                    f"inputs into a new folder with --reuse {out} (only new and changed documents are encoded; "
+                    "README: updating a served index) to index the new text. If they are "
                     "other files that share an id (a file's id is its path relative to its input folder, so "
                     "A/README.md and B/README.md are both README.md), rename them before appending, or embed the "
                     "folders' common parent into a new folder (the ids then keep their folder names)",

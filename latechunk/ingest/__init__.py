@@ -42,6 +42,7 @@ Tests: ``tests/test_ingest.py`` (SIGKILL at three points, resume, compare with a
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from collections.abc import Callable
 
@@ -111,6 +112,7 @@ def ingest(
     rank: int | None = None,
     world_size: int | None = None,
     rank_timeout: float | None = None,
+    reuse: str | os.PathLike | None = None,
 ) -> dict | None:
     """Chunk, embed and index ``config.inputs`` into ``config.out`` through checksummed shards; resumable.
 
@@ -129,6 +131,8 @@ def ingest(
         world_size: Number of processes sharing the run (default ``$WORLD_SIZE``, else 1).
         rank_timeout: Several processes: seconds a process waits without any progress from the others
             (default ``$LATECHUNK_RANK_TIMEOUT`` or 1800).
+        reuse: ``embed --reuse OLD``: an earlier output folder whose unchanged documents' chunks and vectors are
+            taken instead of encoded (:mod:`latechunk.ingest.reuse`); one process, no ``--dedup``.
 
     Returns:
         The manifest (also written to ``out/manifest.json``); ``None`` on ranks other than 0.
@@ -159,16 +163,23 @@ def ingest(
         raise ValueError(f"--dedup runs in one process ($WORLD_SIZE is {world_size}): whether a chunk is kept "
                          "depends on every earlier shard")
     settings = run_settings(config, encoder)
+    store = None
+    if reuse is not None:
+        if world_size > 1 or config.dedup is not None:
+            raise ValueError("--reuse runs in one process and without --dedup")
+        from latechunk.ingest.reuse import ReuseStore
+
+        store = ReuseStore(reuse, settings, config.out)
     # one writer per folder: this process (rank 0 of several) holds the folder's lock for the whole run
     with writer_lock(config.out) if rank == 0 else contextlib.nullcontext():
         if world_size > 1:
             return ingest_rank(config, encoder, settings, header or {}, rank, world_size,
                                _rank_timeout(rank_timeout), t_start, on_shard, progress=progress)
-        return _ingest_one(config, encoder, settings, t_start, progress, header, on_shard)
+        return _ingest_one(config, encoder, settings, t_start, progress, header, on_shard, store)
 
 
 def _ingest_one(config: EmbedConfig, encoder, settings: dict, t_start: float, progress: bool, header: dict | None,
-                on_shard: Callable[[dict], None] | None) -> dict:
+                on_shard: Callable[[dict], None] | None, reuse=None) -> dict:
     """One process's run (:func:`ingest` with ``world_size == 1``), under the folder's writer lock."""
     from latechunk.ingest.stream import DedupState, ShardInput, skip_consumed, stream, write_group
 
@@ -182,6 +193,10 @@ def _ingest_one(config: EmbedConfig, encoder, settings: dict, t_start: float, pr
     consumed_bytes = [0]  # where a resumed run's progress bar starts
     digest = skip_consumed(items, consumed, records[-1]["inputs_digest"] if records else "", records,
                            consumed_bytes)
+    if reuse is not None:
+        from latechunk.ingest.reuse import mark_reused
+
+        items = mark_reused(items, reuse)
     if config.resume:
         n_kept = len(records)
         clean_shards(out, lambda i: i < n_kept)
@@ -194,7 +209,7 @@ def _ingest_one(config: EmbedConfig, encoder, settings: dict, t_start: float, pr
                                           "seconds": round(time.time() - t_start, 3)})
 
     def write(s: ShardInput) -> None:
-        rec = write_group(folder, config, encoder.dim, s, dedup)
+        rec = write_group(folder, config, encoder.dim, s, dedup, reuse)
         records.append(rec)
         if on_shard is not None:
             on_shard(rec)

@@ -43,6 +43,9 @@ def chain(digest: str, item: Document | Skipped) -> str:
     Returns:
         The digest after ``item`` (sha256 hex).
     """
+    document = getattr(item, "document", None)  # a reused document (embed --reuse) counts as the document
+    if document is not None:
+        item = document
     if isinstance(item, Document):
         part = f"D\0{item.doc_id}\0{sha256_text(item.text)}"
     else:
@@ -296,7 +299,7 @@ def _mark_uncovered(text: str, kept_spans: np.ndarray, records: list[dict]) -> i
 
 
 def write_group(folder: OutputFolder, config: EmbedConfig, dim: int, shard: ShardInput,
-                dedup: DedupState | None = None) -> dict:
+                dedup: DedupState | None = None, reuse=None) -> dict:
     """Write ``shard`` (a selected group, or the empty shard) as shard ``shard.k``.
 
     Each document's record gets ``source_type`` (:func:`latechunk.alarms.source_type`) and ``tokens`` (content
@@ -317,6 +320,8 @@ def write_group(folder: OutputFolder, config: EmbedConfig, dim: int, shard: Shar
         dim: Vector dimension (for the (0, dim) vectors of an empty shard).
         shard: The shard's group, positions and digest.
         dedup: The run's kept set (``--dedup``), updated with this shard's kept chunks; None: no dedup.
+        reuse: ``embed --reuse``: the :class:`~latechunk.ingest.reuse.ReuseStore` whose documents the group
+            passed through unencoded, put back in their places here; None: none.
 
     Returns:
         The shard record (:func:`~latechunk.ingest.shards.write_shard`).
@@ -339,6 +344,9 @@ def write_group(folder: OutputFolder, config: EmbedConfig, dim: int, shard: Shar
     if len(unknown) == len(docs):
         for e, n in zip(extra, unknown):
             e["unknown_chars"] = int(n)
+    skipped = shard.skipped
+    if reuse is not None and g is not None and g.selected:
+        docs, bounds, vecs, extra, skipped = reuse.merge(g.items, docs, bounds, vecs, extra, skipped)
     dropped = None
     if dedup is not None:
         n_rows = sum(len(b) for b in bounds)
@@ -349,7 +357,7 @@ def write_group(folder: OutputFolder, config: EmbedConfig, dim: int, shard: Shar
             e["dropped"] = n
             if u:  # characters of the document no kept chunk holds, each counted once
                 e["uncovered_chars"] = u
-    return write_shard(folder, shard.k, shard.inputs, shard.digest, docs, bounds, vecs, shard.skipped, spec,
+    return write_shard(folder, shard.k, shard.inputs, shard.digest, docs, bounds, vecs, skipped, spec,
                        shard_stats(g, config.mode), doc_extra=extra, dedup=dropped)
 
 
