@@ -289,6 +289,11 @@ def embed(
     # a finished folder: nothing to continue, and nothing in it is touched; with options given, they are checked
     # against its run.json first (below, once the model's facts are known), so a different one is still refused
     finished = _finished_run_note(out) if resume else ""
+    if finished and (stray := _interrupted_append(out)):  # a trial was told "--force to start over" here
+        _fail(f"--resume: {out} holds a finished run and {stray} shard(s) of an --append that was interrupted; "
+              "--resume continues a first run only: run that `latechunk embed NEW --out "
+              f"{out} --append` again to finish it (it drops the partial shards and appends again; the folder "
+              "serves its last finished state meanwhile)")
     if resumed:  # every setting but the model's facts (known once it loads), against run.json: before any loading
         from latechunk.ingest.folder import check_same_settings
 
@@ -477,6 +482,21 @@ def _finished_run_note(out: Path) -> str:
     return (f"--resume: {out} holds a finished run ({what}); there is nothing to continue and the folder is left as "
             f"it is. To add documents: latechunk embed NEW --out {out} --append; to check it: latechunk verify {out}; "
             "to start over: --force")
+
+
+def _interrupted_append(out: Path) -> int:
+    """Shard files of a finished folder beyond the ones its manifest lists: an ``--append`` (or ``Index.add``)
+    that was interrupted; 0 when none (or the folder is not finished)."""
+    from latechunk.output import SHARD_FILE, OutputFolder
+
+    folder = OutputFolder(out)
+    try:
+        listed = {s.get("name") for s in folder.read_manifest().get("shards") or []}
+        names = {f.name.removesuffix(".tmp").split(".")[0] for f in folder.shards_dir.iterdir()
+                 if SHARD_FILE.fullmatch(f.name.removesuffix(".tmp"))}
+    except (ValueError, OSError):
+        return 0
+    return len(names - listed)
 
 
 def _resolve_embed_options(given: dict, append_to: Path | None, resume: bool = False) -> dict:

@@ -878,3 +878,17 @@ def test_a_folder_holding_only_hidden_files_is_an_empty_output_folder(tmp_path):
     assert res.exit_code == 0, res.output
     assert (out / ".gitignore").read_text() == "*\n" and (out / "index.faiss").exists()
     assert _run("verify", out).exit_code == 0
+
+
+def test_resume_after_an_interrupted_append_points_at_the_append(tmp_path):
+    """A trial killed an --append, then ran --resume: it was refused with "--force to start over", which would have
+    thrown the whole index away; running the append again is what finishes it."""
+    src = tmp_path / "a.md"
+    src.write_text("# Herons\n\nHerons wait in the reeds.\n", encoding="utf-8")
+    out = tmp_path / "o"
+    assert _run("embed", src, "--out", out, "-q").exit_code == 0
+    (out / "shards" / "00001.parquet.tmp").write_bytes(b"a shard an append was writing when it was killed")
+    res = _run("embed", src, "--out", out, "--resume", "-q")
+    text = " ".join(res.output.split())
+    assert res.exit_code == 2 and "interrupted" in text and "--append` again" in text, res.output
+    assert "--force to start over" not in text
