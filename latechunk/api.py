@@ -583,8 +583,10 @@ class Index:
 
     @property
     def dim(self) -> int:
-        """The chunk vectors' dimension (the manifest's ``dim``)."""
-        return int(self.manifest.get("dim", self._faiss.d))
+        """The dimension of the vectors as the index holds them (``faiss_index.d``): the model's (the manifest's
+        ``dim``), or N under ``--truncate-dim N``; what a query vector must have after
+        :func:`latechunk.index.query_transform`."""
+        return int(self._faiss.d)
 
     @property
     def model_name(self) -> str:

@@ -84,7 +84,8 @@ DEFAULT_BATCH_SIZE = 1024
 FIELDS = ("vector_id", *CHUNK_COLUMNS, "manifest_sha256")
 #: what the collection records about its source (LanceDB: schema metadata; Qdrant, Chroma: collection metadata)
 COLLECTION_KEYS = ("latechunk.manifest_sha256", "latechunk.model", "latechunk.model_sha256", "latechunk.strategy",
-                   "latechunk.mode", "latechunk.normalize", "latechunk.distance", "latechunk.dim", "latechunk.rows")
+                   "latechunk.mode", "latechunk.normalize", "latechunk.distance", "latechunk.dim", "latechunk.rows",
+                   "latechunk.query_prompt", "latechunk.pooling", "latechunk.truncate_dim")
 #: Chroma HNSW settings of an export (:func:`chroma_hnsw`): ``max_neighbors`` (HNSW's M) and ``ef_construction``
 #: fixed, ``ef_search`` the collection size clamped to [``ef_search_min``, ``ef_search_max``]
 DEFAULT_HNSW = {"max_neighbors": 32, "ef_construction": 256, "ef_search_min": 128, "ef_search_max": 1024}
@@ -285,15 +286,19 @@ class _Source:
 
     def metadata(self) -> dict[str, str]:
         """The collection-level record (:data:`COLLECTION_KEYS`), every value a str: a plain string (hashes,
-        model, mode, distance) or JSON text (``latechunk.strategy``: the manifest's strategy object, keys sorted;
-        ``latechunk.normalize``: ``true``/``false``; ``latechunk.dim``, ``latechunk.rows``: integers)."""
+        model, mode, distance, the query prompt put before each query, the model's pooling) or JSON text
+        (``latechunk.strategy``: the manifest's strategy object, keys sorted; ``latechunk.normalize``:
+        ``true``/``false``; ``latechunk.dim``, ``latechunk.rows``: integers; ``latechunk.truncate_dim``: an integer
+        or ``null``): what a reader holding only the store needs to embed a query as the chunks were (prompt,
+        model, normalised, cut to ``truncate_dim`` and normalised again)."""
         model = self.manifest.get("model") or {}
         strategy = self.manifest.get("strategy")
         strategy = json.dumps(strategy, sort_keys=True, ensure_ascii=False) if isinstance(strategy, dict) \
             else str(strategy or "")
         values = (self.manifest_sha256, model.get("name") or "", model.get("sha256") or "", strategy,
                   self.manifest.get("mode") or "", json.dumps(self.normalize), self.distance, str(self.out_dim),
-                  str(self.rows))
+                  str(self.rows), model.get("query_prompt") or "", model.get("pooling") or "",
+                  json.dumps((self.manifest.get("index") or {}).get("truncate_dim")))
         return {k: str(v) for k, v in zip(COLLECTION_KEYS, values)}
 
     def batches(self, batch_size: int) -> Iterator[tuple[np.ndarray, np.ndarray, object]]:

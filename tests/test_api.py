@@ -591,3 +591,16 @@ def test_index_expand_section_without_heading_paths_warns(late_folder):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         index.search("Which river flows to the Black Sea?", k=1, expand="neighbors:1")
+
+
+def test_index_dim_is_the_dimension_the_index_holds(tmp_path):
+    """A trial: under --truncate-dim 128 the folder said 384 (the model's), not what a query must have."""
+    src = tmp_path / "a.md"
+    src.write_text("Herons wait in the reeds for fish.\n", encoding="utf-8")
+    out = tmp_path / "o"
+    res = runner.invoke(app, ["embed", str(src), "--out", str(out), "-q", "--device", "cpu", "--truncate-dim", "64",
+                              "--sentence-workers", "0"])
+    assert res.exit_code == 0, res.output
+    index = latechunk.Index.load(out, "cpu")
+    assert index.dim == 64 == index.faiss_index.d and index.manifest["dim"] == 384
+    assert index.search("heron", k=1)[0].doc_id == "a.md"

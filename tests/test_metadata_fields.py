@@ -234,7 +234,11 @@ def test_exports_carry_them_filterable(folder, tmp_path):
     from latechunk.export import to_chroma, to_lancedb, to_qdrant
 
     to_lancedb(folder, tmp_path / "lance")
-    rows = lancedb.connect(str(tmp_path / "lance")).open_table("latechunk").to_arrow().to_pylist()
+    table = lancedb.connect(str(tmp_path / "lance")).open_table("latechunk")
+    meta = table.schema.metadata  # what a reader holding only the store needs to embed a query as the chunks were
+    assert meta[b"latechunk.pooling"] == b"mean" and meta[b"latechunk.truncate_dim"] == b"null"
+    assert meta[b"latechunk.query_prompt"] == b""
+    rows = table.to_arrow().to_pylist()
     assert {r["doc_id"]: r["metadata"] and json.loads(r["metadata"])["lang"] for r in rows} == \
         {"heron": "en", "reiher": "de", "bread": "en", "plain": None}
     to_qdrant(folder, tmp_path / "qdrant")
