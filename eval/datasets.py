@@ -583,6 +583,14 @@ def _beir_id(path: Path, line: int, row: dict) -> str:
     return str(value)
 
 
+def _first_time(seen: dict[str, int], key: str, path: Path, line: int, what: str) -> None:
+    """Record that ``key`` (a BEIR document or query id) is at ``path:line``; a second time is an error naming
+    both lines (a later duplicate silently replaced the first)."""
+    if key in seen:
+        raise ValueError(f"load_beir: {path}:{line}: duplicate {what} id {key!r} (first at line {seen[key]})")
+    seen[key] = line
+
+
 def load_beir(root: str | os.PathLike, split: str = "test", *, name: str | None = None) -> EvalDataset:
     r"""Load a BEIR-format dataset (Thakur et al., "BEIR", NeurIPS 2021 Datasets and Benchmarks).
 
@@ -634,10 +642,7 @@ def load_beir(root: str | os.PathLike, split: str = "test", *, name: str | None 
     doc_lines: dict[str, int] = {}
     for line, row in _read_jsonl(corpus_path):
         doc_id = _beir_id(corpus_path, line, row)
-        if doc_id in doc_lines:
-            raise ValueError(f"load_beir: {corpus_path}:{line}: duplicate document id {doc_id!r} (first at line "
-                             f"{doc_lines[doc_id]})")
-        doc_lines[doc_id] = line
+        _first_time(doc_lines, doc_id, corpus_path, line, "document")
         title = row.get("title") or ""
         body = row.get("text") or ""
         if not isinstance(title, str) or not isinstance(body, str):
@@ -678,10 +683,7 @@ def load_beir(root: str | os.PathLike, split: str = "test", *, name: str | None 
     why: dict[str, str] = {}
     for line, row in _read_jsonl(queries_path):
         qid = _beir_id(queries_path, line, row)
-        if qid in query_lines:
-            raise ValueError(f"load_beir: {queries_path}:{line}: duplicate query id {qid!r} (first at line "
-                             f"{query_lines[qid]})")
-        query_lines[qid] = line
+        _first_time(query_lines, qid, queries_path, line, "query")
         text = row.get("text")
         texts[qid] = text if isinstance(text, str) and text.strip() else None
         if texts[qid] is None:
