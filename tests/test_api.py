@@ -536,7 +536,7 @@ def test_append_warns_about_changed_documents(late_folder, corpus, tmp_path):
     assert "warning: 1 document(s) have an id the index already holds with another text and were not added: " \
         "rivers.md" in text, text
     assert "rename them before appending" in text  # third trial: another file with the same relative id
-    assert "--force" in text
+    assert "--reuse" in text  # the way to index the new text: a new folder that reuses the unchanged documents
 
 
 def test_search_after_the_models_folder_moved_says_where_the_model_came_from(tmp_path):

@@ -43,16 +43,17 @@ def test_chunk_table_schema_is_todays():
     schema = chunk_schema()
     assert tuple(schema.names) == CHUNK_COLUMNS == ("doc_id", "chunk_index", "char_start", "char_end", "token_start",
                                                     "token_end", "text", "heading_path", "strategy", "title",
-                                                    "title_from", "section", "header", "source", "url")
+                                                    "title_from", "section", "header", "source", "url",
+                                                    "metadata")
     assert [str(t) for t in schema.types] == ["string", "int32", "int32", "int32", "int32", "int32", "string",
-                                              "list<item: string>", "string"] + ["string"] * 6
+                                              "list<item: string>", "string"] + ["string"] * 7
     table = chunk_table(DOCS, BOUNDS, "fixed:size=2")
     assert table.schema.equals(schema)
     assert table.to_pylist()[1] == {"doc_id": "a.md", "chunk_index": 1, "char_start": 6, "char_end": 16,
                                     "token_start": 2, "token_end": 4, "text": "beta gamma",
                                     "heading_path": ["A", "B"], "strategy": "fixed:size=2", "title": "",
                                     "title_from": "none", "section": "A > B", "header": "[A > B]", "source": "",
-                                    "url": None}
+                                    "url": None, "metadata": None}
     assert chunk_table([], [], "fixed").num_rows == 0
 
 

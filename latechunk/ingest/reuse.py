@@ -125,7 +125,7 @@ class ReuseStore:
         name, row, n, rec = self._where[doc.doc_id]
         if self._shard is None or self._shard[0] != name:
             table = self.folder.read_shard_table(name)
-            vectors = np.load(self.folder.shards_dir / f"{name}.npy", mmap_mode="r")
+            vectors = np.load(self.folder.shards_dir / f"{name}.npy", mmap_mode="r", allow_pickle=False)
             self._shard = (name, table, vectors)
         _, table, vectors = self._shard
         part = table.slice(row, n).to_pydict()
