@@ -269,6 +269,9 @@ def embed(
     _check_engine(engine, ray_address, ray_actors, world_size=world_size, append=append, dedup=dedup,
                   sentence_workers=sentence_workers)
     if reuse is not None:
+        if dedup is not None and given.get("dedup") is None:  # taken from OLD's run.json
+            _fail(f"--reuse {reuse}: it was embedded with --dedup, so its documents lack the chunks dropped as "
+                  "near-duplicates of others (which may be gone now): embed without --reuse")
         clash = [name for name, on in (("--append", append), ("--engine ray", engine == "ray"),
                                        ("--dedup", dedup is not None), ("torchrun ($WORLD_SIZE > 1)", world_size > 1))
                  if on]

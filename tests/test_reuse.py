@@ -109,3 +109,11 @@ def test_append_of_the_same_snapshot_names_vanished_documents_and_points_at_reus
     _write(other, [{"id": "m1", "text": "More notes about herons."}])
     res = _embed(other, "--out", tmp_path / "o", "--append")
     assert res.exit_code == 0 and "no longer in the inputs" not in res.output, res.output
+
+
+def test_an_old_folder_with_dedup_is_refused(tmp_path):
+    corpus = tmp_path / "corpus.jsonl"
+    _write(corpus, V1)
+    assert _embed(corpus, "--out", tmp_path / "old", "--dedup", "0.99").exit_code == 0
+    res = _embed(corpus, "--out", tmp_path / "new", "--reuse", tmp_path / "old")
+    assert res.exit_code == 2 and "embedded with --dedup" in " ".join(res.output.split()), res.output

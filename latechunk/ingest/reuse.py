@@ -88,6 +88,9 @@ class ReuseStore:
                              "and swap it in when it is done (README: updating a served index)")
         manifest = self.folder.read_manifest()
         old = manifest.get("settings") or self.folder.read_run().get("settings") or {}
+        if old.get("dedup") is not None:
+            raise ValueError(f"--reuse {folder}: it was embedded with --dedup, so its documents lack the chunks "
+                             "dropped as near-duplicates of others (which may be gone now): embed without --reuse")
         diff = diff_settings(_deciding(old), _deciding(settings))
         if diff:
             raise ValueError(f"--reuse {folder}: it was embedded with settings that give other chunks or vectors: "
