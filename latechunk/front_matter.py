@@ -102,6 +102,20 @@ def read_front_matter(text: str) -> FrontMatter:
     return FrontMatter(title, url, problem)
 
 
+def front_matter_data(text: str) -> dict:
+    """A text's front matter as the mapping it parses to (``{}`` when there is none, or it does not parse to a
+    mapping): the keys ``embed --metadata-fields`` keeps from a markdown file, as a record's fields.
+
+    Args:
+        text: A markdown text (characters).
+
+    Returns:
+        The parsed mapping (YAML dates as ``datetime.date``), or ``{}``.
+    """
+    data, _ = _parse(text)
+    return data if isinstance(data, dict) else {}
+
+
 def front_matter_problem(text: str) -> str | None:
     """What is wrong with a text's front matter, if anything (:func:`read_front_matter`'s ``problem``).
 

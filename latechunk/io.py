@@ -295,7 +295,7 @@ def _decoded_lines(fh, codec: str) -> Iterator[tuple[int, str | UnicodeDecodeErr
             text.detach()
 
 
-def _text_document(rel: str, text: str, suffix: str) -> Document | Skipped:
+def _text_document(rel: str, text: str, suffix: str, fields: RecordFields = DEFAULT_FIELDS) -> Document | Skipped:
     """A text file's Document: id and source its relative path; a markdown file's front-matter ``title`` (BR-022)
     as ``metadata["title"]``. An HTML file's text is its markdown, with ``metadata`` ``converted_from``,
     ``converter`` and its ``<title>`` as ``title``; a page with no content left after conversion is Skipped."""
@@ -323,6 +323,16 @@ def _text_document(rel: str, text: str, suffix: str) -> Document | Skipped:
             meta["title_from"] = "front_matter"
         if url:  # the citation target beside the path (issue 12, chunk table ``url``)
             meta["url"] = url
+        if fields.metadata:  # --metadata-fields: front-matter keys as a record's fields (title and url have columns)
+            from latechunk.front_matter import front_matter_data
+
+            data = {k: v for k, v in front_matter_data(text).items() if isinstance(k, str) and k not in ("title", "url")}
+            kept, meta_problem = metadata_json(fields.metadata_of(data) if not fields.all_metadata else data)
+            if kept:
+                meta["metadata"] = kept
+            if meta_problem:  # a value JSON cannot hold: the document is read without its metadata, and it is said
+                problem = f"{problem}; " if problem else ""
+                problem += f"front matter {meta_problem}: the metadata is ignored"
         if problem:  # the document is read; what was ignored is said (embed's and chunk's notes)
             meta["front_matter_problem"] = problem
     return Document(rel, text, meta)
@@ -1065,7 +1075,8 @@ def iter_inputs(inputs: Sequence[str | os.PathLike], fields: RecordFields | None
                 stream = _iter_parquet(f, rel, fields)
             else:
                 text, reason = read_text_file(f, html=suffix in HTML_SUFFIXES)
-                stream = iter([_text_document(rel, text, suffix) if text is not None else Skipped(rel, reason, rel)])
+                stream = iter([_text_document(rel, text, suffix, fields) if text is not None
+                               else Skipped(rel, reason, rel)])
             for item in stream:
                 if isinstance(item, Document):
                     src = str(item.metadata.get("source", rel))

@@ -255,3 +255,19 @@ def test_exports_carry_them_filterable(folder, tmp_path):
     got = client.get_collection("latechunk").get(where={"metadata.lang": "en"}, include=["metadatas"])
     assert sorted(m["doc_id"] for m in got["metadatas"]) == ["bread", "heron"]
     assert all(json.loads(m["metadata"])["lang"] == "en" and m["metadata.year"] == 2021 for m in got["metadatas"])
+
+
+def test_markdown_front_matter_keys_are_a_files_fields(tmp_path):
+    """A documentation corpus keeps its tags and dates in front matter: the same option keeps them."""
+    (tmp_path / "a.md").write_text("---\ntitle: Herons\ntags: [birds, water]\ndate: 2024-05-01\n---\n# Herons\n\n"
+                                   "Herons wait in the reeds.\n", encoding="utf-8")
+    (tmp_path / "b.md").write_text("---\nblob: !!binary aGVsbG8=\ntags: [x]\n---\nText.\n", encoding="utf-8")
+    (tmp_path / "c.md").write_text("No front matter.\n", encoding="utf-8")
+    docs = {d.doc_id: d for d in iter_inputs([tmp_path], RecordFields(metadata=("tags", "date")))}
+    assert docs["a.md"].metadata["metadata"] == {"tags": ["birds", "water"], "date": "2024-05-01"}
+    assert docs["a.md"].metadata["title"] == "Herons"  # the title keeps its own column
+    assert "metadata" not in docs["c.md"].metadata
+    docs = {d.doc_id: d for d in iter_inputs([tmp_path], RecordFields(metadata=("all",)))}
+    # a value JSON cannot hold: the file is still read, without its metadata, and the problem is said
+    assert "metadata" not in docs["b.md"].metadata and "'blob' is bytes" in docs["b.md"].metadata["front_matter_problem"]
+    assert docs["a.md"].metadata["metadata"] == {"tags": ["birds", "water"], "date": "2024-05-01"}
