@@ -225,8 +225,15 @@ def embed(
         "metadata_fields": None if metadata_fields is None else _metadata_fields(metadata_fields),
     }
     # --resume and --append: every option not given is the folder's (run.json), so `--resume` alone continues a run
-    # --reuse OLD: a new version of OLD, so the options not given are OLD's too
-    o = _resolve_embed_options(given, out if (append or resume) else reuse, resume=resume)
+    run_file = OutputFolder(out).run_path
+    if resume and reuse is None and run_file.is_file():  # a --reuse run resumed: it reuses OLD again
+        with contextlib.suppress(ValueError, OSError):
+            recorded_reuse = OutputFolder(out).read_run().get("reuse")
+            if isinstance(recorded_reuse, str) and Path(recorded_reuse).is_dir():
+                reuse = Path(recorded_reuse)
+    # --reuse OLD: a new version of OLD, so the options not given are OLD's too (also when --resume finds no
+    # run.json: the run was killed before it wrote one)
+    o = _resolve_embed_options(given, out if append or (resume and run_file.is_file()) else reuse, resume=resume)
     resumed = resume and OutputFolder(out).run_path.is_file()  # a run to continue (else --resume starts one)
     if resume and force:  # before saying what --resume would do (a trial saw that note, then this refusal)
         _fail("--force (start over) and --resume (continue) exclude each other; give one")
@@ -421,6 +428,17 @@ def embed(
         f"({config.mode}, {strat.spec}, {c['tokens_encoded']} tokens encoded, {manifest['seconds']['total']:.1f} s"
         f"{'; the whole run, its interrupted part included' if resumed else ''}) into {out}"
     )
+    named = [] if config.fields.all_metadata else list(config.fields.metadata)
+    if named and c["chunks"]:  # a mistyped field name kept nothing: say so (a trial saw only nulls)
+        import pyarrow.parquet as pq
+
+        from latechunk.output import metadata_fields
+
+        seen = metadata_fields(pq.read_table(out / "chunks.parquet", columns=["metadata"]))
+        missing = [f for f in named if f not in seen]
+        if missing:
+            typer.secho(f"warning: no embedded record has the field(s) {', '.join(missing)} that --metadata-fields "
+                        f"names (fields kept: {', '.join(seen) or 'none'})", fg=typer.colors.YELLOW, err=True)
     if reuse is not None:
         n_reused = sum(1 for d in manifest.get("documents", []) if d.get("reused"))
         typer.echo(f"reused {n_reused:,} unchanged document(s) from {reuse}; encoded "
@@ -466,7 +484,8 @@ _EMBED_DEFAULTS = {
 def _metadata_fields(value: str) -> tuple[str, ...]:
     """``--metadata-fields`` as :attr:`latechunk.types.RecordFields.metadata`: ``"lang, tags"`` -> ``("lang",
     "tags")``; ``all`` -> :data:`latechunk.types.ALL_METADATA`; ``""`` -> ``()`` (none)."""
-    return tuple(n.strip() for n in value.split(",") if n.strip())
+    names = tuple(n.strip() for n in value.split(",") if n.strip())
+    return ("all",) if [n.lower() for n in names] == ["all"] else names  # ALL, All: all (not a field so named)
 
 
 def _finished_run_note(out: Path) -> str:

@@ -442,7 +442,8 @@ def _chroma(source: _Source, path: Path, client, collection: str, overwrite: boo
             # Chroma metadata is flat: each scalar field of the record's metadata also as "metadata.FIELD", which
             # a where filter can name (the JSON text keeps every field, lists and objects included)
             for key, v in (metadata_value(m.get("metadata")) or {}).items():
-                if isinstance(v, (str, int, float, bool)):
+                # Chroma's metadata values: str, bool, float and 64-bit int (a larger int stays in the JSON text)
+                if isinstance(v, (str, float, bool)) or (isinstance(v, int) and -2**63 <= v < 2**63):
                     m[f"metadata.{key}"] = v
             metadatas.append({key: v for key, v in m.items() if v is not None})  # ... and None (no url)
         for a in range(0, len(ids), max_batch):  # Chroma caps one add at get_max_batch_size() records

@@ -488,10 +488,10 @@ def _record(doc_id, text, title, where: str, url=None, id_field: str | None = "i
 def metadata_json(values: dict) -> tuple[dict, str]:
     """A record's metadata fields made JSON-ready (``embed --metadata-fields``): ``(values, reason)``.
 
-    JSON values stay as they are (a NaN or infinite float, which JSON cannot hold, becomes None: a table's
-    missing value); a date, time or datetime becomes its ISO 8601 text, a ``Decimal`` its exact text, a
-    ``timedelta`` its seconds. A value of another kind (bytes, a set, an object) gives ``({}, reason)``: the
-    record is skipped rather than embedded without the metadata asked for.
+    JSON values stay as they are; a NaN float (a table's missing value, or ``NaN`` in a JSON line) becomes None;
+    a date, time or datetime becomes its ISO 8601 text, a ``Decimal`` its exact text, a ``timedelta`` its
+    seconds. An infinite float (``1e400`` in a JSON line) or a value of another kind (bytes, a set, an object)
+    gives ``({}, reason)``: the record is skipped rather than embedded without the metadata asked for.
 
     Args:
         values: ``{field: value}`` (:meth:`latechunk.types.RecordFields.metadata_of`).
@@ -506,7 +506,11 @@ def metadata_json(values: dict) -> tuple[dict, str]:
         if v is None or isinstance(v, (bool, int, str)):
             return v
         if isinstance(v, float):
-            return v if math.isfinite(v) else None
+            if math.isnan(v):
+                return None
+            if math.isinf(v):
+                raise TypeError(f"metadata field {name!r} is an infinite number, which JSON cannot hold")
+            return v
         if isinstance(v, (dt.datetime, dt.date, dt.time)):
             return v.isoformat()
         if isinstance(v, decimal.Decimal):

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -248,57 +249,99 @@ def metadata_value(text: str | None) -> dict | None:
     return None if text is None else json.loads(text)
 
 
-def parse_where(conditions: Iterable[str] | Mapping | None) -> dict[str, str]:
+def parse_where(conditions: Iterable[str] | Mapping | None) -> dict:
     """Metadata conditions (``search --where lang=en``, ``Index.search(where={"lang": "en"})``) as
-    ``{field: value text}``.
+    ``{field: wanted}``.
 
     Args:
-        conditions: ``"FIELD=VALUE"`` strings, or a mapping ``{field: value}`` (a value that is not a str is
-            compared as its JSON text: ``3``, ``true``, ``null``), or None.
+        conditions: ``"FIELD=VALUE"`` strings (both sides stripped; VALUE is text, compared as
+            :func:`metadata_matches` says), or a mapping ``{field: value}`` whose values are JSON values (a str,
+            number, bool, None, list or object), or None.
 
     Returns:
-        ``{field: value}``, all conditions to hold at once (AND).
+        ``{field: wanted}``, all conditions to hold at once (AND).
 
     Raises:
         ValueError: for a condition without ``=`` or with an empty field name, or a field given twice.
     """
-    out: dict[str, str] = {}
+    out: dict = {}
     if conditions is None:
         return out
     if isinstance(conditions, str):
         conditions = [conditions]
-    pairs = conditions.items() if isinstance(conditions, Mapping) else []
-    if not isinstance(conditions, Mapping):
-        parsed = []
+    if isinstance(conditions, Mapping):
+        pairs = list(conditions.items())
+    else:
+        pairs = []
         for c in conditions:
             name, eq, value = str(c).partition("=")
             if not eq or not name.strip():
                 raise ValueError(f"--where {c!r}: give FIELD=VALUE (e.g. lang=en), a field of the records' "
                                  "metadata (embed --metadata-fields)")
-            parsed.append((name.strip(), value))
-        pairs = parsed
+            pairs.append((name.strip(), value.strip()))
     for name, value in pairs:
         if name in out:
             raise ValueError(f"--where gives the field {name!r} twice (conditions all hold at once: one value each)")
-        out[name] = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        out[name] = value
     return out
 
 
-def _matches(value, want: str) -> bool:
-    """Whether one metadata value meets a ``--where`` value: equal as text (a number also as a number: ``3`` meets
-    3.0; ``true``/``false``/``null`` meet those JSON values), or, for a list, any of its items does."""
-    if isinstance(value, list):
-        return any(_matches(v, want) for v in value)
-    if isinstance(value, str):
-        return value == want
-    if isinstance(value, dict):
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":")) == want
-    if value is None or isinstance(value, bool):
-        return json.dumps(value) == want
+def _number(text: str) -> int | float | None:
+    """The number a ``--where`` text names (an int exactly, else a float), or None."""
     try:
-        return float(value) == float(want)
+        return int(text)
     except ValueError:
+        pass
+    try:
+        f = float(text)
+    except ValueError:
+        return None
+    return f if math.isfinite(f) else None
+
+
+def _same_number(a, b) -> bool:
+    """Two JSON numbers equal as numbers: integers exactly (9007199254740993 is not ...992), else as floats."""
+    if isinstance(a, int) and isinstance(b, int):
+        return a == b
+    try:
+        return float(a) == float(b)
+    except OverflowError:  # an integer beyond any float: equal to no float
         return False
+
+
+def metadata_matches(value, wanted) -> bool:
+    """Whether one metadata value meets a condition.
+
+    ``wanted`` text (``--where FIELD=VALUE``) meets a string equal to it, a number equal to the number it names
+    (``3`` meets 3 and 3.0; integers compare exactly), ``true``/``false``/``null`` the JSON values, and an object
+    or list equal to the JSON it parses to; ``wanted`` given as a JSON value (``Index.search(where=...)``) meets
+    an equal value (objects whatever their key order; a bool is never a number). Either way a list field also
+    meets a condition that one of its items meets.
+
+    Args:
+        value: The field's value in a chunk's metadata (JSON: str, int, float, bool, None, list, dict).
+        wanted: The condition's value: text, or a JSON value.
+
+    Returns:
+        True when the value meets the condition.
+    """
+    if isinstance(value, list) and not isinstance(wanted, list) and any(metadata_matches(v, wanted) for v in value):
+        return True
+    if isinstance(wanted, str) and not isinstance(value, str):
+        if isinstance(value, bool) or value is None:
+            return json.dumps(value) == wanted
+        if isinstance(value, (int, float)):
+            n = _number(wanted)
+            return n is not None and _same_number(value, n)
+        try:
+            wanted = json.loads(wanted)  # an object or a list, as JSON text
+        except ValueError:
+            return False
+    if isinstance(value, bool) or isinstance(wanted, bool) or value is None or wanted is None:
+        return value is wanted or (value == wanted and type(value) is type(wanted))
+    if isinstance(value, (int, float)) and isinstance(wanted, (int, float)):
+        return _same_number(value, wanted)
+    return value == wanted
 
 
 def metadata_fields(table) -> list[str]:
@@ -312,7 +355,7 @@ def metadata_fields(table) -> list[str]:
     return sorted({k for t in texts for k in json.loads(t)})
 
 
-def allowed_rows(table, where: Mapping[str, str]) -> np.ndarray:
+def allowed_rows(table, where: Mapping) -> np.ndarray:
     """The rows (vector ids) of a chunk table whose ``metadata`` meets every condition of ``where``.
 
     Each distinct metadata text is parsed once (chunks of one document share it), so the cost is one pass over
@@ -321,8 +364,8 @@ def allowed_rows(table, where: Mapping[str, str]) -> np.ndarray:
     Args:
         table: The chunk table (``pyarrow.Table`` with a ``metadata`` column; a folder written before it, or
             without ``--metadata-fields``, has none set: no row meets a condition).
-        where: ``{field: value text}`` (:func:`parse_where`); a row meets a condition when its metadata has the
-            field with a matching value (for a list, any item).
+        where: ``{field: wanted}`` (:func:`parse_where`); a row meets a condition when its metadata has the
+            field with a value that :func:`metadata_matches` it.
 
     Returns:
         (m,) int64 row numbers, ascending.
@@ -333,7 +376,7 @@ def allowed_rows(table, where: Mapping[str, str]) -> np.ndarray:
     if column is None or column.null_count == len(column):
         return np.zeros(0, np.int64)
     encoded = pc.dictionary_encode(column).combine_chunks()
-    ok = np.array([all(k in m and _matches(m[k], v) for k, v in where.items())
+    ok = np.array([all(k in m and metadata_matches(m[k], v) for k, v in where.items())
                    for m in (json.loads(t) for t in encoded.dictionary.to_pylist())], dtype=bool)
     idx = encoded.indices.to_numpy(zero_copy_only=False)
     valid = ~np.asarray(encoded.indices.is_null().to_numpy(zero_copy_only=False), dtype=bool)

@@ -833,8 +833,11 @@ class _Run:
             tokenize_s += time.perf_counter() - t0
             for e in batch:
                 group.append(e)
-                if e.tok is not None:
-                    tokens += len(e.tok)
+                # a passed-through item may carry a weight (embed --reuse: a reused document's tokens), so that a
+                # run of them still closes groups (shards) of about group_tokens
+                weight = len(e.tok) if e.tok is not None else int(getattr(e.item, "tokens", 0) or 0)
+                if weight:
+                    tokens += weight
                     if tokens >= self.config.group_tokens:
                         yield self._presplit(gi, group, tokenize_s, select_group)
                         group, tokens, tokenize_s, gi = [], 0, 0.0, gi + 1

@@ -353,7 +353,7 @@ class RecordFields:
         if not self.metadata:
             return {}
         if self.all_metadata:
-            skip = {*DEFAULT_ID_FIELDS, *self.ids, self.text, self.title, "url"}
+            skip = {*self.ids, self.text, self.title, "url"}
             return {k: v for k, v in record.items() if k not in skip}
         return {k: record[k] for k in self.metadata if k in record}
 

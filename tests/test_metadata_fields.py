@@ -73,9 +73,12 @@ def test_values_are_made_json_ready_or_the_record_is_skipped():
     import decimal
 
     ok, reason = metadata_json({"d": dt.date(2024, 5, 1), "t": dt.datetime(2024, 5, 1, 12, 30), "x": float("nan"),
-                                "m": decimal.Decimal("1.10"), "l": [1, float("inf")], "o": {"a": (1, 2)}})
+                                "m": decimal.Decimal("1.10"), "l": [1, float("nan")], "o": {"a": (1, 2)}})
     assert reason == "" and ok == {"d": "2024-05-01", "t": "2024-05-01T12:30:00", "x": None, "m": "1.10",
                                    "l": [1, None], "o": {"a": [1, 2]}}
+    # an infinite number (1e400 in a JSON line) is not a missing value: the record is skipped, and says why
+    bad, reason = metadata_json({"huge": float("inf")})
+    assert bad == {} and "'huge' is an infinite number" in reason
     bad, reason = metadata_json({"blob": b"\x00\x01"})
     assert bad == {} and "'blob' is bytes" in reason
 
@@ -172,6 +175,11 @@ def test_append_and_add_keep_them_and_verify_checks_them(folder, tmp_path):
     assert any("owl" in p and "metadata" in p for p in problems), problems
 
 
+def test_a_field_no_record_has_is_named(tmp_path):
+    res = _embed(_jsonl(tmp_path / "n.jsonl"), "--out", tmp_path / "o", "--metadata-fields", "lang,langauge")
+    assert "no embedded record has the field(s) langauge" in " ".join(res.output.split()), res.output
+
+
 def test_chunk_prints_them_as_objects(tmp_path):
     res = runner.invoke(app, ["chunk", str(_jsonl(tmp_path / "n.jsonl")), "--metadata-fields", "all"])
     assert res.exit_code == 0, res.output
@@ -211,8 +219,8 @@ def test_filtered_search_on_a_binary_index_rescores_the_allowed_rows():
 
 
 def test_where_parsing_and_rows():
-    assert parse_where(["lang=en", "t=a=b"]) == {"lang": "en", "t": "a=b"}
-    assert parse_where({"year": 2021, "ok": True, "n": None}) == {"year": "2021", "ok": "true", "n": "null"}
+    assert parse_where(["lang=en", "t=a=b", " x = y "]) == {"lang": "en", "t": "a=b", "x": "y"}
+    assert parse_where({"year": 2021, "ok": True, "n": None}) == {"year": 2021, "ok": True, "n": None}
     with pytest.raises(ValueError, match="twice"):
         parse_where(["lang=en", "lang=de"])
     table = pa.table({"metadata": ['{"lang":"en","ok":true}', None, '{"lang":"de","ok":false}',
@@ -250,6 +258,13 @@ def test_exports_carry_them_filterable(folder, tmp_path):
         assert points[0].payload["metadata"] == {"lang": "de", "tags": ["birds"], "year": 2022}
     finally:
         qc.close()
+    # an integer beyond 64 bits (a trial: Chroma's export died on it) stays in the JSON text only
+    _embed(_jsonl(tmp_path / "huge.jsonl", [{"id": "h", "text": "A huge count.", "n": 10 ** 30, "m": 7}]),
+           "--out", tmp_path / "huge", "--metadata-fields", "n,m")
+    client = chromadb.PersistentClient(str(tmp_path / "chroma_huge"), settings=Settings(anonymized_telemetry=False))
+    to_chroma(tmp_path / "huge", tmp_path / "chroma_huge", client=client)
+    (meta,) = client.get_collection("latechunk").get(include=["metadatas"])["metadatas"]
+    assert "metadata.n" not in meta and meta["metadata.m"] == 7 and json.loads(meta["metadata"])["n"] == 10 ** 30
     client = chromadb.PersistentClient(str(tmp_path / "chroma"), settings=Settings(anonymized_telemetry=False))
     to_chroma(folder, tmp_path / "chroma", client=client)
     got = client.get_collection("latechunk").get(where={"metadata.lang": "en"}, include=["metadatas"])
@@ -271,3 +286,24 @@ def test_markdown_front_matter_keys_are_a_files_fields(tmp_path):
     # a value JSON cannot hold: the file is still read, without its metadata, and the problem is said
     assert "metadata" not in docs["b.md"].metadata and "'blob' is bytes" in docs["b.md"].metadata["front_matter_problem"]
     assert docs["a.md"].metadata["metadata"] == {"tags": ["birds", "water"], "date": "2024-05-01"}
+
+
+@pytest.mark.parametrize(("value", "wanted", "meets"), [
+    ({"a": 1, "b": "x y"}, {"b": "x y", "a": 1}, True),  # objects, whatever the key order (a trial: never matched)
+    ({"a": 1, "b": "x y"}, '{"b": "x y", "a": 1}', True),  # ... also given as JSON text on the command line
+    ({"a": 1}, {"a": 2}, False),
+    (9007199254740993, "9007199254740993", True),  # integers compare exactly (a trial: ...992 matched too)
+    (9007199254740992, "9007199254740993", False),
+    (9007199254740992, 9007199254740993, False),
+    (10 ** 400, "3", False),  # beyond any float: no OverflowError (a trial's traceback)
+    (10 ** 400, str(10 ** 400), True),
+    (3, "3.0", True), (3.0, "3", True), (3, 3.0, True),
+    (True, "true", True), (True, 1, False), (1, True, False), (None, "null", True), (None, None, True),
+    (["birds", "water"], "birds", True), (["birds", "water"], ["birds", "water"], True),
+    (["birds"], ["birds"], True), (["birds", "water"], ["birds"], False),
+    (["birds"], '["birds"]', True), ("3", 3, False), ("en", "en", True), ("en", " en", False),
+])
+def test_metadata_matches(value, wanted, meets):
+    from latechunk.output import metadata_matches
+
+    assert metadata_matches(value, wanted) is meets

@@ -117,3 +117,38 @@ def test_an_old_folder_with_dedup_is_refused(tmp_path):
     assert _embed(corpus, "--out", tmp_path / "old", "--dedup", "0.99").exit_code == 0
     res = _embed(corpus, "--out", tmp_path / "new", "--reuse", tmp_path / "old")
     assert res.exit_code == 2 and "embedded with --dedup" in " ".join(res.output.split()), res.output
+
+
+def test_reused_documents_fill_shards_of_the_usual_size_and_a_resume_reuses_again(tmp_path):
+    """Trial findings: reused documents weighed nothing, so every run of them went into one shard (memory and
+    the work a kill loses grew with the corpus); a killed --reuse run resumed without reusing."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    corpus = tmp_path / "corpus.jsonl"
+    records = [{"id": f"d{i}", "text": f"Note {i} is about topic {i % 7} and the river. " * 6} for i in range(40)]
+    _write(corpus, records)
+    assert _embed(corpus, "--out", tmp_path / "old", "--group-tokens", "300", "--dtype", "float32").exit_code == 0
+    old = json.loads((tmp_path / "old" / "manifest.json").read_text())
+    assert len(old["shards"]) >= 5
+    records[20]["text"] = "A changed note about owls."
+    _write(corpus, records)
+    assert _embed(corpus, "--out", tmp_path / "new", "--reuse", tmp_path / "old").exit_code == 0
+    new = json.loads((tmp_path / "new" / "manifest.json").read_text())
+    assert len(new["shards"]) >= len(old["shards"]) - 1  # not one shard of every reused document
+    # killed after its first shard, then resumed without --reuse: run.json names OLD, so it reuses again
+    env = dict(os.environ, PYTHONPATH=str(repo), OMP_NUM_THREADS="1", LATECHUNK_FAULT_KILL_AT="shard-00001-json")
+    cmd = [sys.executable, "-m", "latechunk", "embed", str(corpus), "--out", str(tmp_path / "k"), "--reuse",
+           str(tmp_path / "old"), "-q", "--device", "cpu", "--sentence-workers", "0"]
+    proc = subprocess.run(cmd, env=env, cwd=repo, capture_output=True, timeout=300)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr.decode()[-2000:]
+    res = _embed(corpus, "--out", tmp_path / "k", "--resume")
+    assert res.exit_code == 0, res.output
+    resumed = json.loads((tmp_path / "k" / "manifest.json").read_text())
+    assert sum(1 for d in resumed["documents"] if d.get("reused")) == 39
+    assert pq.read_table(tmp_path / "k" / "chunks.parquet").equals(pq.read_table(tmp_path / "new" / "chunks.parquet"))
+    assert verify_output(tmp_path / "k")[0] == []

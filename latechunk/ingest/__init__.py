@@ -45,6 +45,7 @@ import contextlib
 import os
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from latechunk.config import EmbedConfig, dist_env
 from latechunk.ingest.assemble import assemble
@@ -185,7 +186,8 @@ def _ingest_one(config: EmbedConfig, encoder, settings: dict, t_start: float, pr
 
     out = config.out
     folder = OutputFolder(out)
-    records = prepare_output(out, settings, force=config.force, resume=config.resume)
+    records = prepare_output(out, settings, force=config.force, resume=config.resume,
+                             extra={"reuse": str(Path(reuse.folder.path).resolve())} if reuse is not None else None)
     # seconds.total covers the interrupted run(s) too: count from a start moved back by the time they spent
     t_start -= _earlier_seconds(folder, records) if config.resume else 0.0
     items = iter_inputs(config.inputs, config.fields)

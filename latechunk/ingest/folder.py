@@ -326,7 +326,7 @@ def _remove_output(out: Path) -> None:
 
 
 def prepare_output(out: str | Path, settings: dict, force: bool = False, resume: bool = False,
-                   scan: bool = True) -> list[dict]:
+                   scan: bool = True, extra: dict | None = None) -> list[dict]:
     """Make ``out`` ready for a run; return the complete shards to keep (``[]`` for a fresh run, or with
     ``scan=False``, when the caller scans the shards itself).
 
@@ -345,6 +345,8 @@ def prepare_output(out: str | Path, settings: dict, force: bool = False, resume:
         force: Remove a previous output first (never files latechunk did not write).
         resume: Continue the interrupted run in ``out``.
         scan: Return the complete shards (resume only).
+        extra: More top-level run.json keys of a fresh run, never compared (``embed --reuse``'s folder:
+            ``{"reuse": PATH}``, which ``--resume`` takes up again).
 
     Returns:
         The shard records to keep, in order.
@@ -383,7 +385,7 @@ def prepare_output(out: str | Path, settings: dict, force: bool = False, resume:
         _remove_output(out)
     folder.shards_dir.mkdir(exist_ok=True)
     write_json(folder.run_path, {"format": RUN_FORMAT, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                                 "settings": settings})
+                                 "settings": settings, **(extra or {})})
     return []
 
 #: keys :func:`latechunk.output.build_manifest` writes itself; every other top-level key is a header field

@@ -52,9 +52,12 @@ class Reused(Skipped):
 
     Attributes:
         document: The document as read now.
+        tokens: Its content tokens in ``OLD`` (the pipeline counts them toward a group's ``group_tokens``, so
+            reused documents fill shards of the usual size).
     """
 
     document: Document | None = None
+    tokens: int = 0
 
 
 def _deciding(settings: dict) -> dict:
@@ -120,6 +123,10 @@ class ReuseStore:
         old_type = hit[3].get("source_type")
         return old_type is None or old_type == source_type(doc.doc_id, str(doc.metadata.get("source", "")))
 
+    def tokens(self, doc_id: str) -> int:
+        """A document's content tokens as ``OLD`` recorded them (at least 1: every reused document weighs)."""
+        return max(1, int(self._where[doc_id][3].get("tokens") or 0))
+
     def take(self, doc: Document) -> tuple[Boundaries, np.ndarray, dict]:
         """The old boundaries, (chunks, dim) float32 vectors and record extras (``tokens``, ``unknown_chars``) of
         a document that :meth:`matches`."""
@@ -176,6 +183,7 @@ def mark_reused(items: Iterator, store: ReuseStore) -> Iterator:
     (the pipeline then passes it through without tokenizing or encoding it)."""
     for item in items:
         if isinstance(item, Document) and store.matches(item):
-            yield Reused(item.doc_id, REUSED_REASON, str(item.metadata.get("source", "")), item)
+            yield Reused(item.doc_id, REUSED_REASON, str(item.metadata.get("source", "")), item,
+                         store.tokens(item.doc_id))
         else:
             yield item
