@@ -1288,9 +1288,9 @@ def compare(
                                             late_pooling=late_pooling, trust_remote_code=trust_remote_code)
     except (ValueError, TypeError) as err:
         _fail(str(err))
-    from latechunk.train import trained_on
+    from latechunk.train import same_dataset, trained_on
 
-    if model and (seen := [d for d in trained_on(model) if _same_dataset(d, dataset)]):
+    if model and (seen := [d for d, p in trained_on(model) if same_dataset(d, p, dataset)]):
         typer.secho(f"warning: the model {model} was trained on {seen[0]} (its latechunk_train.json): these scores "
                     "are on questions it was trained on, not held out; evaluate on another dataset", fg="yellow",
                     err=True)
@@ -1306,14 +1306,6 @@ def compare(
     print_table(result)
     print_alarms(result)  # plain text on stderr, as embed prints its alarms
     typer.echo(f"report: {out / 'report.md'} ({result.manifest['seconds']['total']:.1f} s)")
-
-
-def _same_dataset(a: str, b: str) -> bool:
-    """Whether two ``--dataset`` values name the same dataset: the same bundled name, or the same path."""
-    if a.strip().lower() == b.strip().lower():
-        return True
-    pa_, pb = Path(a).expanduser(), Path(b).expanduser()
-    return pa_.exists() and pb.exists() and pa_.resolve() == pb.resolve()
 
 
 @app.command()

@@ -246,7 +246,43 @@ def ict_examples(
     return out
 
 
-def trained_on(model: str | Path | None, depth: int = 8) -> list[str]:
+def _dataset_path(spec: str | None) -> str | None:
+    """The resolved path of a ``--dataset`` (a bundled name's file or folder under the data root), recorded so
+    that ``compare`` recognises the dataset from any directory and under any of its names; None without one."""
+    if not spec:
+        return None
+    from latechunk.eval.datasets import dataset_path
+
+    try:
+        return str(dataset_path(spec).resolve())
+    except (OSError, ValueError, FileNotFoundError):
+        return None
+
+
+def same_dataset(recorded: str, path: str | None, spec: str) -> bool:
+    """Whether a training record's dataset (its ``--dataset`` text and resolved ``dataset_path``) is the dataset
+    ``spec`` (a bundled name or a path) names: the same name, or the same resolved path (or the folder holding
+    the other's file: ``xquad`` is ``DATA/xquad_en/xquad.en.json``, named also by ``DATA/xquad_en``).
+
+    Args:
+        recorded: The ``--dataset`` the model was trained on, as given.
+        path: Its resolved path as recorded (None in records written before it).
+        spec: The dataset to compare with.
+
+    Returns:
+        True when both name one dataset.
+    """
+    if recorded.strip() == spec.strip():
+        return True
+    mine = _dataset_path(spec)
+    theirs = path or _dataset_path(recorded)
+    if mine is None or theirs is None:
+        return False
+    a, b = Path(mine), Path(theirs)
+    return a == b or a.parent == b or b.parent == a  # a dataset's file, or the folder that holds it
+
+
+def trained_on(model: str | Path | None, depth: int = 8) -> list[tuple[str, str | None]]:
     """The labelled datasets a model folder was trained on by ``latechunk train --dataset``, its base models'
     included (each folder's :data:`TRAIN_FILE` names its base model): what ``compare`` checks its dataset
     against, since a score on questions the model was trained on is not a held-out score.
@@ -256,10 +292,10 @@ def trained_on(model: str | Path | None, depth: int = 8) -> list[str]:
         depth: Base models followed at most.
 
     Returns:
-        The ``--dataset`` values as recorded (``"xquad"``, a path), nearest training first; ``--ict`` runs (no
+        ``(--dataset as given, its resolved path or None)`` per training, nearest first; ``--ict`` runs (no
         questions) are not listed.
     """
-    out: list[str] = []
+    out: list[tuple[str, str | None]] = []
     path = Path(model) if model else None
     for _ in range(depth):
         if path is None or not (path / TRAIN_FILE).is_file():
@@ -270,7 +306,7 @@ def trained_on(model: str | Path | None, depth: int = 8) -> list[str]:
             break
         dataset = (record.get("config") or {}).get("dataset")
         if dataset:
-            out.append(str(dataset))
+            out.append((str(dataset), record.get("dataset_path")))
         base = record.get("base_model")
         path = Path(base) if isinstance(base, str) and base and Path(base) != path else None
     return out
@@ -888,6 +924,7 @@ def train(config: TrainConfig, progress: bool = True, log: Callable[[str], None]
         "config": config.to_dict(),
         "base_model": encoder.path,
         "data": what,
+        "dataset_path": _dataset_path(config.dataset),
         "examples": len(pairs),
         "skipped": skipped,
         "documents": len(plans),

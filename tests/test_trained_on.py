@@ -25,7 +25,7 @@ def test_trained_on_follows_base_models(tmp_path):
     a.mkdir(), b.mkdir()
     _record(a, "xquad", "all-MiniLM-L6-v2")
     _record(b, None, str(a), ict=["docs/"])  # label-free on top of a supervised model
-    assert trained_on(b) == ["xquad"] and trained_on(a) == ["xquad"]
+    assert trained_on(b) == [("xquad", None)] and trained_on(a) == [("xquad", None)]
     assert trained_on(tmp_path) == [] and trained_on(None) == [] and trained_on("all-MiniLM-L6-v2") == []
 
 
@@ -41,3 +41,20 @@ def test_compare_warns_on_the_training_dataset(tmp_path):
     _record(model, "xquad", "all-MiniLM-L6-v2")
     res = runner.invoke(app, [*args, "--out", str(tmp_path / "r2")])
     assert res.exit_code == 0 and "not held out" not in res.output, res.output
+
+
+def test_the_dataset_is_recognised_by_any_of_its_names(tmp_path, monkeypatch):
+    """A trial: trained with a relative --dataset, compared from another directory (or the bundled name against
+    its path): no warning."""
+    from latechunk.eval.datasets import dataset_path
+    from latechunk.train import _dataset_path, same_dataset
+
+    data = _squad(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    recorded = _dataset_path(data.name)  # what train records for `--dataset toy.json` run here
+    monkeypatch.chdir("/")
+    assert same_dataset(data.name, recorded, str(data))  # from another directory, by its absolute path
+    assert not same_dataset(data.name, recorded, "xquad")
+    xquad = dataset_path("xquad")
+    assert same_dataset("xquad", _dataset_path("xquad"), str(xquad)) and same_dataset("xquad", None, str(xquad.parent))
+    assert not same_dataset("xquad", None, "XQuAD")  # not a name compare knows
