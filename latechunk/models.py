@@ -673,6 +673,8 @@ class LoadedModel:
         name = DEFAULT_MODEL if name_or_path is None else str(name_or_path)
         path = resolve_model_path(name_or_path, probe)
         settings = settings or ModelSettings.read(path)
+        if not trust_remote_code and _needs_own_code(path):  # before transformers warns about the unknown type
+            raise ValueError(remote_code_message(name))
         try:
             tokenizer = _load_tokenizer(path, trust_remote_code)
             model = _load_model(path, torch.float32 if dtype is None else dtype, trust_remote_code)
@@ -688,6 +690,24 @@ def needs_remote_code(err: BaseException) -> bool:
     """Whether ``err`` is transformers refusing a model (or tokenizer) whose repository ships its own Python code
     (its config's ``auto_map``) because ``trust_remote_code`` was not given."""
     return "trust_remote_code" in str(err)
+
+
+def _needs_own_code(path: str) -> bool:
+    """Whether a local model folder can load only through its own code: its config.json maps the Auto classes
+    to files of its own (``auto_map``) and its ``model_type`` is not one transformers knows (a known type loads
+    natively, its own code unused)."""
+    config = Path(path) / "config.json"
+    if not config.is_file():
+        return False
+    try:
+        data = json.loads(config.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    if not isinstance(data, dict) or not data.get("auto_map"):
+        return False
+    from transformers import CONFIG_MAPPING
+
+    return data.get("model_type") not in CONFIG_MAPPING
 
 
 def remote_code_message(name: str) -> str:
