@@ -18,6 +18,7 @@ latechunk`` imports neither torch nor FAISS.
 """
 
 import importlib as _importlib
+from importlib import util as _importlib_util
 
 from latechunk.types import Boundaries, ChunkVectors, Document, Span, Tokenization
 
@@ -39,6 +40,10 @@ def __getattr__(name: str):
         value = getattr(api, name)
         globals()[name] = value
         return value
+    if not name.startswith("_") and _importlib_util.find_spec(f"{__name__}.{name}") is not None:
+        # a submodule named as an attribute (`latechunk.convert.html_to_markdown(...)` after `import latechunk`,
+        # as the README writes it): imported on first access, as the API classes are
+        return _importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

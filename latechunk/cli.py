@@ -1255,7 +1255,7 @@ def compare(
     compile: CompileOpt = False,
     resamples: Annotated[int, typer.Option(help="Paired bootstrap resamples.")] = 10000,
     seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
-    max_queries: Annotated[Optional[int], typer.Option(help="Score only the first N queries (quicker scoring; the whole corpus is still embedded).")] = None,
+    max_queries: Annotated[Optional[int], typer.Option(help="Score only the first N queries in the dataset's order (quicker scoring; the whole corpus is still embedded). Datasets list their questions document by document (XQuAD article by article), so a small N covers few documents: a smoke test, not a comparison.")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Parse the dataset again instead of using the cached parse.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing report folder.")] = False,

@@ -183,6 +183,13 @@ def test_import_latechunk_stays_light():
     assert res.returncode == 0 and res.stdout.strip() == "ok", res.stderr
     with pytest.raises(AttributeError, match="no attribute 'NoSuchThing'"):
         latechunk.NoSuchThing  # noqa: B018
+    # a submodule named as an attribute after a plain `import latechunk`, as the README writes them (a trial:
+    # latechunk.convert.html_to_markdown raised AttributeError until something else had imported it)
+    code = ("import sys, latechunk; md = latechunk.convert.html_to_markdown('<h1>Title</h1><p>x</p>').markdown; "
+            "assert md.startswith('# Title'), md; assert callable(latechunk.index.query_transform); "
+            "assert callable(latechunk.export.export_folder); print('ok')")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    assert res.returncode == 0 and res.stdout.strip() == "ok", res.stderr
 
 
 def test_index_search(late_folder, chunker):

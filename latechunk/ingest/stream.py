@@ -424,7 +424,9 @@ def stream(config: EmbedConfig, encoder, items: Iterator, start: int, digest: st
                     digest = chain(digest, item)
                 end = pos + len(g.items)
                 on_shard(ShardInput(k, pos, end, digest, g, _skipped_records(g) if g.selected else []))
-                if bar is not None:
+                if bar is not None:  # reused documents (embed --reuse) passed the encoder by: their bytes are done too
+                    bar.update(sum(len(d.text.encode("utf-8")) for i in g.items
+                                   if (d := getattr(i, "document", None)) is not None))
                     done = end - start + before
                     bar.set_postfix_str(f"items written {done}/{max(n_items, done)}", refresh=False)
                     bar.refresh()
