@@ -619,7 +619,8 @@ class Index:
         sm = self.manifest.get("settings", {}).get("model", {})
         if sm.get("trust_remote_code") and not self._trust_remote_code:
             raise ValueError(f"{self.path} was embedded with --trust-remote-code (its model, {self.model_name}, runs "
-                             "its own Python code to load): Index.load(..., trust_remote_code=True) to use it")
+                             "its own Python code to load): pass --trust-remote-code to search it too (in Python: "
+                             "Index.load(..., trust_remote_code=True))")
         try:
             return self._load_encoder(name)
         except ValueError as err:

@@ -484,8 +484,10 @@ _EMBED_DEFAULTS = {
 def _metadata_fields(value: str) -> tuple[str, ...]:
     """``--metadata-fields`` as :attr:`latechunk.types.RecordFields.metadata`: ``"lang, tags"`` -> ``("lang",
     "tags")``; ``all`` -> :data:`latechunk.types.ALL_METADATA`; ``""`` -> ``()`` (none)."""
+    from latechunk.types import ALL_METADATA
+
     names = tuple(n.strip() for n in value.split(",") if n.strip())
-    return ("all",) if [n.lower() for n in names] == ["all"] else names  # ALL, All: all (not a field so named)
+    return ALL_METADATA if [n.lower() for n in names] == list(ALL_METADATA) else names  # ALL, All: all
 
 
 def _finished_run_note(out: Path) -> str:
@@ -985,10 +987,6 @@ def search(
         if as_json:
             typer.echo("[]")
         return
-    settings_model = (manifest.get("settings") or {}).get("model") or {}
-    if model is None and settings_model.get("trust_remote_code") and not trust_remote_code:
-        _fail(f"{out} was embedded with --trust-remote-code (its model, {idx.model_name}, runs its own Python code "
-              "to load): pass --trust-remote-code to search it too")
     try:  # the query as the chunks were embedded: the recorded model, dtype, prompt, normalisation, truncation
         results = idx.search_rows(query, k, nprobe=nprobe, where=conditions)
     except ValueError as err:

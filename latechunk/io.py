@@ -609,7 +609,7 @@ def _table_columns(names: Sequence[str], fields: RecordFields = DEFAULT_FIELDS) 
     if id_col is None or fields.text not in names:
         return None
     return [id_col, fields.text] + [c for c in (fields.title, "url") if c in names] + \
-        list(fields.metadata_of({c: None for c in names if c != id_col}))
+        fields.metadata_names(c for c in names if c != id_col)
 
 
 def _table_records(data: dict, id_col: str, fields: RecordFields, root_name: str,
@@ -618,7 +618,7 @@ def _table_records(data: dict, id_col: str, fields: RecordFields, root_name: str
     ``root_name:ROW`` from ``row`` on."""
     n = len(data[fields.text])
     nothing = [None] * n
-    meta_cols = list(fields.metadata_of({c: None for c in data if c != id_col}))
+    meta_cols = fields.metadata_names(c for c in data if c != id_col)
     for i, (doc_id, text, title, url) in enumerate(zip(data[id_col], data[fields.text],
                                                        data.get(fields.title) or nothing, data.get("url") or nothing)):
         meta = {c: data[c][i] for c in meta_cols}

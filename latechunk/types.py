@@ -340,6 +340,23 @@ class RecordFields:
         """Whether every field that is not the id, text, title or ``url`` is kept (``--metadata-fields all``)."""
         return self.metadata == ALL_METADATA
 
+    def metadata_names(self, names) -> list[str]:
+        """Which of a record's (or a table's) field names are kept as metadata, in their order.
+
+        Args:
+            names: Field or column names (an iterable of str).
+
+        Returns:
+            The kept names (``[]`` when none are kept).
+        """
+        if not self.metadata:
+            return []
+        if self.all_metadata:
+            skip = {*self.ids, self.text, self.title, "url"}
+            return [n for n in names if n not in skip]
+        present = set(names)
+        return [n for n in self.metadata if n in present]
+
     def metadata_of(self, record: Mapping) -> dict:
         """The metadata fields of one record (a JSON object, a table row as a dict) that it has.
 
@@ -350,12 +367,7 @@ class RecordFields:
             ``{field: value}`` of the kept fields present in ``record``, in the record's order (``{}`` when
             none are kept); a null value is kept as None.
         """
-        if not self.metadata:
-            return {}
-        if self.all_metadata:
-            skip = {*self.ids, self.text, self.title, "url"}
-            return {k: v for k, v in record.items() if k not in skip}
-        return {k: record[k] for k in self.metadata if k in record}
+        return {k: record[k] for k in self.metadata_names(record)}
 
     def to_dict(self) -> dict:
         """The run.json form: only the fields that differ from the defaults (``{}`` for the defaults, so folders

@@ -37,7 +37,8 @@ from latechunk.types import Boundaries, Document, Skipped
 
 __all__ = ["REUSED_REASON", "ReuseStore", "Reused", "mark_reused"]
 
-#: the pipeline's "reason" for a reused document (it passes through as an item not to encode); never recorded
+#: the pipeline's "reason" for a reused document (it passes through as an item not to encode); never recorded:
+#: :func:`latechunk.ingest.stream._skipped_records` leaves reused items out
 REUSED_REASON = "reused from an earlier output folder (embed --reuse)"
 #: run.json settings that do not decide a document's chunks or vectors (an index type, the metadata kept, ...)
 _NOT_DECIDING = ("inputs_from_out", "index", "group_tokens", "dedup")
@@ -149,7 +150,7 @@ class ReuseStore:
         self.reused += 1
         return b, np.array(vectors[row:row + n], dtype=np.float32), extra
 
-    def merge(self, items, docs, bounds, vecs: np.ndarray, extra: list[dict], skipped: list[dict]):
+    def merge(self, items, docs, bounds, vecs: np.ndarray, extra: list[dict]):
         """A shard's documents with its reused ones put back in input order.
 
         Args:
@@ -158,10 +159,9 @@ class ReuseStore:
             bounds: Their boundaries.
             vecs: Their (rows, dim) float32 vectors, in document then chunk order.
             extra: Their records' extra keys.
-            skipped: The shard's skipped records (reused ones among them, dropped here).
 
         Returns:
-            ``(docs, bounds, vecs, extra, skipped)`` with every reused document in its place.
+            ``(docs, bounds, vecs, extra)`` with every reused document in its place.
         """
         rows = np.concatenate([[0], np.cumsum([len(b) for b in bounds])]).astype(np.int64)
         out_d, out_b, out_v, out_e, i = [], [], [], [], 0
@@ -175,12 +175,20 @@ class ReuseStore:
                 i += 1
         dim = vecs.shape[1]
         v = np.concatenate(out_v).astype(np.float32, copy=False) if out_v else np.zeros((0, dim), np.float32)
-        return out_d, out_b, v, out_e, [s for s in skipped if s.get("reason") != REUSED_REASON]
+        return out_d, out_b, v, out_e
 
 
 def mark_reused(items: Iterator, store: ReuseStore) -> Iterator:
     """The input stream with each document that ``store`` holds unchanged replaced by a :class:`Reused` marker
-    (the pipeline then passes it through without tokenizing or encoding it)."""
+    (the pipeline then passes it through without tokenizing or encoding it).
+
+    Args:
+        items: Input items (documents and the reader's skipped items), in order.
+        store: The earlier folder's documents.
+
+    Returns:
+        The same items in the same order, unchanged documents as :class:`Reused` (weighing their old tokens).
+    """
     for item in items:
         if isinstance(item, Document) and store.matches(item):
             yield Reused(item.doc_id, REUSED_REASON, str(item.metadata.get("source", "")), item,

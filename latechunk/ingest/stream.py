@@ -150,7 +150,8 @@ class ShardInput:
 
 def _skipped_records(g: GroupResult) -> list[dict]:
     """The group's skipped items as records, in input order; a document the pipeline skipped takes its source
-    from the document's metadata."""
+    from the document's metadata. A reused document (``embed --reuse``: passed through as an item not to encode,
+    :class:`~latechunk.ingest.reuse.Reused`) is not a skip and has no record."""
     embedded = {id(d) for d in g.documents}
     out, j = [], 0
     for item in g.items:
@@ -161,6 +162,8 @@ def _skipped_records(g: GroupResult) -> list[dict]:
                                f"{item.doc_id!r}")
         s = g.skipped[j]
         j += 1
+        if getattr(item, "document", None) is not None:  # reused: written among the documents (write_group)
+            continue
         source = item.source if isinstance(item, Skipped) else str(item.metadata.get("source", ""))
         out.append({"doc_id": s.doc_id, "reason": s.reason, "source": s.source or source})
     if j != len(g.skipped):
@@ -344,9 +347,8 @@ def write_group(folder: OutputFolder, config: EmbedConfig, dim: int, shard: Shar
     if len(unknown) == len(docs):
         for e, n in zip(extra, unknown):
             e["unknown_chars"] = int(n)
-    skipped = shard.skipped
     if reuse is not None and g is not None and g.selected:
-        docs, bounds, vecs, extra, skipped = reuse.merge(g.items, docs, bounds, vecs, extra, skipped)
+        docs, bounds, vecs, extra = reuse.merge(g.items, docs, bounds, vecs, extra)
     dropped = None
     if dedup is not None:
         n_rows = sum(len(b) for b in bounds)
@@ -357,7 +359,7 @@ def write_group(folder: OutputFolder, config: EmbedConfig, dim: int, shard: Shar
             e["dropped"] = n
             if u:  # characters of the document no kept chunk holds, each counted once
                 e["uncovered_chars"] = u
-    return write_shard(folder, shard.k, shard.inputs, shard.digest, docs, bounds, vecs, skipped, spec,
+    return write_shard(folder, shard.k, shard.inputs, shard.digest, docs, bounds, vecs, shard.skipped, spec,
                        shard_stats(g, config.mode), doc_extra=extra, dedup=dropped)
 
 
