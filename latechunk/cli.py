@@ -666,9 +666,13 @@ def _warn_vanished(config, res) -> None:
     input the folder was embedded from (the daily snapshot appended again): deleted documents, which search
     still returns (an index is append-only)."""
     out = Path(config.out)
-    recorded = {(out / p).resolve() for p in res.manifest.get("inputs_from_out") or []}
+    recorded_rel = res.manifest.get("inputs_from_out") or []
+    recorded = {(out / p).resolve() for p in recorded_rel}
     given = {Path(p).resolve() for p in config.inputs}
-    if not recorded or not recorded <= given:  # other inputs: documents of the rest are not expected here
+    # the same inputs, or (a folder copied or moved to another depth: its relative inputs no longer resolve) inputs
+    # of the same names
+    same = recorded <= given or {Path(p).name for p in recorded_rel} <= {Path(p).name for p in config.inputs}
+    if not recorded or not same:  # other inputs: documents of the rest are not expected here
         return
     seen = {str(d["doc_id"]) for d in res.documents} | {str(s["doc_id"]) for s in res.skipped}
     gone = [str(d["doc_id"]) for d in res.manifest.get("documents", []) if str(d["doc_id"]) not in seen]

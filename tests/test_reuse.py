@@ -104,6 +104,15 @@ def test_append_of_the_same_snapshot_names_vanished_documents_and_points_at_reus
     text = " ".join(res.output.split())
     assert res.exit_code == 0, res.output
     assert "2 indexed document(s) are no longer in the inputs: d5, d9" in text and "--reuse" in text
+    # the folder copied to another depth (its inputs, recorded relative to it, resolve elsewhere now): still said
+    import shutil
+
+    (tmp_path / "deeper").mkdir()
+    shutil.copytree(tmp_path / "o", tmp_path / "deeper" / "o")
+    _write(corpus, _v2()[1:])  # one more document gone
+    res = _embed(corpus, "--out", tmp_path / "deeper" / "o", "--append")
+    # (exit 1: nothing new could be appended, d3's new text among the reasons)
+    assert "no longer in the inputs: d0, d5, d9" in " ".join(res.output.split()), res.output
     # another input appended: the folder's other documents are not expected in it, no such warning
     other = tmp_path / "more.jsonl"
     _write(other, [{"id": "m1", "text": "More notes about herons."}])
