@@ -1365,6 +1365,7 @@ def export(
     collection: Annotated[str, typer.Option("--collection", "-c", help="Table (LanceDB) or collection name, the same rule for every store (Chroma's, the strictest): 3-512 characters of letters, digits, '.', '_', '-', starting and ending with a letter or digit.")] = "latechunk",
     batch_size: Annotated[int, typer.Option("--batch-size", help="Rows read and written per batch.")] = 1024,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace a collection of that name that already holds rows.")] = False,
+    sync: Annotated[bool, typer.Option("--sync", help="Qdrant, Chroma: bring the collection up to date with DIR in place, matching rows by chunk id: add the chunks it lacks, rewrite those whose fields or vector id changed, delete those DIR lacks, leave the rest; readers keep searching meanwhile. For a folder rebuilt with `embed --reuse`. Run it again to finish a killed sync or export.")] = False,
     hnsw_ef: Annotated[Optional[int], typer.Option("--hnsw-ef", min=1, help="Chroma only: HNSW ef_search, candidates per query (default: the row count, clamped to 128-1024).")] = None,
     hnsw_m: Annotated[Optional[int], typer.Option("--hnsw-m", min=1, help="Chroma only: HNSW max_neighbors, links per vector (default: 32; Chroma's own: 16).")] = None,
     hnsw_ef_construction: Annotated[Optional[int], typer.Option("--hnsw-ef-construction", min=1, help="Chroma only: HNSW ef_construction (default: 256; Chroma's own: 100).")] = None,
@@ -1372,13 +1373,16 @@ def export(
 ) -> None:
     """Export an output folder's vectors and chunk records to LanceDB, Qdrant or Chroma (shard by shard).
 
-    Row i is vector id i, with doc id, char and token spans, heading path, strategy, text and the sha256 of
-    manifest.json; cosine distance for normalised vectors, inner product for --no-normalize ones. Chroma's HNSW
-    index gets settings sized to the collection (--hnsw-ef, --hnsw-m, --hnsw-ef-construction change them).
+    A row's id is its chunk id (a UUID of the model and settings, the document's id and text hash, and the chunk's
+    spans: the same chunk gets the same id in every rebuilt folder), with its vector id (row of chunks.parquet),
+    doc id, char and token spans, heading path, strategy, text and the sha256 of manifest.json; cosine distance for
+    normalised vectors, inner product for --no-normalize ones. Chroma's HNSW index gets settings sized to the
+    collection (--hnsw-ef, --hnsw-m, --hnsw-ef-construction change them).
     Query the store with vectors made as the run's: its model with its query prompt, normalised
     (`latechunk.Index.load(DIR).encoder.encode_query(queries)`), cut to --truncate-dim when the run set it.
     An export that fails drops what it made; a killed one leaves a collection the next export names incomplete.
     Example: latechunk export out/chroma --to qdrant:out/qdrant --collection chroma_eval
+    Daily update: latechunk embed CORPUS --out new --reuse old && latechunk export new --to qdrant:store --sync
     """
     from latechunk.export import export_folder
 
@@ -1389,9 +1393,16 @@ def export(
               "Qdrant's local mode search exactly)")
     try:
         res = export_folder(out, to, collection=collection, batch_size=batch_size, overwrite=overwrite,
-                            progress=not quiet, hnsw=hnsw)
+                            progress=not quiet, hnsw=hnsw, sync=sync)
     except (ValueError, ImportError) as err:
         _fail(str(err))
+    if res.sync is not None:  # synced into a collection that was there
+        c = res.sync
+        typer.echo(f"synced {res.store}:{res.path} collection {res.collection!r} with {out}: {c['added']:,} added, "
+                   f"{c['rewritten']:,} rewritten, {c['renumbered']:,} renumbered, {c['deleted']:,} deleted, "
+                   f"{c['unchanged']:,} unchanged "
+                   f"({res.rows:,} vectors now; manifest sha256 {res.manifest_sha256[:12]}, {res.seconds:.1f} s)")
+        return
     hnsw_note = "" if not res.hnsw else ", HNSW " + " ".join(
         f"{k}={res.hnsw[k]}" for k in ("max_neighbors", "ef_construction", "ef_search"))
     typer.echo(f"exported {res.rows} vectors ({res.dim}-dim, {res.distance}) from {out} to {res.store}:{res.path} "

@@ -3,27 +3,32 @@
 ``latechunk export DIR --to lancedb:PATH | qdrant:PATH | chroma:PATH`` (and :func:`export_folder`) reads the
 folder's shards one at a time, in batches of ``batch_size`` rows (the shard's parquet in record batches, its
 ``.npy`` memory-mapped), so memory stays flat in the corpus size; the assembled ``chunks.parquet`` and
-``index.faiss`` are never read. Vector id i (row i of ``chunks.parquet``) is row i of the store:
+``index.faiss`` are never read. Each row of the folder is one row of the store, under its **chunk id**
+(:func:`chunk_id`: a UUID of the model and settings, the document's id and text hash, and the chunk's spans, so
+the same chunk has the same id in every folder rebuilt from the same documents), with its vector id (row i of
+``chunks.parquet``) among its fields. ``--sync`` (``sync=True``) brings a collection exported earlier up to date
+with a rebuilt folder in place, by chunk id (:func:`export_folder`):
 
 - **LanceDB** (``lancedb.connect(PATH)``): a table with a ``vector`` column (fixed-size list of float32) and
   the fields below as columns. No ANN index is built, so a search is exact (flat); LanceDB takes the metric at
   query time: ``table.search(q).distance_type(distance)``, with ``distance`` in the table's schema metadata
   (``latechunk.distance``: ``cosine`` or ``dot``).
 - **Qdrant** (``QdrantClient(path=PATH)``, local mode, exact search): a collection of points whose id is the
-  vector id, ``Distance.COSINE`` or ``Distance.DOT``, the fields below as payload.
-- **Chroma** (``chromadb.PersistentClient(PATH)``): a collection with ids ``str(vector_id)``, the chunk text as
+  chunk id (a UUID), ``Distance.COSINE`` or ``Distance.DOT``, the fields below as payload.
+- **Chroma** (``chromadb.PersistentClient(PATH)``): a collection with the chunk ids as ids, the chunk text as
   its documents and the other fields as metadata; HNSW space ``cosine`` or ``ip``, and HNSW settings sized to the
   collection (:func:`chroma_hnsw`: Chroma's own defaults, ``max_neighbors`` 16 and ``ef_search`` 100, missed
   FAISS's top hit of the README's credit-card question on the 1,468 vectors of Chroma's corpora). Chroma refuses
   an empty list as a metadata value, so ``heading_path`` is left out of a chunk's metadata when the chunk has none.
 
-Each row carries :data:`FIELDS`: ``vector_id``, ``doc_id``, ``chunk_index``, the char span ``char_start``,
-``char_end`` (characters, half-open) and token span ``token_start``, ``token_end`` (tokens), ``heading_path``
+Each row carries :data:`FIELDS`: ``chunk_id``, ``vector_id``, ``doc_id``, ``chunk_index``, the char span
+``char_start``, ``char_end`` (characters, half-open) and token span ``token_start``, ``token_end`` (tokens), ``heading_path``
 (list of str), ``strategy`` (canonical SPEC), ``text``, the citation metadata of
 :data:`latechunk.output.SOURCE_COLUMNS` (``title``, ``title_from``, ``section``, ``header``, ``source``, ``url``,
 ``metadata``; a folder written before them exports them filled as :func:`latechunk.output.fill_source_columns`
-reads them; Chroma leaves a None value, such as a missing ``url``, out of the chunk's metadata), and
-``manifest_sha256``: the sha256 of the folder's
+reads them; Chroma leaves a None value, such as a missing ``url``, out of the chunk's metadata),
+``fields_sha256`` (the sha256 of the chunk-table fields, JSON: how ``--sync`` sees a row whose url, title or
+metadata changed) and ``manifest_sha256``: the sha256 of the folder's
 ``manifest.json`` file (its bytes), which names the exact run (model and weight hash, settings, documents) the
 row came from; ``latechunk embed --append``/``Index.add`` rewrite the manifest, so rows exported before and after
 an append carry different hashes. The collection itself records the same hash, the model, the strategy and the
@@ -39,17 +44,19 @@ exported for cosine similarity (equal to their inner product, which FAISS ranks 
 shards' float32 ones as the index holds them before quantisation (``--precision`` is the FAISS index's own): after
 ``--truncate-dim N`` their first N dimensions, renormalised as the index's (:func:`latechunk.index.query_transform`).
 
-Tests: ``tests/test_export.py``.
+Tests: ``tests/test_export.py``, ``tests/test_export_sync.py`` (chunk ids, ``--sync``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import logging
 import os
 import re
 import time
+import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,16 +68,20 @@ from latechunk.ingest.shards import check_shard_files
 from latechunk.output import CHUNK_COLUMNS, OutputFolder, metadata_value
 
 __all__ = [
+    "CHUNK_ID_NAMESPACE",
     "COLLECTION_KEYS",
     "DEFAULT_BATCH_SIZE",
     "DEFAULT_COLLECTION",
     "DEFAULT_HNSW",
     "FIELDS",
     "STORES",
+    "ID_SCHEME",
     "ExportResult",
     "chroma_hnsw",
+    "chunk_id",
     "export_folder",
     "parse_target",
+    "vectors_key",
     "to_chroma",
     "to_lancedb",
     "to_qdrant",
@@ -81,11 +92,20 @@ STORES = {"lancedb": ("lancedb", "lancedb"), "qdrant": ("qdrant_client", "qdrant
 DEFAULT_COLLECTION = "latechunk"
 DEFAULT_BATCH_SIZE = 1024
 #: the fields of every exported row, in order (Chroma keeps ``text`` as the collection's documents)
-FIELDS = ("vector_id", *CHUNK_COLUMNS, "manifest_sha256")
+FIELDS = ("chunk_id", "vector_id", *CHUNK_COLUMNS, "fields_sha256", "manifest_sha256")
 #: what the collection records about its source (LanceDB: schema metadata; Qdrant, Chroma: collection metadata)
 COLLECTION_KEYS = ("latechunk.manifest_sha256", "latechunk.model", "latechunk.model_sha256", "latechunk.strategy",
                    "latechunk.mode", "latechunk.normalize", "latechunk.distance", "latechunk.dim", "latechunk.rows",
-                   "latechunk.query_prompt", "latechunk.pooling", "latechunk.truncate_dim")
+                   "latechunk.query_prompt", "latechunk.pooling", "latechunk.truncate_dim", "latechunk.ids")
+#: the ids of exported rows (collection key ``latechunk.ids``): :func:`chunk_id`, version 1. A collection without
+#: it was exported when a row's id was its vector id, which ``--sync`` cannot follow.
+ID_SCHEME = "chunk_id/1"
+#: the uuid5 namespace of :func:`chunk_id` (fixed: changing it would change every id)
+CHUNK_ID_NAMESPACE = uuid.UUID("5b0c4a52-8d1e-4c36-9a1f-2f6e0b7d3c91")
+#: collection keys that say which vector space a collection's vectors live in: ``--sync`` refuses a collection
+#: whose values differ (while it runs, readers would see vectors of two spaces side by side)
+_SPACE_KEYS = ("latechunk.model_sha256", "latechunk.normalize", "latechunk.distance", "latechunk.dim",
+               "latechunk.query_prompt", "latechunk.pooling", "latechunk.truncate_dim")
 #: Chroma HNSW settings of an export (:func:`chroma_hnsw`): ``max_neighbors`` (HNSW's M) and ``ef_construction``
 #: fixed, ``ef_search`` the collection size clamped to [``ef_search_min``, ``ef_search_max``]
 DEFAULT_HNSW = {"max_neighbors": 32, "ef_construction": 256, "ef_search_min": 128, "ef_search_max": 1024}
@@ -108,7 +128,12 @@ class ExportResult:
         manifest_sha256: sha256 of the output folder's ``manifest.json`` (carried by every row).
         seconds: Wall seconds of the export.
         hnsw: Chroma: the collection's HNSW settings (``max_neighbors``, ``ef_construction``, ``ef_search``, and
-            any others given); ``None`` for LanceDB and Qdrant (exact search).
+            any others given); ``None`` for LanceDB and Qdrant (exact search), and after a sync.
+        sync: After ``sync=True`` (``--sync``): rows ``added`` (chunk ids new to the collection), ``rewritten``
+            (ids it held with other fields), ``renumbered`` (ids it held with another vector id: a document
+            added or removed before them; only ``vector_id`` and ``manifest_sha256`` are set), ``deleted`` (ids
+            it held that the folder does not) and ``unchanged``; ``None`` after a plain export (also a sync into a
+            collection that did not exist, which is one).
     """
 
     store: str
@@ -120,6 +145,69 @@ class ExportResult:
     manifest_sha256: str
     seconds: float
     hnsw: dict | None = None
+    sync: dict | None = None
+
+
+def vectors_key(manifest: dict, settings: Mapping | None = None) -> str:
+    """What decides an exported row's vector besides its document, as one sha256 (hex): the run's deciding
+    settings (:func:`latechunk.ingest.reuse.deciding_settings`: model weights' sha256, dtype, backend, strategy,
+    mode, macro window and overlap, pooling, prompts, normalisation, ...) and the export's ``truncate_dim``.
+
+    Args:
+        manifest: The folder's manifest.
+        settings: The run's settings; None: the manifest's ``settings`` (a folder written before they were
+            recorded there: the manifest's own model, strategy and mode keys).
+
+    Returns:
+        64 hex digits; equal for two folders whose rows of one document get the same vectors.
+    """
+    from latechunk.ingest.reuse import deciding_settings
+
+    settings = settings if settings is not None else manifest.get("settings")
+    if settings:
+        deciding = deciding_settings(dict(settings))
+    else:
+        model = {k: v for k, v in (manifest.get("model") or {}).items() if k not in ("name", "batch_tokens")}
+        deciding = {"model": model, **{k: manifest.get(k) for k in ("strategy", "mode", "normalize", "include_special",
+                                                                  "long_documents", "macro_window",
+                                                                  "macro_window_overlap")}}
+    index = manifest.get("index") if isinstance(manifest.get("index"), dict) else {}
+    text = json.dumps([deciding, index.get("truncate_dim")], sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def chunk_id(key: str, doc_id: str, doc_sha256: str, chunk_index: int, char_span: tuple[int, int],
+             token_span: tuple[int, int]) -> str:
+    """A chunk's stable id in a vector store: a UUID (RFC 4122 version 5, :data:`CHUNK_ID_NAMESPACE`) of what
+    decides its row, so the same chunk gets the same id in every folder and every export.
+
+    A late-chunked vector depends on its whole document (every token of the macro window is context), so the id
+    covers the document's text (its sha256), not only the chunk's: a chunk of an edited document is a new chunk.
+    A folder rebuilt with ``embed --reuse`` (or from scratch with the same settings) gives its unchanged
+    documents' chunks the ids they had; ``export --sync`` relies on that. Qdrant takes the UUID as a point id,
+    Chroma as its string id, LanceDB stores it in the ``chunk_id`` column.
+
+    Args:
+        key: :func:`vectors_key` of the folder (model, settings, ``truncate_dim``).
+        doc_id: The document's id.
+        doc_sha256: sha256 (hex) of the document's text as read (the shard record's ``sha256``).
+        chunk_index: The chunk's position in its document (0-based).
+        char_span: ``(char_start, char_end)``, characters, half-open.
+        token_span: ``(token_start, token_end)``, tokens, half-open.
+
+    Returns:
+        The UUID as 36 characters (``8-4-4-4-12`` hex digits).
+    """
+    name = "\x1f".join((key, doc_id, doc_sha256, str(int(chunk_index)), f"{int(char_span[0])}:{int(char_span[1])}",
+                        f"{int(token_span[0])}:{int(token_span[1])}"))
+    return str(uuid.uuid5(CHUNK_ID_NAMESPACE, name))
+
+
+def _fields_sha256(row: Mapping) -> str:
+    """sha256 of a row's chunk-table fields (:data:`CHUNK_COLUMNS`, JSON): ``--sync`` rewrites a row whose id it
+    holds when these differ (today's url, title or metadata of an unchanged document)."""
+    text = json.dumps([row[c] for c in CHUNK_COLUMNS], ensure_ascii=False, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def chroma_hnsw(rows: int, hnsw: Mapping | None = None) -> dict:
@@ -206,6 +294,26 @@ class _Shard:
     name: str
     rows: int
     start: int  # vector id of its first row
+    documents: tuple  # ((doc_id, chunks, text sha256), ...) of its record, in row order
+
+
+@dataclass
+class _Batch:
+    """Rows of the folder, in vector id order: ``vector_ids`` (n,) int64, ``x`` (n, out_dim) float32, ``rb`` the
+    pyarrow RecordBatch of :data:`CHUNK_COLUMNS`, ``chunk_ids`` and ``fields`` (:func:`_fields_sha256`) lists of
+    n str, ``rows`` the record batch as n dicts."""
+
+    vector_ids: np.ndarray
+    x: np.ndarray
+    rb: object
+    chunk_ids: list
+    fields: list
+    rows: list
+
+    def take(self, keep: list[int]) -> _Batch:
+        """The rows at these positions."""
+        return _Batch(self.vector_ids[keep], self.x[keep], self.rb.take(keep), [self.chunk_ids[i] for i in keep],
+                      [self.fields[i] for i in keep], [self.rows[i] for i in keep])
 
 
 class _Source:
@@ -245,7 +353,12 @@ class _Source:
                 continue
             rows = int(rec.get("rows", -1))
             problems.extend(self._check_readable(name, rows))
-            self.shards.append(_Shard(name, rows, start))
+            docs = tuple((str(d.get("doc_id")), int(d.get("chunks", 0)), str(d.get("sha256") or ""))
+                         for d in rec.get("documents") or [])
+            if not bad and sum(n for _, n, _ in docs) != rows:
+                problems.append(f"shards/{name}.json lists documents of {sum(n for _, n, _ in docs)} chunks but "
+                                f"{rows} rows")
+            self.shards.append(_Shard(name, rows, start, docs))
             start += max(rows, 0)
         if not problems and start != ntotal:
             problems.append(f"the shards hold {start} rows but the manifest's index holds {ntotal} vectors")
@@ -259,6 +372,9 @@ class _Source:
         # --truncate-dim (Matryoshka): the store holds the vectors as index.faiss does before quantisation
         self.truncate_dim = manifest["index"].get("truncate_dim") if isinstance(manifest["index"], dict) else None
         self.out_dim = int(self.truncate_dim) if self.truncate_dim else self.dim
+        settings = manifest.get("settings") or (self.folder.read_run().get("settings")
+                                                if self.folder.run_path.is_file() else None)
+        self.vectors_key = vectors_key(manifest, settings)
 
     def _check_readable(self, name: str, rows: int) -> list[str]:
         import pyarrow.parquet as pq
@@ -298,20 +414,46 @@ class _Source:
         values = (self.manifest_sha256, model.get("name") or "", model.get("sha256") or "", strategy,
                   self.manifest.get("mode") or "", json.dumps(self.normalize), self.distance, str(self.out_dim),
                   str(self.rows), model.get("query_prompt") or "", model.get("pooling") or "",
-                  json.dumps((self.manifest.get("index") or {}).get("truncate_dim")))
+                  json.dumps((self.manifest.get("index") or {}).get("truncate_dim")), ID_SCHEME)
         return {k: str(v) for k, v in zip(COLLECTION_KEYS, values)}
 
-    def batches(self, batch_size: int) -> Iterator[tuple[np.ndarray, np.ndarray, object]]:
-        """``(vector_ids (n,) int64, vectors (n, dim) float32, pyarrow.RecordBatch of CHUNK_COLUMNS)``, in vector
-        id order, one shard at a time, at most ``batch_size`` rows each."""
+    def batches(self, batch_size: int) -> Iterator[_Batch]:
+        """The folder's rows as :class:`_Batch` es, in vector id order, one shard at a time, at most
+        ``batch_size`` rows each. Every row gets its :func:`chunk_id`; an id seen before in this folder (the same
+        document under one id twice, added by ``Index.add``) is made unique by its occurrence number.
+
+        Raises:
+            ValueError: if a shard's rows are not the documents its record lists, in order (a damaged folder).
+        """
+        seen: set[str] = set()
         for shard in self.shards:
             vectors = self.folder.read_shard_vectors(shard.name)  # memory map
+            doc_of_row = [d for d in shard.documents for _ in range(d[1])]
             offset = 0
             for rb in self.folder.iter_chunk_batches(self.folder.shards_dir / f"{shard.name}.parquet",
                                                      columns=CHUNK_COLUMNS, batch_size=batch_size):
                 n = rb.num_rows
-                ids = np.arange(shard.start + offset, shard.start + offset + n, dtype=np.int64)
-                yield ids, self._transform(vectors[offset:offset + n]), rb
+                rows = rb.to_pylist()
+                ids = []
+                for r, row in enumerate(rows):
+                    doc_id, _, sha = doc_of_row[offset + r]
+                    if row["doc_id"] != doc_id:
+                        raise ValueError(f"{self.folder.path}: shards/{shard.name} row {offset + r} belongs to "
+                                         f"{row['doc_id']!r} but its record lists {doc_id!r} there (run `latechunk "
+                                         f"verify {self.folder.path}`)")
+                    if not sha:  # a record without the text's hash: the chunk's own text stands in
+                        sha = "chunk:" + hashlib.sha256(row["text"].encode()).hexdigest()
+                    cid = base = chunk_id(self.vectors_key, doc_id, sha, row["chunk_index"],
+                                          (row["char_start"], row["char_end"]), (row["token_start"], row["token_end"]))
+                    k = 1
+                    while cid in seen:
+                        k += 1
+                        cid = str(uuid.uuid5(CHUNK_ID_NAMESPACE, f"{base}#{k}"))
+                    seen.add(cid)
+                    ids.append(cid)
+                vids = np.arange(shard.start + offset, shard.start + offset + n, dtype=np.int64)
+                yield _Batch(vids, self._transform(vectors[offset:offset + n]), rb, ids,
+                             [_fields_sha256(row) for row in rows], rows)
                 offset += n
 
 
@@ -328,26 +470,37 @@ def _refuse(store: str, collection: str, path: Path, n: int, what: str, metadata
         want = None
     if want is not None and n < want:
         return ValueError(f"{store} {kind} {collection!r} in {path} is incomplete: it holds {n} of the {want} {what} "
-                          "its export recorded (an export that was killed part way); pass --overwrite "
-                          "(overwrite=True) to export it again, or choose another --collection")
-    return ValueError(f"{store} {kind} {collection!r} in {path} already holds {n} {what}; pass --overwrite "
-                      "(overwrite=True) to replace it, or choose another --collection")
+                          "its export recorded (an export or sync that was killed part way); pass --sync "
+                          "(sync=True) to finish it" + (", " if store != "lancedb" else " (qdrant, chroma), ")
+                          + "--overwrite (overwrite=True) to export it again, or choose another --collection")
+    return ValueError(f"{store} {kind} {collection!r} in {path} already holds {n} {what}; pass "
+                      + ("" if store == "lancedb" else "--sync (sync=True) to bring it up to date with this folder, ")
+                      + "--overwrite (overwrite=True) to replace it, or choose another --collection")
 
 
 @dataclass
 class _Writer:
-    """One store's collection, made: ``write(ids, vectors, record_batch)`` adds a batch, ``drop()`` removes the
-    collection (after a failure), ``close()`` releases what the export opened."""
+    """One store's collection, made: ``write(batch)`` adds a :class:`_Batch`, ``drop()`` removes the collection
+    (after a failure), ``close()`` releases what the export opened."""
 
-    write: Callable[[np.ndarray, np.ndarray, object], None]
+    write: Callable[[_Batch], None]
     drop: Callable[[], None]
     close: Callable[[], None] = lambda: None
 
 
-def _lancedb(source: _Source, path: Path, client, collection: str, overwrite: bool, hnsw: dict) -> _Writer:
+def _lancedb_schema(source: _Source):
     import pyarrow as pa
 
     from latechunk.output import chunk_schema
+
+    return pa.schema([pa.field("chunk_id", pa.string()), pa.field("vector_id", pa.int64()),
+                      pa.field("vector", pa.list_(pa.float32(), source.out_dim)), *chunk_schema(),
+                      pa.field("fields_sha256", pa.string()), pa.field("manifest_sha256", pa.string())],
+                     metadata=source.metadata())
+
+
+def _lancedb(source: _Source, path: Path, client, collection: str, overwrite: bool, hnsw: dict) -> _Writer:
+    import pyarrow as pa
 
     lancedb = _client_module("lancedb")
     db = client if client is not None else lancedb.connect(str(path))
@@ -357,39 +510,56 @@ def _lancedb(source: _Source, path: Path, client, collection: str, overwrite: bo
         if n and not overwrite:
             raise _refuse("lancedb", collection, path, n, "rows", existing.schema.metadata)
         db.drop_table(collection)
-    schema = pa.schema([pa.field("vector_id", pa.int64()), pa.field("vector", pa.list_(pa.float32(), source.out_dim)),
-                        *chunk_schema(), pa.field("manifest_sha256", pa.string())], metadata=source.metadata())
+    schema = _lancedb_schema(source)
     table = db.create_table(collection, schema=schema)
 
-    def write(ids: np.ndarray, x: np.ndarray, rb) -> None:
-        cols = {"vector_id": pa.array(ids),
-                "vector": pa.FixedSizeListArray.from_arrays(pa.array(x.ravel()), source.out_dim),
-                **{c: rb.column(c) for c in CHUNK_COLUMNS},
-                "manifest_sha256": pa.array([source.manifest_sha256] * len(ids), pa.string())}
+    def write(b: _Batch) -> None:
+        n = len(b.chunk_ids)
+        cols = {"chunk_id": pa.array(b.chunk_ids, pa.string()), "vector_id": pa.array(b.vector_ids),
+                "vector": pa.FixedSizeListArray.from_arrays(pa.array(b.x.ravel()), source.out_dim),
+                **{c: b.rb.column(c) for c in CHUNK_COLUMNS},
+                "fields_sha256": pa.array(b.fields, pa.string()),
+                "manifest_sha256": pa.array([source.manifest_sha256] * n, pa.string())}
         table.add(pa.Table.from_pydict(cols, schema=schema))
 
     return _Writer(write, lambda: db.drop_table(collection, ignore_missing=True))
 
 
+def _open_qdrant(path: Path, client):
+    """``(client, close)``: ``client`` or a local QdrantClient of ``path`` (closed by ``close``)."""
+    from qdrant_client import QdrantClient
+
+    if client is not None:
+        return client, (lambda: None)
+    try:
+        qc = QdrantClient(path=str(path))
+    except RuntimeError as err:
+        if "already accessed" not in str(err):
+            raise
+        raise ValueError(
+            f"qdrant folder {path} is open in another QdrantClient (local mode allows one client per folder, "
+            "in this or another process): close that client first, or from Python pass it as "
+            "export_folder(..., client=qc)"
+        ) from err
+    return qc, qc.close
+
+
+def _qdrant_points(source: _Source, b: _Batch):
+    """A batch as Qdrant points: id the chunk id (a UUID), the row's fields as payload."""
+    from qdrant_client import models
+
+    payloads = [{"chunk_id": cid, "vector_id": vid, **{c: row[c] for c in CHUNK_COLUMNS},
+                 "metadata": metadata_value(row["metadata"]),  # an object: Qdrant filters "metadata.lang"
+                 "fields_sha256": f, "manifest_sha256": source.manifest_sha256}
+                for cid, vid, row, f in zip(b.chunk_ids, b.vector_ids.tolist(), b.rows, b.fields)]
+    return models.Batch(ids=list(b.chunk_ids), vectors=b.x.tolist(), payloads=payloads)
+
+
 def _qdrant(source: _Source, path: Path, client, collection: str, overwrite: bool, hnsw: dict) -> _Writer:
     _client_module("qdrant")
-    from qdrant_client import QdrantClient, models
+    from qdrant_client import models
 
-    own = client is None
-    if own:
-        try:
-            qc = QdrantClient(path=str(path))
-        except RuntimeError as err:
-            if "already accessed" not in str(err):
-                raise
-            raise ValueError(
-                f"qdrant folder {path} is open in another QdrantClient (local mode allows one client per folder, "
-                "in this or another process): close that client first, or from Python pass it as "
-                "export_folder(..., client=qc)"
-            ) from err
-    else:
-        qc = client
-    close = qc.close if own else (lambda: None)
+    qc, close = _open_qdrant(path, client)
     try:
         if qc.collection_exists(collection):
             n = qc.count(collection, exact=True).count
@@ -404,22 +574,49 @@ def _qdrant(source: _Source, path: Path, client, collection: str, overwrite: boo
         close()
         raise
 
-    def write(ids: np.ndarray, x: np.ndarray, rb) -> None:
-        cols = rb.to_pydict()
-        payloads = [{"vector_id": i, **{c: cols[c][r] for c in CHUNK_COLUMNS},
-                     "metadata": metadata_value(cols["metadata"][r]),  # an object: Qdrant filters "metadata.lang"
-                     "manifest_sha256": source.manifest_sha256} for r, i in enumerate(ids.tolist())]
-        qc.upsert(collection, points=models.Batch(ids=ids.tolist(), vectors=x.tolist(), payloads=payloads), wait=True)
+    def write(b: _Batch) -> None:
+        qc.upsert(collection, points=_qdrant_points(source, b), wait=True)
 
     return _Writer(write, lambda: qc.delete_collection(collection), close)
 
 
-def _chroma(source: _Source, path: Path, client, collection: str, overwrite: bool, hnsw: dict) -> _Writer:
+def _chroma_records(source: _Source, b: _Batch) -> list[dict]:
+    """A batch's Chroma metadata dicts (every field but ``text``, which is the record's document)."""
+    metadatas = []
+    for cid, vid, row, f in zip(b.chunk_ids, b.vector_ids.tolist(), b.rows, b.fields):
+        m = {"chunk_id": cid, "vector_id": vid, **{c: row[c] for c in CHUNK_COLUMNS if c != "text"},
+             "fields_sha256": f, "manifest_sha256": source.manifest_sha256}
+        if not m["heading_path"]:  # Chroma refuses an empty list as a metadata value
+            del m["heading_path"]
+        # Chroma metadata is flat: each scalar field of the record's metadata also as "metadata.FIELD", which a
+        # where filter can name (the JSON text keeps every field, lists and objects included)
+        for key, v in (metadata_value(m.get("metadata")) or {}).items():
+            # Chroma's metadata values: str, bool, float and 64-bit int (a larger int stays in the JSON text)
+            if isinstance(v, (str, float, bool)) or (isinstance(v, int) and -2**63 <= v < 2**63):
+                m[f"metadata.{key}"] = v
+        metadatas.append({key: v for key, v in m.items() if v is not None})  # ... and None (no url)
+    return metadatas
+
+
+def _open_chroma(path: Path, client):
     chromadb = _client_module("chroma")
     from chromadb.config import Settings
 
-    cc = client if client is not None else chromadb.PersistentClient(str(path),
-                                                                     settings=Settings(anonymized_telemetry=False))
+    return client if client is not None else chromadb.PersistentClient(str(path),
+                                                                        settings=Settings(anonymized_telemetry=False))
+
+
+def _chroma_add(cc, col, source: _Source, b: _Batch) -> None:
+    metadatas = _chroma_records(source, b)
+    texts = [row["text"] for row in b.rows]
+    step = cc.get_max_batch_size()
+    for a in range(0, len(b.chunk_ids), step):  # Chroma caps one add at get_max_batch_size() records
+        col.add(ids=b.chunk_ids[a:a + step], embeddings=b.x[a:a + step], documents=texts[a:a + step],
+                metadatas=metadatas[a:a + step])
+
+
+def _chroma(source: _Source, path: Path, client, collection: str, overwrite: bool, hnsw: dict) -> _Writer:
+    cc = _open_chroma(path, client)
     if collection in {c if isinstance(c, str) else c.name for c in cc.list_collections()}:
         existing = cc.get_collection(collection)
         n = existing.count()
@@ -429,36 +626,173 @@ def _chroma(source: _Source, path: Path, client, collection: str, overwrite: boo
     space = "cosine" if source.distance == "cosine" else "ip"
     col = cc.create_collection(collection, configuration={"hnsw": {**hnsw, "space": space}},
                                metadata=source.metadata(), embedding_function=None)
-    meta_cols = [c for c in CHUNK_COLUMNS if c != "text"]
-    max_batch = cc.get_max_batch_size()
-
-    def write(ids: np.ndarray, x: np.ndarray, rb) -> None:
-        cols = rb.to_pydict()
-        metadatas = []
-        for r, i in enumerate(ids.tolist()):
-            m = {"vector_id": i, **{c: cols[c][r] for c in meta_cols}, "manifest_sha256": source.manifest_sha256}
-            if not m["heading_path"]:  # Chroma refuses an empty list as a metadata value
-                del m["heading_path"]
-            # Chroma metadata is flat: each scalar field of the record's metadata also as "metadata.FIELD", which
-            # a where filter can name (the JSON text keeps every field, lists and objects included)
-            for key, v in (metadata_value(m.get("metadata")) or {}).items():
-                # Chroma's metadata values: str, bool, float and 64-bit int (a larger int stays in the JSON text)
-                if isinstance(v, (str, float, bool)) or (isinstance(v, int) and -2**63 <= v < 2**63):
-                    m[f"metadata.{key}"] = v
-            metadatas.append({key: v for key, v in m.items() if v is not None})  # ... and None (no url)
-        for a in range(0, len(ids), max_batch):  # Chroma caps one add at get_max_batch_size() records
-            col.add(ids=[str(i) for i in ids[a:a + max_batch].tolist()], embeddings=x[a:a + max_batch],
-                    documents=cols["text"][a:a + max_batch], metadatas=metadatas[a:a + max_batch])
-
-    return _Writer(write, lambda: cc.delete_collection(collection))
+    return _Writer(lambda b: _chroma_add(cc, col, source, b), lambda: cc.delete_collection(collection))
 
 
 _WRITERS = {"lancedb": _lancedb, "qdrant": _qdrant, "chroma": _chroma}
 
 
+# ---------------------------------------------------------------------------------------------------- --sync
+@dataclass
+class _SyncTarget:
+    """An existing collection that ``--sync`` brings up to date: ``metadata`` (str keys), ``held()`` yields
+    ``(chunk id, vector_id, fields_sha256)`` of every row it holds, ``write(batch, held)`` writes rows whole (those
+    whose ids are in ``held`` replace the rows of those ids), ``renumber(ids, vector_ids, manifest_sha256)`` sets
+    those two fields of rows it holds (payload only: the vectors stay), ``delete(ids)``, ``set_metadata(meta)``,
+    ``close()``."""
+
+    metadata: dict
+    held: Callable[[], Iterator[tuple[str, object, object]]]
+    write: Callable[[_Batch, set], None]
+    renumber: Callable[[list, list, str], None]
+    delete: Callable[[list], None]
+    set_metadata: Callable[[dict], None]
+    close: Callable[[], None]
+
+
+def _qdrant_target(source: _Source, path: Path, client, collection: str, page: int) -> _SyncTarget | None:
+    _client_module("qdrant")
+    from qdrant_client import models
+
+    qc, close = _open_qdrant(path, client)
+    if not qc.collection_exists(collection):
+        close()
+        return None
+    meta = getattr(qc.get_collection(collection).config, "metadata", None) or {}
+
+    def held():
+        offset = None
+        while True:
+            points, offset = qc.scroll(collection, limit=page, offset=offset, with_payload=["vector_id",
+                                       "fields_sha256"], with_vectors=False)
+            for p in points:
+                yield str(p.id), (p.payload or {}).get("vector_id"), (p.payload or {}).get("fields_sha256")
+            if offset is None:
+                return
+
+    def write(b: _Batch, _held: set) -> None:
+        qc.upsert(collection, points=_qdrant_points(source, b), wait=True)  # a point of that id is replaced whole
+
+    def renumber(ids: list, vector_ids: list, manifest_sha256: str) -> None:
+        qc.batch_update_points(collection, update_operations=[models.SetPayloadOperation(
+            set_payload=models.SetPayload(payload={"vector_id": v, "manifest_sha256": manifest_sha256}, points=[i]))
+            for i, v in zip(ids, vector_ids)], wait=True)
+
+    def delete(ids: list) -> None:
+        qc.delete(collection, points_selector=models.PointIdsList(points=list(ids)), wait=True)
+
+    return _SyncTarget({str(k): v for k, v in meta.items()}, held, write, renumber, delete,
+                       lambda m: qc.update_collection(collection, metadata=m), close)
+
+
+def _chroma_target(source: _Source, path: Path, client, collection: str, page: int) -> _SyncTarget | None:
+    cc = _open_chroma(path, client)
+    if collection not in {c if isinstance(c, str) else c.name for c in cc.list_collections()}:
+        return None
+    col = cc.get_collection(collection, embedding_function=None)
+
+    def held():
+        offset = 0
+        while True:
+            got = col.get(include=["metadatas"], limit=page, offset=offset)
+            for cid, m in zip(got["ids"], got["metadatas"]):
+                yield cid, (m or {}).get("vector_id"), (m or {}).get("fields_sha256")
+            if len(got["ids"]) < page:
+                return
+            offset += len(got["ids"])
+
+    def write(b: _Batch, held_ids: set) -> None:
+        old = [cid for cid in b.chunk_ids if cid in held_ids]
+        if old:  # Chroma's upsert merges metadata (a key the new row lacks would stay): replace the row whole
+            delete(old)
+        _chroma_add(cc, col, source, b)
+
+    def renumber(ids: list, vector_ids: list, manifest_sha256: str) -> None:
+        step = cc.get_max_batch_size()
+        for a in range(0, len(ids), step):  # update merges these keys into each record's metadata
+            col.update(ids=list(ids[a:a + step]), metadatas=[{"vector_id": v, "manifest_sha256": manifest_sha256}
+                                                             for v in vector_ids[a:a + step]])
+
+    def delete(ids: list) -> None:
+        step = cc.get_max_batch_size()
+        for a in range(0, len(ids), step):
+            col.delete(ids=list(ids[a:a + step]))
+
+    return _SyncTarget(dict(col.metadata or {}), held, write, renumber, delete, lambda m: col.modify(metadata=m),
+                       lambda: None)
+
+
+_SYNC_TARGETS = {"qdrant": _qdrant_target, "chroma": _chroma_target}
+
+
+def _sync(source: _Source, store: str, path: Path, client, collection: str, settings, progress: bool,
+          batch_size: int) -> tuple[dict | None, bool]:
+    """Bring an existing collection up to date with ``source`` (:func:`export_folder`'s ``sync=True``, under its
+    lock); a collection that does not exist yet is exported plainly. Returns the counts of
+    :attr:`ExportResult.sync` (None: the collection was made) and whether the collection was made."""
+    from tqdm.auto import tqdm
+
+    target = _SYNC_TARGETS[store](source, path, client, collection, batch_size)
+    if target is None:
+        _write(source, store, path, client, collection, False, settings, progress, batch_size)
+        return None, True
+    kind = "collection"
+    try:
+        meta = target.metadata
+        if meta.get("latechunk.ids") != ID_SCHEME:
+            raise ValueError(
+                f"{store} {kind} {collection!r} in {path} was not exported with chunk ids"
+                + (f" ({meta['latechunk.ids']})" if meta.get("latechunk.ids") else
+                   " (an export of an earlier latechunk: its row ids are vector ids, which name other chunks in "
+                   "another folder)")
+                + ", so --sync cannot tell its rows apart: export it once with --overwrite (or into a new "
+                "--collection), then --sync keeps it up to date")
+        ours = source.metadata()
+        differ = [f"{k.removeprefix('latechunk.')} {meta.get(k)!r} there, {ours[k]!r} here" for k in _SPACE_KEYS
+                  if str(meta.get(k)) != ours[k]]
+        if differ:
+            raise ValueError(f"{store} {kind} {collection!r} in {path} holds vectors of another vector space ("
+                             + "; ".join(differ) + "): a sync would leave both side by side while it runs; "
+                             "export into a new --collection (or --overwrite) instead")
+        held = {cid: (vid, f) for cid, vid, f in target.held()}
+        counts = {"added": 0, "rewritten": 0, "renumbered": 0, "deleted": 0, "unchanged": 0}
+        seen: set[str] = set()
+        with tqdm(total=source.rows, unit="vec", desc=f"sync {store}", disable=not progress) as bar:
+            for b in source.batches(batch_size):
+                keep, moved = [], []
+                for i, cid in enumerate(b.chunk_ids):
+                    seen.add(cid)
+                    h = held.get(cid)
+                    if h is None:
+                        counts["added"] += 1
+                        keep.append(i)
+                    elif h[1] != b.fields[i]:
+                        counts["rewritten"] += 1
+                        keep.append(i)
+                    elif h[0] != int(b.vector_ids[i]):  # the same row at another place in the folder
+                        counts["renumbered"] += 1
+                        moved.append(i)
+                    else:
+                        counts["unchanged"] += 1
+                if keep:
+                    target.write(b.take(keep), held.keys())
+                if moved:
+                    target.renumber([b.chunk_ids[i] for i in moved], [int(b.vector_ids[i]) for i in moved],
+                                    source.manifest_sha256)
+                bar.update(len(b.chunk_ids))
+        stale = [cid for cid in held if cid not in seen]
+        for a in range(0, len(stale), batch_size):  # last: a chunk that is in both is never missing meanwhile
+            target.delete(stale[a:a + batch_size])
+        counts["deleted"] = len(stale)
+        target.set_metadata(source.metadata())
+    finally:
+        target.close()
+    return counts, False
+
+
 def export_folder(folder: str | os.PathLike, target: str, *, collection: str = DEFAULT_COLLECTION,
                   batch_size: int = DEFAULT_BATCH_SIZE, overwrite: bool = False, progress: bool = False,
-                  client=None, hnsw: Mapping | None = None) -> ExportResult:
+                  client=None, hnsw: Mapping | None = None, sync: bool = False) -> ExportResult:
     """Export an ``embed`` output folder to a vector store, streaming its shards (``latechunk export``).
 
     Everything is checked before the store is touched: the folder is complete (its manifest, and each shard's
@@ -485,13 +819,26 @@ def export_folder(folder: str | os.PathLike, target: str, *, collection: str = D
             approximate; over inner product with unnormalised vectors it can miss a vector even with a large
             ``ef_search``, and ``max_neighbors`` of at least half the collection size makes it exhaustive on a
             small collection. None: the sized defaults.
+        sync: Bring an existing collection up to date with the folder instead of refusing it (``--sync``;
+            Qdrant and Chroma): rows are matched by :func:`chunk_id`; a chunk the collection lacks is added, one
+            it holds with other fields (:data:`CHUNK_COLUMNS`, by ``fields_sha256``) is rewritten whole, one it
+            holds under another vector id gets the new ``vector_id`` and ``manifest_sha256`` (payload only; its
+            vector stays), one the folder lacks is deleted (after the writes, so a chunk in both is never missing
+            meanwhile), the rest is not touched (its ``manifest_sha256`` stays the one of the export that wrote
+            it); then the collection's record is the folder's. Readers keep searching meanwhile. A sync that is killed leaves
+            the collection between the two folders, and running it again finishes it (it also finishes a killed
+            export). A collection that does not exist is exported plainly. Refused: a collection exported
+            before chunk ids, one whose vectors are of another space (:data:`_SPACE_KEYS`: model weights,
+            normalisation, distance, dimension, query prompt, pooling, ``truncate_dim``), ``overwrite`` or
+            ``hnsw`` with it, and LanceDB.
 
     Returns:
         The :class:`ExportResult`.
 
     Raises:
         ValueError: on an unknown store or bad target, a bad collection name, ``batch_size`` or ``hnsw`` value, an
-            incomplete or damaged folder, a non-empty collection without ``overwrite``, a store folder that holds
+            incomplete or damaged folder, a non-empty collection without ``overwrite`` or ``sync``, a refused
+            ``sync`` (above), a store folder that holds
             another store's files or a latechunk output folder, or a local Qdrant folder that another client
             holds open (each message names the value).
         ImportError: if the store's client is not installed (the message names the extra:
@@ -508,6 +855,16 @@ def export_folder(folder: str | os.PathLike, target: str, *, collection: str = D
     if hnsw is not None and store != "chroma":
         raise ValueError(f"hnsw settings are for chroma's index only, not {store} (LanceDB searches exactly "
                          "without an index; Qdrant's local mode is exact)")
+    if sync and overwrite:
+        raise ValueError("--sync and --overwrite exclude each other: --sync updates the collection in place, "
+                         "--overwrite replaces it")
+    if sync and store not in _SYNC_TARGETS:
+        raise ValueError("--sync (sync=True) is for qdrant and chroma: a LanceDB table keeps its record (manifest "
+                         "hash, rows) in its schema, which lancedb cannot change in place; export into a new table "
+                         "(--collection NAME_DATE) and point readers at it, or --overwrite")
+    if sync and hnsw is not None:
+        raise ValueError("hnsw settings are set when a collection is made; --sync keeps the collection's (change "
+                         "ef_search with collection.modify(configuration={'hnsw': {'ef_search': N}}))")
     source = _Source(folder)
     settings = chroma_hnsw(source.rows, hnsw) if store == "chroma" else None
     _client_module(store)  # a missing extra fails before the store's folder is made
@@ -519,10 +876,14 @@ def export_folder(folder: str | os.PathLike, target: str, *, collection: str = D
     with contextlib.ExitStack() as stack:
         if client is None:  # two exports into one store folder: the second waits (two clients crashed both)
             stack.enter_context(_store_lock(path, store))
-        _write(source, store, path, client, collection, overwrite, settings, progress, batch_size)
+        counts, made = None, True
+        if sync:
+            counts, made = _sync(source, store, path, client, collection, settings, progress, batch_size)
+        else:
+            _write(source, store, path, client, collection, overwrite, settings, progress, batch_size)
     return ExportResult(store=store, path=path, collection=collection, rows=source.rows, dim=source.out_dim,
                         distance=source.distance, manifest_sha256=source.manifest_sha256,
-                        seconds=time.perf_counter() - t0, hnsw=settings)
+                        seconds=time.perf_counter() - t0, hnsw=settings if made else None, sync=counts)
 
 
 def _store_kinds(path: Path) -> list[tuple[str, str]]:
@@ -620,9 +981,9 @@ def _write(source, store: str, path: Path, client, collection: str, overwrite: b
     writer = _WRITERS[store](source, path, client, collection, overwrite, settings or {})  # refuses a non-empty one
     try:
         with tqdm(total=source.rows, unit="vec", desc=f"export {store}", disable=not progress) as bar:
-            for ids, x, rb in source.batches(batch_size):
-                writer.write(ids, x, rb)
-                bar.update(len(ids))
+            for b in source.batches(batch_size):
+                writer.write(b)
+                bar.update(len(b.chunk_ids))
     except BaseException:
         with contextlib.suppress(Exception):  # the original error is the one to report
             writer.drop()  # an export that fails part way leaves no half-filled collection

@@ -53,7 +53,7 @@ def main(folder: str, settings: list) -> None:
                               f"xq = np.load({str(work / 'xq.npy')!r}, allow_pickle=False)\n"
                               "t = time.perf_counter(); r = c.query(query_embeddings=xq, n_results=5)\n"
                               "print(1000 * (time.perf_counter() - t) / len(xq))\n"
-                              "print(json.dumps([[int(x) for x in ids] for ids in r['ids']]))\n"
+                              "print(json.dumps([[m['vector_id'] for m in ms] for ms in r['metadatas']]))\n"
                               "print(json.dumps(c.configuration_json.get('hnsw')))")
         out = subprocess.run([sys.executable, "-c", query], check=True, capture_output=True,
                              text=True).stdout.strip().splitlines()

@@ -122,10 +122,11 @@ def _search_qdrant(path: Path, collection: str, xq: np.ndarray, k: int):
 
     qc = QdrantClient(path=str(path))  # local mode: exact search
     try:
-        return [[(p.id, p.score, p.payload) for p in qc.query_points(collection, query=q.tolist(), limit=k,
-                                                                      with_payload=True).points] for q in xq]
+        points = [qc.query_points(collection, query=q.tolist(), limit=k, with_payload=True).points for q in xq]
     finally:
         qc.close()
+    assert all(str(p.id) == p.payload["chunk_id"] for ps in points for p in ps)  # the point id is the chunk id
+    return [[(p.payload["vector_id"], p.score, p.payload) for p in ps] for ps in points]
 
 
 def _search_chroma(client, collection: str, xq: np.ndarray, k: int):
@@ -137,8 +138,9 @@ def _search_chroma(client, collection: str, xq: np.ndarray, k: int):
     col.modify(configuration={"hnsw": {"ef_search": n}})
     r = col.query(query_embeddings=xq, n_results=n, include=["distances", "metadatas", "documents"])
     assert all(len(ids) == n for ids in r["ids"]), "Chroma's HNSW did not reach every vector"
-    return [[(int(i), 1.0 - d, {**m, "text": doc}) for i, d, m, doc in zip(ids[:k], ds[:k], ms[:k], docs[:k])]
-            for ids, ds, ms, docs in zip(r["ids"], r["distances"], r["metadatas"], r["documents"])]
+    assert all(i == m["chunk_id"] for ids, ms in zip(r["ids"], r["metadatas"]) for i, m in zip(ids, ms))
+    return [[(m["vector_id"], 1.0 - d, {**m, "text": doc}) for d, m, doc in zip(ds[:k], ms[:k], docs[:k])]
+            for ds, ms, docs in zip(r["distances"], r["metadatas"], r["documents"])]
 
 
 def _assert_same_top_k(hits, index, xq: np.ndarray, k: int = K) -> int:
@@ -212,19 +214,25 @@ def test_store_top5_equals_faiss_flat_and_records_round_trip(store, exported, ch
 
 @needs_data
 def test_every_row_is_its_vector_id_with_its_record(exported, chroma_client, truth):
-    """All rows, not only hits: each store holds vector id i with row i's record and vector (ids 0..n-1, none
-    missing), heading paths both empty and not, and the collection's record of its source."""
+    """All rows, not only hits: each store holds one row per vector id 0..n-1 (none missing) with row i's record and
+    vector, under its chunk id (one id per row, the same id in every store: a UUID), heading paths both empty and
+    not, and the collection's record of its source."""
+    import uuid
+
     index, rows = truth
     with_path = [i for i, r in enumerate(rows) if r["heading_path"]]
     assert with_path and len(with_path) < len(rows)  # both kinds: ("Rivers", "Deltas") and none
     col = chroma_client.get_collection(exported["chroma"][1].collection)
-    got = col.get(ids=[str(i) for i in range(len(rows))], include=["metadatas", "embeddings"])
-    assert sorted(map(int, got["ids"])) == list(range(len(rows)))
-    by_id = {int(i): (m, e) for i, m, e in zip(got["ids"], got["metadatas"], got["embeddings"])}
+    got = col.get(include=["metadatas", "embeddings"])
+    assert sorted(m["vector_id"] for m in got["metadatas"]) == list(range(len(rows)))
+    assert got["ids"] == [m["chunk_id"] for m in got["metadatas"]] and len(set(got["ids"])) == len(rows)
+    assert all(uuid.UUID(i).version == 5 for i in got["ids"])
+    chroma_ids = {m["vector_id"]: i for i, m in zip(got["ids"], got["metadatas"])}
+    by_id = {m["vector_id"]: (m, e) for m, e in zip(got["metadatas"], got["embeddings"])}
     xb = index.reconstruct_n(0, index.ntotal)
     for i, r in enumerate(rows):
         m, e = by_id[i]
-        assert m["vector_id"] == i and m["doc_id"] == r["doc_id"] and m["chunk_index"] == r["chunk_index"]
+        assert m["doc_id"] == r["doc_id"] and m["chunk_index"] == r["chunk_index"]
         assert m.get("heading_path", []) == r["heading_path"]
         np.testing.assert_allclose(e, xb[i], atol=1e-6)
     import lancedb
@@ -233,11 +241,13 @@ def test_every_row_is_its_vector_id_with_its_record(exported, chroma_client, tru
     table = lancedb.connect(str(path)).open_table(res.collection)
     t = table.to_arrow().sort_by("vector_id")
     assert t.column("vector_id").to_pylist() == list(range(len(rows)))
+    assert t.column("chunk_id").to_pylist() == [chroma_ids[i] for i in range(len(rows))]  # one id in every store
     assert t.column("heading_path").to_pylist() == [r["heading_path"] for r in rows]
     np.testing.assert_array_equal(np.stack(t.column("vector").to_numpy(zero_copy_only=False)), xb)
     meta = {k.decode(): v.decode() for k, v in table.schema.metadata.items()}
     assert set(COLLECTION_KEYS) <= set(meta) and meta["latechunk.rows"] == str(len(rows))
     assert meta["latechunk.model"] == "all-MiniLM-L6-v2" and meta["latechunk.distance"] == "cosine"
+    assert meta["latechunk.ids"] == "chunk_id/1"
     assert [f for f in t.column_names if f != "vector"] == list(FIELDS)
     from qdrant_client import QdrantClient
 
@@ -248,11 +258,13 @@ def test_every_row_is_its_vector_id_with_its_record(exported, chroma_client, tru
         assert qc.get_collection(res.collection).config.metadata == meta
     finally:
         qc.close()
-    assert sorted(p.id for p in points) == list(range(len(rows)))
+    assert sorted(p.payload["vector_id"] for p in points) == list(range(len(rows)))
     for p in points:
-        assert list(p.payload) == list(FIELDS)
-        assert {k: p.payload[k] for k in FIELDS if k not in ("vector_id", "manifest_sha256")} == rows[p.id]
-        np.testing.assert_allclose(p.vector, xb[p.id] / np.linalg.norm(xb[p.id]), atol=1e-6)  # cosine: stored unit
+        vid = p.payload["vector_id"]
+        assert list(p.payload) == list(FIELDS) and str(p.id) == p.payload["chunk_id"] == chroma_ids[vid]
+        skip = ("chunk_id", "vector_id", "fields_sha256", "manifest_sha256")
+        assert {k: p.payload[k] for k in FIELDS if k not in skip} == rows[vid]
+        np.testing.assert_allclose(p.vector, xb[vid] / np.linalg.norm(xb[vid]), atol=1e-6)  # cosine: stored unit
 
 
 # ---------------------------------------------------------------------------------------------------- inner product
@@ -448,21 +460,28 @@ def test_an_interrupted_export_is_refused_as_incomplete(raw_folder, tmp_path):
     for store in ("lancedb", "qdrant", "chroma"):
         export_folder(raw_folder, f"{store}:{tmp_path / store}")
     lancedb.connect(str(tmp_path / "lancedb")).open_table("latechunk").delete("vector_id < 2")
+    first_two = models.Filter(must=[models.FieldCondition(key="vector_id", range=models.Range(lt=2))])
     qc = QdrantClient(path=str(tmp_path / "qdrant"))
     try:
-        qc.delete("latechunk", points_selector=models.PointIdsList(points=[0, 1]))
+        qc.delete("latechunk", points_selector=models.FilterSelector(filter=first_two))
     finally:
         qc.close()
     from chromadb.config import Settings
 
-    chromadb.PersistentClient(str(tmp_path / "chroma"), settings=Settings(anonymized_telemetry=False)
-                              ).get_collection("latechunk").delete(ids=["0", "1"])
+    chroma = chromadb.PersistentClient(str(tmp_path / "chroma"), settings=Settings(anonymized_telemetry=False))
+    chroma.get_collection("latechunk").delete(where={"vector_id": {"$lt": 2}})
     import pyarrow.parquet as pq
 
     total = len(pq.read_table(raw_folder / "chunks.parquet"))
     for store, what in (("lancedb", "rows"), ("qdrant", "points"), ("chroma", "records")):
         with pytest.raises(ValueError, match=rf"is incomplete: it holds {total - 2} of the {total} {what}"):
             export_folder(raw_folder, f"{store}:{tmp_path / store}")
+    # ... and --sync finishes it: the two missing rows are added, nothing else is written
+    for store in ("qdrant", "chroma"):
+        res = export_folder(raw_folder, f"{store}:{tmp_path / store}", sync=True,
+                            client=chroma if store == "chroma" else None)
+        assert res.sync == {"added": 2, "rewritten": 0, "renumbered": 0, "deleted": 0, "unchanged": total - 2}, store
+    assert chroma.get_collection("latechunk").count() == total
 
 
 def test_a_folder_grown_by_index_add_exports_whole(raw_folder, tmp_path):

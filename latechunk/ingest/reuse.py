@@ -35,7 +35,7 @@ from latechunk.ingest.folder import diff_settings
 from latechunk.output import OutputFolder
 from latechunk.types import Boundaries, Document, Skipped
 
-__all__ = ["REUSED_REASON", "ReuseStore", "Reused", "mark_reused"]
+__all__ = ["REUSED_REASON", "ReuseStore", "Reused", "deciding_settings", "mark_reused"]
 
 #: the pipeline's "reason" for a reused document (it passes through as an item not to encode); never recorded:
 #: :func:`latechunk.ingest.stream._skipped_records` leaves reused items out
@@ -61,7 +61,12 @@ class Reused(Skipped):
     tokens: int = 0
 
 
-def _deciding(settings: dict) -> dict:
+def deciding_settings(settings: dict) -> dict:
+    """The part of a run's settings (run.json / the manifest's ``settings``) that decides a document's chunks and
+    vectors: without the index, the shard size, ``--dedup``, the inputs, the model's name (its weights' sha256
+    stays), batch size and remote-code flag, and the record fields' ``metadata`` (rows are made from the document).
+    ``--reuse`` refuses an old folder whose deciding settings differ; :func:`latechunk.export.chunk_id` hashes
+    them."""
     out = {k: v for k, v in settings.items() if k not in _NOT_DECIDING}
     out["model"] = {k: v for k, v in (settings.get("model") or {}).items() if k not in _MODEL_NOT_DECIDING}
     fields = dict(out.get("record_fields") or {})
@@ -95,7 +100,7 @@ class ReuseStore:
         if old.get("dedup") is not None:
             raise ValueError(f"--reuse {folder}: it was embedded with --dedup, so its documents lack the chunks "
                              "dropped as near-duplicates of others (which may be gone now): embed without --reuse")
-        diff = diff_settings(_deciding(old), _deciding(settings))
+        diff = diff_settings(deciding_settings(old), deciding_settings(settings))
         if diff:
             raise ValueError(f"--reuse {folder}: it was embedded with settings that give other chunks or vectors: "
                              + "; ".join(diff) + " (give the same options, or embed without --reuse)")

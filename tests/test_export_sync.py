@@ -1,0 +1,219 @@
+"""Stable chunk ids and ``latechunk export --sync`` (latechunk/export.py), with the real Qdrant and Chroma clients.
+
+The daily update of a served store: day 1's folder is exported; day 2's corpus (one document unchanged, one
+edited, one gone, one new, one whose url changed, one whose text is unchanged but that now comes after a new one)
+is embedded with ``--reuse`` and synced into the same collection. Afterwards the collection equals a fresh export
+of day 2's folder (ids, fields, vectors), unchanged chunks kept their ids and were not written, and the counts say
+what was added, rewritten and deleted.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from latechunk.cli import app
+from latechunk.export import FIELDS, chunk_id, export_folder, vectors_key
+from latechunk.ingest.files import sha256_file
+from tests.models import save_tiny_bert
+
+runner = CliRunner()
+pytestmark = pytest.mark.filterwarnings("ignore:legacy embedding function config:DeprecationWarning")
+
+TOPICS = {
+    "alpha": "Rivers carry silt to the sea and build deltas where the water slows. ",
+    "bravo": "Trains run on rails between cities and carry sleeping cars at night. ",
+    "charlie": "Bees visit apple blossoms in spring and carry pollen from tree to tree. ",
+    "delta": "Lighthouses guide ships past rocky coasts with a turning beam of light. ",
+    "echo": "Glaciers grind valleys into wide U shapes over thousands of years. ",
+}
+
+
+def _jsonl(path: Path, records: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+def _embed(src: Path, out: Path, model: Path, *extra: str) -> None:
+    res = runner.invoke(app, ["embed", str(src), "--out", str(out), "--model", str(model), "--device", "cpu", "-q",
+                              "--sentence-workers", "0", "--strategy", "fixed:size=16,overlap=4",
+                              "--dtype", "float32", *extra])
+    assert res.exit_code == 0, res.output
+
+
+@pytest.fixture(scope="module")
+def days(tmp_path_factory):
+    """Day 1 and day 2 folders (day 2 with --reuse of day 1, and a fresh day 2 without it), one tiny model."""
+    root = tmp_path_factory.mktemp("days")
+    model = save_tiny_bert(root / "model")
+    day1 = [{"id": k, "text": TOPICS[k] * (3 + i), "url": f"https://example.org/{k}"}
+            for i, k in enumerate(("alpha", "bravo", "charlie", "delta", "echo"))]
+    day2 = [dict(day1[0]),                                                            # alpha: unchanged
+            {**day1[1], "text": day1[1]["text"] + "Some trains now run on hydrogen."},  # bravo: edited
+            {"id": "aardvark", "text": TOPICS["charlie"] * 2, "url": "https://example.org/a"},  # new, in the middle
+            {**day1[3], "url": "https://example.org/delta-moved"},                    # delta: url changed
+            dict(day1[4])]                                                            # echo: unchanged, moved
+    # charlie is gone. Each day's dump has the same file name (a row's `source`): a renamed dump rewrites every row
+    (root / "in1").mkdir()
+    (root / "in2").mkdir()
+    _embed(_jsonl(root / "in1" / "corpus.jsonl", day1), root / "day1", model)
+    _embed(_jsonl(root / "in2" / "corpus.jsonl", day2), root / "day2", model, "--reuse", str(root / "day1"))
+    _embed(root / "in2" / "corpus.jsonl", root / "day2_fresh", model)
+    return root
+
+
+def _qdrant_rows(path: Path, collection: str = "latechunk") -> dict[str, tuple[dict, np.ndarray]]:
+    from qdrant_client import QdrantClient
+
+    qc = QdrantClient(path=str(path))
+    try:
+        points, _ = qc.scroll(collection, limit=10_000, with_payload=True, with_vectors=True)
+        meta = qc.get_collection(collection).config.metadata
+    finally:
+        qc.close()
+    rows = {str(p.id): (p.payload, np.asarray(p.vector, dtype=np.float32)) for p in points}
+    return rows, meta
+
+
+def _chroma_rows(client, collection: str = "latechunk"):
+    col = client.get_collection(collection)
+    got = col.get(include=["metadatas", "embeddings", "documents"])
+    rows = {i: ({**m, "text": d}, np.asarray(e, dtype=np.float32))
+            for i, m, e, d in zip(got["ids"], got["metadatas"], got["embeddings"], got["documents"])}
+    return rows, col.metadata
+
+
+@pytest.fixture
+def chroma(tmp_path):
+    import chromadb
+    from chromadb.config import Settings
+
+    return chromadb.PersistentClient(str(tmp_path / "chroma"), settings=Settings(anonymized_telemetry=False))
+
+
+def _by_doc(rows: dict) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for cid, (payload, _) in rows.items():
+        out.setdefault(payload["doc_id"], set()).add(cid)
+    return out
+
+
+@pytest.mark.parametrize("store", ["qdrant", "chroma"])
+def test_sync_brings_a_served_collection_to_the_rebuilt_folder(store, days, tmp_path, chroma):
+    """Day 1 exported, day 2 (--reuse) synced into it: the collection equals a fresh export of day 2, unchanged
+    chunks kept their ids and rows (not written: their manifest hash is day 1's), and the counts add up."""
+    target, client = (f"qdrant:{tmp_path / 'q'}", None) if store == "qdrant" else ("chroma:unused", chroma)
+    fresh_target = f"qdrant:{tmp_path / 'q2'}" if store == "qdrant" else "chroma:unused"
+    read = (lambda c="latechunk": _qdrant_rows(tmp_path / "q", c)) if store == "qdrant" else \
+        (lambda c="latechunk": _chroma_rows(chroma, c))
+    export_folder(days / "day1", target, client=client)
+    before, _ = read()
+    res = export_folder(days / "day2", target, client=client, sync=True)
+    after, meta = read()
+    export_folder(days / "day2", fresh_target, client=client, collection="fresh")
+    fresh, fresh_meta = _qdrant_rows(tmp_path / "q2", "fresh") if store == "qdrant" else read("fresh")
+
+    # the synced collection is a fresh export of day 2: the same ids, fields and vectors, and day 2's record
+    assert set(after) == set(fresh) and len(after) == res.rows
+    for cid, (payload, vec) in fresh.items():
+        got, got_vec = after[cid]
+        skip = ("manifest_sha256",)
+        assert {k: v for k, v in got.items() if k not in skip} == {k: v for k, v in payload.items() if k not in skip}
+        np.testing.assert_allclose(got_vec, vec, atol=1e-6)
+    assert meta == fresh_meta and meta["latechunk.manifest_sha256"] == sha256_file(days / "day2" / "manifest.json")
+
+    b, a = _by_doc(before), _by_doc(after)
+    assert a["alpha"] == b["alpha"]          # unchanged document, same place: same ids, rows untouched
+    assert a["delta"] == b["delta"]          # same text, url changed: same ids (the rows were rewritten)
+    assert not a["bravo"] & b["bravo"]       # edited: every chunk is a new chunk (late vectors see the whole text)
+    assert "charlie" not in a and "aardvark" in a and "aardvark" not in b
+    day1_sha = sha256_file(days / "day1" / "manifest.json")
+    assert {after[c][0]["manifest_sha256"] for c in a["alpha"]} == {day1_sha}            # not written
+    assert {after[c][0]["manifest_sha256"] for c in a["delta"]} == {meta["latechunk.manifest_sha256"]}  # written
+    assert {after[c][0]["url"] for c in a["delta"]} == {"https://example.org/delta-moved"}
+    n = {d: len(ids) for d, ids in a.items()}
+    assert res.sync == {"added": n["bravo"] + n["aardvark"], "rewritten": n["delta"],
+                        "renumbered": n["echo"], "deleted": len(b["bravo"]) + len(b["charlie"]),
+                        "unchanged": n["alpha"]}
+    # echo: the same text after another document now (its vector ids moved): only vector_id and the hash are set
+    assert {after[c][0]["manifest_sha256"] for c in a["echo"]} == {meta["latechunk.manifest_sha256"]}
+    assert sorted(after[c][0]["vector_id"] for c in a["echo"]) != sorted(before[c][0]["vector_id"] for c in b["echo"])
+
+    # a second sync has nothing to do
+    again = export_folder(days / "day2", target, client=client, sync=True)
+    assert again.sync == {"added": 0, "rewritten": 0, "renumbered": 0, "deleted": 0, "unchanged": res.rows}
+
+
+def test_chunk_ids_are_stable_across_runs_and_change_with_what_decides_a_vector(days, tmp_path):
+    """A fresh day-2 run (no --reuse) gives every chunk the id the --reuse run gave it; the id is a UUID of the
+    settings, the document's id and text, and the chunk's spans: each of them changes it."""
+    export_folder(days / "day2", f"qdrant:{tmp_path / 'a'}")
+    export_folder(days / "day2_fresh", f"qdrant:{tmp_path / 'b'}")
+    a, _ = _qdrant_rows(tmp_path / "a")
+    b, _ = _qdrant_rows(tmp_path / "b")
+    assert set(a) == set(b) and all(uuid.UUID(c).version == 5 for c in a)
+    for cid, (payload, vec) in a.items():
+        np.testing.assert_allclose(vec, b[cid][1], atol=1e-5)  # the same chunk: the same vector (batches differ)
+    manifest = json.loads((days / "day2" / "manifest.json").read_text())
+    key = vectors_key(manifest)
+    base = chunk_id(key, "alpha", "0" * 64, 0, (0, 10), (0, 3))
+    assert base == chunk_id(key, "alpha", "0" * 64, 0, (0, 10), (0, 3))
+    changed = [chunk_id("f" * 64, "alpha", "0" * 64, 0, (0, 10), (0, 3)),
+               chunk_id(key, "alphb", "0" * 64, 0, (0, 10), (0, 3)),
+               chunk_id(key, "alpha", "1" * 64, 0, (0, 10), (0, 3)),
+               chunk_id(key, "alpha", "0" * 64, 1, (0, 10), (0, 3)),
+               chunk_id(key, "alpha", "0" * 64, 0, (0, 11), (0, 3)),
+               chunk_id(key, "alpha", "0" * 64, 0, (0, 10), (0, 4))]
+    assert len({base, *changed}) == 7
+    other = dict(manifest, settings={**manifest["settings"], "macro_window": 64})
+    assert vectors_key(other) != key  # a setting that decides the vectors decides the ids
+    grown = dict(manifest, settings={**manifest["settings"], "group_tokens": 1})
+    assert vectors_key(grown) == key  # one that does not, does not
+    truncated = dict(manifest, index={**manifest["index"], "truncate_dim": 16})
+    assert vectors_key(truncated) != key  # the exported vectors are cut: other vectors, other ids
+
+
+def test_sync_refusals_name_the_problem(days, tmp_path, chroma):
+    """--sync with --overwrite, into LanceDB, over a collection of another vector space, over one exported before
+    chunk ids, or with HNSW settings: each refused before anything is written."""
+    q = f"qdrant:{tmp_path / 'q'}"
+    with pytest.raises(ValueError, match="--sync and --overwrite exclude each other"):
+        export_folder(days / "day1", q, sync=True, overwrite=True)
+    with pytest.raises(ValueError, match="--sync .* is for qdrant and chroma"):
+        export_folder(days / "day1", f"lancedb:{tmp_path / 'l'}", sync=True)
+    with pytest.raises(ValueError, match="hnsw settings are set when a collection is made"):
+        export_folder(days / "day1", "chroma:unused", client=chroma, sync=True, hnsw={"ef_search": 10})
+    # a collection that does not exist yet: a plain export
+    res = export_folder(days / "day1", q, sync=True)
+    assert res.sync is None and res.rows > 0
+    # another vector space: a folder of unnormalised vectors
+    root = tmp_path / "raw"
+    root.mkdir()
+    _embed(_jsonl(root / "d.jsonl", [{"id": "alpha", "text": TOPICS["alpha"] * 3}]), root / "out",
+           save_tiny_bert(root / "model"), "--no-normalize")
+    with pytest.raises(ValueError, match=r"another vector space \(normalize 'true' there, 'false' here; distance "):
+        export_folder(root / "out", q, sync=True)
+    # a collection of an earlier latechunk (its ids were vector ids): no latechunk.ids in its record
+    export_folder(days / "day1", "chroma:unused", client=chroma)
+    col = chroma.get_collection("latechunk")
+    col.modify(metadata={k: v for k, v in col.metadata.items() if k != "latechunk.ids"})
+    with pytest.raises(ValueError, match="not exported with chunk ids .* export it once with --overwrite"):
+        export_folder(days / "day2", "chroma:unused", client=chroma, sync=True)
+    assert chroma.get_collection("latechunk").count() == res.rows  # nothing written
+
+
+def test_cli_sync_prints_what_it_did(days, tmp_path):
+    q = f"qdrant:{tmp_path / 'q'}"
+    first = runner.invoke(app, ["export", str(days / "day1"), "--to", q, "-q"])
+    assert first.exit_code == 0, first.output
+    again = runner.invoke(app, ["export", str(days / "day1"), "--to", q, "-q"])
+    assert again.exit_code != 0 and "--sync" in again.output  # the refusal names the way to update it
+    res = runner.invoke(app, ["export", str(days / "day2"), "--to", q, "--sync", "-q"])
+    assert res.exit_code == 0, res.output
+    assert "synced qdrant:" in res.output and " added, " in res.output and " deleted, " in res.output
+    assert set(FIELDS) >= {"chunk_id", "fields_sha256"}
