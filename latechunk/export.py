@@ -122,7 +122,7 @@ class ExportResult:
         store: ``lancedb``, ``qdrant`` or ``chroma``.
         path: The store's folder.
         collection: The table (LanceDB) or collection (Qdrant, Chroma) name.
-        rows: Rows written (= vectors of the output folder; row i holds vector id i).
+        rows: Rows written (= vectors of the output folder; one row per vector, under its chunk id).
         dim: Vector dimension.
         distance: ``cosine`` (normalised vectors) or ``dot`` (inner product, ``--no-normalize``).
         manifest_sha256: sha256 of the output folder's ``manifest.json`` (carried by every row).
@@ -797,8 +797,9 @@ def export_folder(folder: str | os.PathLike, target: str, *, collection: str = D
 
     Everything is checked before the store is touched: the folder is complete (its manifest, and each shard's
     record, data file sizes, rows and vector shapes), the target and the collection name are valid and the store's
-    client is installed, and the collection is new or empty (or ``overwrite``). An export that fails part way
-    drops the collection it made. Row i of the store is vector id i (module docstring: the fields, the distance).
+    client is installed, and the collection is new or empty (or ``overwrite``, or ``sync``). An export that fails
+    part way drops the collection it made. Each row of the store is one vector under its :func:`chunk_id` (module
+    docstring: the fields, the distance).
 
     Args:
         folder: A folder written by ``latechunk embed`` (or grown by ``Index.add``).
