@@ -1365,7 +1365,7 @@ def export(
     collection: Annotated[str, typer.Option("--collection", "-c", help="Table (LanceDB) or collection name, the same rule for every store (Chroma's, the strictest): 3-512 characters of letters, digits, '.', '_', '-', starting and ending with a letter or digit.")] = "latechunk",
     batch_size: Annotated[int, typer.Option("--batch-size", help="Rows read and written per batch.")] = 1024,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace a collection of that name that already holds rows.")] = False,
-    sync: Annotated[bool, typer.Option("--sync", help="Qdrant, Chroma: bring the collection up to date with DIR in place, matching rows by chunk id: add the chunks it lacks, rewrite those whose fields or vector id changed, delete those DIR lacks, leave the rest; readers keep searching meanwhile. For a folder rebuilt with `embed --reuse`. Run it again to finish a killed sync or export.")] = False,
+    sync: Annotated[bool, typer.Option("--sync", help="Qdrant, Chroma: bring the collection up to date with DIR in place, matching rows by chunk id: add the chunks it lacks, rewrite those whose fields changed (url, title, metadata), renumber those that only moved (new vector_id/source, vectors not sent again), delete those DIR lacks (last), leave the rest. For a folder rebuilt with `embed --reuse`. Run it again to finish a killed sync or export.")] = False,
     hnsw_ef: Annotated[Optional[int], typer.Option("--hnsw-ef", min=1, help="Chroma only: HNSW ef_search, candidates per query (default: the row count, clamped to 128-1024).")] = None,
     hnsw_m: Annotated[Optional[int], typer.Option("--hnsw-m", min=1, help="Chroma only: HNSW max_neighbors, links per vector (default: 32; Chroma's own: 16).")] = None,
     hnsw_ef_construction: Annotated[Optional[int], typer.Option("--hnsw-ef-construction", min=1, help="Chroma only: HNSW ef_construction (default: 256; Chroma's own: 100).")] = None,
@@ -1382,6 +1382,7 @@ def export(
     (`latechunk.Index.load(DIR).encoder.encode_query(queries)`), cut to --truncate-dim when the run set it.
     An export that fails drops what it made; a killed one leaves a collection the next export names incomplete.
     Example: latechunk export out/chroma --to qdrant:out/qdrant --collection chroma_eval
+
     Daily update: latechunk embed CORPUS --out new --reuse old && latechunk export new --to qdrant:store --sync
     """
     from latechunk.export import export_folder

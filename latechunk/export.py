@@ -96,7 +96,8 @@ FIELDS = ("chunk_id", "vector_id", *CHUNK_COLUMNS, "fields_sha256", "manifest_sh
 #: what the collection records about its source (LanceDB: schema metadata; Qdrant, Chroma: collection metadata)
 COLLECTION_KEYS = ("latechunk.manifest_sha256", "latechunk.model", "latechunk.model_sha256", "latechunk.strategy",
                    "latechunk.mode", "latechunk.normalize", "latechunk.distance", "latechunk.dim", "latechunk.rows",
-                   "latechunk.query_prompt", "latechunk.pooling", "latechunk.truncate_dim", "latechunk.ids")
+                   "latechunk.query_prompt", "latechunk.pooling", "latechunk.truncate_dim", "latechunk.ids",
+                   "latechunk.sync")
 #: the ids of exported rows (collection key ``latechunk.ids``): :func:`chunk_id`, version 1. A collection without
 #: it was exported when a row's id was its vector id, which ``--sync`` cannot follow.
 ID_SCHEME = "chunk_id/1"
@@ -128,7 +129,8 @@ class ExportResult:
         manifest_sha256: sha256 of the output folder's ``manifest.json`` (carried by every row).
         seconds: Wall seconds of the export.
         hnsw: Chroma: the collection's HNSW settings (``max_neighbors``, ``ef_construction``, ``ef_search``, and
-            any others given); ``None`` for LanceDB and Qdrant (exact search), and after a sync.
+            any others given; after a sync, the collection's own, ``ef_search`` resized); ``None`` for LanceDB and
+            Qdrant (exact search).
         sync: After ``sync=True`` (``--sync``): rows ``added`` (chunk ids new to the collection), ``rewritten``
             (ids it held with other fields), ``renumbered`` (ids it held with another vector id: a document
             added or removed before them; only ``vector_id`` and ``manifest_sha256`` are set), ``deleted`` (ids
@@ -203,10 +205,16 @@ def chunk_id(key: str, doc_id: str, doc_sha256: str, chunk_index: int, char_span
     return str(uuid.uuid5(CHUNK_ID_NAMESPACE, name))
 
 
+#: the fields that say where a row is, not what it is: its row in the folder (``vector_id``) and its record's
+#: place in its input (``source``: a JSONL record's ``file:line``); ``--sync`` sets them on a row that only moved
+_POSITION_FIELDS = ("vector_id", "source")
+
+
 def _fields_sha256(row: Mapping) -> str:
-    """sha256 of a row's chunk-table fields (:data:`CHUNK_COLUMNS`, JSON): ``--sync`` rewrites a row whose id it
-    holds when these differ (today's url, title or metadata of an unchanged document)."""
-    text = json.dumps([row[c] for c in CHUNK_COLUMNS], ensure_ascii=False, separators=(",", ":"), default=str)
+    """sha256 of a row's chunk-table fields (:data:`CHUNK_COLUMNS` but ``source``, JSON): ``--sync`` rewrites a row
+    whose id it holds when these differ (today's url, title or metadata of an unchanged document)."""
+    text = json.dumps([row[c] for c in CHUNK_COLUMNS if c not in _POSITION_FIELDS], ensure_ascii=False,
+                      separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -406,7 +414,9 @@ class _Source:
         (``latechunk.strategy``: the manifest's strategy object, keys sorted; ``latechunk.normalize``:
         ``true``/``false``; ``latechunk.dim``, ``latechunk.rows``: integers; ``latechunk.truncate_dim``: an integer
         or ``null``): what a reader holding only the store needs to embed a query as the chunks were (prompt,
-        model, normalised, cut to ``truncate_dim`` and normalised again)."""
+        model, normalised, cut to ``truncate_dim`` and normalised again); ``latechunk.ids`` (:data:`ID_SCHEME`);
+        ``latechunk.sync``: empty, or while a ``--sync`` runs the manifest hash of its folder and its start time
+        (left so by a killed sync)."""
         model = self.manifest.get("model") or {}
         strategy = self.manifest.get("strategy")
         strategy = json.dumps(strategy, sort_keys=True, ensure_ascii=False) if isinstance(strategy, dict) \
@@ -414,7 +424,7 @@ class _Source:
         values = (self.manifest_sha256, model.get("name") or "", model.get("sha256") or "", strategy,
                   self.manifest.get("mode") or "", json.dumps(self.normalize), self.distance, str(self.out_dim),
                   str(self.rows), model.get("query_prompt") or "", model.get("pooling") or "",
-                  json.dumps((self.manifest.get("index") or {}).get("truncate_dim")), ID_SCHEME)
+                  json.dumps((self.manifest.get("index") or {}).get("truncate_dim")), ID_SCHEME, "")
         return {k: str(v) for k, v in zip(COLLECTION_KEYS, values)}
 
     def batches(self, batch_size: int) -> Iterator[_Batch]:
@@ -468,6 +478,16 @@ def _refuse(store: str, collection: str, path: Path, n: int, what: str, metadata
         want = int(meta.get("latechunk.rows", ""))
     except (TypeError, ValueError):
         want = None
+    if meta.get("latechunk.sync"):
+        return ValueError(f"{store} {kind} {collection!r} in {path} holds {n} {what} left by a --sync that did not "
+                          f"finish (from the folder whose manifest sha256 and start are {meta['latechunk.sync']}): "
+                          "run that sync again to finish it, --sync with this folder to bring it up to date with "
+                          "it, or --overwrite (overwrite=True) to replace it")
+    if meta and "latechunk.ids" not in meta and store != "lancedb":
+        return ValueError(f"{store} {kind} {collection!r} in {path} already holds {n} {what}, exported by an earlier "
+                          "latechunk (its row ids are vector ids, which --sync cannot follow): pass --overwrite "
+                          "(overwrite=True) to export it again with chunk ids (then --sync keeps it up to date), "
+                          "or choose another --collection")
     if want is not None and n < want:
         return ValueError(f"{store} {kind} {collection!r} in {path} is incomplete: it holds {n} of the {want} {what} "
                           "its export recorded (an export or sync that was killed part way); pass --sync "
@@ -636,18 +656,25 @@ _WRITERS = {"lancedb": _lancedb, "qdrant": _qdrant, "chroma": _chroma}
 @dataclass
 class _SyncTarget:
     """An existing collection that ``--sync`` brings up to date: ``metadata`` (str keys), ``held()`` yields
-    ``(chunk id, vector_id, fields_sha256)`` of every row it holds, ``write(batch, held)`` writes rows whole (those
-    whose ids are in ``held`` replace the rows of those ids), ``renumber(ids, vector_ids, manifest_sha256)`` sets
-    those two fields of rows it holds (payload only: the vectors stay), ``delete(ids)``, ``set_metadata(meta)``,
+    ``(chunk id, {"vector_id", "source", "fields_sha256", "doc_id"})`` of every row it holds, ``write(batch,
+    held)`` writes rows whole (those whose ids are in ``held`` replace the rows of those ids in place: never
+    missing meanwhile), ``renumber(ids, positions, manifest_sha256)`` sets :data:`_POSITION_FIELDS` (one dict per
+    id) and the hash on rows it holds (payload only: the vectors stay), ``delete(ids)``, ``set_metadata(meta)``
+    (the whole record), ``hnsw()`` (Chroma: the collection's HNSW settings, else None), ``set_ef_search(n)``,
     ``close()``."""
 
     metadata: dict
-    held: Callable[[], Iterator[tuple[str, object, object]]]
+    held: Callable[[], Iterator[tuple[str, dict]]]
     write: Callable[[_Batch, set], None]
     renumber: Callable[[list, list, str], None]
     delete: Callable[[list], None]
     set_metadata: Callable[[dict], None]
     close: Callable[[], None]
+    hnsw: Callable[[], dict | None] = lambda: None
+    set_ef_search: Callable[[int], None] = lambda n: None
+
+
+_HELD = ("vector_id", "source", "fields_sha256", "doc_id")
 
 
 def _qdrant_target(source: _Source, path: Path, client, collection: str, page: int) -> _SyncTarget | None:
@@ -663,26 +690,29 @@ def _qdrant_target(source: _Source, path: Path, client, collection: str, page: i
     def held():
         offset = None
         while True:
-            points, offset = qc.scroll(collection, limit=page, offset=offset, with_payload=["vector_id",
-                                       "fields_sha256"], with_vectors=False)
+            points, offset = qc.scroll(collection, limit=page, offset=offset, with_payload=list(_HELD),
+                                       with_vectors=False)
             for p in points:
-                yield str(p.id), (p.payload or {}).get("vector_id"), (p.payload or {}).get("fields_sha256")
+                yield str(p.id), {k: (p.payload or {}).get(k) for k in _HELD}
             if offset is None:
                 return
 
     def write(b: _Batch, _held: set) -> None:
         qc.upsert(collection, points=_qdrant_points(source, b), wait=True)  # a point of that id is replaced whole
 
-    def renumber(ids: list, vector_ids: list, manifest_sha256: str) -> None:
+    def renumber(ids: list, positions: list, manifest_sha256: str) -> None:
         qc.batch_update_points(collection, update_operations=[models.SetPayloadOperation(
-            set_payload=models.SetPayload(payload={"vector_id": v, "manifest_sha256": manifest_sha256}, points=[i]))
-            for i, v in zip(ids, vector_ids)], wait=True)
+            set_payload=models.SetPayload(payload={**pos, "manifest_sha256": manifest_sha256}, points=[i]))
+            for i, pos in zip(ids, positions)], wait=True)
 
     def delete(ids: list) -> None:
         qc.delete(collection, points_selector=models.PointIdsList(points=list(ids)), wait=True)
 
-    return _SyncTarget({str(k): v for k, v in meta.items()}, held, write, renumber, delete,
-                       lambda m: qc.update_collection(collection, metadata=m), close)
+    def set_metadata(m: dict) -> None:  # Qdrant merges the keys given: an old key not in ``m`` is set to None (gone)
+        old = getattr(qc.get_collection(collection).config, "metadata", None) or {}
+        qc.update_collection(collection, metadata={**{k: None for k in old if k not in m}, **m})
+
+    return _SyncTarget({str(k): v for k, v in meta.items()}, held, write, renumber, delete, set_metadata, close)
 
 
 def _chroma_target(source: _Source, path: Path, client, collection: str, page: int) -> _SyncTarget | None:
@@ -696,46 +726,61 @@ def _chroma_target(source: _Source, path: Path, client, collection: str, page: i
         while True:
             got = col.get(include=["metadatas"], limit=page, offset=offset)
             for cid, m in zip(got["ids"], got["metadatas"]):
-                yield cid, (m or {}).get("vector_id"), (m or {}).get("fields_sha256")
+                yield cid, {k: (m or {}).get(k) for k in _HELD}
             if len(got["ids"]) < page:
                 return
             offset += len(got["ids"])
 
     def write(b: _Batch, held_ids: set) -> None:
+        metadatas = _chroma_records(source, b)
         old = [cid for cid in b.chunk_ids if cid in held_ids]
-        if old:  # Chroma's upsert merges metadata (a key the new row lacks would stay): replace the row whole
-            delete(old)
-        _chroma_add(cc, col, source, b)
+        if old:  # Chroma's upsert merges metadata: a key the new row lacks (a url gone) is set to None, removing it
+            got = col.get(ids=old, include=["metadatas"])
+            keys = {cid: set(m or {}) for cid, m in zip(got["ids"], got["metadatas"])}
+            metadatas = [{**{k: None for k in keys.get(cid, ()) if k not in m}, **m}
+                         for cid, m in zip(b.chunk_ids, metadatas)]
+        texts = [row["text"] for row in b.rows]
+        step = cc.get_max_batch_size()
+        for a in range(0, len(b.chunk_ids), step):  # upsert: a row rewritten is replaced in place, never missing
+            col.upsert(ids=b.chunk_ids[a:a + step], embeddings=b.x[a:a + step], documents=texts[a:a + step],
+                       metadatas=metadatas[a:a + step])
 
-    def renumber(ids: list, vector_ids: list, manifest_sha256: str) -> None:
+    def renumber(ids: list, positions: list, manifest_sha256: str) -> None:
         step = cc.get_max_batch_size()
         for a in range(0, len(ids), step):  # update merges these keys into each record's metadata
-            col.update(ids=list(ids[a:a + step]), metadatas=[{"vector_id": v, "manifest_sha256": manifest_sha256}
-                                                             for v in vector_ids[a:a + step]])
+            col.update(ids=list(ids[a:a + step]), metadatas=[{**pos, "manifest_sha256": manifest_sha256}
+                                                             for pos in positions[a:a + step]])
 
     def delete(ids: list) -> None:
         step = cc.get_max_batch_size()
         for a in range(0, len(ids), step):
             col.delete(ids=list(ids[a:a + step]))
 
+    def hnsw() -> dict:
+        return dict((getattr(col, "configuration_json", None) or {}).get("hnsw") or {})
+
+    def set_ef_search(n: int) -> None:
+        col.modify(configuration={"hnsw": {"ef_search": int(n)}})
+
     return _SyncTarget(dict(col.metadata or {}), held, write, renumber, delete, lambda m: col.modify(metadata=m),
-                       lambda: None)
+                       lambda: None, hnsw, set_ef_search)
 
 
 _SYNC_TARGETS = {"qdrant": _qdrant_target, "chroma": _chroma_target}
 
 
 def _sync(source: _Source, store: str, path: Path, client, collection: str, settings, progress: bool,
-          batch_size: int) -> tuple[dict | None, bool]:
+          batch_size: int, hnsw: Mapping | None = None) -> tuple[dict | None, bool, dict | None]:
     """Bring an existing collection up to date with ``source`` (:func:`export_folder`'s ``sync=True``, under its
     lock); a collection that does not exist yet is exported plainly. Returns the counts of
-    :attr:`ExportResult.sync` (None: the collection was made) and whether the collection was made."""
+    :attr:`ExportResult.sync` (None: the collection was made), whether the collection was made, and Chroma's HNSW
+    settings afterwards (None for Qdrant)."""
     from tqdm.auto import tqdm
 
     target = _SYNC_TARGETS[store](source, path, client, collection, batch_size)
     if target is None:
         _write(source, store, path, client, collection, False, settings, progress, batch_size)
-        return None, True
+        return None, True, settings
     kind = "collection"
     try:
         meta = target.metadata
@@ -754,7 +799,16 @@ def _sync(source: _Source, store: str, path: Path, client, collection: str, sett
             raise ValueError(f"{store} {kind} {collection!r} in {path} holds vectors of another vector space ("
                              + "; ".join(differ) + "): a sync would leave both side by side while it runs; "
                              "export into a new --collection (or --overwrite) instead")
-        held = {cid: (vid, f) for cid, vid, f in target.held()}
+        hnsw_now = _sync_hnsw(target, store, collection, path, source.rows, hnsw)  # refuses before any write
+        held = dict(target.held())
+        ours_docs = {str(d.get("doc_id")) for d in source.manifest.get("documents") or [] if isinstance(d, dict)}
+        if held and ours_docs and not ours_docs & {h["doc_id"] for h in held.values()}:
+            raise ValueError(f"{store} {kind} {collection!r} in {path} holds {len(held)} rows of documents none of "
+                             f"which is in {source.folder.path} (another corpus?): --sync would delete them all; "
+                             "export into a new --collection, or --overwrite to replace it")
+        # while it runs (and if it is killed) the record says so: the next export names the unfinished sync
+        started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        target.set_metadata({**meta, "latechunk.sync": f"{source.manifest_sha256} {started}"})
         counts = {"added": 0, "rewritten": 0, "renumbered": 0, "deleted": 0, "unchanged": 0}
         seen: set[str] = set()
         with tqdm(total=source.rows, unit="vec", desc=f"sync {store}", disable=not progress) as bar:
@@ -766,28 +820,55 @@ def _sync(source: _Source, store: str, path: Path, client, collection: str, sett
                     if h is None:
                         counts["added"] += 1
                         keep.append(i)
-                    elif h[1] != b.fields[i]:
+                    elif h["fields_sha256"] != b.fields[i]:
                         counts["rewritten"] += 1
                         keep.append(i)
-                    elif h[0] != int(b.vector_ids[i]):  # the same row at another place in the folder
-                        counts["renumbered"] += 1
+                    elif (h["vector_id"], h["source"]) != (int(b.vector_ids[i]), b.rows[i]["source"]):
+                        counts["renumbered"] += 1  # the same row at another place in the folder or its input
                         moved.append(i)
                     else:
                         counts["unchanged"] += 1
                 if keep:
                     target.write(b.take(keep), held.keys())
                 if moved:
-                    target.renumber([b.chunk_ids[i] for i in moved], [int(b.vector_ids[i]) for i in moved],
+                    target.renumber([b.chunk_ids[i] for i in moved],
+                                    [{"vector_id": int(b.vector_ids[i]), "source": b.rows[i]["source"]} for i in moved],
                                     source.manifest_sha256)
                 bar.update(len(b.chunk_ids))
         stale = [cid for cid in held if cid not in seen]
         for a in range(0, len(stale), batch_size):  # last: a chunk that is in both is never missing meanwhile
             target.delete(stale[a:a + batch_size])
         counts["deleted"] = len(stale)
-        target.set_metadata(source.metadata())
+        target.set_metadata(source.metadata())  # latechunk.sync back to ""
+        if hnsw_now is not None:
+            hnsw_now = _sync_hnsw(target, store, collection, path, source.rows, hnsw, resize=True)
     finally:
         target.close()
-    return counts, False
+    return counts, False, hnsw_now
+
+
+def _sync_hnsw(target: _SyncTarget, store: str, collection: str, path: Path, rows: int, given: Mapping | None,
+               resize: bool = False) -> dict | None:
+    """A synced Chroma collection's HNSW settings: ``max_neighbors`` and ``ef_construction`` given must be the
+    collection's (they are fixed when it is made); with ``resize``, ``ef_search`` is set to the one given, or
+    raised to :func:`chroma_hnsw`'s size for ``rows`` when the collection has grown past it (never lowered).
+    Returns the settings (None: not Chroma)."""
+    now = target.hnsw()
+    if now is None:
+        return None
+    given = dict(given or {})
+    fixed = [f"{k} {now.get(k)} there, {given[k]} given" for k in ("max_neighbors", "ef_construction")
+             if given.get(k) is not None and given[k] != now.get(k)]
+    if fixed:
+        raise ValueError(f"{store} collection {collection!r} in {path} was made with other HNSW settings ("
+                         + "; ".join(fixed) + "): they are fixed when a collection is made, so --sync keeps them "
+                         "(leave out --hnsw-m/--hnsw-ef-construction, or export into a new --collection)")
+    if resize:
+        want = given.get("ef_search") or max(int(now.get("ef_search") or 0), chroma_hnsw(rows)["ef_search"])
+        if want != now.get("ef_search"):
+            target.set_ef_search(want)
+            now = target.hnsw()
+    return now
 
 
 def export_folder(folder: str | os.PathLike, target: str, *, collection: str = DEFAULT_COLLECTION,
@@ -863,9 +944,6 @@ def export_folder(folder: str | os.PathLike, target: str, *, collection: str = D
         raise ValueError("--sync (sync=True) is for qdrant and chroma: a LanceDB table keeps its record (manifest "
                          "hash, rows) in its schema, which lancedb cannot change in place; export into a new table "
                          "(--collection NAME_DATE) and point readers at it, or --overwrite")
-    if sync and hnsw is not None:
-        raise ValueError("hnsw settings are set when a collection is made; --sync keeps the collection's (change "
-                         "ef_search with collection.modify(configuration={'hnsw': {'ef_search': N}}))")
     source = _Source(folder)
     settings = chroma_hnsw(source.rows, hnsw) if store == "chroma" else None
     _client_module(store)  # a missing extra fails before the store's folder is made
@@ -877,14 +955,15 @@ def export_folder(folder: str | os.PathLike, target: str, *, collection: str = D
     with contextlib.ExitStack() as stack:
         if client is None:  # two exports into one store folder: the second waits (two clients crashed both)
             stack.enter_context(_store_lock(path, store))
-        counts, made = None, True
+        counts = None
         if sync:
-            counts, made = _sync(source, store, path, client, collection, settings, progress, batch_size)
+            counts, _, settings = _sync(source, store, path, client, collection, settings, progress, batch_size,
+                                        hnsw)
         else:
             _write(source, store, path, client, collection, overwrite, settings, progress, batch_size)
     return ExportResult(store=store, path=path, collection=collection, rows=source.rows, dim=source.out_dim,
                         distance=source.distance, manifest_sha256=source.manifest_sha256,
-                        seconds=time.perf_counter() - t0, hnsw=settings if made else None, sync=counts)
+                        seconds=time.perf_counter() - t0, hnsw=settings, sync=counts)
 
 
 def _store_kinds(path: Path) -> list[tuple[str, str]]:

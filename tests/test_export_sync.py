@@ -31,6 +31,7 @@ TOPICS = {
     "charlie": "Bees visit apple blossoms in spring and carry pollen from tree to tree. ",
     "delta": "Lighthouses guide ships past rocky coasts with a turning beam of light. ",
     "echo": "Glaciers grind valleys into wide U shapes over thousands of years. ",
+    "foxtrot": "Owls hunt at night and hear a mouse move under a foot of snow. ",
 }
 
 
@@ -52,13 +53,13 @@ def days(tmp_path_factory):
     root = tmp_path_factory.mktemp("days")
     model = save_tiny_bert(root / "model")
     day1 = [{"id": k, "text": TOPICS[k] * (3 + i), "url": f"https://example.org/{k}"}
-            for i, k in enumerate(("alpha", "bravo", "charlie", "delta", "echo"))]
+            for i, k in enumerate(("alpha", "bravo", "charlie", "delta", "foxtrot", "echo"))]
     day2 = [dict(day1[0]),                                                            # alpha: unchanged
-            {**day1[1], "text": day1[1]["text"] + "Some trains now run on hydrogen."},  # bravo: edited
             {"id": "aardvark", "text": TOPICS["charlie"] * 2, "url": "https://example.org/a"},  # new, in the middle
+            {**day1[1], "text": day1[1]["text"] + "Some trains now run on hydrogen."},  # bravo: edited
             {**day1[3], "url": "https://example.org/delta-moved"},                    # delta: url changed
-            dict(day1[4])]                                                            # echo: unchanged, moved
-    # charlie is gone. Each day's dump has the same file name (a row's `source`): a renamed dump rewrites every row
+            dict(day1[5])]                                                            # echo: unchanged, moved
+    # charlie and foxtrot are gone; echo moved from line 6 to line 5 of the dump (its `source`) and to other rows. Each day's dump has the same file name (a row's `source`): a renamed dump rewrites every row
     (root / "in1").mkdir()
     (root / "in2").mkdir()
     _embed(_jsonl(root / "in1" / "corpus.jsonl", day1), root / "day1", model)
@@ -131,18 +132,21 @@ def test_sync_brings_a_served_collection_to_the_rebuilt_folder(store, days, tmp_
     assert a["alpha"] == b["alpha"]          # unchanged document, same place: same ids, rows untouched
     assert a["delta"] == b["delta"]          # same text, url changed: same ids (the rows were rewritten)
     assert not a["bravo"] & b["bravo"]       # edited: every chunk is a new chunk (late vectors see the whole text)
-    assert "charlie" not in a and "aardvark" in a and "aardvark" not in b
+    assert "charlie" not in a and "foxtrot" not in a and "aardvark" in a and "aardvark" not in b
     day1_sha = sha256_file(days / "day1" / "manifest.json")
     assert {after[c][0]["manifest_sha256"] for c in a["alpha"]} == {day1_sha}            # not written
     assert {after[c][0]["manifest_sha256"] for c in a["delta"]} == {meta["latechunk.manifest_sha256"]}  # written
     assert {after[c][0]["url"] for c in a["delta"]} == {"https://example.org/delta-moved"}
     n = {d: len(ids) for d, ids in a.items()}
     assert res.sync == {"added": n["bravo"] + n["aardvark"], "rewritten": n["delta"],
-                        "renumbered": n["echo"], "deleted": len(b["bravo"]) + len(b["charlie"]),
+                        "renumbered": n["echo"], "deleted": len(b["bravo"]) + len(b["charlie"]) + len(b["foxtrot"]),
                         "unchanged": n["alpha"]}
-    # echo: the same text after another document now (its vector ids moved): only vector_id and the hash are set
+    # echo: the same text at another line of the dump and other rows: vector_id, source and the hash are set
     assert {after[c][0]["manifest_sha256"] for c in a["echo"]} == {meta["latechunk.manifest_sha256"]}
     assert sorted(after[c][0]["vector_id"] for c in a["echo"]) != sorted(before[c][0]["vector_id"] for c in b["echo"])
+    assert {before[c][0]["source"] for c in b["echo"]} == {"corpus.jsonl:6"}
+    assert {after[c][0]["source"] for c in a["echo"]} == {"corpus.jsonl:5"}
+    assert meta["latechunk.sync"] == ""  # the sync finished
 
     # a second sync has nothing to do
     again = export_folder(days / "day2", target, client=client, sync=True)
@@ -180,14 +184,13 @@ def test_chunk_ids_are_stable_across_runs_and_change_with_what_decides_a_vector(
 
 def test_sync_refusals_name_the_problem(days, tmp_path, chroma):
     """--sync with --overwrite, into LanceDB, over a collection of another vector space, over one exported before
-    chunk ids, or with HNSW settings: each refused before anything is written."""
+    chunk ids, over one of another corpus, or with HNSW settings the collection was not made with: each refused
+    before anything is written."""
     q = f"qdrant:{tmp_path / 'q'}"
     with pytest.raises(ValueError, match="--sync and --overwrite exclude each other"):
         export_folder(days / "day1", q, sync=True, overwrite=True)
     with pytest.raises(ValueError, match="--sync .* is for qdrant and chroma"):
         export_folder(days / "day1", f"lancedb:{tmp_path / 'l'}", sync=True)
-    with pytest.raises(ValueError, match="hnsw settings are set when a collection is made"):
-        export_folder(days / "day1", "chroma:unused", client=chroma, sync=True, hnsw={"ef_search": 10})
     # a collection that does not exist yet: a plain export
     res = export_folder(days / "day1", q, sync=True)
     assert res.sync is None and res.rows > 0
@@ -204,7 +207,24 @@ def test_sync_refusals_name_the_problem(days, tmp_path, chroma):
     col.modify(metadata={k: v for k, v in col.metadata.items() if k != "latechunk.ids"})
     with pytest.raises(ValueError, match="not exported with chunk ids .* export it once with --overwrite"):
         export_folder(days / "day2", "chroma:unused", client=chroma, sync=True)
+    with pytest.raises(ValueError, match="exported by an earlier latechunk .* pass --overwrite"):  # plain export
+        export_folder(days / "day2", "chroma:unused", client=chroma)
     assert chroma.get_collection("latechunk").count() == res.rows  # nothing written
+    # another corpus (the same model and settings): no document in common, so every row would go
+    other = tmp_path / "other"
+    other.mkdir()
+    _embed(_jsonl(other / "corpus.jsonl", [{"id": "zulu", "text": TOPICS["foxtrot"] * 3}]), other / "out",
+           days / "model")
+    with pytest.raises(ValueError, match="documents none of which is in .* --sync would delete them all"):
+        export_folder(other / "out", q, sync=True)
+    # HNSW: max_neighbors is fixed when the collection is made; ef_search can be set
+    export_folder(days / "day1", "chroma:unused", client=chroma, collection="hnsw", hnsw={"ef_search": 130})
+    with pytest.raises(ValueError, match=r"other HNSW settings \(max_neighbors 32 there, 8 given\)"):
+        export_folder(days / "day2", "chroma:unused", client=chroma, collection="hnsw", sync=True,
+                      hnsw={"max_neighbors": 8})
+    synced = export_folder(days / "day2", "chroma:unused", client=chroma, collection="hnsw", sync=True,
+                           hnsw={"ef_search": 200})
+    assert synced.hnsw["ef_search"] == 200 and synced.sync["added"] > 0
 
 
 def test_cli_sync_prints_what_it_did(days, tmp_path):
@@ -217,3 +237,49 @@ def test_cli_sync_prints_what_it_did(days, tmp_path):
     assert res.exit_code == 0, res.output
     assert "synced qdrant:" in res.output and " added, " in res.output and " deleted, " in res.output
     assert set(FIELDS) >= {"chunk_id", "fields_sha256"}
+
+
+def test_a_sync_never_removes_a_row_it_keeps_and_a_killed_one_is_named(days, tmp_path, chroma, monkeypatch):
+    """Chroma: rows rewritten by a sync are replaced in place (upsert), so the only ids ever deleted are those the
+    new folder lacks. A sync that dies part way leaves ``latechunk.sync`` set: a plain export names the unfinished
+    sync, and running the sync again finishes it."""
+    import chromadb.api.models.Collection as chroma_collection
+
+    export_folder(days / "day1", "chroma:unused", client=chroma)
+    before = set(chroma.get_collection("latechunk").get()["ids"])
+    deleted: list[str] = []
+    real_delete = chroma_collection.Collection.delete
+
+    def spy(self, ids=None, **kw):
+        deleted.extend(ids or [])
+        return real_delete(self, ids=ids, **kw)
+
+    monkeypatch.setattr(chroma_collection.Collection, "delete", spy)
+    res = export_folder(days / "day2", "chroma:unused", client=chroma, sync=True)
+    after = set(chroma.get_collection("latechunk").get()["ids"])
+    assert res.sync["rewritten"] > 0 and set(deleted) == before - after  # nothing kept was ever missing
+    monkeypatch.undo()
+
+    from latechunk import export
+
+    calls = {"n": 0}
+    real_points = export._qdrant_points
+
+    def dies(source, b):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise RuntimeError("killed")
+        return real_points(source, b)
+
+    q = f"qdrant:{tmp_path / 'q'}"
+    export_folder(days / "day1", q)
+    monkeypatch.setattr(export, "_qdrant_points", dies)
+    with pytest.raises(RuntimeError, match="killed"):
+        export_folder(days / "day2", q, sync=True, batch_size=4)
+    monkeypatch.undo()
+    day2_sha = sha256_file(days / "day2" / "manifest.json")
+    with pytest.raises(ValueError, match=f"left by a --sync that did not finish .*{day2_sha}"):
+        export_folder(days / "day2", q)
+    res = export_folder(days / "day2", q, sync=True)
+    rows, meta = _qdrant_rows(tmp_path / "q")
+    assert meta["latechunk.sync"] == "" and len(rows) == res.rows
