@@ -687,9 +687,11 @@ class Index:
             nprobe: An IVF index (``--index IVF1024,PQ32``, ...): inverted lists probed per query (more: slower
                 and closer to exact; clipped to ``nlist``). None: the index's own, ``min(16, nlist)`` as
                 assembled (:data:`latechunk.index.DEFAULT_NPROBE`; the manifest's ``index.nprobe``).
-            where: Only chunks whose metadata (``embed --metadata-fields``) meets every condition: ``{"lang":
-                "en", "tags": "birds"}`` (a value equals the field's, as text or number; a list field holds it);
-                None: all chunks (:func:`latechunk.output.allowed_rows`).
+            where: Only chunks that meet every condition: ``{"lang": "en", "tags": "birds"}`` on the metadata
+                ``embed --metadata-fields`` kept (a value equals the field's, as text or number; a list field
+                holds it), or on a chunk-table column (:data:`latechunk.output.WHERE_COLUMNS`: ``{"doc_id":
+                "finance.md"}``, ``{"heading_path": "Rivers"}``: one of its headings); ``"metadata.NAME"`` names a
+                metadata field whose name is a column's. None: all chunks (:func:`latechunk.output.allowed_rows`).
 
         Returns:
             ``list[Hit]`` for one query, ``list[list[Hit]]`` for a list; with ``expand``, :class:`Context` s in
@@ -723,7 +725,7 @@ class Index:
             query: One query, or a list of queries.
             k: Results per query (>= 1).
             nprobe: IVF lists probed per query (:meth:`search`); None: the index's own.
-            where: Metadata conditions (:meth:`search`); None: all chunks.
+            where: Conditions on metadata fields or columns (:meth:`search`); None: all chunks.
 
         Returns:
             ``list[dict]`` for one query, ``list[list[dict]]`` for a list; ``[]`` per query for an empty index

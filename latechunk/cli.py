@@ -933,7 +933,7 @@ def search(
     model: Annotated[Optional[str], typer.Option("--model", "-m", help="Model for the query. Default: the model the index was built with (from its manifest).")] = None,
     expand: Annotated[Optional[str], typer.Option("--expand", metavar="section|neighbors:N|document", help="Give each hit's context for a generator instead of the chunk alone: its heading section, N chunks on each side, or the document, reassembled from the chunk table; hits of one document whose contexts overlap or touch are merged (best score kept, hits listed).")] = None,
     nprobe: Annotated[Optional[int], typer.Option("--nprobe", show_default=False, help="IVF indexes (--index IVF1024,PQ32, ...): inverted lists probed per query; more is slower and closer to exact (nlist: every list). An error for other index types.  [default: the index's: min(16, nlist)]")] = None,
-    where: Annotated[Optional[list[str]], typer.Option("--where", metavar="FIELD=VALUE", show_default=False, help="Only chunks whose metadata (embed --metadata-fields) has FIELD equal to VALUE (as text, or as a number; a list field: any of its items); repeat for several conditions, all of which must hold.")] = None,
+    where: Annotated[Optional[list[str]], typer.Option("--where", metavar="FIELD=VALUE", show_default=False, help="Only chunks whose FIELD equals VALUE (as text, or as a number; a list field: any of its items): a field of the metadata embed --metadata-fields kept (lang=en; metadata.NAME for one named like a column), or a column: doc_id, source, title, url, section, header, heading_path (one of the chunk's headings). Repeat for several conditions, all of which must hold.")] = None,
     trust_remote_code: TrustRemoteCodeOpt = False,
 ) -> None:
     """Search an index: per hit, its rank, doc id, char span and score on one line, then its heading path and a
@@ -996,12 +996,13 @@ def search(
     except ValueError as err:
         _fail(str(err))
     if conditions and not results:
-        from latechunk.output import metadata_fields
+        from latechunk.output import WHERE_COLUMNS, metadata_fields
 
         known = metadata_fields(table)
         typer.echo(f"note: no chunk of {out} meets --where {' '.join(f'{f}={v}' for f, v in conditions.items())} ("
                    + (f"its metadata fields: {', '.join(known)}" if known else
-                      "it keeps no metadata: embed --metadata-fields NAMES keeps record fields") + ")", err=True)
+                      "it keeps no metadata: embed --metadata-fields NAMES keeps record fields")
+                   + f"; columns: {', '.join(WHERE_COLUMNS)})", err=True)
     if expand is not None:  # the rows around each hit, within its document
         results = expand_hits(table, results, expand)
         if expand.strip() == "section":

@@ -250,8 +250,8 @@ def metadata_value(text: str | None) -> dict | None:
 
 
 def parse_where(conditions: Iterable[str] | Mapping | None) -> dict:
-    """Metadata conditions (``search --where lang=en``, ``Index.search(where={"lang": "en"})``) as
-    ``{field: wanted}``.
+    """Search conditions (``search --where lang=en``, ``--where doc_id=finance.md``, ``Index.search(where={"lang":
+    "en"})``) as ``{field: wanted}`` (:func:`allowed_rows` says which fields are columns, which metadata).
 
     Args:
         conditions: ``"FIELD=VALUE"`` strings (both sides stripped; VALUE is text, compared as
@@ -355,33 +355,60 @@ def metadata_fields(table) -> list[str]:
     return sorted({k for t in texts for k in json.loads(t)})
 
 
-def allowed_rows(table, where: Mapping) -> np.ndarray:
-    """The rows (vector ids) of a chunk table whose ``metadata`` meets every condition of ``where``.
+#: chunk-table columns a ``--where`` condition names directly (``--where doc_id=finance.md``); any other field,
+#: or one written ``metadata.NAME``, is a field of the records' metadata (``embed --metadata-fields``)
+WHERE_COLUMNS = ("doc_id", "source", "title", "url", "section", "header", "heading_path")
 
-    Each distinct metadata text is parsed once (chunks of one document share it), so the cost is one pass over
-    the column plus one parse per document.
 
-    Args:
-        table: The chunk table (``pyarrow.Table`` with a ``metadata`` column; a folder written before it, or
-            without ``--metadata-fields``, has none set: no row meets a condition).
-        where: ``{field: wanted}`` (:func:`parse_where`); a row meets a condition when its metadata has the
-            field with a value that :func:`metadata_matches` it.
-
-    Returns:
-        (m,) int64 row numbers, ascending.
-    """
+def _dictionary_mask(column, meets) -> np.ndarray:
+    """(n,) bool: rows whose value ``meets(value)`` (called once per distinct value; a null never meets)."""
     import pyarrow.compute as pc
 
-    column = table.column("metadata") if "metadata" in table.column_names else None
-    if column is None or column.null_count == len(column):
-        return np.zeros(0, np.int64)
     encoded = pc.dictionary_encode(column).combine_chunks()
-    ok = np.array([all(k in m and metadata_matches(m[k], v) for k, v in where.items())
-                   for m in (json.loads(t) for t in encoded.dictionary.to_pylist())], dtype=bool)
+    ok = np.array([meets(v) for v in encoded.dictionary.to_pylist()], dtype=bool)
     idx = encoded.indices.to_numpy(zero_copy_only=False)
     valid = ~np.asarray(encoded.indices.is_null().to_numpy(zero_copy_only=False), dtype=bool)
     hit = np.zeros(len(idx), dtype=bool)
     hit[valid] = ok[idx[valid].astype(np.int64)] if len(ok) else False
+    return hit
+
+
+def allowed_rows(table, where: Mapping) -> np.ndarray:
+    """The rows (vector ids) of a chunk table that meet every condition of ``where``.
+
+    A condition on one of :data:`WHERE_COLUMNS` is met by a row whose column value equals it (as
+    :func:`metadata_matches` says; ``heading_path``: one of its headings); any other field, or one written
+    ``metadata.NAME``, by a row whose ``metadata`` has the field with a value that :func:`metadata_matches` it.
+    Each distinct value is compared once (chunks of one document share their metadata text and citation fields),
+    so the cost is one pass over each named column plus one comparison per document.
+
+    Args:
+        table: The chunk table (``pyarrow.Table``; a folder written before the ``metadata`` column, or without
+            ``--metadata-fields``, has no metadata set: no row meets a metadata condition).
+        where: ``{field: wanted}`` (:func:`parse_where`).
+
+    Returns:
+        (m,) int64 row numbers, ascending.
+    """
+    hit = np.ones(table.num_rows, dtype=bool)
+    meta_where = {}
+    for field, wanted in where.items():
+        if field in WHERE_COLUMNS:
+            if field not in table.column_names:  # a folder written before the column
+                return np.zeros(0, np.int64)
+            if field == "heading_path":
+                hit &= np.array([any(metadata_matches(h, wanted) for h in (p or ()))
+                                 for p in table.column(field).to_pylist()], dtype=bool)
+            else:
+                hit &= _dictionary_mask(table.column(field), lambda v, w=wanted: metadata_matches(v, w))
+        else:
+            meta_where[field.removeprefix("metadata.") if field.startswith("metadata.") else field] = wanted
+    if meta_where:
+        column = table.column("metadata") if "metadata" in table.column_names else None
+        if column is None or column.null_count == len(column):
+            return np.zeros(0, np.int64)
+        hit &= _dictionary_mask(column, lambda t: all(k in m and metadata_matches(m[k], v)
+                                                      for m in (json.loads(t),) for k, v in meta_where.items()))
     return np.nonzero(hit)[0].astype(np.int64)
 
 

@@ -150,6 +150,29 @@ def test_index_search_where_and_hit_metadata(folder):
     assert index.search(["bread", "heron"], k=2, where=["tags=birds"])[0][0].doc_id in {"heron", "reiher"}
 
 
+def test_where_names_chunk_table_columns_too(folder, tmp_path):
+    """``--where doc_id=...`` (one document), ``url``, ``source``, ``heading_path`` (one of its headings): columns
+    of the chunk table, with or without --metadata-fields; ``metadata.NAME`` names a metadata field explicitly; a
+    column and a metadata condition hold together."""
+    index = Index.load(folder, "cpu")
+    assert {h.doc_id for h in index.search("bird", k=4, where={"doc_id": "reiher"})} == {"reiher"}
+    assert {h.doc_id for h in index.search("bird", k=4, where={"url": "https://example.org/heron"})} == {"heron"}
+    assert {h.doc_id for h in index.search("bird", k=4, where={"source": "notes.jsonl:3"})} == {"bread"}
+    assert {h.doc_id for h in index.search("bird", k=4, where={"metadata.lang": "de"})} == {"reiher"}
+    assert index.search("bird", k=4, where={"doc_id": "heron", "lang": "de"}) == []  # both must hold
+    assert [h.doc_id for h in index.search("bird", k=4, where={"doc_id": "heron", "lang": "en"})] == ["heron"]
+    md = tmp_path / "md"
+    md.mkdir()
+    (md / "notes.md").write_text("# Rivers\n\nRivers carry silt to the sea.\n\n# Trains\n\nTrains run on rails.\n",
+                                 encoding="utf-8")
+    _embed(md, "--out", tmp_path / "o", "--strategy", "heading")  # no --metadata-fields: columns still filter
+    hits = Index.load(tmp_path / "o", "cpu").search("what runs on rails?", k=5, where={"heading_path": "Rivers"})
+    assert hits and all(h.heading_path[:1] == ("Rivers",) for h in hits)
+    res = runner.invoke(app, ["search", str(tmp_path / "o"), "rails", "--where", "doc_id=nothing.md",
+                              "--device", "cpu"])
+    assert res.exit_code == 0 and "no chunk" in res.output and "columns: doc_id" in res.output, res.output
+
+
 def test_append_and_add_keep_them_and_verify_checks_them(folder, tmp_path):
     import shutil
 
