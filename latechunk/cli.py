@@ -1334,12 +1334,16 @@ def train(
     old_precision: Annotated[Optional[str], typer.Option("--precision", hidden=True, help="The old name of --dtype (embed's --precision is the index's storage).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
     trust_remote_code: TrustRemoteCodeOpt = False,
+    checkpoint_every: Annotated[int, typer.Option("--checkpoint-every", min=0, help="Write the run's state (weights, optimiser, schedule, data order, random generators) to OUT/.checkpoint every N steps and at each epoch's end, replacing the last; 0: never. Removed when the run ends.")] = 50,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue the run whose checkpoint is in --out (give the same options): it ends with the model an uninterrupted run makes.")] = False,
 ) -> None:
     """Fine-tune a model for late chunking: queries pulled toward the late-pooled vector of the chunk holding
     their answer (InfoNCE against in-batch and in-sequence negatives; arXiv:2409.04701, arXiv:2505.24782).
 
     Example: latechunk train --dataset xquad --out models/minilm-late --strategy fixed:size=64 --window 256, then
     latechunk compare --dataset chroma --model models/minilm-late ...
+
+    A run that is killed continues with the same command and --resume (from its last checkpoint).
     """
     from latechunk.train import TrainConfig
     from latechunk.train import train as run_train
@@ -1351,7 +1355,8 @@ def train(
                              fused_weight=fused_weight, temperature=temperature, ict_queries=ict_queries, max_queries=max_queries, seed=seed,
                              device=device, precision=old_precision or precision,
                              trust_remote_code=trust_remote_code)
-        result = run_train(config, progress=not quiet, log=lambda m: typer.echo(m, err=True))
+        result = run_train(config, progress=not quiet, log=lambda m: typer.echo(m, err=True),
+                           checkpoint_every=checkpoint_every, resume=resume)
     except (ValueError, TypeError, FileNotFoundError) as err:
         _fail(str(err))
     typer.echo(f"model: {result.out} ({result.n_examples} queries x {config.epochs} epochs, {result.steps} steps, "

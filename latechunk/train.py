@@ -81,6 +81,8 @@ __all__ = [
     "DEFAULT_WARMUP",
     "ICT_KEEP_PROB",
     "TRAIN_FILE",
+    "CHECKPOINT_DIR",
+    "DEFAULT_CHECKPOINT_EVERY",
     "TrainConfig",
     "TrainExample",
     "TrainResult",
@@ -106,6 +108,10 @@ PRECISIONS = ("auto", "float32", "bfloat16")
 (autocast; the weights stay float32). See :func:`autocast_dtype`."""
 TRAIN_FILE = "latechunk_train.json"
 """The record of a training run, written into the model folder beside sentence-transformers' files."""
+CHECKPOINT_DIR = ".checkpoint"
+"""The folder inside ``--out`` where an unfinished run keeps its last checkpoint (removed when the run ends)."""
+DEFAULT_CHECKPOINT_EVERY = 50
+"""Optimiser steps between two checkpoints by default (``--checkpoint-every``)."""
 
 
 # ------------------------------------------------------------------------------------------------ examples
@@ -795,29 +801,108 @@ def _examples(config: TrainConfig, progress: bool) -> tuple[list[TrainExample], 
     return ex, f"inverse cloze over {len(docs)} documents ({skipped} inputs skipped): {len(ex)} examples"
 
 
-def train(config: TrainConfig, progress: bool = True, log: Callable[[str], None] | None = None) -> TrainResult:
+def _after_step(step: int) -> None:
+    """Called after each optimiser step (and its checkpoint) with the number of steps done; a seam for tests that
+    stop a run part way."""
+
+
+def _rng_states() -> dict:
+    import torch
+
+    states = {"torch": torch.get_rng_state(), "numpy": np.random.get_state(), "python": random.getstate()}
+    if torch.cuda.is_available():
+        states["cuda"] = torch.cuda.get_rng_state_all()
+    return states
+
+
+def _set_rng_states(states: dict) -> None:
+    import torch
+
+    torch.set_rng_state(states["torch"])
+    np.random.set_state(states["numpy"])
+    random.setstate(states["python"])
+    if "cuda" in states and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(states["cuda"])
+
+
+def _save_checkpoint(out: Path, state: dict) -> None:
+    """Write ``out/.checkpoint/state.pt`` atomically (a temporary file, then a rename: a kill while it writes
+    leaves the previous checkpoint)."""
+    import torch
+
+    folder = out / CHECKPOINT_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / "state.pt.tmp"
+    torch.save(state, tmp)
+    os.replace(tmp, folder / "state.pt")
+
+
+def _check_out(out: Path, config: TrainConfig, resume: bool) -> dict | None:
+    """Refuse an ``--out`` that is a file or holds anything but a checkpoint of this run; with ``resume``, the
+    checkpoint's state (None when the run has none yet: it starts from the beginning)."""
+    import torch
+
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out} is a file; give a new folder for the trained model")
+    folder = out / CHECKPOINT_DIR
+    state_file = folder / "state.pt"
+    others = sorted(p.name for p in out.iterdir() if p.name != CHECKPOINT_DIR) if out.is_dir() else []
+    if others:
+        what = ("a trained model (latechunk_train.json): this run finished" if TRAIN_FILE in others
+                else "files: " + ", ".join(others[:3]) + (" ..." if len(others) > 3 else ""))
+        raise ValueError(f"--out {out} is a folder that is not empty ({what}); give a new folder for the trained "
+                         "model")
+    if not resume:
+        if folder.exists():
+            raise ValueError(f"--out {out} holds the checkpoint of a training run that did not finish: --resume "
+                             "continues it (with the same options), or remove the folder to start again")
+        return None
+    if not state_file.is_file():
+        raise ValueError(f"--resume: {out} holds no checkpoint ({CHECKPOINT_DIR}/state.pt) to continue from; "
+                         "train without --resume")
+    state = torch.load(state_file, map_location="cpu", weights_only=False)
+    old = state.get("config") or {}
+    new = config.to_dict()
+    diff = [f"{k} {old.get(k)!r} there, {new.get(k)!r} now" for k in sorted(set(old) | set(new))
+            if k != "out" and old.get(k) != new.get(k)]
+    if diff:
+        raise ValueError(f"--resume: the checkpoint in {out} is of a run with other settings (" + "; ".join(diff)
+                         + "): give the same options, or train into a new folder")
+    return state
+
+
+def train(config: TrainConfig, progress: bool = True, log: Callable[[str], None] | None = None, *,
+          checkpoint_every: int = DEFAULT_CHECKPOINT_EVERY, resume: bool = False) -> TrainResult:
     """Fine-tune a model for late chunking and save it as a sentence-transformers folder (see the module doc).
 
     Args:
         config: The settings.
         progress: Show progress bars (chunking, steps with the running loss).
         log: Called with one line per phase (data, plan, saved); default silent.
+        checkpoint_every: Every this many optimiser steps (and at the end of each epoch), the run's state
+            (weights, AdamW and schedule state, the data order, every random generator, the losses so far) is
+            written to ``out/.checkpoint/state.pt``, replacing the last one; 0: never. Removed when the run
+            ends.
+        resume: Continue the run whose checkpoint is in ``out`` (same settings, checked): it takes up at the
+            step after the checkpoint and ends with the model an uninterrupted run makes (the same data order,
+            dropout masks and updates; tested equal on CPU).
 
     Returns:
         The :class:`TrainResult` (also written to ``<out>/latechunk_train.json``).
 
     Raises:
         ValueError: on a dataset without answer spans, an empty corpus, a model that does not load, a macro
-            window that does not fit the model, or an ``out`` that exists and is not an empty folder.
+            window that does not fit the model, an ``out`` that exists and is not an empty folder (or holds only a
+            checkpoint, without ``resume``), ``resume`` without a checkpoint or with other settings, or a
+            negative ``checkpoint_every``.
     """
     import torch
 
     say = log or (lambda _m: None)
     out = Path(config.out)
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"--out {out} is a file; give a new folder for the trained model")
-    if out.exists() and any(out.iterdir()):
-        raise ValueError(f"--out {out} is a folder that is not empty; give a new folder for the trained model")
+    if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int) or checkpoint_every < 0:
+        raise ValueError(f"--checkpoint-every must be an integer >= 0 (0: no checkpoints), got {checkpoint_every!r}")
+    state = _check_out(out, config, resume)
     random.seed(config.seed)
     np.random.seed(config.seed)
     torch.manual_seed(config.seed)
@@ -832,10 +917,12 @@ def train(config: TrainConfig, progress: bool = True, log: Callable[[str], None]
             "no passage has a sentence to hold out: --ict takes a sentence of 5 to 60 words that is neither the "
             "first nor the last of its document" if config.ict else "no query has an answer span in a chunk")
         raise ValueError(f"no training example left ({why})")
+    base_pairs = list(pairs)  # the planned order: a checkpoint records the data order as positions in it
     order = random.Random(config.seed)
     order.shuffle(pairs)
     if config.max_queries is not None:
         pairs = pairs[: config.max_queries]
+    position = {id(p): i for i, p in enumerate(base_pairs)}
     n_chunks = sum(len(p.bounds.token_spans) for p in plans.values())
     sources = {p.doc.metadata.get("source_doc") for p in plans.values()} - {None}
     # inverse cloze trains on passages cut from the documents read, one per example: name both counts
@@ -861,19 +948,43 @@ def train(config: TrainConfig, progress: bool = True, log: Callable[[str], None]
     else:
         sched = torch.optim.lr_scheduler.LinearLR(opt, start_factor=1.0, end_factor=0.0, total_iters=max(1, total))
     result = TrainResult(out=out, n_examples=len(pairs), n_skipped=skipped, steps=total, config=config)
+    start = 0  # optimiser steps (positions in the schedule, skipped short batches included) already done
+    earlier = 0.0
+    if state is not None:  # --resume: everything as the checkpoint left it
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["optimizer"])
+        sched.load_state_dict(state["scheduler"])
+        pairs = [base_pairs[i] for i in state["order"]]
+        order.setstate(state["order_rng"])
+        _set_rng_states(state["rng"])
+        for name in ("losses", "late_losses", "naive_losses", "fused_losses"):
+            setattr(result, name, list(state[name]))
+        start, earlier = int(state["step"]), float(state["seconds"])
+        say(f"resumed from {out / CHECKPOINT_DIR} after step {start} of {total}")
+
+    def checkpoint(done: int, seconds: float) -> None:
+        _save_checkpoint(out, {
+            "config": config.to_dict(), "step": done, "seconds": seconds, "model": model.state_dict(),
+            "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
+            "order": [position[id(p)] for p in pairs], "order_rng": order.getstate(), "rng": _rng_states(),
+            "losses": result.losses, "late_losses": result.late_losses, "naive_losses": result.naive_losses,
+            "fused_losses": result.fused_losses})
+
     bar = None
     if progress:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=total, desc="train", unit="step")
+        bar = tqdm(total=total, desc="train", unit="step", initial=start)
     t0 = time.perf_counter()
     try:
-        for epoch in range(config.epochs):
-            if epoch:
+        for epoch in range(start // steps_per_epoch, config.epochs):
+            first = start - epoch * steps_per_epoch if epoch == start // steps_per_epoch else 0
+            if epoch and not first:  # a run resumed in the middle of an epoch keeps that epoch's order
                 order.shuffle(pairs)
-            for s in range(steps_per_epoch):
+            for s in range(first, steps_per_epoch):
                 batch = pairs[s * config.batch_size:(s + 1) * config.batch_size]
                 if len(batch) < 2:
+                    _after_step(epoch * steps_per_epoch + s + 1)
                     continue
                 q_toks = [_query_tok(encoder, ex.query, encoder.max_length) for ex, _ in batch]
                 q = _pooled_texts(encoder, q_toks, pad_id, amp)
@@ -910,13 +1021,20 @@ def train(config: TrainConfig, progress: bool = True, log: Callable[[str], None]
                 if bar is not None:
                     bar.update(1)
                     bar.set_postfix(epoch=epoch + 1, loss=f"{result.losses[-1]:.3f}", cands=len(keys))
+                done = epoch * steps_per_epoch + s + 1
+                if checkpoint_every and done < total and (done % checkpoint_every == 0 or s == steps_per_epoch - 1):
+                    checkpoint(done, earlier + time.perf_counter() - t0)
+                _after_step(done)
     finally:
         if bar is not None:
             bar.close()
-    result.seconds = time.perf_counter() - t0
+    result.seconds = earlier + time.perf_counter() - t0
     model.eval()
     model.to("cpu")
     out.mkdir(parents=True, exist_ok=True)
+    import shutil
+
+    shutil.rmtree(out / CHECKPOINT_DIR, ignore_errors=True)  # the model is whole: the checkpoint is spent
     st.save(str(out))
     _keep_base_limits(out, Path(encoder.path), st.max_seq_length)
     _usual_file_modes(out)
@@ -932,6 +1050,7 @@ def train(config: TrainConfig, progress: bool = True, log: Callable[[str], None]
         "autocast": str(amp).replace("torch.", "") if amp is not None else "float32",
         "steps": result.steps,
         "seconds": round(result.seconds, 1),
+        **({"resumed_after_step": start} if state is not None else {}),
         "loss": result.losses,
         "late_loss": result.late_losses,
         "naive_loss": result.naive_losses,

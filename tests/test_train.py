@@ -326,3 +326,52 @@ def test_ict_log_counts_passages_and_the_documents_they_come_from(tiny, tmp_path
           log=lines.append)
     (line,) = [x for x in lines if " examples over " in x]
     assert line.startswith("8 examples over 8 passages cut from 3 documents ("), line
+
+
+def test_a_stopped_run_resumes_to_the_model_an_uninterrupted_run_makes(tiny, tmp_path, monkeypatch):
+    """Checkpoints every 2 steps; a run stopped after step 5 of 8 (its last checkpoint: step 4, in the middle of the
+    second epoch) and resumed ends with the same losses and the same weights as a run that was never stopped; the
+    checkpoint is gone afterwards. Without --resume the folder is refused, naming it; other settings too."""
+    import latechunk.train as train_mod
+    from safetensors.numpy import load_file
+
+    data = _squad(tmp_path)
+
+    def cfg(out, **kw):
+        base = dict(out=str(out), dataset=str(data), model=str(tiny), strategy="fixed:size=8", macro_window=32,
+                    window_overlap=4, epochs=2, lr=2e-3, batch_size=3, device="cpu", seed=0, precision="float32")
+        return TrainConfig(**{**base, **kw})
+
+    whole = train(cfg(tmp_path / "whole"), progress=False, checkpoint_every=2)
+    assert whole.steps == 8 and not (tmp_path / "whole" / ".checkpoint").exists()
+
+    class Stop(Exception):
+        pass
+
+    def stop_after_5(step):
+        if step == 5:
+            raise Stop
+
+    monkeypatch.setattr(train_mod, "_after_step", stop_after_5)
+    with pytest.raises(Stop):
+        train(cfg(tmp_path / "part"), progress=False, checkpoint_every=2)
+    monkeypatch.undo()
+    assert (tmp_path / "part" / ".checkpoint" / "state.pt").is_file()
+    with pytest.raises(ValueError, match="checkpoint of a training run that did not finish: --resume"):
+        train(cfg(tmp_path / "part"), progress=False)
+    with pytest.raises(ValueError, match=r"other settings \(lr 0.002 there, 0.001 now\)"):
+        train(cfg(tmp_path / "part", lr=1e-3), progress=False, resume=True)
+    resumed = train(cfg(tmp_path / "part"), progress=False, checkpoint_every=2, resume=True)
+    assert resumed.losses == whole.losses and len(resumed.losses) == 8
+    assert not (tmp_path / "part" / ".checkpoint").exists()
+    a = load_file(str(tmp_path / "whole" / "model.safetensors"))
+    b = load_file(str(tmp_path / "part" / "model.safetensors"))
+    assert a.keys() == b.keys()
+    for k in a:
+        np.testing.assert_array_equal(a[k], b[k], err_msg=k)
+    record = json.loads((tmp_path / "part" / "latechunk_train.json").read_text())
+    assert record["resumed_after_step"] == 4
+    with pytest.raises(ValueError, match="holds no checkpoint"):
+        train(cfg(tmp_path / "fresh"), progress=False, resume=True)
+    with pytest.raises(ValueError, match="this run finished"):
+        train(cfg(tmp_path / "part"), progress=False, resume=True)
