@@ -545,8 +545,14 @@ def _resolve_embed_options(given: dict, append_to: Path | None, resume: bool = F
         if s:
             m, ix = s.get("model") or {}, s.get("index") or {}
             path = recorded.get("path") or ""
+            from latechunk.models import DEFAULT_MODEL
+
+            # the bundled model by its name (the folder's path would be recorded as the model's name: a trial saw
+            # a --reuse folder's manifest, and so its exports, name the model by a site-packages path)
+            name = m.get("name")
             values.update(
-                model=path if path and Path(path).is_dir() else m.get("name"), strategy=s.get("strategy"),
+                model=name if name == DEFAULT_MODEL else path if path and Path(path).is_dir() else name,
+                strategy=s.get("strategy"),
                 mode=s.get("mode"), dtype=m.get("dtype"), macro_window=s.get("macro_window"),
                 macro_window_overlap=s.get("macro_window_overlap"),
                 index=ix.get("factory", "flat"), ef_construction=ix.get("ef_construction", 200),
@@ -1408,7 +1414,10 @@ def export(
         typer.echo(f"synced {res.store}:{res.path} collection {res.collection!r} with {out}: {c['added']:,} added, "
                    f"{c['rewritten']:,} rewritten, {c['renumbered']:,} renumbered, {c['deleted']:,} deleted, "
                    f"{c['unchanged']:,} unchanged "
-                   f"({res.rows:,} vectors now; manifest sha256 {res.manifest_sha256[:12]}, {res.seconds:.1f} s)")
+                   f"({res.rows:,} vectors now; manifest sha256 {res.manifest_sha256[:12]}"
+                   + ("" if not res.hnsw else ", HNSW " + " ".join(f"{k}={res.hnsw.get(k)}" for k in
+                                                                  ("max_neighbors", "ef_construction", "ef_search")))
+                   + f", {res.seconds:.1f} s)")
         return
     hnsw_note = "" if not res.hnsw else ", HNSW " + " ".join(
         f"{k}={res.hnsw[k]}" for k in ("max_neighbors", "ef_construction", "ef_search"))

@@ -415,8 +415,8 @@ class _Source:
         ``true``/``false``; ``latechunk.dim``, ``latechunk.rows``: integers; ``latechunk.truncate_dim``: an integer
         or ``null``): what a reader holding only the store needs to embed a query as the chunks were (prompt,
         model, normalised, cut to ``truncate_dim`` and normalised again); ``latechunk.ids`` (:data:`ID_SCHEME`);
-        ``latechunk.sync``: empty, or while a ``--sync`` runs the manifest hash of its folder and its start time
-        (left so by a killed sync)."""
+        ``latechunk.sync``: empty, or while a ``--sync`` runs the manifest hash of its folder, its start time and
+        the folder's path (left so by a killed sync)."""
         model = self.manifest.get("model") or {}
         strategy = self.manifest.get("strategy")
         strategy = json.dumps(strategy, sort_keys=True, ensure_ascii=False) if isinstance(strategy, dict) \
@@ -427,9 +427,9 @@ class _Source:
                   json.dumps((self.manifest.get("index") or {}).get("truncate_dim")), ID_SCHEME, "")
         return {k: str(v) for k, v in zip(COLLECTION_KEYS, values)}
 
-    def batches(self, batch_size: int) -> Iterator[_Batch]:
+    def batches(self, batch_size: int, with_vectors: bool = True) -> Iterator[_Batch]:
         """The folder's rows as :class:`_Batch` es, in vector id order, one shard at a time, at most
-        ``batch_size`` rows each. Every row gets its :func:`chunk_id`; an id seen before in this folder (the same
+        ``batch_size`` rows each (``with_vectors=False``: ``x`` is (n, 0), the vectors are not read). Every row gets its :func:`chunk_id`; an id seen before in this folder (the same
         document under one id twice, added by ``Index.add``) is made unique by its occurrence number.
 
         Raises:
@@ -462,13 +462,14 @@ class _Source:
                     seen.add(cid)
                     ids.append(cid)
                 vids = np.arange(shard.start + offset, shard.start + offset + n, dtype=np.int64)
-                yield _Batch(vids, self._transform(vectors[offset:offset + n]), rb, ids,
-                             [_fields_sha256(row) for row in rows], rows)
+                x = self._transform(vectors[offset:offset + n]) if with_vectors else np.zeros((n, 0), np.float32)
+                yield _Batch(vids, x, rb, ids, [_fields_sha256(row) for row in rows], rows)
                 offset += n
 
 
 # ---------------------------------------------------------------------------------------------------- the stores
-def _refuse(store: str, collection: str, path: Path, n: int, what: str, metadata=None) -> ValueError:
+def _refuse(store: str, collection: str, path: Path, n: int, what: str, metadata=None,
+            this_sha256: str = "") -> ValueError:
     """The error for a collection that holds rows already; one whose metadata records more rows than it holds
     (``latechunk.rows``) is named incomplete (an export killed part way cannot drop what it made)."""
     kind = "table" if store == "lancedb" else "collection"
@@ -479,10 +480,13 @@ def _refuse(store: str, collection: str, path: Path, n: int, what: str, metadata
     except (TypeError, ValueError):
         want = None
     if meta.get("latechunk.sync"):
+        sha, _, rest = str(meta["latechunk.sync"]).partition(" ")
+        started, _, folder = rest.partition(" ")
+        same = " (this folder)" if sha == this_sha256 else ""
         return ValueError(f"{store} {kind} {collection!r} in {path} holds {n} {what} left by a --sync that did not "
-                          f"finish (from the folder whose manifest sha256 and start are {meta['latechunk.sync']}): "
-                          "run that sync again to finish it, --sync with this folder to bring it up to date with "
-                          "it, or --overwrite (overwrite=True) to replace it")
+                          f"finish: from {folder or 'a folder'}{same} (manifest sha256 {sha[:12]}), started "
+                          f"{started}; pass --sync to bring it up to date with this folder (running that sync "
+                          "again finishes it), or --overwrite (overwrite=True) to replace it")
     if meta and "latechunk.ids" not in meta and store != "lancedb":
         return ValueError(f"{store} {kind} {collection!r} in {path} already holds {n} {what}, exported by an earlier "
                           "latechunk (its row ids are vector ids, which --sync cannot follow): pass --overwrite "
@@ -528,7 +532,7 @@ def _lancedb(source: _Source, path: Path, client, collection: str, overwrite: bo
         existing = db.open_table(collection)
         n = existing.count_rows()
         if n and not overwrite:
-            raise _refuse("lancedb", collection, path, n, "rows", existing.schema.metadata)
+            raise _refuse("lancedb", collection, path, n, "rows", existing.schema.metadata, source.manifest_sha256)
         db.drop_table(collection)
     schema = _lancedb_schema(source)
     table = db.create_table(collection, schema=schema)
@@ -585,7 +589,7 @@ def _qdrant(source: _Source, path: Path, client, collection: str, overwrite: boo
             n = qc.count(collection, exact=True).count
             if n and not overwrite:
                 raise _refuse("qdrant", collection, path, n, "points",
-                              getattr(qc.get_collection(collection).config, "metadata", None))
+                              getattr(qc.get_collection(collection).config, "metadata", None), source.manifest_sha256)
             qc.delete_collection(collection)
         distance = models.Distance.COSINE if source.distance == "cosine" else models.Distance.DOT
         qc.create_collection(collection, vectors_config=models.VectorParams(size=source.out_dim, distance=distance),
@@ -641,7 +645,7 @@ def _chroma(source: _Source, path: Path, client, collection: str, overwrite: boo
         existing = cc.get_collection(collection)
         n = existing.count()
         if n and not overwrite:
-            raise _refuse("chroma", collection, path, n, "records", existing.metadata)
+            raise _refuse("chroma", collection, path, n, "records", existing.metadata, source.manifest_sha256)
         cc.delete_collection(collection)
     space = "cosine" if source.distance == "cosine" else "ip"
     col = cc.create_collection(collection, configuration={"hnsw": {**hnsw, "space": space}},
@@ -801,14 +805,17 @@ def _sync(source: _Source, store: str, path: Path, client, collection: str, sett
                              "export into a new --collection (or --overwrite) instead")
         hnsw_now = _sync_hnsw(target, store, collection, path, source.rows, hnsw)  # refuses before any write
         held = dict(target.held())
-        ours_docs = {str(d.get("doc_id")) for d in source.manifest.get("documents") or [] if isinstance(d, dict)}
-        if held and ours_docs and not ours_docs & {h["doc_id"] for h in held.values()}:
-            raise ValueError(f"{store} {kind} {collection!r} in {path} holds {len(held)} rows of documents none of "
-                             f"which is in {source.folder.path} (another corpus?): --sync would delete them all; "
-                             "export into a new --collection, or --overwrite to replace it")
+        if held:  # a sync that keeps no row is a replacement (another corpus, or every document changed)
+            ours = {cid for b in source.batches(batch_size, with_vectors=False) for cid in b.chunk_ids}
+            if not ours & held.keys():
+                docs = len({h["doc_id"] for h in held.values()})
+                raise ValueError(f"{store} {kind} {collection!r} in {path}: none of its {len(held)} rows ({docs} "
+                                 f"documents) is a chunk of {source.folder.path} (another corpus, or every document "
+                                 "changed): --sync would replace them all, and readers would see the two mixed "
+                                 "meanwhile; export into a new --collection, or --overwrite to replace it")
         # while it runs (and if it is killed) the record says so: the next export names the unfinished sync
         started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        target.set_metadata({**meta, "latechunk.sync": f"{source.manifest_sha256} {started}"})
+        target.set_metadata({**meta, "latechunk.sync": f"{source.manifest_sha256} {started} {source.folder.path}"})
         counts = {"added": 0, "rewritten": 0, "renumbered": 0, "deleted": 0, "unchanged": 0}
         seen: set[str] = set()
         with tqdm(total=source.rows, unit="vec", desc=f"sync {store}", disable=not progress) as bar:
@@ -841,18 +848,23 @@ def _sync(source: _Source, store: str, path: Path, client, collection: str, sett
         counts["deleted"] = len(stale)
         target.set_metadata(source.metadata())  # latechunk.sync back to ""
         if hnsw_now is not None:
-            hnsw_now = _sync_hnsw(target, store, collection, path, source.rows, hnsw, resize=True)
+            try:
+                before = int(meta.get("latechunk.rows", ""))
+            except ValueError:
+                before = 0
+            hnsw_now = _sync_hnsw(target, store, collection, path, source.rows, hnsw, grew=source.rows > before)
     finally:
         target.close()
     return counts, False, hnsw_now
 
 
 def _sync_hnsw(target: _SyncTarget, store: str, collection: str, path: Path, rows: int, given: Mapping | None,
-               resize: bool = False) -> dict | None:
+               grew: bool | None = None) -> dict | None:
     """A synced Chroma collection's HNSW settings: ``max_neighbors`` and ``ef_construction`` given must be the
-    collection's (they are fixed when it is made); with ``resize``, ``ef_search`` is set to the one given, or
-    raised to :func:`chroma_hnsw`'s size for ``rows`` when the collection has grown past it (never lowered).
-    Returns the settings (None: not Chroma)."""
+    collection's (they are fixed when it is made); after the sync (``grew`` not None), ``ef_search`` is set to the
+    one given, or, when the collection grew, raised to :func:`chroma_hnsw`'s size for ``rows`` if below it (never
+    lowered: an ``ef_search`` set by hand stays until the collection grows). Returns the settings (None: not
+    Chroma)."""
     now = target.hnsw()
     if now is None:
         return None
@@ -863,8 +875,9 @@ def _sync_hnsw(target: _SyncTarget, store: str, collection: str, path: Path, row
         raise ValueError(f"{store} collection {collection!r} in {path} was made with other HNSW settings ("
                          + "; ".join(fixed) + "): they are fixed when a collection is made, so --sync keeps them "
                          "(leave out --hnsw-m/--hnsw-ef-construction, or export into a new --collection)")
-    if resize:
-        want = given.get("ef_search") or max(int(now.get("ef_search") or 0), chroma_hnsw(rows)["ef_search"])
+    if grew is not None:
+        have = int(now.get("ef_search") or 0)
+        want = given.get("ef_search") or (max(have, chroma_hnsw(rows)["ef_search"]) if grew else have)
         if want != now.get("ef_search"):
             target.set_ef_search(want)
             now = target.hnsw()

@@ -215,16 +215,23 @@ def test_sync_refusals_name_the_problem(days, tmp_path, chroma):
     other.mkdir()
     _embed(_jsonl(other / "corpus.jsonl", [{"id": "zulu", "text": TOPICS["foxtrot"] * 3}]), other / "out",
            days / "model")
-    with pytest.raises(ValueError, match="documents none of which is in .* --sync would delete them all"):
+    with pytest.raises(ValueError, match=r"none of its \d+ rows \(6 documents\) is a chunk of .* would replace them all"):
         export_folder(other / "out", q, sync=True)
+    # ... also when its ids are the collection's (JSONL ids 0..n are common): no chunk in common is what counts
+    _embed(_jsonl(other / "same_ids.jsonl", [{"id": "alpha", "text": TOPICS["foxtrot"] * 3}]), other / "out2",
+           days / "model")
+    with pytest.raises(ValueError, match="would replace them all"):
+        export_folder(other / "out2", q, sync=True)
     # HNSW: max_neighbors is fixed when the collection is made; ef_search can be set
     export_folder(days / "day1", "chroma:unused", client=chroma, collection="hnsw", hnsw={"ef_search": 130})
     with pytest.raises(ValueError, match=r"other HNSW settings \(max_neighbors 32 there, 8 given\)"):
         export_folder(days / "day2", "chroma:unused", client=chroma, collection="hnsw", sync=True,
                       hnsw={"max_neighbors": 8})
     synced = export_folder(days / "day2", "chroma:unused", client=chroma, collection="hnsw", sync=True,
-                           hnsw={"ef_search": 200})
-    assert synced.hnsw["ef_search"] == 200 and synced.sync["added"] > 0
+                           hnsw={"ef_search": 50})
+    assert synced.hnsw["ef_search"] == 50 and synced.sync["added"] > 0
+    again = export_folder(days / "day2", "chroma:unused", client=chroma, collection="hnsw", sync=True)
+    assert again.hnsw["ef_search"] == 50  # set by hand (below the sizing, 128), and the collection did not grow: kept
 
 
 def test_cli_sync_prints_what_it_did(days, tmp_path):
@@ -278,7 +285,8 @@ def test_a_sync_never_removes_a_row_it_keeps_and_a_killed_one_is_named(days, tmp
         export_folder(days / "day2", q, sync=True, batch_size=4)
     monkeypatch.undo()
     day2_sha = sha256_file(days / "day2" / "manifest.json")
-    with pytest.raises(ValueError, match=f"left by a --sync that did not finish .*{day2_sha}"):
+    with pytest.raises(ValueError, match=f"left by a --sync that did not finish: from .*day2 \\(this folder\\) "
+                                         f"\\(manifest sha256 {day2_sha[:12]}\\)"):
         export_folder(days / "day2", q)
     res = export_folder(days / "day2", q, sync=True)
     rows, meta = _qdrant_rows(tmp_path / "q")

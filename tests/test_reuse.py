@@ -77,6 +77,8 @@ def test_only_new_and_changed_documents_are_encoded(runs):
     fresh = json.loads((tmp / "fresh" / "manifest.json").read_text())
     assert manifest["counts"]["tokens_encoded"] < fresh["counts"]["tokens_encoded"] / 3
     assert json.loads((tmp / "new" / "run.json").read_text())["settings"]["strategy"] == "fixed:size=16,overlap=4"
+    # the bundled model keeps its name (a trial: the reused folder named it by its site-packages path)
+    assert manifest["model"]["name"] == fresh["model"]["name"] == "all-MiniLM-L6-v2"
 
 
 def test_settings_that_change_vectors_or_chunks_are_refused(runs, tmp_path):

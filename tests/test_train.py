@@ -332,8 +332,9 @@ def test_a_stopped_run_resumes_to_the_model_an_uninterrupted_run_makes(tiny, tmp
     """Checkpoints every 2 steps; a run stopped after step 5 of 8 (its last checkpoint: step 4, in the middle of the
     second epoch) and resumed ends with the same losses and the same weights as a run that was never stopped; the
     checkpoint is gone afterwards. Without --resume the folder is refused, naming it; other settings too."""
-    import latechunk.train as train_mod
     from safetensors.numpy import load_file
+
+    from latechunk import train as train_mod
 
     data = _squad(tmp_path)
 
