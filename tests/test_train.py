@@ -339,8 +339,9 @@ def test_a_stopped_run_resumes_to_the_model_an_uninterrupted_run_makes(tiny, tmp
     data = _squad(tmp_path)
 
     def cfg(out, **kw):
-        base = dict(out=str(out), dataset=str(data), model=str(tiny), strategy="fixed:size=8", macro_window=32,
-                    window_overlap=4, epochs=2, lr=2e-3, batch_size=3, device="cpu", seed=0, precision="float32")
+        base = {"out": str(out), "dataset": str(data), "model": str(tiny), "strategy": "fixed:size=8",
+                "macro_window": 32, "window_overlap": 4, "epochs": 2, "lr": 2e-3, "batch_size": 3, "device": "cpu",
+                "seed": 0, "precision": "float32"}
         return TrainConfig(**{**base, **kw})
 
     whole = train(cfg(tmp_path / "whole"), progress=False, checkpoint_every=2)
