@@ -110,6 +110,8 @@ TRAIN_FILE = "latechunk_train.json"
 """The record of a training run, written into the model folder beside sentence-transformers' files."""
 CHECKPOINT_DIR = ".checkpoint"
 """The folder inside ``--out`` where an unfinished run keeps its last checkpoint (removed when the run ends)."""
+CHECKPOINT_FILE = "state.safetensors"
+"""The checkpoint in :data:`CHECKPOINT_DIR`: tensors in safetensors, the rest as JSON in its metadata."""
 DEFAULT_CHECKPOINT_EVERY = 50
 """Optimiser steps between two checkpoints by default (``--checkpoint-every``)."""
 
@@ -806,46 +808,85 @@ def _after_step(step: int) -> None:
     stop a run part way."""
 
 
-def _rng_states() -> dict:
-    import torch
+def _random_state(state) -> list:
+    """A ``random.Random`` state as JSON (``[version, [625 ints], gauss_next]``)."""
+    return [state[0], list(state[1]), state[2]]
 
-    states = {"torch": torch.get_rng_state(), "numpy": np.random.get_state(), "python": random.getstate()}
+
+def _save_checkpoint(out: Path, model, opt, sched, order: random.Random, info: dict) -> None:
+    """Write ``out/.checkpoint/state.safetensors`` atomically (a temporary file, then a rename: a kill while it
+    writes leaves the previous checkpoint): the model's weights, AdamW's state and the torch/numpy random
+    generators as tensors, everything else (``info``, AdamW's parameter groups, the schedule, the Python random
+    generators) as JSON in the file's metadata. No pickle (``tests/test_safety.py``)."""
+    import torch
+    from safetensors.torch import save_file
+
+    def cpu(t) -> torch.Tensor:
+        return (t.detach().to("cpu") if torch.is_tensor(t) else torch.tensor(t)).clone().contiguous()
+
+    tensors = {f"model.{k}": cpu(v) for k, v in model.state_dict().items()}
+    sd = opt.state_dict()
+    for idx, st in sd["state"].items():
+        tensors.update({f"optimizer.{idx}.{name}": cpu(v) for name, v in st.items()})
+    tensors["rng.torch"] = torch.get_rng_state()
     if torch.cuda.is_available():
-        states["cuda"] = torch.cuda.get_rng_state_all()
-    return states
-
-
-def _set_rng_states(states: dict) -> None:
-    import torch
-
-    torch.set_rng_state(states["torch"])
-    np.random.set_state(states["numpy"])
-    random.setstate(states["python"])
-    if "cuda" in states and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(states["cuda"])
-
-
-def _save_checkpoint(out: Path, state: dict) -> None:
-    """Write ``out/.checkpoint/state.pt`` atomically (a temporary file, then a rename: a kill while it writes
-    leaves the previous checkpoint)."""
-    import torch
-
+        tensors.update({f"rng.cuda.{i}": cpu(t) for i, t in enumerate(torch.cuda.get_rng_state_all())})
+    np_state = np.random.get_state()
+    tensors["rng.numpy"] = torch.from_numpy(np.asarray(np_state[1], dtype=np.int64))
+    info = {**info, "param_groups": sd["param_groups"], "scheduler": sched.state_dict(),
+            "rng_numpy": [np_state[0], int(np_state[2]), int(np_state[3]), float(np_state[4])],
+            "rng_python": _random_state(random.getstate()), "order_rng": _random_state(order.getstate())}
     folder = out / CHECKPOINT_DIR
     folder.mkdir(parents=True, exist_ok=True)
-    tmp = folder / "state.pt.tmp"
-    torch.save(state, tmp)
-    os.replace(tmp, folder / "state.pt")
+    tmp = folder / "state.safetensors.tmp"
+    save_file(tensors, str(tmp), metadata={"latechunk": json.dumps(info)})
+    os.replace(tmp, folder / CHECKPOINT_FILE)
 
 
-def _check_out(out: Path, config: TrainConfig, resume: bool) -> dict | None:
-    """Refuse an ``--out`` that is a file or holds anything but a checkpoint of this run; with ``resume``, the
-    checkpoint's state (None when the run has none yet: it starts from the beginning)."""
+def _read_checkpoint(path: Path) -> tuple[dict, dict]:
+    """``(info, tensors)`` of a checkpoint file (:func:`_save_checkpoint`)."""
+    from safetensors import safe_open
+
+    with safe_open(str(path), framework="pt") as f:
+        info = json.loads((f.metadata() or {})["latechunk"])
+        tensors = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118 (safe_open has no __iter__)
+    return info, tensors
+
+
+def _restore(state: tuple[dict, dict], model, opt, sched, order: random.Random) -> None:
+    """Put a checkpoint's weights, AdamW and schedule state and random generators back."""
     import torch
 
+    info, tensors = state
+    model.load_state_dict({k[len("model."):]: v for k, v in tensors.items() if k.startswith("model.")})
+    opt_state: dict[int, dict] = {}
+    for k, v in tensors.items():
+        if k.startswith("optimizer."):
+            _, idx, name = k.split(".", 2)
+            opt_state.setdefault(int(idx), {})[name] = v
+    groups = [{**g, "betas": tuple(g["betas"])} if "betas" in g else g for g in info["param_groups"]]
+    opt.load_state_dict({"state": opt_state, "param_groups": groups})
+    sched.load_state_dict(info["scheduler"])
+    torch.set_rng_state(tensors["rng.torch"])
+    cuda = [tensors[k] for k in sorted((k for k in tensors if k.startswith("rng.cuda.")),
+                                       key=lambda k: int(k.rsplit(".", 1)[1]))]
+    if cuda and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(cuda)
+    name, pos, has_gauss, cached = info["rng_numpy"]
+    np.random.set_state((name, tensors["rng.numpy"].numpy().astype(np.uint32), pos, has_gauss, cached))
+    v, st, gauss = info["rng_python"]
+    random.setstate((v, tuple(st), gauss))
+    v, st, gauss = info["order_rng"]
+    order.setstate((v, tuple(st), gauss))
+
+
+def _check_out(out: Path, config: TrainConfig, resume: bool) -> tuple[dict, dict] | None:
+    """Refuse an ``--out`` that is a file or holds anything but a checkpoint of this run; with ``resume``, the
+    checkpoint (:func:`_read_checkpoint`)."""
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out} is a file; give a new folder for the trained model")
     folder = out / CHECKPOINT_DIR
-    state_file = folder / "state.pt"
+    state_file = folder / CHECKPOINT_FILE
     others = sorted(p.name for p in out.iterdir() if p.name != CHECKPOINT_DIR) if out.is_dir() else []
     if others:
         what = ("a trained model (latechunk_train.json): this run finished" if TRAIN_FILE in others
@@ -858,10 +899,10 @@ def _check_out(out: Path, config: TrainConfig, resume: bool) -> dict | None:
                              "continues it (with the same options), or remove the folder to start again")
         return None
     if not state_file.is_file():
-        raise ValueError(f"--resume: {out} holds no checkpoint ({CHECKPOINT_DIR}/state.pt) to continue from; "
-                         "train without --resume")
-    state = torch.load(state_file, map_location="cpu", weights_only=False)
-    old = state.get("config") or {}
+        raise ValueError(f"--resume: {out} holds no checkpoint ({CHECKPOINT_DIR}/{CHECKPOINT_FILE}) to continue "
+                         "from; train without --resume")
+    state = _read_checkpoint(state_file)
+    old = state[0].get("config") or {}
     new = config.to_dict()
     diff = [f"{k} {old.get(k)!r} there, {new.get(k)!r} now" for k in sorted(set(old) | set(new))
             if k != "out" and old.get(k) != new.get(k)]
@@ -881,8 +922,8 @@ def train(config: TrainConfig, progress: bool = True, log: Callable[[str], None]
         log: Called with one line per phase (data, plan, saved); default silent.
         checkpoint_every: Every this many optimiser steps (and at the end of each epoch), the run's state
             (weights, AdamW and schedule state, the data order, every random generator, the losses so far) is
-            written to ``out/.checkpoint/state.pt``, replacing the last one; 0: never. Removed when the run
-            ends.
+            written to ``out/.checkpoint/state.safetensors``, replacing the last one; 0: never. Removed when the
+            run ends.
         resume: Continue the run whose checkpoint is in ``out`` (same settings, checked): it takes up at the
             step after the checkpoint and ends with the model an uninterrupted run makes (the same data order,
             dropout masks and updates; tested equal on CPU).
@@ -951,24 +992,19 @@ def train(config: TrainConfig, progress: bool = True, log: Callable[[str], None]
     start = 0  # optimiser steps (positions in the schedule, skipped short batches included) already done
     earlier = 0.0
     if state is not None:  # --resume: everything as the checkpoint left it
-        model.load_state_dict(state["model"])
-        opt.load_state_dict(state["optimizer"])
-        sched.load_state_dict(state["scheduler"])
-        pairs = [base_pairs[i] for i in state["order"]]
-        order.setstate(state["order_rng"])
-        _set_rng_states(state["rng"])
+        info = state[0]
+        _restore(state, model, opt, sched, order)
+        pairs = [base_pairs[i] for i in info["order"]]
         for name in ("losses", "late_losses", "naive_losses", "fused_losses"):
-            setattr(result, name, list(state[name]))
-        start, earlier = int(state["step"]), float(state["seconds"])
+            setattr(result, name, list(info[name]))
+        start, earlier = int(info["step"]), float(info["seconds"])
         say(f"resumed from {out / CHECKPOINT_DIR} after step {start} of {total}")
 
     def checkpoint(done: int, seconds: float) -> None:
-        _save_checkpoint(out, {
-            "config": config.to_dict(), "step": done, "seconds": seconds, "model": model.state_dict(),
-            "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
-            "order": [position[id(p)] for p in pairs], "order_rng": order.getstate(), "rng": _rng_states(),
-            "losses": result.losses, "late_losses": result.late_losses, "naive_losses": result.naive_losses,
-            "fused_losses": result.fused_losses})
+        _save_checkpoint(out, model, opt, sched, order, {
+            "config": config.to_dict(), "step": done, "seconds": seconds,
+            "order": [position[id(p)] for p in pairs], "losses": result.losses, "late_losses": result.late_losses,
+            "naive_losses": result.naive_losses, "fused_losses": result.fused_losses})
 
     bar = None
     if progress:

@@ -358,7 +358,7 @@ def test_a_stopped_run_resumes_to_the_model_an_uninterrupted_run_makes(tiny, tmp
     with pytest.raises(Stop):
         train(cfg(tmp_path / "part"), progress=False, checkpoint_every=2)
     monkeypatch.undo()
-    assert (tmp_path / "part" / ".checkpoint" / "state.pt").is_file()
+    assert (tmp_path / "part" / ".checkpoint" / "state.safetensors").is_file()
     with pytest.raises(ValueError, match="checkpoint of a training run that did not finish: --resume"):
         train(cfg(tmp_path / "part"), progress=False)
     with pytest.raises(ValueError, match=r"other settings \(lr 0.002 there, 0.001 now\)"):
