@@ -700,8 +700,8 @@ class Index:
 
         Raises:
             ValueError: on ``k < 1``, a bad ``expand``, an ``nprobe`` below 1 or for an index that is not IVF, an
-                empty query (or one of invisible marks only) or one with a lone surrogate, a model that does not load, or query vectors whose dimension does not fit the index
-                (another model).
+                empty query (or one of invisible marks only) or one with a lone surrogate, a model that does not load, query vectors whose dimension does not fit the index
+                (another model), or a ``where`` field that is neither a column nor a metadata field of any chunk.
             TypeError: if ``query`` is neither a str nor a list of str (``None``, bytes), or a query is not a str.
         """
         single = isinstance(query, str)
@@ -754,9 +754,17 @@ class Index:
             check_nprobe(self._faiss, nprobe)
         allowed = None
         if where:
-            from latechunk.output import allowed_rows, parse_where
+            from latechunk.output import WHERE_COLUMNS, allowed_rows, metadata_fields, parse_where
 
-            allowed = allowed_rows(self._table, parse_where(where))
+            conditions = parse_where(where)
+            known = metadata_fields(self._table)
+            unknown = [f for f in conditions if f not in WHERE_COLUMNS and f.removeprefix("metadata.") not in known]
+            if unknown:  # a typo gave an empty result and exit 0 (a trial)
+                raise ValueError(f"--where {', '.join(unknown)}: no chunk of {self.path} has such a field ("
+                                 + (f"its metadata fields: {', '.join(known)}" if known else "it keeps no metadata: "
+                                    "embed --metadata-fields NAMES keeps record fields")
+                                 + f"; columns: {', '.join(WHERE_COLUMNS)})")
+            allowed = allowed_rows(self._table, conditions)
         if len(self) == 0 or not queries or (allowed is not None and not len(allowed)):
             results: list[list[dict]] = [[] for _ in queries]
         else:

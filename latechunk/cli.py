@@ -227,10 +227,14 @@ def embed(
     # --resume and --append: every option not given is the folder's (run.json), so `--resume` alone continues a run
     run_file = OutputFolder(out).run_path
     if resume and reuse is None and run_file.is_file():  # a --reuse run resumed: it reuses OLD again
+        recorded_reuse = None
         with contextlib.suppress(ValueError, OSError):
             recorded_reuse = OutputFolder(out).read_run().get("reuse")
-            if isinstance(recorded_reuse, str) and Path(recorded_reuse).is_dir():
-                reuse = Path(recorded_reuse)
+        if isinstance(recorded_reuse, str) and Path(recorded_reuse).is_dir():
+            reuse = Path(recorded_reuse)
+        elif isinstance(recorded_reuse, str):  # a trial: it went on, silently encoding the whole corpus again
+            _fail(f"--resume: {out} is a --reuse run of {recorded_reuse}, which is no longer there; give its new "
+                  "place with --resume --reuse OLD (or --force to embed everything again)")
     # --reuse OLD: a new version of OLD, so the options not given are OLD's too (also when --resume finds no
     # run.json: the run was killed before it wrote one)
     o = _resolve_embed_options(given, out if append or (resume and run_file.is_file()) else reuse, resume=resume)

@@ -602,7 +602,9 @@ class Encoder:
         mw = macro_window or self.macro_window()
         return {
             "name": self.name,
-            "path": self.path,
+            # absolute, so the folder's model is found from any working directory (a trial: `--model models/r`
+            # recorded as typed could not be searched from elsewhere)
+            "path": str(Path(self.path).absolute()) if Path(self.path).exists() else self.path,
             "sha256": self.model_hash,
             "dim": self.dim,
             "dtype": str(self.dtype).replace("torch.", ""),

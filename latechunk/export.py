@@ -906,7 +906,8 @@ def export_folder(folder: str | os.PathLike, target: str, *, collection: str = D
         overwrite: Replace a collection of that name that already holds rows (else that is an error).
         progress: Show a progress bar (rows).
         client: An open client of that store to use instead of opening PATH (a ``lancedb`` connection, a
-            ``QdrantClient`` or a Chroma client); it is left open. Local Qdrant allows one client per folder,
+            ``QdrantClient`` or a Chroma client); it is left open, and PATH is then only the name the result
+            carries (the client's own folder or server is written). Local Qdrant allows one client per folder,
             so a process that holds one passes it here.
         hnsw: Chroma only: settings of its HNSW index that win over :func:`chroma_hnsw`'s (``max_neighbors`` 32,
             ``ef_construction`` 256, ``ef_search`` the row count clamped to [128, 1024]); the collection's
@@ -933,7 +934,7 @@ def export_folder(folder: str | os.PathLike, target: str, *, collection: str = D
     Raises:
         ValueError: on an unknown store or bad target, a bad collection name, ``batch_size`` or ``hnsw`` value, an
             incomplete or damaged folder, a non-empty collection without ``overwrite`` or ``sync``, a refused
-            ``sync`` (above), a store folder that holds
+            ``sync`` (above), a ``client`` of another store, a store folder that holds
             another store's files or a latechunk output folder, or a local Qdrant folder that another client
             holds open (each message names the value).
         ImportError: if the store's client is not installed (the message names the extra:
@@ -960,6 +961,12 @@ def export_folder(folder: str | os.PathLike, target: str, *, collection: str = D
     source = _Source(folder)
     settings = chroma_hnsw(source.rows, hnsw) if store == "chroma" else None
     _client_module(store)  # a missing extra fails before the store's folder is made
+    if client is not None:  # a client of another store failed deep inside with an AttributeError (a trial)
+        needs = {"lancedb": ("open_table", "list_tables"), "qdrant": ("upsert", "collection_exists"),
+                 "chroma": ("get_or_create_collection", "get_max_batch_size")}[store]
+        if not all(hasattr(client, a) for a in needs):
+            raise ValueError(f"client= is a {type(client).__module__}.{type(client).__name__}, not a {store} client "
+                             f"(the target is {target!r}): pass the {store} store's own client, or none")
     if client is None:
         if path.exists() and not path.is_dir():
             raise ValueError(f"{store} path {path} exists and is not a folder")

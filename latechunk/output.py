@@ -327,6 +327,11 @@ def metadata_matches(value, wanted) -> bool:
     """
     if isinstance(value, list) and not isinstance(wanted, list) and any(metadata_matches(v, wanted) for v in value):
         return True
+    if isinstance(value, str) and isinstance(wanted, str) and len(wanted) > 1 and wanted[0] == wanted[-1] == '"':
+        try:  # a JSON string (--where 'lang="de"'), as the README's "or as JSON" says (a trial)
+            return value == wanted or value == json.loads(wanted)
+        except ValueError:
+            pass
     if isinstance(wanted, str) and not isinstance(value, str):
         if isinstance(value, bool) or value is None:
             return json.dumps(value) == wanted

@@ -880,6 +880,11 @@ def _restore(state: tuple[dict, dict], model, opt, sched, order: random.Random) 
     order.setstate((v, tuple(st), gauss))
 
 
+#: TrainConfig fields by their ``latechunk train`` option, where the two names differ
+_OPTION_NAMES = {"precision": "--dtype", "macro_window": "--macro-window", "window_overlap": "--window-overlap",
+                 "ict": "--ict", "max_queries": "--max-queries", "trust_remote_code": "--trust-remote-code"}
+
+
 def _check_out(out: Path, config: TrainConfig, resume: bool) -> tuple[dict, dict] | None:
     """Refuse an ``--out`` that is a file or holds anything but a checkpoint of this run; with ``resume``, the
     checkpoint (:func:`_read_checkpoint`)."""
@@ -904,8 +909,11 @@ def _check_out(out: Path, config: TrainConfig, resume: bool) -> tuple[dict, dict
     state = _read_checkpoint(state_file)
     old = state[0].get("config") or {}
     new = config.to_dict()
-    diff = [f"{k} {old.get(k)!r} there, {new.get(k)!r} now" for k in sorted(set(old) | set(new))
-            if k != "out" and old.get(k) != new.get(k)]
+    # the device may change (a run moved to another machine), and --dtype is compared as what it resolves to
+    # (train() checks that: auto and bfloat16 are one setting on a bf16 CPU; a trial saw them refused)
+    diff = [f"{_OPTION_NAMES.get(k, '--' + k.replace('_', '-'))} {old.get(k)!r} there, {new.get(k)!r} now"
+            for k in sorted(set(old) | set(new))
+            if k not in ("out", "device", "precision") and old.get(k) != new.get(k)]
     if diff:
         raise ValueError(f"--resume: the checkpoint in {out} is of a run with other settings (" + "; ".join(diff)
                          + "): give the same options, or train into a new folder")
@@ -991,6 +999,10 @@ def train(config: TrainConfig, progress: bool = True, log: Callable[[str], None]
     result = TrainResult(out=out, n_examples=len(pairs), n_skipped=skipped, steps=total, config=config)
     start = 0  # optimiser steps (positions in the schedule, skipped short batches included) already done
     earlier = 0.0
+    autocast = str(amp).replace("torch.", "") if amp is not None else "float32"
+    if state is not None and state[0].get("autocast", autocast) != autocast:
+        raise ValueError(f"--resume: the run in {out} trained with {state[0]['autocast']} autocast, --dtype "
+                         f"{config.precision} gives {autocast} here: give --dtype {state[0]['autocast']}")
     if state is not None:  # --resume: everything as the checkpoint left it
         info = state[0]
         _restore(state, model, opt, sched, order)
@@ -1002,7 +1014,7 @@ def train(config: TrainConfig, progress: bool = True, log: Callable[[str], None]
 
     def checkpoint(done: int, seconds: float) -> None:
         _save_checkpoint(out, model, opt, sched, order, {
-            "config": config.to_dict(), "step": done, "seconds": seconds,
+            "config": config.to_dict(), "step": done, "seconds": seconds, "autocast": autocast,
             "order": [position[id(p)] for p in pairs], "losses": result.losses, "late_losses": result.late_losses,
             "naive_losses": result.naive_losses, "fused_losses": result.fused_losses})
 

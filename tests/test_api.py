@@ -611,3 +611,25 @@ def test_index_dim_is_the_dimension_the_index_holds(tmp_path):
     index = latechunk.Index.load(out, "cpu")
     assert index.dim == 64 == index.faiss_index.d and index.manifest["dim"] == 384
     assert index.search("heron", k=1)[0].doc_id == "a.md"
+
+
+def test_a_folder_embedded_with_a_relative_model_path_is_searched_from_anywhere(tmp_path, monkeypatch):
+    """A trial: `embed --model models/r` recorded the path as typed, so `search` from another directory could not
+    find the model. The manifest records the model's folder as an absolute path."""
+    from pathlib import Path
+
+    from tests.models import save_tiny_bert
+
+    work = tmp_path / "work"
+    save_tiny_bert(work / "models" / "r")
+    (work / "docs").mkdir()
+    (work / "docs" / "a.md").write_text("Rivers carry silt to the sea. Trains run on rails.", encoding="utf-8")
+    monkeypatch.chdir(work)
+    res = CliRunner().invoke(app, ["embed", "docs", "--out", "out", "--model", "models/r", "-q", "--device", "cpu",
+                                   "--sentence-workers", "0"])  # the module's runner and app
+    assert res.exit_code == 0, res.output
+    monkeypatch.chdir(tmp_path)
+    manifest = json.loads((work / "out" / "manifest.json").read_text())
+    assert Path(manifest["model"]["path"]).is_absolute()
+    hits = latechunk.Index.load(work / "out", "cpu").search("rails", k=1)
+    assert hits and hits[0].doc_id == "a.md"

@@ -291,3 +291,17 @@ def test_a_sync_never_removes_a_row_it_keeps_and_a_killed_one_is_named(days, tmp
     res = export_folder(days / "day2", q, sync=True)
     rows, meta = _qdrant_rows(tmp_path / "q")
     assert meta["latechunk.sync"] == "" and len(rows) == res.rows
+
+
+def test_a_client_of_another_store_is_refused_by_name(days, tmp_path, chroma):
+    """A trial: a Chroma client given for a qdrant: target (or the reverse) died in an AttributeError."""
+    with pytest.raises(ValueError, match="client= is a chromadb.* not a qdrant client"):
+        export_folder(days / "day1", f"qdrant:{tmp_path / 'q'}", client=chroma)
+    from qdrant_client import QdrantClient
+
+    qc = QdrantClient(path=str(tmp_path / "q2"))
+    try:
+        with pytest.raises(ValueError, match="client= is a qdrant_client.* not a chroma client"):
+            export_folder(days / "day1", "chroma:unused", client=qc)
+    finally:
+        qc.close()

@@ -161,6 +161,13 @@ def test_where_names_chunk_table_columns_too(folder, tmp_path):
     assert {h.doc_id for h in index.search("bird", k=4, where={"metadata.lang": "de"})} == {"reiher"}
     assert index.search("bird", k=4, where={"doc_id": "heron", "lang": "de"}) == []  # both must hold
     assert [h.doc_id for h in index.search("bird", k=4, where={"doc_id": "heron", "lang": "en"})] == ["heron"]
+    # a field that is neither a column nor anyone's metadata is an error naming both (a trial: a typo gave [])
+    with pytest.raises(ValueError, match="--where lnag: no chunk of .* has such a field .*lang, tags, year; columns: doc_id"):
+        index.search("bird", where={"lnag": "en"})
+    res = runner.invoke(app, ["search", str(folder), "bird", "--where", "lnag=en", "--device", "cpu"])
+    assert res.exit_code != 0 and "no chunk of" in res.output and "lang, tags, year" in res.output
+    # a JSON string value is the string (the README: "or as JSON"; a trial: 'lang="de"' matched nothing)
+    assert {h.doc_id for h in index.search("bird", k=4, where=['lang="de"'])} == {"reiher"}
     md = tmp_path / "md"
     md.mkdir()
     (md / "notes.md").write_text("# Rivers\n\nRivers carry silt to the sea.\n\n# Trains\n\nTrains run on rails.\n",

@@ -157,7 +157,11 @@ def test_reused_documents_fill_shards_of_the_usual_size_and_a_resume_reuses_agai
            str(tmp_path / "old"), "-q", "--device", "cpu", "--sentence-workers", "0"]
     proc = subprocess.run(cmd, check=False, env=env, cwd=repo, capture_output=True, timeout=300)
     assert proc.returncode == -signal.SIGKILL, proc.stderr.decode()[-2000:]
+    # OLD moved meanwhile: the resume says so (a trial: it went on encoding everything), and takes its new place
+    os.rename(tmp_path / "old", tmp_path / "old_moved")
     res = _embed(corpus, "--out", tmp_path / "k", "--resume")
+    assert res.exit_code != 0 and "no longer there" in res.output and "--resume --reuse OLD" in res.output
+    res = _embed(corpus, "--out", tmp_path / "k", "--resume", "--reuse", tmp_path / "old_moved")
     assert res.exit_code == 0, res.output
     resumed = json.loads((tmp_path / "k" / "manifest.json").read_text())
     assert sum(1 for d in resumed["documents"] if d.get("reused")) == 39

@@ -361,8 +361,10 @@ def test_a_stopped_run_resumes_to_the_model_an_uninterrupted_run_makes(tiny, tmp
     assert (tmp_path / "part" / ".checkpoint" / "state.safetensors").is_file()
     with pytest.raises(ValueError, match="checkpoint of a training run that did not finish: --resume"):
         train(cfg(tmp_path / "part"), progress=False)
-    with pytest.raises(ValueError, match=r"other settings \(lr 0.002 there, 0.001 now\)"):
+    with pytest.raises(ValueError, match=r"other settings \(--lr 0.002 there, 0.001 now\)"):
         train(cfg(tmp_path / "part", lr=1e-3), progress=False, resume=True)
+    with pytest.raises(ValueError, match="trained with float32 autocast, --dtype bfloat16 gives bfloat16 here"):
+        train(cfg(tmp_path / "part", precision="bfloat16"), progress=False, resume=True)
     resumed = train(cfg(tmp_path / "part"), progress=False, checkpoint_every=2, resume=True)
     assert resumed.losses == whole.losses and len(resumed.losses) == 8
     assert not (tmp_path / "part" / ".checkpoint").exists()
