@@ -630,13 +630,14 @@ def _open_chroma(path: Path, client):
                                                                         settings=Settings(anonymized_telemetry=False))
 
 
-def _chroma_add(cc, col, source: _Source, b: _Batch) -> None:
-    metadatas = _chroma_records(source, b)
+def _chroma_put(cc, col, b: _Batch, metadatas: list[dict], upsert: bool = False) -> None:
+    """Add (or upsert) a batch's rows: the chunk text as the record's document, ``metadatas`` beside it."""
     texts = [row["text"] for row in b.rows]
+    put = col.upsert if upsert else col.add
     step = cc.get_max_batch_size()
-    for a in range(0, len(b.chunk_ids), step):  # Chroma caps one add at get_max_batch_size() records
-        col.add(ids=b.chunk_ids[a:a + step], embeddings=b.x[a:a + step], documents=texts[a:a + step],
-                metadatas=metadatas[a:a + step])
+    for a in range(0, len(b.chunk_ids), step):  # Chroma caps one call at get_max_batch_size() records
+        put(ids=b.chunk_ids[a:a + step], embeddings=b.x[a:a + step], documents=texts[a:a + step],
+            metadatas=metadatas[a:a + step])
 
 
 def _chroma(source: _Source, path: Path, client, collection: str, overwrite: bool, hnsw: dict) -> _Writer:
@@ -650,7 +651,8 @@ def _chroma(source: _Source, path: Path, client, collection: str, overwrite: boo
     space = "cosine" if source.distance == "cosine" else "ip"
     col = cc.create_collection(collection, configuration={"hnsw": {**hnsw, "space": space}},
                                metadata=source.metadata(), embedding_function=None)
-    return _Writer(lambda b: _chroma_add(cc, col, source, b), lambda: cc.delete_collection(collection))
+    return _Writer(lambda b: _chroma_put(cc, col, b, _chroma_records(source, b)),
+                   lambda: cc.delete_collection(collection))
 
 
 _WRITERS = {"lancedb": _lancedb, "qdrant": _qdrant, "chroma": _chroma}
@@ -743,11 +745,7 @@ def _chroma_target(source: _Source, path: Path, client, collection: str, page: i
             keys = {cid: set(m or {}) for cid, m in zip(got["ids"], got["metadatas"])}
             metadatas = [{**{k: None for k in keys.get(cid, ()) if k not in m}, **m}
                          for cid, m in zip(b.chunk_ids, metadatas)]
-        texts = [row["text"] for row in b.rows]
-        step = cc.get_max_batch_size()
-        for a in range(0, len(b.chunk_ids), step):  # upsert: a row rewritten is replaced in place, never missing
-            col.upsert(ids=b.chunk_ids[a:a + step], embeddings=b.x[a:a + step], documents=texts[a:a + step],
-                       metadatas=metadatas[a:a + step])
+        _chroma_put(cc, col, b, metadatas, upsert=True)  # a row rewritten is replaced in place, never missing
 
     def renumber(ids: list, positions: list, manifest_sha256: str) -> None:
         step = cc.get_max_batch_size()
