@@ -96,6 +96,9 @@ class Hit:
             columns gives ``section`` and ``source`` and None for the others; ``url`` is None when the document
             has none.
         metadata: The record fields its document kept (``embed --metadata-fields``), or None.
+        chunk_id: The chunk's stable id (:func:`latechunk.provenance.chunk_id`, a UUID): its row's id in a
+            vector store ``latechunk export`` wrote, the same in every folder built from the same document and
+            settings.
     """
 
     score: float
@@ -116,6 +119,7 @@ class Hit:
     source: str | None = None
     url: str | None = None
     metadata: dict | None = None
+    chunk_id: str | None = None
 
     @property
     def citation(self) -> str:
@@ -520,6 +524,7 @@ class Index:
         self._trust_remote_code = trust_remote_code
         self._encoder: Encoder | None = None
         self._folder_encoder: Encoder | None = None  # add()'s when the queries use another model
+        self._ids: tuple[str, dict[str, str]] | None = None  # (vectors_key, {doc_id: text sha256}) for chunk ids
 
     @classmethod
     def load(cls, path: str | os.PathLike, device: str = "auto", *, model: str | os.PathLike | None = None,
@@ -781,6 +786,9 @@ class Index:
             from latechunk.output import search_records
 
             results = [search_records(self._table, D[q], I[q]) for q in range(len(queries))]
+            for rows in results:
+                for r in rows:
+                    r["chunk_id"] = self._chunk_id(r)
         return results[0] if single else results
 
     def expand(self, hits: Sequence[Hit], expand: str) -> list[Context]:
@@ -821,7 +829,26 @@ class Index:
                    char_start=r["char_start"], char_end=r["char_end"], token_start=r["token_start"],
                    token_end=r["token_end"], heading_path=tuple(r["heading_path"] or ()), text=r["text"],
                    strategy=r["strategy"], title=r["title"], title_from=r["title_from"], section=r["section"],
-                   header=r["header"], source=r["source"], url=r["url"], metadata=r.get("metadata"))
+                   header=r["header"], source=r["source"], url=r["url"], metadata=r.get("metadata"),
+                   chunk_id=r.get("chunk_id"))
+
+    def _chunk_id(self, row: dict) -> str:
+        """A hit's :func:`latechunk.provenance.chunk_id` (the id ``export`` gives its row in a vector store)."""
+        if self._ids is None:
+            from latechunk.output import OutputFolder
+            from latechunk.provenance import vectors_key
+
+            settings = self.manifest.get("settings")
+            if not settings and (self.path / "run.json").is_file():
+                with contextlib.suppress(ValueError, OSError):
+                    settings = OutputFolder(self.path).read_run().get("settings")
+            docs = {str(d.get("doc_id")): str(d.get("sha256") or "") for d in self.manifest.get("documents") or []
+                    if isinstance(d, dict)}
+            self._ids = (vectors_key(self.manifest, settings), docs)
+        from latechunk.provenance import chunk_id_of_row
+
+        key, docs = self._ids
+        return chunk_id_of_row(key, row, docs.get(str(row["doc_id"])))
 
     def add(self, documents: Iterable[DocumentLike], *, progress: bool = False) -> AddResult:
         """Embed new documents into the folder with its own settings, incrementally: new shards after the last
@@ -887,6 +914,7 @@ class Index:
             if not result.added:
                 jsonl.unlink(missing_ok=True)
             self._faiss, self._table, self.manifest = read_output(self.path)
+            self._ids = None
         skipped = [Skipped(s["doc_id"], _caller_positions(s["reason"], jsonl.name, positions),
                            _caller_positions(s.get("source", ""), jsonl.name, positions)) for s in result.skipped]
         order = {f"documents[{p}]": p for p in range(len(positions) + len(blank))}

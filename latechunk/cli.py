@@ -938,7 +938,7 @@ def search(
     out: Annotated[Path, typer.Argument(metavar="DIR", help="A folder written by `latechunk embed`.")],
     query: Annotated[str, typer.Argument(metavar="QUERY", help="The query text (embedded with the model's query prompt).")],
     k: Annotated[int, typer.Option("-k", help="Number of results.")] = 5,
-    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list of results, best first (each chunk's spans, heading path, title, section, header, source, url; with --expand, the contexts: span(s), text and the hits each holds).")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list of results, best first (each chunk's spans, heading path, title, section, header, source, url, chunk_id (its row id in an export); with --expand, the contexts: span(s), text and the hits each holds).")] = False,
     device: DeviceOpt = "auto",
     model: Annotated[Optional[str], typer.Option("--model", "-m", help="Model for the query. Default: the model the index was built with (from its manifest).")] = None,
     expand: Annotated[Optional[str], typer.Option("--expand", metavar="section|neighbors:N|document", help="Give each hit's context for a generator instead of the chunk alone: its heading section, N chunks on each side, or the document, reassembled from the chunk table; hits of one document whose contexts overlap or touch are merged (best score kept, hits listed).")] = None,

@@ -66,6 +66,7 @@ import numpy as np
 from latechunk.ingest.files import sha256_file
 from latechunk.ingest.shards import check_shard_files
 from latechunk.output import CHUNK_COLUMNS, OutputFolder, metadata_value
+from latechunk.provenance import CHUNK_ID_NAMESPACE, chunk_id, chunk_id_of_row, vectors_key
 
 __all__ = [
     "CHUNK_ID_NAMESPACE",
@@ -101,8 +102,6 @@ COLLECTION_KEYS = ("latechunk.manifest_sha256", "latechunk.model", "latechunk.mo
 #: the ids of exported rows (collection key ``latechunk.ids``): :func:`chunk_id`, version 1. A collection without
 #: it was exported when a row's id was its vector id, which ``--sync`` cannot follow.
 ID_SCHEME = "chunk_id/1"
-#: the uuid5 namespace of :func:`chunk_id` (fixed: changing it would change every id)
-CHUNK_ID_NAMESPACE = uuid.UUID("5b0c4a52-8d1e-4c36-9a1f-2f6e0b7d3c91")
 #: collection keys that say which vector space a collection's vectors live in: ``--sync`` refuses a collection
 #: whose values differ (while it runs, readers would see vectors of two spaces side by side)
 _SPACE_KEYS = ("latechunk.model_sha256", "latechunk.normalize", "latechunk.distance", "latechunk.dim",
@@ -148,61 +147,6 @@ class ExportResult:
     seconds: float
     hnsw: dict | None = None
     sync: dict | None = None
-
-
-def vectors_key(manifest: dict, settings: Mapping | None = None) -> str:
-    """What decides an exported row's vector besides its document, as one sha256 (hex): the run's deciding
-    settings (:func:`latechunk.ingest.reuse.deciding_settings`: model weights' sha256, dtype, backend, strategy,
-    mode, macro window and overlap, pooling, prompts, normalisation, ...) and the export's ``truncate_dim``.
-
-    Args:
-        manifest: The folder's manifest.
-        settings: The run's settings; None: the manifest's ``settings`` (a folder written before they were
-            recorded there: the manifest's own model, strategy and mode keys).
-
-    Returns:
-        64 hex digits; equal for two folders whose rows of one document get the same vectors.
-    """
-    from latechunk.ingest.reuse import deciding_settings
-
-    settings = settings if settings is not None else manifest.get("settings")
-    if settings:
-        deciding = deciding_settings(dict(settings))
-    else:
-        model = {k: v for k, v in (manifest.get("model") or {}).items() if k not in ("name", "batch_tokens")}
-        deciding = {"model": model, **{k: manifest.get(k) for k in ("strategy", "mode", "normalize", "include_special",
-                                                                  "long_documents", "macro_window",
-                                                                  "macro_window_overlap")}}
-    index = manifest.get("index") if isinstance(manifest.get("index"), dict) else {}
-    text = json.dumps([deciding, index.get("truncate_dim")], sort_keys=True, ensure_ascii=False, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-def chunk_id(key: str, doc_id: str, doc_sha256: str, chunk_index: int, char_span: tuple[int, int],
-             token_span: tuple[int, int]) -> str:
-    """A chunk's stable id in a vector store: a UUID (RFC 4122 version 5, :data:`CHUNK_ID_NAMESPACE`) of what
-    decides its row, so the same chunk gets the same id in every folder and every export.
-
-    A late-chunked vector depends on its whole document (every token of the macro window is context), so the id
-    covers the document's text (its sha256), not only the chunk's: a chunk of an edited document is a new chunk.
-    A folder rebuilt with ``embed --reuse`` (or from scratch with the same settings) gives its unchanged
-    documents' chunks the ids they had; ``export --sync`` relies on that. Qdrant takes the UUID as a point id,
-    Chroma as its string id, LanceDB stores it in the ``chunk_id`` column.
-
-    Args:
-        key: :func:`vectors_key` of the folder (model, settings, ``truncate_dim``).
-        doc_id: The document's id.
-        doc_sha256: sha256 (hex) of the document's text as read (the shard record's ``sha256``).
-        chunk_index: The chunk's position in its document (0-based).
-        char_span: ``(char_start, char_end)``, characters, half-open.
-        token_span: ``(token_start, token_end)``, tokens, half-open.
-
-    Returns:
-        The UUID as 36 characters (``8-4-4-4-12`` hex digits).
-    """
-    name = "\x1f".join((key, doc_id, doc_sha256, str(int(chunk_index)), f"{int(char_span[0])}:{int(char_span[1])}",
-                        f"{int(token_span[0])}:{int(token_span[1])}"))
-    return str(uuid.uuid5(CHUNK_ID_NAMESPACE, name))
 
 
 #: the fields that say where a row is, not what it is: its row in the folder (``vector_id``) and its record's
@@ -451,10 +395,7 @@ class _Source:
                         raise ValueError(f"{self.folder.path}: shards/{shard.name} row {offset + r} belongs to "
                                          f"{row['doc_id']!r} but its record lists {doc_id!r} there (run `latechunk "
                                          f"verify {self.folder.path}`)")
-                    if not sha:  # a record without the text's hash: the chunk's own text stands in
-                        sha = "chunk:" + hashlib.sha256(row["text"].encode()).hexdigest()
-                    cid = base = chunk_id(self.vectors_key, doc_id, sha, row["chunk_index"],
-                                          (row["char_start"], row["char_end"]), (row["token_start"], row["token_end"]))
+                    cid = base = chunk_id_of_row(self.vectors_key, row, sha)
                     k = 1
                     while cid in seen:
                         k += 1

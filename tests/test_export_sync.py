@@ -305,3 +305,18 @@ def test_a_client_of_another_store_is_refused_by_name(days, tmp_path, chroma):
             export_folder(days / "day1", "chroma:unused", client=qc)
     finally:
         qc.close()
+
+
+def test_search_hits_carry_the_chunk_id_their_store_row_has(days, tmp_path):
+    """`Index.search` hits and `search --json` rows carry the chunk id `export` gives the same chunk's row, so a
+    latechunk hit and a store hit can be matched across folders (ids are in exports and in search results)."""
+    import latechunk
+
+    export_folder(days / "day2", f"qdrant:{tmp_path / 'q'}")
+    rows, _ = _qdrant_rows(tmp_path / "q")
+    by_vid = {payload["vector_id"]: cid for cid, (payload, _) in rows.items()}
+    hits = latechunk.Index.load(days / "day2", "cpu").search("trains on rails", k=5)
+    assert hits and all(h.chunk_id == by_vid[h.vector_id] for h in hits)
+    res = runner.invoke(app, ["search", str(days / "day2"), "trains on rails", "--json", "-k", "3", "--device", "cpu"])
+    assert res.exit_code == 0, res.output
+    assert all(r["chunk_id"] == by_vid[r["vector_id"]] for r in json.loads(res.stdout))

@@ -33,6 +33,7 @@ import numpy as np
 from latechunk.ingest.files import sha256_text
 from latechunk.ingest.folder import diff_settings
 from latechunk.output import OutputFolder
+from latechunk.provenance import deciding_settings
 from latechunk.types import Boundaries, Document, Skipped
 
 __all__ = ["REUSED_REASON", "ReuseStore", "Reused", "deciding_settings", "mark_reused"]
@@ -40,9 +41,6 @@ __all__ = ["REUSED_REASON", "ReuseStore", "Reused", "deciding_settings", "mark_r
 #: the pipeline's "reason" for a reused document (it passes through as an item not to encode); never recorded:
 #: :func:`latechunk.ingest.stream._skipped_records` leaves reused items out
 REUSED_REASON = "reused from an earlier output folder (embed --reuse)"
-#: run.json settings that do not decide a document's chunks or vectors (an index type, the metadata kept, ...)
-_NOT_DECIDING = ("inputs_from_out", "index", "group_tokens", "dedup")
-_MODEL_NOT_DECIDING = ("batch_tokens", "trust_remote_code", "name")
 
 
 @dataclass(frozen=True)
@@ -61,18 +59,6 @@ class Reused(Skipped):
     tokens: int = 0
 
 
-def deciding_settings(settings: dict) -> dict:
-    """The part of a run's settings (run.json / the manifest's ``settings``) that decides a document's chunks and
-    vectors: without the index, the shard size, ``--dedup``, the inputs, the model's name (its weights' sha256
-    stays), batch size and remote-code flag, and the record fields' ``metadata`` (rows are made from the document).
-    ``--reuse`` refuses an old folder whose deciding settings differ; :func:`latechunk.export.chunk_id` hashes
-    them."""
-    out = {k: v for k, v in settings.items() if k not in _NOT_DECIDING}
-    out["model"] = {k: v for k, v in (settings.get("model") or {}).items() if k not in _MODEL_NOT_DECIDING}
-    fields = dict(out.get("record_fields") or {})
-    fields.pop("metadata", None)  # rows are made again from the document: today's metadata
-    out["record_fields"] = fields
-    return out
 
 
 class ReuseStore:
