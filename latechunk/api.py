@@ -838,13 +838,10 @@ class Index:
             from latechunk.output import OutputFolder
             from latechunk.provenance import vectors_key
 
-            settings = self.manifest.get("settings")
-            if not settings and (self.path / "run.json").is_file():
-                with contextlib.suppress(ValueError, OSError):
-                    settings = OutputFolder(self.path).read_run().get("settings")
+            settings = OutputFolder(self.path).recorded_settings(self.manifest) or None
             docs = {str(d.get("doc_id")): str(d.get("sha256") or "") for d in self.manifest.get("documents") or []
                     if isinstance(d, dict)}
-            self._ids = (vectors_key(self.manifest, settings), docs)
+            self._ids = (vectors_key(self.manifest, settings), docs)  # the export's key: the same ids
         from latechunk.provenance import chunk_id_of_row
 
         key, docs = self._ids

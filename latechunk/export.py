@@ -324,9 +324,7 @@ class _Source:
         # --truncate-dim (Matryoshka): the store holds the vectors as index.faiss does before quantisation
         self.truncate_dim = manifest["index"].get("truncate_dim") if isinstance(manifest["index"], dict) else None
         self.out_dim = int(self.truncate_dim) if self.truncate_dim else self.dim
-        settings = manifest.get("settings") or (self.folder.read_run().get("settings")
-                                                if self.folder.run_path.is_file() else None)
-        self.vectors_key = vectors_key(manifest, settings)
+        self.vectors_key = vectors_key(manifest, self.folder.recorded_settings(manifest) or None)
 
     def _check_readable(self, name: str, rows: int) -> list[str]:
         import pyarrow.parquet as pq

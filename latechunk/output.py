@@ -894,6 +894,26 @@ class OutputFolder:
         """
         return self.read_json(self.run_path)
 
+    def recorded_settings(self, manifest: dict | None = None) -> dict:
+        """The run's settings: the manifest's ``settings``, else run.json's (a folder whose manifest predates
+        them), else ``{}`` (neither recorded, or run.json unreadable).
+
+        Args:
+            manifest: The manifest already read; None: read it when it exists.
+
+        Returns:
+            ``EmbedConfig.to_dict()`` with the model's facts, as recorded.
+        """
+        if manifest is None and self.manifest_path.is_file():
+            manifest = self.read_manifest()
+        settings = (manifest or {}).get("settings")
+        if not settings and self.run_path.is_file():
+            try:
+                settings = self.read_run().get("settings")
+            except ValueError:
+                settings = None
+        return dict(settings or {})
+
     # ---------------------------------------------------------------- index and chunks
     def read_index(self):
         """``index.faiss`` as a CPU ``faiss.Index``, or a ``faiss.IndexBinary`` where the run's ``--precision`` is

@@ -880,9 +880,8 @@ def _restore(state: tuple[dict, dict], model, opt, sched, order: random.Random) 
     order.setstate((v, tuple(st), gauss))
 
 
-#: TrainConfig fields by their ``latechunk train`` option, where the two names differ
-_OPTION_NAMES = {"precision": "--dtype", "macro_window": "--macro-window", "window_overlap": "--window-overlap",
-                 "ict": "--ict", "max_queries": "--max-queries", "trust_remote_code": "--trust-remote-code"}
+#: TrainConfig fields whose ``latechunk train`` option is not ``--`` + the name with dashes
+_OPTION_NAMES = {"precision": "--dtype"}
 
 
 def _check_out(out: Path, config: TrainConfig, resume: bool) -> tuple[dict, dict] | None:

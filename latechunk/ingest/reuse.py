@@ -82,7 +82,7 @@ class ReuseStore:
             raise ValueError(f"--reuse {folder} is the output folder itself: embed into a new folder (--out NEW) "
                              "and swap it in when it is done (README: updating a served index)")
         manifest = self.folder.read_manifest()
-        old = manifest.get("settings") or self.folder.read_run().get("settings") or {}
+        old = self.folder.recorded_settings(manifest)
         if old.get("dedup") is not None:
             raise ValueError(f"--reuse {folder}: it was embedded with --dedup, so its documents lack the chunks "
                              "dropped as near-duplicates of others (which may be gone now): embed without --reuse")
