@@ -1009,10 +1009,9 @@ def search(
         from latechunk.output import WHERE_COLUMNS, metadata_fields
 
         known = metadata_fields(table)
-        typer.echo(f"note: no chunk of {out} meets --where {' '.join(f'{f}={v}' for f, v in conditions.items())} ("
-                   + (f"its metadata fields: {', '.join(known)}" if known else
-                      "it keeps no metadata: embed --metadata-fields NAMES keeps record fields")
-                   + f"; columns: {', '.join(WHERE_COLUMNS)})", err=True)
+        on_metadata = any(f not in WHERE_COLUMNS for f in conditions)  # columns only: no metadata advice (a trial)
+        typer.echo(f"note: no chunk of {out} meets --where {' '.join(f'{f}={v}' for f, v in conditions.items())}"
+                   + ("" if not on_metadata else f" (its metadata fields: {', '.join(known)})"), err=True)
     if expand is not None:  # the rows around each hit, within its document
         results = expand_hits(table, results, expand)
         if expand.strip() == "section":
