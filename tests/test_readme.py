@@ -37,3 +37,24 @@ def test_readme_python_examples_run_as_written(monkeypatch, tmp_path):
     hits = api["hits"]
     assert hits and hits[0].doc_id == "volcanoes.md" and "Etna" in hits[0].text
     assert len(index) == index.manifest["counts"]["chunks"]
+
+
+def test_ci_runs_the_readme_test_command_first_in_a_fresh_venv(tmp_path):
+    """Issue 36: CI installed triton before the README's test command, so a failure that only a fresh machine
+    shows (torch 2.13 without triton) passed CI. .ci/run now makes a fresh venv, reads the command from README.md
+    and runs it as written before anything else is installed."""
+    import subprocess
+
+    ci = (README.parent / ".ci" / "run").read_text()
+    lines = ci.splitlines()
+    first_install = next(i for i, line in enumerate(lines) if "pip install" in line and not line.lstrip().startswith("#"))
+    venv = next(i for i, line in enumerate(lines) if "-m venv --clear" in line)
+    runs_readme = next(i for i, line in enumerate(lines) if line.strip() == 'bash -c "$readme_test_command"')
+    assert venv < runs_readme < first_install
+    # the command .ci/run extracts is the README's second set-up command, verbatim
+    extract = next(line for line in lines if line.startswith("readme_test_command="))
+    script = tmp_path / "extract.sh"
+    script.write_text(f'cd "{README.parent}"\n{extract}\nprintf "%s" "$readme_test_command"\n')
+    got = subprocess.run(["bash", str(script)], capture_output=True, text=True, check=True).stdout
+    block = re.search(r"```bash\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.DOTALL).group(1)
+    assert got == block.splitlines()[1] and "scripts/setup.sh" in got and "pytest" in got
