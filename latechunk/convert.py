@@ -17,6 +17,12 @@ or ``search``. Only ``<body>`` is converted (``<head>``'s ``<title>`` becomes th
 (``data:`` URI) keeps its alt text only. Markdown escapes of ``_`` and ``*`` are off: the words stay as written
 (``snake_case``, not ``snake\_case``), which is what a model should embed.
 
+Only ``<h1>``..``<h6>`` make headings: text that markdown would read as block syntax where it starts a line (a
+paragraph's ``# 1 rule``, a line of ``=`` after a ``<br>``, ``> quote``, ``1. step``, a fence, ``<div>`` written as
+text) gets a backslash before that syntax (``\# 1 rule``), and nothing else of the text is escaped (markdownify's
+``escape_misc`` would backslash every ``=``, ``>``, ``+`` and ``|`` of the prose). The Document's text is this
+markdown, backslashes included: its char spans index it exactly.
+
 Nesting: markdownify converts recursively (a few Python frames per level), so elements nested deeper than
 :data:`MAX_DEPTH` levels (old pages with hundreds of unclosed ``<font>`` tags, generated ``<div>`` towers) are
 unwrapped before conversion: their text stays, in order, their own markup (emphasis, a list's bullets) is lost.
@@ -93,12 +99,93 @@ def _converter_class():
         raise ImportError("reading .html files needs markdownify: pip install markdownify") from err
 
     class _Converter(MarkdownConverter):
+        # markdownify's own escapes (escape_misc) backslash every ``=``, ``>``, ``+``, ``|`` of the text; here only
+        # what markdown would read as block syntax at the start of a line is (a paragraph's "# 1 rule" is no heading)
+        _starts_line = True
+
+        def process_text(self, el, parent_tags=None):
+            self._starts_line = _starts_line(el)
+            return super().process_text(el, parent_tags)
+
+        def escape(self, text, parent_tags):
+            return _escape_line_starts(super().escape(text, parent_tags), self._starts_line)
+
         def convert_img(self, el, text, parent_tags):
             if str(el.attrs.get("src", "")).startswith("data:"):  # an inline image: its alt text, not its bytes
                 return str(el.attrs.get("alt", "") or "")
             return super().convert_img(el, text, parent_tags)
 
     return _Converter
+
+
+#: what markdown reads as block syntax at the start of a line (after up to 3 spaces), in a text node's words: an
+#: ATX heading marker, a setext underline or thematic break (a run of ``=``, ``-``, ``*``, ``_``), a bullet
+#: (``-``, ``+``, ``*`` and a space), an ordered list marker (``1.``, ``1)``), a blockquote (``>``), a code fence
+#: (three backticks or tildes), an HTML block (``<tag``, ``</``, ``<!``, ``<?``), an admonition (``!!!``, ``???``)
+_SYNTAX = (
+    r"([ \t]{0,3})("
+    r"#{1,6}(?=[ \t]|$)"  # ATX heading
+    r"|=+(?=[ \t]*$|[ \t]*\")"  # setext underline, content tab (=== "Tab")
+    r"|[-*_](?=[ \t]*[-*_][ \t]*[-*_][-*_ \t]*$)"  # thematic break, setext --- underline
+    r"|-+(?=[ \t]*$)"  # setext underline of one or two dashes
+    r"|[-+*](?=[ \t]|$)"  # bullet
+    r"|\d{1,9}(?=[.)](?:[ \t]|$))"  # ordered list marker: the digits kept, the . or ) escaped
+    r"|>"  # blockquote
+    r"|`{3,}|~{3,}"  # code fence
+    r"|<(?=[A-Za-z/!?])"  # HTML block
+    r"|[!?]{3}(?=[ \t+])"  # admonition (!!! note, ??? note, ???+ note)
+    r")")
+_LINE_START_SYNTAX = re.compile("^" + _SYNTAX, re.MULTILINE)  # at the text's start and after each newline
+_NEW_LINE_SYNTAX = re.compile(r"(?<=\n)" + _SYNTAX, re.MULTILINE)  # after each newline only
+#: elements markdownify writes as blocks of their own (or line breaks): text right after one, or first inside one,
+#: starts a line; inside any other element (``<span>``, ``<b>``, ``<a>``, an unknown tag) it goes on the line
+_BLOCKS = frozenset({"address", "article", "aside", "blockquote", "body", "br", "caption", "dd", "details", "div",
+                     "dl", "dt", "fieldset", "figcaption", "figure", "footer", "form", "h1", "h2", "h3", "h4", "h5",
+                     "h6", "header", "hr", "html", "li", "main", "ol", "p", "pre", "section", "summary", "table",
+                     "tbody", "td", "tfoot", "th", "thead", "tr", "ul", "[document]"})
+
+
+def _starts_line(el) -> bool:
+    """Whether the text node ``el`` starts a line of the markdown: nothing but whitespace between it and the start
+    of its block (or a ``<br>``, a block before it, a newline kept in the text before it)."""
+    from bs4 import NavigableString
+
+    node = el
+    while True:
+        prev = node.previous_sibling
+        while prev is not None and isinstance(prev, NavigableString):
+            before = str(prev)
+            if before.strip(" \t\r\f"):  # words before it on the line, unless they end with a newline
+                return before.rstrip(" \t\r\f").endswith("\n")
+            if "\n" in before:
+                return True
+            prev = prev.previous_sibling
+        if prev is not None:
+            return prev.name in _BLOCKS
+        node = node.parent
+        if node is None or node.name in _BLOCKS:
+            return True
+
+
+def _escape_line_starts(text: str, starts_line: bool = True) -> str:
+    r"""``text`` (a text node's words) with a backslash before each piece of markdown block syntax that would start
+    a line (:data:`_SYNTAX`): ``# Fees`` -> ``\# Fees``, ``===`` -> ``\===``, ``1. x`` -> ``1\. x``.
+
+    Args:
+        text: The words.
+        starts_line: Whether the text starts a line (:func:`_starts_line`); else only the syntax after a newline
+            in it is escaped.
+    """
+    if not text:
+        return text
+
+    def esc(m: re.Match) -> str:
+        indent, syntax = m.group(1), m.group(2)
+        if syntax[0].isdigit():  # the digits stay, the . or ) after them is escaped
+            return f"{indent}{syntax}\\"
+        return f"{indent}\\{syntax}"
+
+    return (_LINE_START_SYNTAX if starts_line else _NEW_LINE_SYNTAX).sub(esc, text)
 
 
 def _code_language(el) -> str:
