@@ -249,7 +249,7 @@ def test_progress_counts_documents_only_no_longer_one_long_file_moves_in_text_by
     (bar,) = bars
     assert bar.unit == "B" and bar.total == len(text.encode()) == bar.n
     assert shards_done[0] > 5  # the one document moved the bar window batch by window batch before its shard
-    assert bar.postfix == "items written 1/1"
+    assert bar.postfix == "1 embedded, 0 skipped (1/1 items)"
 
 
 def test_a_resumed_runs_bar_starts_at_the_bytes_already_embedded_and_ends_at_its_total(tmp_path, monkeypatch):

@@ -218,7 +218,7 @@ def _ingest_one(config: EmbedConfig, encoder, settings: dict, t_start: float, pr
         progress_record(s.end)
 
     stream(config, encoder, items, consumed, digest, len(records), None, write, progress=progress,
-           bar_bytes=consumed_bytes[0] if consumed else None)
+           bar_bytes=consumed_bytes[0] if consumed else None, bar_skipped=sum(len(r["skipped"]) for r in records))
     if records and not folder.progress_path.is_file():  # resumed with every shard kept: --resume's clean-up took it
         progress_record(records[-1]["inputs"][1])
     return assemble(out, records, settings, config.index, encoder.dim, header or {}, t_start)

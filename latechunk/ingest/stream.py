@@ -29,7 +29,7 @@ from latechunk.pipeline import GroupResult, iter_embed
 from latechunk.pipeline import text_bytes as utf8_bytes
 from latechunk.types import Boundaries, Document, Skipped
 
-__all__ = ["DedupState", "ShardInput", "chain", "shard_stats", "skip_consumed", "stream", "write_group"]
+__all__ = ["DedupState", "ShardInput", "chain", "progress_counts", "shard_stats", "skip_consumed", "stream", "write_group"]
 
 
 def chain(digest: str, item: Document | Skipped) -> str:
@@ -363,10 +363,29 @@ def write_group(folder: OutputFolder, config: EmbedConfig, dim: int, shard: Shar
                        shard_stats(g, config.mode), doc_extra=extra, dedup=dropped)
 
 
+def progress_counts(embedded: int, skipped: int, reused: int, done: int, total: int) -> str:
+    """The progress bar's postfix: the input items done, embedded and skipped counted apart (a trial read "items
+    written 17/17" where 14 were embedded and 3 skipped), e.g. ``"14 embedded, 3 skipped (17/17 items)"``;
+    documents taken unchanged from ``embed --reuse``'s folder are counted as ``reused`` when there are any.
+
+    Args:
+        embedded: Items embedded (encoded) so far.
+        skipped: Items skipped so far (the manifest's ``skipped`` list has them all, with their reasons).
+        reused: Documents taken from ``--reuse``'s folder so far.
+        done: Input items consumed so far (``embedded + skipped + reused``).
+        total: Input items in all (counted ahead).
+
+    Returns:
+        The postfix text.
+    """
+    parts = [f"{embedded:,} embedded", *([f"{reused:,} reused"] if reused else []), f"{skipped:,} skipped"]
+    return f"{', '.join(parts)} ({done:,}/{total:,} items)"
+
+
 def stream(config: EmbedConfig, encoder, items: Iterator, start: int, digest: str, k0: int,
            select: Callable[[int], bool] | None, on_shard: Callable[[ShardInput], None],
            progress: bool = False, bar_start: int | None = None,
-           bar_bytes: int | None = None) -> tuple[int, int, str]:
+           bar_bytes: int | None = None, bar_skipped: int = 0) -> tuple[int, int, str]:
     """Run the pipeline over ``items`` and hand each group to ``on_shard`` as shard ``k0, k0 + 1, ...``.
 
     Args:
@@ -383,13 +402,16 @@ def stream(config: EmbedConfig, encoder, items: Iterator, start: int, digest: st
             total is counted ahead from the input files' sizes (:func:`~latechunk.io.count_input_bytes`), and
             it moves as each forward batch of the late pass finishes (one long document advances macro window
             by macro window; many small ones batch by batch) and as each group ends (naive mode, skipped
-            items, other ranks' groups). Its postfix counts input items (counted ahead,
-            :func:`~latechunk.io.count_inputs`).
+            items, other ranks' groups). Its postfix counts the input items done (counted ahead,
+            :func:`~latechunk.io.count_inputs`), the embedded and the skipped ones apart
+            (:func:`progress_counts`).
         bar_start: Items of ``config.inputs`` consumed before ``items`` (for the progress bar); default ``start``
             (a resumed run). An append gives 0: its inputs start at ``items`` while ``start`` counts the
             folder's earlier items.
         bar_bytes: UTF-8 bytes of document text in those consumed items (a resumed run, as
             :func:`skip_consumed` counts them), where the bar starts; default: estimated from their number.
+        bar_skipped: How many of those consumed items were skipped (the kept shards' ``skipped`` records), so
+            the bar's counts start right.
 
     Returns:
         ``(shards, items consumed, digest after them)``; ``shards`` counts from 0 (i.e. ``k0`` + new ones).
@@ -412,7 +434,8 @@ def stream(config: EmbedConfig, encoder, items: Iterator, start: int, digest: st
         initial = bar_bytes if bar_bytes is not None else total * before // n_items if n_items else 0
         total = max(total, initial)
         bar = tqdm(total=total, initial=initial, unit="B", unit_scale=True, desc="embed")
-        bar.set_postfix_str(f"items written {before}/{n_items}", refresh=False)
+        bar.set_postfix_str(progress_counts(before - bar_skipped, bar_skipped, 0, before, n_items), refresh=False)
+    n_skipped, n_reused = bar_skipped, 0
     groups = iter_embed(items, encoder, config.pipeline,
                         select_group=None if select is None else (lambda i: select(k0 + i)),
                         on_text_bytes=None if bar is None else bar.update)
@@ -429,8 +452,12 @@ def stream(config: EmbedConfig, encoder, items: Iterator, start: int, digest: st
                 if bar is not None:  # reused documents (embed --reuse) passed the encoder by: their bytes are done too
                     bar.update(sum(len(d.text.encode("utf-8")) for i in g.items
                                    if (d := getattr(i, "document", None)) is not None))
+                    reused = sum(1 for i in g.items if getattr(i, "document", None) is not None)
+                    n_skipped += len(g.skipped) - reused  # a reused document passes the pipeline as a skip
+                    n_reused += reused
                     done = end - start + before
-                    bar.set_postfix_str(f"items written {done}/{max(n_items, done)}", refresh=False)
+                    bar.set_postfix_str(progress_counts(done - n_skipped - n_reused, n_skipped, n_reused, done,
+                                                        max(n_items, done)), refresh=False)
                     bar.refresh()
                 k, pos = k + 1, end
         if bar is not None and bar.n != bar.total:  # the total was an estimate: the run is complete

@@ -1,0 +1,74 @@
+"""What embed and compare say on the console (issue 36, section 5): the progress bar's counts, the unknown-token
+summary, the Ctrl-C message, compare's table at a terminal's width, and `embed --strict`'s exit code."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ClassVar
+
+
+class _Bar:
+    """tqdm's part that :func:`latechunk.ingest.stream.stream` uses, recorded."""
+
+    bars: ClassVar[list[_Bar]] = []
+
+    def __init__(self, total=None, initial=0, **kwargs):
+        self.total, self.n, self.postfixes = total, initial, []
+        _Bar.bars.append(self)
+
+    def update(self, n=1):
+        self.n += n
+
+    def set_postfix_str(self, s, refresh=True):
+        self.postfixes.append(s)
+
+    def refresh(self):
+        pass
+
+    def close(self):
+        pass
+
+
+def _corpus_with_skips(root: Path) -> Path:
+    """Three documents and three items that are skipped (an empty file, a bad JSON line, a record without text)."""
+    src = root / "in"
+    src.mkdir()
+    for i in range(3):
+        (src / f"doc{i}.md").write_text(f"# Note {i}\n\nHerons wait by the reeds at dawn, number {i}.\n",
+                                        encoding="utf-8")
+    (src / "empty.txt").write_text("  \n", encoding="utf-8")
+    (src / "records.jsonl").write_text('not json\n{"id": "r1", "text": ""}\n', encoding="utf-8")
+    return src
+
+
+def test_progress_counts_skipped_items_apart(tmp_path, monkeypatch):
+    """A trial's bar said "items written 17/17" while 14 were embedded and 3 skipped: the postfix counts the
+    embedded and the skipped items apart, on a fresh run and on a resumed one (whose kept shards held skips)."""
+    import tqdm.auto
+
+    from latechunk.config import EmbedConfig, PipelineConfig
+    from latechunk.ingest import ingest
+    from tests.models import minilm_encoder
+
+    src = _corpus_with_skips(tmp_path)
+    encoder = minilm_encoder()  # loaded before tqdm is replaced (huggingface_hub subclasses it on import)
+    monkeypatch.setattr(tqdm.auto, "tqdm", _Bar)
+    _Bar.bars = []
+    out = tmp_path / "out"
+    config = EmbedConfig(inputs=(src,), out=out, pipeline=PipelineConfig(strategies=("fixed:size=32",),
+                                                                         group_tokens=16))
+    manifest = ingest(config, encoder, progress=True)
+    assert manifest["counts"]["documents_embedded"] == 3 and len(manifest["skipped"]) == 3
+    (bar,) = _Bar.bars
+    assert bar.postfixes[-1] == "3 embedded, 3 skipped (6/6 items)", bar.postfixes
+    assert not any("written" in p for p in bar.postfixes)
+    # resumed after the shards of the first items: the kept shards' skips count from the start
+    shards = sorted((out / "shards").glob("*.json"))
+    assert len(shards) > 2
+    (out / "manifest.json").unlink()
+    for f in (out / "shards").glob(f"{shards[-1].stem}.*"):
+        f.unlink()
+    _Bar.bars = []
+    ingest(EmbedConfig(inputs=(src,), out=out, resume=True, pipeline=config.pipeline), encoder, progress=True)
+    (bar,) = _Bar.bars
+    assert bar.postfixes[-1] == "3 embedded, 3 skipped (6/6 items)", bar.postfixes
