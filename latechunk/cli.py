@@ -166,7 +166,7 @@ def embed(
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing output folder.")] = False,
     resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted run in --out: every option not given is the run's (run.json), an option given must equal it, except the index options (--index, --precision, --truncate-dim, HNSW settings: the index is built from the shards, so an index that could not be trained is replaced without encoding again); ends with the output of an uninterrupted run.")] = False,
     append: Annotated[bool, typer.Option("--append", help="Add INPUT to the finished output folder --out with its run's settings (run.json; every option not given is the folder's, an option given must equal it): new shards, then index.faiss, chunks.parquet and manifest.json again; documents whose id is already there are skipped (those with the same text counted, others listed). Exits 0 when every input is already in the index (nothing to do), 1 when nothing could be appended for another reason.")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars, and no unknown-token line (the manifest's unknown_tokens lists those documents).")] = False,
     group_tokens: Annotated[Optional[int], typer.Option("--group-tokens", hidden=True, show_default=False, help=f"Tokens per pipeline group = per shard (bounds memory).  [default: {DEFAULT_GROUP_TOKENS}]")] = None,
     sentence_workers: SentenceWorkersOpt = None,
     late_pooling: LatePoolingOpt = None,
@@ -448,7 +448,7 @@ def embed(
         typer.echo(f"reused {n_reused:,} unchanged document(s) from {reuse}; encoded "
                    f"{c['documents_embedded'] - n_reused:,} new or changed one(s)")
     _print_skipped(manifest["skipped"], out / "manifest.json")
-    _print_ingest_notes(manifest, out / "manifest.json")
+    _print_ingest_notes(manifest, out / "manifest.json", quiet=quiet)
     if c["documents_embedded"] == 0:  # every input had a document, but none was embedded (duplicates, too long)
         _fail(f"no document was embedded from {', '.join(str(p) for p in inputs)} (the reasons are above and in "
               f"{out / 'manifest.json'}'s skipped list)", code=1)
@@ -659,7 +659,8 @@ def _append(config, encoder, quiet: bool) -> None:
     _warn_changed(res.skipped, {d["doc_id"] for d in res.manifest.get("documents", [])}, config.out)
     _warn_vanished(config, res)
     # this append's documents only: the earlier ones' notes were printed when they were embedded
-    _print_ingest_notes(res.manifest, config.out / "manifest.json", only={d["doc_id"] for d in res.documents})
+    _print_ingest_notes(res.manifest, config.out / "manifest.json", only={d["doc_id"] for d in res.documents},
+                        quiet=quiet)
 
 
 def _recorded_model_hint(message: str, out: Path, recorded: bool) -> str:
@@ -749,18 +750,35 @@ def _check_hnsw_options(given: dict, index_config, index_option: str) -> None:
               + "; give --index hnsw with it, or leave it out")
 
 
-def _print_ingest_notes(manifest: dict, where: Path, only: set[str] | None = None) -> None:
-    """On stderr, plain text: each parse alarm of the manifest, the documents with text read as the unknown token
-    and those whose front matter was ignored (at most :data:`_MAX_SKIPPED_SHOWN` each, then a count; of the
-    documents in ``only`` when given: an append's own), and how many chunks ``--dedup`` dropped."""
+def unknown_tokens_line(unknown: list[dict], where: Path | str) -> str:
+    """The one line ``embed`` prints for the documents with text read as the tokenizer's unknown token (a trial
+    got one 250-character line per document): how many documents, their characters in all, where each is listed.
+
+    Args:
+        unknown: Manifest ``unknown_tokens`` entries (``doc_id``, ``unknown_chars``: characters).
+        where: The manifest that lists them.
+
+    Returns:
+        The line; ``""`` when ``unknown`` is empty.
+    """
+    if not unknown:
+        return ""
+    chars = sum(int(u.get("unknown_chars", 0)) for u in unknown)
+    return (f"unknown tokens: {len(unknown):,} document(s) with {chars:,} character(s) in all read as the "
+            f"tokenizer's unknown token, in no vector (long words such as URLs, or characters outside its "
+            f"vocabulary): each is listed in {where} (unknown_tokens)")
+
+
+def _print_ingest_notes(manifest: dict, where: Path, only: set[str] | None = None, quiet: bool = False) -> None:
+    """On stderr, plain text: each parse alarm of the manifest, one line for the documents with text read as the
+    unknown token (:func:`unknown_tokens_line`; none with ``quiet``), the documents whose front matter was ignored
+    (at most :data:`_MAX_SKIPPED_SHOWN`, then a count; of the documents in ``only`` when given: an append's own),
+    and how many chunks ``--dedup`` dropped."""
     for a in manifest.get("alarms", []):
         typer.echo(visible(a["message"]), err=True)
     unknown = [u for u in manifest.get("unknown_tokens", []) if only is None or u["doc_id"] in only]
-    for u in unknown[:_MAX_SKIPPED_SHOWN]:
-        typer.echo(visible(u["message"]), err=True)
-    if len(unknown) > _MAX_SKIPPED_SHOWN:
-        typer.echo(f"unknown tokens: ... and {len(unknown) - _MAX_SKIPPED_SHOWN} more document(s) (all in {where})",
-                   err=True)
+    if unknown and not quiet:
+        typer.echo(unknown_tokens_line(unknown, where), err=True)
     odd = [d for d in manifest.get("documents", [])
            if d.get("front_matter_problem") and (only is None or d["doc_id"] in only)]
     for doc in odd[:_MAX_SKIPPED_SHOWN]:

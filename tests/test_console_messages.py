@@ -3,8 +3,13 @@ summary, the Ctrl-C message, compare's table at a terminal's width, and `embed -
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import ClassVar
+
+from typer.testing import CliRunner
+
+from latechunk.cli import app
 
 
 class _Bar:
@@ -72,3 +77,27 @@ def test_progress_counts_skipped_items_apart(tmp_path, monkeypatch):
     ingest(EmbedConfig(inputs=(src,), out=out, resume=True, pipeline=config.pipeline), encoder, progress=True)
     (bar,) = _Bar.bars
     assert bar.postfixes[-1] == "3 embedded, 3 skipped (6/6 items)", bar.postfixes
+
+
+def test_unknown_tokens_summary_is_one_line(tmp_path):
+    """A trial got one 250-character `unknown tokens:` line per document, under --quiet too: one line now (how many
+    documents, their characters in all, where each is listed), the details in the manifest; none with --quiet."""
+    src = tmp_path / "in"
+    src.mkdir()
+    for i, n in enumerate((150, 120, 110)):
+        (src / f"blob{i}.md").write_text(f"Herons wait by the reeds. The key is {'Q' * n} and nothing else.\n",
+                                         encoding="utf-8")
+    (src / "plain.md").write_text("Herons wait by the reeds. They strike fast.\n", encoding="utf-8")
+    out = tmp_path / "o"
+    res = CliRunner().invoke(app, ["embed", str(src), "--out", str(out), "--device", "cpu"])
+    assert res.exit_code == 0, res.output
+    lines = [line for line in res.output.splitlines() if "unknown token" in line]
+    want = (f"unknown tokens: 3 document(s) with 380 character(s) in all read as the tokenizer's unknown token, in "
+            "no vector (long words such as URLs, or characters outside its vocabulary): each is listed in "
+            f"{out / 'manifest.json'} (unknown_tokens)")
+    assert lines == [want], lines
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert [(u["doc_id"], u["unknown_chars"]) for u in manifest["unknown_tokens"]] == [
+        ("blob0.md", 150), ("blob1.md", 120), ("blob2.md", 110)]
+    res = CliRunner().invoke(app, ["embed", str(src), "--out", str(tmp_path / "q"), "--device", "cpu", "--quiet"])
+    assert res.exit_code == 0 and "unknown token" not in res.output, res.output
