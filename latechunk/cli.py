@@ -1564,15 +1564,20 @@ def _option_value(args: list[str], *names: str) -> str | None:
     return value
 
 
-def _has_complete_shard(out: Path) -> bool:
-    """Whether an interrupted embed left shard 0 complete in ``out`` (sizes checked, hashes not: this runs after
-    Ctrl-C)."""
+def _kept_shards(out: Path) -> str:
+    """What an interrupted embed kept in ``out``: its complete shards from shard 0 on (sizes checked, hashes not:
+    this runs after Ctrl-C), as ``"3 complete shard(s): the first 1,204 input items, 5,321 chunks"``; ``""`` when
+    none is complete or the folder cannot be read."""
     try:
         from latechunk.ingest.shards import scan_shards
 
-        return bool(scan_shards(out, verify_hashes=False)[0])
+        records = scan_shards(out, verify_hashes=False)[0]
     except (OSError, ValueError):
-        return True  # cannot tell: the general advice
+        return ""
+    if not records:
+        return ""
+    return (f"{len(records):,} complete shard(s): the first {int(records[-1]['inputs'][1]):,} input items, "
+            f"{sum(int(r.get('rows', 0)) for r in records):,} chunks")
 
 
 _DEFAULT_FORMATWARNING = warnings.formatwarning
@@ -1589,22 +1594,47 @@ def format_warning(message, category, filename, lineno, line=None) -> str:
 
 
 def interrupted_message(args: list[str]) -> str:
-    """What the console script says after Ctrl-C, for the command line ``args`` (without the program name): how
-    to go on. ``embed``: with ``--resume`` (an interrupted ``--append``: the same command again, the folder being
-    as its last manifest left it); ``train``: nothing was written (no checkpoints)."""
+    """What the console script says after Ctrl-C, for the command line ``args`` (without the program name): what
+    was kept and the exact command that goes on, built here only, so a fresh run and a ``--resume`` run stopped in
+    the same state get the same message (a trial got "nothing is kept: --force" from one and "complete shards are
+    kept: --resume" from the other).
+
+    ``embed``: its complete shards (:func:`_kept_shards`) and the command with ``--resume`` (and without
+    ``--force``), which also starts over when nothing was kept; ``embed --append``: the folder as its last manifest
+    left it, and the same command again; a finished folder (a ``--force`` run stopped before it cleared it): the
+    same command again; ``train``: its checkpoint and ``--resume``, or without one the command again.
+
+    Args:
+        args: The command line after the program name.
+
+    Returns:
+        One line, beginning ``interrupted (Ctrl-C)``.
+    """
     command = args[0] if args else ""
-    if command == "embed" and "--append" in args:
-        return ("interrupted (Ctrl-C); the folder is as the last finished run or append left it: run the same "
-                "command again (--append, without --resume) to append")
-    if command == "embed":
-        out = _option_value(args, "--out", "-o")
-        if out is not None and "--resume" not in args and not _has_complete_shard(Path(out)):
-            return ("interrupted (Ctrl-C) before the first shard was complete (a shard holds about 262,144 tokens "
-                    "of documents), so nothing is kept: run the same command again, with --force")
-        return "interrupted (Ctrl-C); complete shards are kept: run the same command with --resume to continue"
+    out = _option_value(args, "--out", "-o")
+    if command not in ("embed", "train") or out is None:
+        return "interrupted (Ctrl-C)"
+    given = shlex.join(["latechunk", *args])
+    resumed = shlex.join(["latechunk", *(a for a in args if a not in ("--resume", "--force")), "--resume"])
     if command == "train":
-        return "interrupted (Ctrl-C); train keeps no checkpoint: --out holds no model, run the command again"
-    return "interrupted (Ctrl-C)"
+        from latechunk.train import CHECKPOINT_DIR, CHECKPOINT_FILE
+
+        if (Path(out) / CHECKPOINT_DIR / CHECKPOINT_FILE).is_file():
+            return (f"interrupted (Ctrl-C); kept: the run's last checkpoint in {Path(out) / CHECKPOINT_DIR} (every "
+                    f"--checkpoint-every steps and at each epoch's end); to continue from it: {resumed}")
+        again = shlex.join(["latechunk", *(a for a in args if a != "--resume")])
+        return f"interrupted (Ctrl-C); nothing is kept (no checkpoint was written yet); to start again: {again}"
+    if "--append" in args:
+        return (f"interrupted (Ctrl-C); kept: {out} as its last finished run or append left it (the partial shards "
+                f"of this append are dropped when it runs again); to append: {given}")
+    if (Path(out) / "manifest.json").is_file():
+        return f"interrupted (Ctrl-C); kept: {out} as it was, a finished run (its manifest.json); to run again: {given}"
+    kept = _kept_shards(Path(out))
+    if kept:
+        return f"interrupted (Ctrl-C); kept in {out}: {kept}; to continue: {resumed}"
+    shard = _option_value(args, "--group-tokens") or f"{DEFAULT_GROUP_TOKENS:,}"
+    return (f"interrupted (Ctrl-C); nothing is kept in {out} (no shard was complete yet: a shard holds about "
+            f"{shard} tokens of documents); to start again: {resumed}")
 
 
 if __name__ == "__main__":  # pragma: no cover

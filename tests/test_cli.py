@@ -806,18 +806,22 @@ def test_interrupted_message_says_how_to_go_on(sotu_index, tmp_path):
     """Trial finding: after Ctrl-C in `embed --append` the message said to run it again with --resume, which
     --append refuses; an append is continued by running it again. Third trial: "complete shards are kept" was said
     of a folder with no complete shard (a corpus under one shard of 262,144 tokens), and --resume started over."""
+    import shutil
+
     from latechunk.cli import interrupted_message
 
     append = interrupted_message(["embed", "new", "--out", "idx", "--append"])
-    assert "--resume to continue" not in append and "same command again" in append
-    done = sotu_index[1]
+    assert "--resume" not in append and append.endswith("to append: latechunk embed new --out idx --append")
+    done = tmp_path / "done"
+    shutil.copytree(sotu_index[1] / "shards", done / "shards")  # its shards, without the manifest: interrupted
     for out in (["--out", str(done)], ["-o", str(done)], [f"--out={done}"]):
-        assert "--resume to continue" in interrupted_message(["embed", "docs", *out])
+        message = interrupted_message(["embed", "docs", *out])
+        assert "1 complete shard(s)" in message and message.endswith(f"latechunk embed docs {' '.join(out)} --resume")
     (tmp_path / "o" / "shards").mkdir(parents=True)
     for out in (tmp_path / "o", tmp_path / "missing"):
         message = interrupted_message(["embed", "docs", "--out", str(out), "--quiet"])
-        assert "before the first shard was complete" in message and "--resume" not in message, message
-    assert "no checkpoint" in interrupted_message(["train", "--dataset", "xquad", "--out", "m"])
+        assert "nothing is kept" in message and "no shard was complete" in message, message
+    assert "no checkpoint" in interrupted_message(["train", "--dataset", "xquad", "--out", str(tmp_path / "m")])
     assert interrupted_message([]) == interrupted_message(["search"]) == "interrupted (Ctrl-C)"
 
 

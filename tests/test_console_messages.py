@@ -11,6 +11,8 @@ from typer.testing import CliRunner
 
 from latechunk.cli import app
 
+runner = CliRunner()
+
 
 class _Bar:
     """tqdm's part that :func:`latechunk.ingest.stream.stream` uses, recorded."""
@@ -101,3 +103,45 @@ def test_unknown_tokens_summary_is_one_line(tmp_path):
         ("blob0.md", 150), ("blob1.md", 120), ("blob2.md", 110)]
     res = CliRunner().invoke(app, ["embed", str(src), "--out", str(tmp_path / "q"), "--device", "cpu", "--quiet"])
     assert res.exit_code == 0 and "unknown token" not in res.output, res.output
+
+
+def test_ctrl_c_message_is_the_same_fresh_and_resumed(tmp_path):
+    """A trial stopped a fresh run and a `--resume` run in the same state and was told "nothing is kept: run again
+    with --force" by one and "complete shards are kept: --resume" by the other. One message now, for the folder's
+    state: what is kept and the exact command that goes on (which then finishes the run)."""
+    import shlex
+
+    from latechunk.cli import interrupted_message
+
+    src = _corpus_with_skips(tmp_path)
+    out = tmp_path / "out"
+    opts = ["--strategy", "fixed:size=32", "--group-tokens", "16", "--device", "cpu", "-q"]
+    res = runner.invoke(app, ["embed", str(src), "--out", str(out), *opts])
+    assert res.exit_code == 0, res.output
+    shards = sorted((out / "shards").glob("*.json"))
+    kept = [json.loads(p.read_text()) for p in shards[:2]]
+    (out / "manifest.json").unlink()  # stopped while the third shard was written
+    for p in shards[2:]:
+        for f in (out / "shards").glob(f"{p.stem}.*"):
+            f.unlink()
+    fresh = ["embed", str(src), "--out", str(out), *opts]
+    resumed = ["embed", str(src), "--out", str(out), "--resume", *opts]
+    forced = ["embed", str(src), "--force", "--out", str(out), *opts]
+    message = interrupted_message(fresh)
+    assert message == interrupted_message(resumed) == interrupted_message(forced)
+    command = shlex.join(["latechunk", "embed", str(src), "--out", str(out), *opts, "--resume"])
+    items, chunks = kept[-1]["inputs"][1], sum(r["rows"] for r in kept)
+    assert message == (f"interrupted (Ctrl-C); kept in {out}: 2 complete shard(s): the first {items} input items, "
+                       f"{chunks} chunks; to continue: {command}"), message
+    res = runner.invoke(app, shlex.split(command)[1:])  # the command it gives finishes the run
+    assert res.exit_code == 0 and "the whole run, its interrupted part included" in res.output, res.output
+    # stopped before any shard was complete: the same message again from either, and its command starts over
+    (out / "manifest.json").unlink()
+    for f in (out / "shards").iterdir():
+        f.unlink()
+    message = interrupted_message(fresh)
+    assert message == interrupted_message(resumed) == interrupted_message(forced)
+    assert message.startswith(f"interrupted (Ctrl-C); nothing is kept in {out} (no shard was complete yet")
+    assert message.endswith(f"; to start again: {command}"), message
+    res = runner.invoke(app, shlex.split(command)[1:])
+    assert res.exit_code == 0 and json.loads((out / "manifest.json").read_text())["counts"]["documents_embedded"] == 3
