@@ -354,24 +354,25 @@ def declared_charset(data: bytes) -> str | None:
     return "utf-8" if name.startswith(("utf-16", "utf-32")) else name
 
 
-def decode_html(data: bytes, default: str = "utf-8") -> tuple[str, str]:
+def decode_html(data: bytes, default: str = "utf-8", errors: str = "strict") -> tuple[str, str]:
     """Decode an HTML page's bytes (without a byte-order mark: the caller strips one and uses its encoding).
 
     Args:
         data: The bytes after any byte-order mark.
         default: The codec when the page declares none (or an unknown one).
+        errors: ``"strict"``, or ``"replace"``: a byte not valid in the codec becomes U+FFFD.
 
     Returns:
         ``(text, codec)``: the text and the codec it was decoded with. Bytes windows-1252 leaves undefined
         (0x81, 0x8D, 0x8F, 0x90, 0x9D) decode to the C1 control of the same number, as browsers do.
 
     Raises:
-        UnicodeDecodeError: if the bytes are not valid in that codec.
+        UnicodeDecodeError: if the bytes are not valid in that codec (``errors="strict"``).
     """
     codec = declared_charset(data) or default
     if codec == "windows-1252":  # WHATWG's windows-1252: Latin-1 with 0x80-0x9F remapped where defined
         return data.decode("latin-1").translate(_WINDOWS_1252_C1), codec
-    return data.decode(codec), codec
+    return data.decode(codec, errors), codec
 
 
 def _windows_1252_c1() -> dict[int, str]:

@@ -56,12 +56,14 @@ import errno
 import json
 import math
 import os
+import re
 import stat
 import sys
 import unicodedata
 from collections.abc import Iterator, Sequence
 from io import TextIOWrapper
 from pathlib import Path
+from typing import NamedTuple
 
 from latechunk.convert import declared_charset, decode_html, html_to_markdown
 from latechunk.front_matter import FRONT_MATTER, INVISIBLE_MARKS, read_front_matter
@@ -151,7 +153,74 @@ def _legacy_hint(data: bytes) -> str:
             "WINDOWS-1252 -t UTF-8 FILE > FILE.tmp && mv FILE.tmp FILE)")
 
 
-def read_text_file(path: Path, html: bool = False) -> tuple[str | None, str]:
+#: invalid byte offsets a reason names (then ", ..." and the count)
+_SHOWN_OFFSETS = 5
+_REPLACE_ADVICE = "--encoding-errors replace reads it with U+FFFD in their place"
+
+
+def invalid_bytes(data: bytes, codec: str = "utf-8") -> tuple[list[int], int]:
+    """The offsets of the bytes of ``data`` that are not valid in ``codec``, and how many bytes of its valid
+    characters are past one a character (for UTF-8: > 0 when it holds a valid multi-byte character).
+
+    Args:
+        data: The bytes (after any byte-order mark).
+        codec: A stateless Python codec (``"utf-8"``, ``"shift_jis"``, ...).
+
+    Returns:
+        ``(offsets, extra)``: every invalid byte's offset (0-based, ascending), and the byte count of the valid
+        characters minus their number.
+    """
+    text = data.decode(codec, "surrogateescape")  # each invalid byte: one U+DC80..U+DCFF
+    offsets: list[int] = []
+    pos = last = extra = 0
+    for m in _ESCAPED.finditer(text):
+        seg = text[last:m.start()]
+        size = len(seg.encode(codec))
+        pos, extra = pos + size, extra + size - len(seg)
+        offsets.extend(range(pos, pos + m.end() - m.start()))
+        pos += m.end() - m.start()
+        last = m.end()
+    seg = text[last:]
+    return offsets, extra + len(seg.encode(codec)) - len(seg)
+
+
+_ESCAPED = re.compile("[\\udc80-\\udcff]+")
+
+
+def _offsets_text(offsets: Sequence[int], skip: int = 0) -> str:
+    """``"1 byte ... (at byte 12)"``-style words for invalid bytes: the first :data:`_SHOWN_OFFSETS` offsets
+    (plus ``skip``, a BOM's or a line's start) and the count."""
+    n = len(offsets)
+    shown = ", ".join(str(o + skip) for o in offsets[:_SHOWN_OFFSETS]) + (", ..." if n > _SHOWN_OFFSETS else "")
+    return f"{n} byte{'s' if n > 1 else ''} not UTF-8 (at byte{'s' if n > 1 else ''} {shown})"
+
+
+def utf8_problem(data: bytes, skip: int = 0) -> str:
+    """Why ``data`` (bytes that do not decode as UTF-8) is not read, telling UTF-8 text with a few bad bytes from a
+    legacy 8-bit file.
+
+    The reason starts ``invalid UTF-8 at byte F: N bytes not UTF-8 (at bytes ...)``; then, for text that holds
+    valid UTF-8 multi-byte characters too, ``in otherwise valid UTF-8 text`` and :data:`_REPLACE_ADVICE`
+    (converting it from Windows-1252 would garble its correct characters); for text without one that reads as
+    Windows-1252, how to convert it (:func:`_legacy_hint`); else (binary, damaged) :data:`_REPLACE_ADVICE`.
+
+    Args:
+        data: The bytes (after any byte-order mark), not valid UTF-8.
+        skip: Added to each offset (the BOM's length).
+
+    Returns:
+        The reason; ``""`` when ``data`` is valid UTF-8.
+    """
+    offsets, extra = invalid_bytes(data)
+    if not offsets:
+        return ""
+    head = f"invalid UTF-8 at byte {offsets[0] + skip}: {_offsets_text(offsets, skip)}"
+    if extra:
+        return f"{head} in otherwise valid UTF-8 text; {_REPLACE_ADVICE}"
+    return head + (_legacy_hint(data) or f"; {_REPLACE_ADVICE}")
+
+
+def read_text_file(path: Path, html: bool = False, encoding_errors: str = "strict") -> tuple[str | None, str]:
     """Read a text file: UTF-8, or the encoding of its byte-order mark (UTF-8, UTF-16 LE/BE, UTF-32 LE/BE); an
     HTML page without a BOM in the charset its ``<meta>`` declares (:func:`latechunk.convert.decode_html`).
 
@@ -160,9 +229,13 @@ def read_text_file(path: Path, html: bool = False) -> tuple[str | None, str]:
     Args:
         path: The file.
         html: Read it as an HTML page (BOM, else declared charset, else UTF-8).
+        encoding_errors: ``"strict"``: a file with bytes that are not UTF-8 (or not its declared charset) is not
+            read, its reason naming their offsets (:func:`utf8_problem`); ``"replace"``: it is read with U+FFFD
+            in their place, the second value saying so (``"N bytes not UTF-8 (at bytes ...) read as U+FFFD"``).
 
     Returns:
-        ``(text, "")`` or ``(None, reason)`` for an unreadable, binary, non-UTF-8 (without a BOM or declared
+        ``(text, "")``; ``(text, note)`` for a file read with replacement characters (``encoding_errors=
+        "replace"``); or ``(None, reason)`` for an unreadable, binary, non-UTF-8 (without a BOM or declared
         charset), undecodable or empty file.
     """
     try:
@@ -173,21 +246,32 @@ def read_text_file(path: Path, html: bool = False) -> tuple[str | None, str]:
     if html and not bom:
         if b"\x00" in data[:_SNIFF_CHARS]:
             return None, "binary file (NUL bytes; UTF-16 or UTF-32 text needs a byte-order mark)"
+        note = ""
         try:
             text, codec = decode_html(data)
         except UnicodeDecodeError as err:
             why = "as its <meta> declares" if declared_charset(data) else _undeclared_why(data)
-            return None, f"invalid {err.encoding} at byte {err.start} ({why})"
+            offsets = invalid_bytes(data, err.encoding)[0]
+            words = _offsets_text(offsets).replace("not UTF-8", f"not {err.encoding}")
+            if encoding_errors != "replace":
+                return None, f"invalid {err.encoding} at byte {err.start} ({why}): {words}; {_REPLACE_ADVICE}"
+            text, codec = decode_html(data, errors="replace")
+            note = f"{words} read as U+FFFD ({why})"
         if not text.strip():
             return None, "empty or whitespace-only"
-        return text, ""
+        return text, note
     if codec == "utf-8":
         if b"\x00" in data[: _SNIFF_CHARS + len(bom)]:
             return None, "binary file (NUL bytes; UTF-16 or UTF-32 text needs a byte-order mark)"
         try:
             text = data[len(bom):].decode("utf-8")
-        except UnicodeDecodeError as err:
-            return None, f"invalid UTF-8 at byte {err.start + len(bom)}" + _legacy_hint(data[len(bom):])
+        except UnicodeDecodeError:
+            if encoding_errors != "replace":
+                return None, utf8_problem(data[len(bom):], len(bom))
+            text = data[len(bom):].decode("utf-8", "replace")
+            if not text.strip():
+                return None, "empty or whitespace-only"
+            return text, f"{_offsets_text(invalid_bytes(data[len(bom):])[0], len(bom))} read as U+FFFD"
     else:
         try:
             text = data[len(bom):].decode(codec)
@@ -217,16 +301,28 @@ def _iter_jsonl(path: Path, root_name: str, fields: RecordFields = DEFAULT_FIELD
             yield Skipped(root_name, f"unreadable: {err.strerror or err}", root_name)
             return
         if codec == "utf-8":
-            lines: Iterator[tuple[int, str | UnicodeDecodeError]] = _utf8_lines(fh)
+            lines: Iterator[tuple[int, str | UnicodeDecodeError | _BadLine]] = _utf8_lines(fh, len(bom))
         else:
             lines = _decoded_lines(fh, codec)
         any_line = False  # a line that is not blank (good or bad): a file without one is listed as empty
+        utf8_text: bool | None = None  # whether the file holds valid UTF-8 multi-byte characters (asked once)
         for lineno, line in lines:
             where = f"{root_name}:{lineno}"
-            if isinstance(line, UnicodeDecodeError):
-                if codec == "utf-8":  # one bad line (lines are split on bytes)
-                    yield Skipped(where, f"bad JSON line: {line}", where)
+            degraded = ""
+            if isinstance(line, _BadLine):  # one bad line (UTF-8 lines are split on bytes): the others are read
+                words = f"line {lineno}: {_offsets_text(invalid_bytes(line.raw)[0], line.start)}"
+                if fields.encoding_errors == "replace":
+                    line, degraded = line.raw.decode("utf-8", "replace"), f"{words} read as U+FFFD"
+                else:
+                    if utf8_text is None:
+                        utf8_text = _holds_utf8_multibyte(path)
+                    hint = "" if utf8_text else _legacy_hint(line.raw)
+                    yield Skipped(where, f"invalid UTF-8 in {words}" + (
+                        hint.replace("; it reads as", "; the file reads as") if hint else
+                        f"{' in otherwise valid UTF-8 text' if utf8_text else ''}; {_REPLACE_ADVICE}"), where)
+                    any_line = True
                     continue
+            if isinstance(line, UnicodeDecodeError):
                 reason = f"invalid {label} at or after line {lineno} ({line.reason}); the rest of the file is not read"
                 yield Skipped(where, reason, where)
                 return
@@ -249,8 +345,9 @@ def _iter_jsonl(path: Path, root_name: str, fields: RecordFields = DEFAULT_FIELD
                 continue
             id_field = next((k for k in fields.ids if k in obj), None)  # the first present, even when null
             doc_id = obj[id_field] if id_field is not None else None
-            yield _record(doc_id, obj.get(fields.text, _NO_FIELD), obj.get(fields.title), where, url=obj.get("url"),
-                          id_field=id_field, keys=tuple(obj), fields=fields, metadata=fields.metadata_of(obj))
+            yield _degraded(_record(doc_id, obj.get(fields.text, _NO_FIELD), obj.get(fields.title), where,
+                                    url=obj.get("url"), id_field=id_field, keys=tuple(obj), fields=fields,
+                                    metadata=fields.metadata_of(obj)), degraded)
         if not any_line:  # 0 bytes, a byte-order mark alone or blank lines only: one item, never nothing
             yield Skipped(root_name, "empty file: no JSON lines", root_name)
 
@@ -272,13 +369,48 @@ def _pairs(pairs: list[tuple[str, object]]) -> dict:
     return marked
 
 
-def _utf8_lines(fh) -> Iterator[tuple[int, str | UnicodeDecodeError]]:
-    """Lines of a UTF-8 byte stream (BOM already consumed); a line that is not UTF-8 comes back as its error."""
+class _BadLine(NamedTuple):
+    """A line of a UTF-8 file that is not UTF-8: its bytes and the file offset it starts at."""
+
+    raw: bytes
+    start: int
+
+
+def _utf8_lines(fh, start: int = 0) -> Iterator[tuple[int, str | _BadLine]]:
+    """Lines of a UTF-8 byte stream (BOM already consumed; ``start``: its length); a line that is not UTF-8 comes
+    back as a :class:`_BadLine`."""
     for lineno, raw in enumerate(fh, 1):
         try:
             yield lineno, raw.decode("utf-8")
-        except UnicodeDecodeError as err:
-            yield lineno, err
+        except UnicodeDecodeError:
+            yield lineno, _BadLine(raw, start)
+        start += len(raw)
+
+
+#: a decoded character that is not ASCII and not an undecodable byte (surrogateescape's U+DC80..U+DCFF)
+_MULTIBYTE = re.compile("[\x80-\udc7f\udd00-\U0010ffff]")
+
+
+def _holds_utf8_multibyte(path: Path) -> bool:
+    """Whether the file holds a valid UTF-8 multi-byte character (read in 1 MiB blocks): a file of UTF-8 text
+    with a few bad bytes does, a legacy 8-bit file (Windows-1252, Latin-1) almost never."""
+    decoder = codecs.getincrementaldecoder("utf-8")("surrogateescape")
+    try:
+        with open(path, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                if _MULTIBYTE.search(decoder.decode(block)):
+                    return True
+    except OSError:
+        return False
+    return False
+
+
+def _degraded(item: Document | Skipped, note: str) -> Document | Skipped:
+    """``item`` with ``metadata["degraded"] = note`` when it is a Document and ``note`` is set (a file, line or
+    record read with U+FFFD for bytes that are not UTF-8: the manifest's ``degraded`` list)."""
+    if not note or not isinstance(item, Document):
+        return item
+    return Document(item.doc_id, item.text, {**item.metadata, "degraded": note})
 
 
 def _decoded_lines(fh, codec: str) -> Iterator[tuple[int, str | UnicodeDecodeError]]:
@@ -295,11 +427,13 @@ def _decoded_lines(fh, codec: str) -> Iterator[tuple[int, str | UnicodeDecodeErr
             text.detach()
 
 
-def _text_document(rel: str, text: str, suffix: str, fields: RecordFields = DEFAULT_FIELDS) -> Document | Skipped:
+def _text_document(rel: str, text: str, suffix: str, fields: RecordFields = DEFAULT_FIELDS,
+                   degraded: str = "") -> Document | Skipped:
     """A text file's Document: id and source its relative path; a markdown file's front-matter ``title`` (BR-022)
     as ``metadata["title"]``. An HTML file's text is its markdown, with ``metadata`` ``converted_from``,
-    ``converter`` and its ``<title>`` as ``title``; a page with no content left after conversion is Skipped."""
-    meta = {"source": rel}
+    ``converter`` and its ``<title>`` as ``title``; a page with no content left after conversion is Skipped.
+    ``degraded``: how the file was read with replacement characters (``metadata["degraded"]``), or ``""``."""
+    meta = {"source": rel, **({"degraded": degraded} if degraded else {})}
     if suffix in HTML_SUFFIXES:
         try:
             page = html_to_markdown(text)
@@ -577,7 +711,7 @@ def _iter_parquet(path: Path, root_name: str, fields: RecordFields = DEFAULT_FIE
             where = f"{root_name}:{row}"
             yield Skipped(where, f"parquet rows from {row} on unreadable: {type(err).__name__}: {err}", where)
             return
-        yield from _table_records(batch.to_pydict(), id_col, fields, root_name, row)
+        yield from _table_records(*_batch_pydict(batch), id_col, fields, root_name, row)
         row += batch.num_rows
 
 
@@ -612,18 +746,53 @@ def _table_columns(names: Sequence[str], fields: RecordFields = DEFAULT_FIELDS) 
         fields.metadata_names(c for c in names if c != id_col)
 
 
-def _table_records(data: dict, id_col: str, fields: RecordFields, root_name: str,
-                   row: int) -> Iterator[Document | Skipped]:
+def _batch_pydict(batch) -> tuple[dict, dict[int, list[tuple[str, bytes]]]]:
+    """``(columns, bad)``: a record batch as ``{column: values}``, and per row (0-based in the batch) the string
+    values that are not UTF-8, ``[(column, bytes)]`` (pyarrow's ``to_pydict`` fails on the whole batch for one: a
+    trial lost every later row of a parquet file). Such a value is in ``columns`` decoded with U+FFFD."""
+    try:
+        return batch.to_pydict(), {}
+    except UnicodeDecodeError:
+        pass
+    import pyarrow as pa
+
+    data: dict = {}
+    bad: dict[int, list[tuple[str, bytes]]] = {}
+    for name, col in zip(batch.schema.names, batch.columns):
+        if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+            raw = col.view(pa.binary() if pa.types.is_string(col.type) else pa.large_binary()).to_pylist()
+            values = []
+            for i, b in enumerate(raw):
+                try:
+                    values.append(None if b is None else b.decode("utf-8"))
+                except UnicodeDecodeError:
+                    values.append(b.decode("utf-8", "replace"))
+                    bad.setdefault(i, []).append((name, b))
+            data[name] = values
+        else:
+            data[name] = col.to_pylist()
+    return data, bad
+
+
+def _table_records(data: dict, bad: dict[int, list[tuple[str, bytes]]], id_col: str, fields: RecordFields,
+                   root_name: str, row: int) -> Iterator[Document | Skipped]:
     """The rows of one batch of table columns (``data``: ``{column: values}``) as :func:`_record` items, sources
-    ``root_name:ROW`` from ``row`` on."""
+    ``root_name:ROW`` from ``row`` on. A row with values that are not UTF-8 (``bad``, :func:`_batch_pydict`) is
+    Skipped naming the column and the bytes' offsets in its value, or with ``fields.encoding_errors`` ``"replace"``
+    read with U+FFFD and marked degraded; the other rows are read either way."""
     n = len(data[fields.text])
     nothing = [None] * n
     meta_cols = fields.metadata_names(c for c in data if c != id_col)
     for i, (doc_id, text, title, url) in enumerate(zip(data[id_col], data[fields.text],
                                                        data.get(fields.title) or nothing, data.get("url") or nothing)):
+        where = f"{root_name}:{row + i}"
+        words = "; ".join(f"column {c!r}: {_offsets_text(invalid_bytes(b)[0])}" for c, b in bad.get(i, ()))
+        if words and fields.encoding_errors != "replace":
+            yield Skipped(where, f"invalid UTF-8 in {words}; {_REPLACE_ADVICE}", where)
+            continue
         meta = {c: data[c][i] for c in meta_cols}
-        yield _record(doc_id, text, title, f"{root_name}:{row + i}", url=url, id_field=id_col, fields=fields,
-                      metadata=meta)
+        yield _degraded(_record(doc_id, text, title, where, url=url, id_field=id_col, fields=fields, metadata=meta),
+                        f"{words} read as U+FFFD" if words else "")
 
 
 def _columns_reason(what: str, names: Sequence[str], fields: RecordFields = DEFAULT_FIELDS) -> str:
@@ -671,8 +840,8 @@ def _iter_arrow_rows(files: Sequence[Path], root_name: str, what: str,
                 for batch in batches:
                     batch = batch.select(cols)
                     for start in range(0, batch.num_rows, ARROW_BATCH_ROWS):
-                        data = batch.slice(start, ARROW_BATCH_ROWS).to_pydict()
-                        for item in _table_records(data, cols[0], fields, root_name, row):
+                        data, bad = _batch_pydict(batch.slice(start, ARROW_BATCH_ROWS))
+                        for item in _table_records(data, bad, cols[0], fields, root_name, row):
                             yield item
                             row += 1
         except Exception as err:  # noqa: BLE001  (pyarrow raises several types for a damaged file)
@@ -1078,8 +1247,8 @@ def iter_inputs(inputs: Sequence[str | os.PathLike], fields: RecordFields | None
             elif suffix == ".parquet":
                 stream = _iter_parquet(f, rel, fields)
             else:
-                text, reason = read_text_file(f, html=suffix in HTML_SUFFIXES)
-                stream = iter([_text_document(rel, text, suffix, fields) if text is not None
+                text, reason = read_text_file(f, html=suffix in HTML_SUFFIXES, encoding_errors=fields.encoding_errors)
+                stream = iter([_text_document(rel, text, suffix, fields, degraded=reason) if text is not None
                                else Skipped(rel, reason, rel)])
             for item in stream:
                 if isinstance(item, Document):

@@ -1222,7 +1222,8 @@ def build_manifest(*, created: str, finished: str, header: Mapping, settings: Ma
     ``index`` (the index settings plus ``ntotal`` and ``file``); ``world_size``; ``counts`` (``documents_in``,
     ``documents_embedded``, ``documents_skipped``, ``chunks``, ``content_tokens``, ``tokens_encoded``,
     ``forward_calls``); ``documents`` (``doc_id``, ``chunks``, ``sha256``, ``source``, and ``title`` when it has one, ``converted_from`` and ``converter`` for an HTML page read as markdown, per embedded document,
-    in row order); ``skipped`` (``doc_id``, ``reason``, ``source``); ``shards`` (``name``, ``inputs``, ``rows``,
+    in row order); ``skipped`` (``doc_id``, ``reason``, ``source``); ``degraded`` (``doc_id``, ``reason``, ``source``:
+    the embedded documents read with U+FFFD for bytes that are not UTF-8, ``--encoding-errors replace``); ``shards`` (``name``, ``inputs``, ``rows``,
     ``sha256`` of its record); ``seconds`` per stage (summed over the shards, whichever run wrote them) and
     ``total`` (wall seconds of the whole run: an interrupted run's up to its last shard plus its ``--resume``).
 
@@ -1259,6 +1260,9 @@ def build_manifest(*, created: str, finished: str, header: Mapping, settings: Ma
         "counts": dict(counts),
         "documents": documents,
         "skipped": skipped,
+        # read with U+FFFD for bytes that are not UTF-8 (--encoding-errors replace): embedded, but not as written
+        "degraded": [{"doc_id": d["doc_id"], "reason": d["degraded"], "source": d.get("source", "")}
+                     for d in documents if d.get("degraded")],
         "shards": shards,
         "seconds": dict(seconds),
     }

@@ -299,18 +299,24 @@ class RecordFields:
         metadata: The other fields kept with each chunk (``embed --metadata-fields``), in the chunk table's
             ``metadata`` column: ``()`` none (the default), field names, or :data:`ALL_METADATA` (every field
             but the id, text, title and ``url``, which have their own columns).
+        encoding_errors: Bytes that are not UTF-8 in a file, line or record (``--encoding-errors``): ``"strict"``
+            skips the item, naming the bytes' offsets; ``"replace"`` reads it with U+FFFD in their place and lists
+            it as degraded (``Document.metadata["degraded"]``, the manifest's ``degraded``).
 
     Raises:
         ValueError: for a name that is empty, the same name for two roles, or a metadata field that is the id,
-            text, title or ``url`` field.
+            text, title or ``url`` field; an ``encoding_errors`` other than strict or replace.
     """
 
     id: str | None = None
     text: str = "text"
     title: str = "title"
     metadata: tuple[str, ...] = ()
+    encoding_errors: str = "strict"
 
     def __post_init__(self) -> None:
+        if self.encoding_errors not in ("strict", "replace"):
+            raise ValueError(f"--encoding-errors must be strict or replace, got {self.encoding_errors!r}")
         for role in ("id", "text", "title"):
             name = getattr(self, role)
             if name is not None and (not isinstance(name, str) or not name.strip()):
@@ -376,11 +382,13 @@ class RecordFields:
         d = {k: getattr(self, k) for k in ("id", "text", "title") if getattr(self, k) != getattr(default, k)}
         if self.metadata:
             d["metadata"] = list(self.metadata)
+        if self.encoding_errors != default.encoding_errors:
+            d["encoding_errors"] = self.encoding_errors
         return d
 
     @classmethod
     def from_dict(cls, d) -> RecordFields:
         """The fields of a run.json ``record_fields`` record (:meth:`to_dict`; ``{}`` or None: the defaults)."""
         d = d or {}
-        return cls(**{k: d[k] for k in ("id", "text", "title") if k in d},
+        return cls(**{k: d[k] for k in ("id", "text", "title", "encoding_errors") if k in d},
                    **({"metadata": tuple(d["metadata"])} if d.get("metadata") else {}))

@@ -391,7 +391,7 @@ def prepare_output(out: str | Path, settings: dict, force: bool = False, resume:
 #: keys :func:`latechunk.output.build_manifest` writes itself; every other top-level key is a header field
 MANIFEST_OWN_KEYS = ("format", "created", "finished", "mode", "normalize", "include_special", "long_documents",
                  "macro_window", "macro_window_overlap", "inputs_from_out", "group_tokens", "settings", "dim",
-                 "index", "world_size", "counts", "documents", "skipped", "shards", "seconds")
+                 "index", "world_size", "counts", "documents", "skipped", "degraded", "shards", "seconds")
 
 
 

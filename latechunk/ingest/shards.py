@@ -48,11 +48,12 @@ def document_record(doc: Document, chunks: int, extra: dict | None = None) -> di
         ``"converted_from"``/``"converter"`` for a document whose text is a conversion (an HTML page's markdown:
         ``"html"``, ``"markdownify 1.2.3"``; its offsets and sha256 are the markdown's), ``"front_matter_problem"``
         for a markdown file whose front matter was ignored in part or whole
-        (:func:`latechunk.front_matter.front_matter_problem`); then ``extra``.
+        (:func:`latechunk.front_matter.front_matter_problem`), ``"degraded"`` for one read with U+FFFD for bytes
+        that are not UTF-8 (``--encoding-errors replace``); then ``extra``.
     """
     rec = {"doc_id": doc.doc_id, "chunks": int(chunks), "sha256": sha256_text(doc.text),
            "source": doc.metadata.get("source", "")}
-    for key in ("title", "converted_from", "converter", "front_matter_problem"):
+    for key in ("title", "converted_from", "converter", "front_matter_problem", "degraded"):
         value = doc.metadata.get(key)
         if isinstance(value, str) and value:
             rec[key] = value
