@@ -113,6 +113,7 @@ def _sentence_workers(n: int | None, world_size: int = 1) -> int:
 
 IdFieldOpt = Annotated[Optional[str], typer.Option("--id-field", metavar="NAME", show_default=False, help="JSONL field or table column (parquet, Arrow, datasets) holding a record's id. Default: id, else _id, else doc_id. A setting of the run.")]
 TextFieldOpt = Annotated[Optional[str], typer.Option("--text-field", metavar="NAME", show_default=False, help="Field or column holding a record's text, e.g. body or contents.  [default: text]")]
+EncodingErrorsOpt = Annotated[Optional[str], typer.Option("--encoding-errors", metavar="strict|replace", show_default=False, help="Bytes that are not UTF-8 in a file, JSONL line or table value: strict skips the item, naming the bytes' offsets; replace reads it with U+FFFD in their place and lists it in manifest.json's degraded. A setting of the run.  [default: strict]")]
 MetadataFieldsOpt = Annotated[Optional[str], typer.Option("--metadata-fields", metavar="NAMES|all", show_default=False, help="JSONL fields, table columns or markdown front-matter keys kept with each chunk, comma-separated (lang,tags,date), or all (every field but the id, text, title and url): the chunk table's metadata column (JSON), search --json, Index.search hits and export; search --where NAME=VALUE filters on them. A setting of the run.  [default: none]")]
 TitleFieldOpt = Annotated[Optional[str], typer.Option("--title-field", metavar="NAME", show_default=False, help="Field or column holding a record's optional title (put before its text, and the chunks' title).  [default: title]")]
 PrecisionOpt = Annotated[Optional[str], typer.Option("--precision", show_default=False, help="How index.faiss stores the vectors (the shards keep float32): float32, float16 (faiss SQfp16), int8 (faiss SQ8, per-dimension ranges calibrated on the corpus) or ubinary (1 bit per dimension, Hamming search then float rescoring; --index flat only). sentence-transformers' quantize_embeddings semantics.  [default: float32]")]
@@ -175,6 +176,7 @@ def embed(
     text_field: TextFieldOpt = None,
     title_field: TitleFieldOpt = None,
     metadata_fields: MetadataFieldsOpt = None,
+    encoding_errors: EncodingErrorsOpt = None,
     engine: Annotated[str, typer.Option("--engine", help="local: this process (or torchrun ranks); ray: a Ray cluster (pip install 'latechunk[ray]'): CPU tasks segment and split, one encoder actor per GPU (CPU actors without GPUs) writes the same shards, this process assembles. Same output either way.")] = "local",
     ray_address: Annotated[Optional[str], typer.Option("--ray-address", help="--engine ray: auto (the cluster of this machine or $RAY_ADDRESS), HOST:PORT of its head, or ray://HOST:PORT. Default: a new local cluster on this machine.")] = None,
     ray_actors: Annotated[Optional[int], typer.Option("--ray-actors", help="--engine ray: encoder actors. Default: one per GPU of the cluster; without GPUs one per two CPUs.")] = None,
@@ -223,6 +225,7 @@ def embed(
         "text_field": text_field,
         "title_field": title_field,
         "metadata_fields": None if metadata_fields is None else _metadata_fields(metadata_fields),
+        "encoding_errors": encoding_errors,
     }
     # --resume and --append: every option not given is the folder's (run.json), so `--resume` alone continues a run
     run_file = OutputFolder(out).run_path
@@ -272,7 +275,8 @@ def embed(
             force=force,
             resume=resume,
             dedup=dedup,
-            fields=RecordFields(id=id_field, text=text_field, title=title_field, metadata=metadata_fields),
+            fields=RecordFields(id=id_field, text=text_field, title=title_field, metadata=metadata_fields,
+                                encoding_errors=o["encoding_errors"]),
         )
     except ValueError as err:
         _fail(str(err))
@@ -482,6 +486,7 @@ _EMBED_DEFAULTS = {
     "text_field": "text",
     "title_field": "title",
     "metadata_fields": (),
+    "encoding_errors": "strict",
 }
 
 
@@ -566,7 +571,8 @@ def _resolve_embed_options(given: dict, append_to: Path | None, resume: bool = F
                 group_tokens=s.get("group_tokens", DEFAULT_GROUP_TOKENS), late_pooling=s.get("late_pooling"),
                 dedup=s.get("dedup"), backend=m.get("backend", "torch"),
                 **{f"{k}_field": v for k, v in (s.get("record_fields") or {}).items() if k in ("id", "text", "title")},
-                metadata_fields=tuple((s.get("record_fields") or {}).get("metadata") or ()))
+                metadata_fields=tuple((s.get("record_fields") or {}).get("metadata") or ()),
+                encoding_errors=(s.get("record_fields") or {}).get("encoding_errors", "strict"))
     return {k: v if v is not None else values[k] for k, v in given.items()}
 
 
@@ -779,6 +785,10 @@ def _print_ingest_notes(manifest: dict, where: Path, only: set[str] | None = Non
     unknown = [u for u in manifest.get("unknown_tokens", []) if only is None or u["doc_id"] in only]
     if unknown and not quiet:
         typer.echo(unknown_tokens_line(unknown, where), err=True)
+    degraded = [d for d in manifest.get("degraded", []) if only is None or d["doc_id"] in only]
+    if degraded:  # --encoding-errors replace
+        typer.echo(f"degraded: {len(degraded):,} document(s) read with U+FFFD for bytes that are not UTF-8: each is "
+                   f"listed in {where} (degraded)", err=True)
     odd = [d for d in manifest.get("documents", [])
            if d.get("front_matter_problem") and (only is None or d["doc_id"] in only)]
     for doc in odd[:_MAX_SKIPPED_SHOWN]:
@@ -1076,6 +1086,7 @@ def chunk(
     text_field: TextFieldOpt = None,
     title_field: TitleFieldOpt = None,
     metadata_fields: MetadataFieldsOpt = None,
+    encoding_errors: EncodingErrorsOpt = None,
     trust_remote_code: TrustRemoteCodeOpt = False,
 ) -> None:
     """Write chunk records as JSONL (one line per chunk), streamed document by document. Needs the model's
@@ -1105,7 +1116,8 @@ def chunk(
 
         fields = RecordFields(id=id_field, text="text" if text_field is None else text_field,
                               title="title" if title_field is None else title_field,
-                              metadata=_metadata_fields(metadata_fields or ""))
+                              metadata=_metadata_fields(metadata_fields or ""),
+                              encoding_errors=encoding_errors or "strict")
         strat = get_strategy(strategy)
         missing = [str(p) for p in inputs if not p.exists()]
         if missing:
@@ -1179,6 +1191,8 @@ def chunk(
             nonlocal n_chunks, n_docs
             if doc.metadata.get("front_matter_problem"):  # as embed says it (the document is still chunked)
                 typer.echo(visible(f"note: {doc.doc_id}: {doc.metadata['front_matter_problem']}"), err=True)
+            if doc.metadata.get("degraded"):  # read with U+FFFD (--encoding-errors replace)
+                typer.echo(visible(f"note: {doc.doc_id}: {doc.metadata['degraded']}"), err=True)
             for row in chunk_rows(doc, b, strat.spec):  # metadata as its object, as search --json prints it
                 row["metadata"] = metadata_value(row["metadata"])
                 fh.write(json.dumps(row, ensure_ascii=False) + "\n")
