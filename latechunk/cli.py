@@ -1347,7 +1347,7 @@ def compare(
         result = run_compare(config, out_dir=out, progress=not quiet, command=shlex.join(["latechunk", *sys.argv[1:]]))
     except (ValueError, FileNotFoundError, ImportError) as err:  # ImportError: --backend onnx without the extra
         _fail(str(err))
-    print_table(result)
+    print_table(result, report=out / "report.md")  # fitted to the terminal; report.md has every column
     print_alarms(result)  # plain text on stderr, as embed prints its alarms
     typer.echo(f"report: {out / 'report.md'} ({result.manifest['seconds']['total']:.1f} s)")
 

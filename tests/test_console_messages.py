@@ -145,3 +145,35 @@ def test_ctrl_c_message_is_the_same_fresh_and_resumed(tmp_path):
     assert message.endswith(f"; to start again: {command}"), message
     res = runner.invoke(app, shlex.split(command)[1:])
     assert res.exit_code == 0 and json.loads((out / "manifest.json").read_text())["counts"]["documents_embedded"] == 3
+
+
+def test_compare_table_fits_the_terminal(tmp_path, monkeypatch):
+    """A trial's `compare` table was ~240 characters wide, folded into a column of letters on an 80-column
+    terminal. At COLUMNS=80 and 120 every line fits: columns are left out (the costs and the metrics beyond the
+    headline first, the metrics at the main k last), the line under the table names them and says that report.md
+    has every column; a wide terminal gets the whole table."""
+    import io
+
+    from rich.console import Console
+
+    import latechunk.eval.harness
+    from latechunk.eval.report import load_result, print_table
+
+    result = load_result(Path(__file__).resolve().parents[1] / "eval" / "results" / "chroma_full")
+    monkeypatch.setattr(latechunk.eval.harness, "run_compare", lambda *args, **kwargs: result)
+    for columns in (80, 120):
+        out = tmp_path / f"rep{columns}"
+        res = runner.invoke(app, ["compare", "--dataset", "chroma", "--out", str(out), "-q"],
+                            env={"COLUMNS": str(columns)})
+        assert res.exit_code == 0, res.output
+        lines = [line for line in res.output.splitlines() if not line.startswith("report: ")]  # a path
+        assert max(len(line) for line in lines) <= columns, "\n".join(lines)
+        text = " ".join(res.output.split())
+        assert "AR@5" in text and "SpanRecall@5" in text and "sentence_window" in text
+        assert f"left out to fit {columns} columns" in text and f"every column is in {out / 'report.md'}" in text
+        rows = [line for line in lines if line.startswith("│ fixed")]
+        assert [r.split("│")[2].strip() for r in rows] == ["late", "naive"]  # one line per row: nothing folded
+    assert "SpanRecall@10" in res.output  # 120 columns hold the other k too
+    buf = io.StringIO()
+    print_table(result, console=Console(file=buf, width=260, color_system=None))
+    assert "left out" not in buf.getvalue() and "s (enc. + pool)" in buf.getvalue()
