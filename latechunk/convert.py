@@ -386,3 +386,71 @@ def _windows_1252_c1() -> dict[int, str]:
 
 
 _WINDOWS_1252_C1 = _windows_1252_c1()
+
+
+# --------------------------------------------------------------------------- reStructuredText section titles
+
+#: an RST adornment line: one punctuation character (docutils' set: printable 7-bit ASCII that is not a letter,
+#: digit or space) repeated, nothing else but trailing whitespace
+_RST_ADORNMENT = re.compile(r"([!-/:-@\[-`{-~])\1*[ \t]*")
+#: a converter name recorded in each converted document's metadata (no external converter: see rst_to_markdown)
+RST_CONVERTER = "latechunk rst-titles 1"
+
+
+def rst_to_markdown(text: str) -> str:
+    r"""An RST document as markdown the strategies read: each section title becomes an ATX heading, the rest stays
+    verbatim.
+
+    A section title (the docutils rules, https://docutils.sourceforge.io/docs/ref/rst/restructuredtext.html#sections)
+    is a title line, not indented, after a blank line or the start of the text, with an underline of one
+    punctuation character repeated, at least as long as the title (or at least 4 characters, which docutils takes
+    with a warning); or a title line between an overline and an underline of the same character and length, at
+    least as long as the title (which may be inset). Levels are the order in which adornment styles (character,
+    and whether there is an overline) first appear; a style after the 6th is level 6. The title's lines become
+    ``#`` x level, a space and the title text (its inline markup kept: ``Using ``latechunk``\ `` stays as written),
+    with the underline's line break; everything else, indented blocks (literal blocks, directives' bodies) and
+    transitions (an adornment between blank lines) included, is kept as it is, so char spans index this markdown.
+
+    Args:
+        text: The RST source.
+
+    Returns:
+        The markdown; ``text`` itself when it has no section title.
+    """
+    lines = text.splitlines(keepends=True)
+    bodies = [ln.rstrip("\r\n") for ln in lines]
+    styles: list[tuple[str, bool]] = []
+    out: list[str] = []
+    changed = False
+
+    def adornment(k: int) -> str:
+        """The adornment character of line ``k`` (``""`` when it is none)."""
+        return bodies[k][0] if k < len(bodies) and _RST_ADORNMENT.fullmatch(bodies[k]) else ""
+
+    def heading(style: tuple[str, bool], title: str, eol: str) -> str:
+        if style not in styles:
+            styles.append(style)
+        return "#" * min(styles.index(style) + 1, 6) + " " + title.strip() + eol
+
+    i, blank_before = 0, True
+    while i < len(lines):
+        line = bodies[i]
+        ch = adornment(i)
+        if ch and blank_before and i + 2 < len(lines):  # overline, title, underline
+            title = bodies[i + 1]
+            width = len(line.rstrip())
+            if (title.strip() and not adornment(i + 1) and adornment(i + 2) == ch
+                    and len(bodies[i + 2].rstrip()) == width and width >= len(title.rstrip())):
+                out.append(heading((ch, True), title, lines[i + 2][len(bodies[i + 2]):]))
+                i, blank_before, changed = i + 3, False, True
+                continue
+        under = adornment(i + 1) if i + 1 < len(lines) else ""
+        if (under and blank_before and line.strip() and not line[0].isspace() and not ch
+                and len(bodies[i + 1].rstrip()) >= min(len(line.rstrip()), 4)):
+            out.append(heading((under, False), line, lines[i + 1][len(bodies[i + 1]):]))
+            i, blank_before, changed = i + 2, False, True
+            continue
+        out.append(lines[i])
+        blank_before = not line.strip()
+        i += 1
+    return "".join(out) if changed else text

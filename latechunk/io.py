@@ -1,6 +1,7 @@
 """Reading input documents: ``.md``/``.txt`` files, source code (``.py``, ``.js``, ``.ts``, ``.go``, ``.rs``,
 ``.java``: read as text, cut by the ``code`` strategy), HTML pages (``.html``/``.htm``: converted to markdown,
-:mod:`latechunk.convert`), folders of them, ``.jsonl`` (``id``/``text``, optional
+:mod:`latechunk.convert`), reStructuredText (``.rst``: its section titles as markdown headings, the rest verbatim,
+:func:`latechunk.convert.rst_to_markdown`), folders of them, ``.jsonl`` (``id``/``text``, optional
 ``title``), BEIR ``corpus.jsonl`` (``_id``/``title``/``text``), ``.parquet`` (``id``/``text`` columns, optional
 ``title``; read in row batches), Arrow IPC files (``.arrow``, stream or file format, the same columns) and Hugging
 Face ``datasets`` folders written by ``Dataset.save_to_disk`` / ``DatasetDict.save_to_disk`` (their ``.arrow``
@@ -65,16 +66,19 @@ from io import TextIOWrapper
 from pathlib import Path
 from typing import NamedTuple
 
-from latechunk.convert import declared_charset, decode_html, html_to_markdown
+from latechunk.convert import RST_CONVERTER, declared_charset, decode_html, html_to_markdown, rst_to_markdown
 from latechunk.front_matter import FRONT_MATTER, INVISIBLE_MARKS, read_front_matter
 from latechunk.types import DEFAULT_ID_FIELDS, Document, RecordFields, Skipped
 
-__all__ = ["CODE_SUFFIXES", "HTML_SUFFIXES", "NOT_READ_REASONS", "SUPPORTED_SUFFIXES", "TABLE_SUFFIXES",
+__all__ = ["CODE_SUFFIXES", "HTML_SUFFIXES", "NOT_READ_REASONS", "RST_SUFFIXES", "SUPPORTED_SUFFIXES", "TABLE_SUFFIXES",
            "TEXT_SUFFIXES", "count_input_bytes",
            "DEFAULT_FIELDS", "RecordFields", "count_inputs", "hf_dataset_kind", "missing_inputs_message", "is_not_read", "iter_inputs", "read_text_file", "require_documents",
            "unsupported_reason"]
 
 TEXT_SUFFIXES = (".md", ".markdown", ".txt")
+#: reStructuredText: the Document's text is the source with its section titles as ATX headings
+#: (:func:`latechunk.convert.rst_to_markdown`), so ``heading`` cuts it by its sections; ``metadata`` records it
+RST_SUFFIXES = (".rst",)
 #: source files, read as text as they are (the ``code`` strategy takes their language from the suffix)
 CODE_SUFFIXES = (".py", ".js", ".ts", ".go", ".rs", ".java")
 #: HTML pages: the Document's text is their markdown (:func:`latechunk.convert.html_to_markdown`), so its
@@ -82,7 +86,7 @@ CODE_SUFFIXES = (".py", ".js", ".ts", ".go", ".rs", ".java")
 HTML_SUFFIXES = (".html", ".htm")
 TABLE_SUFFIXES = (".jsonl", ".parquet", ".arrow")
 #: every suffix read as documents (any case); every other file found or named is listed as skipped
-SUPPORTED_SUFFIXES = TEXT_SUFFIXES + CODE_SUFFIXES + HTML_SUFFIXES + TABLE_SUFFIXES
+SUPPORTED_SUFFIXES = TEXT_SUFFIXES + RST_SUFFIXES + CODE_SUFFIXES + HTML_SUFFIXES + TABLE_SUFFIXES
 #: folders of version-control systems, listed as one skipped entry each and never walked
 VCS_FOLDERS = frozenset({".git", ".hg", ".svn", ".bzr"})
 #: how the reason of an entry that is not read at all (by its type or kind, never opened) starts
@@ -434,6 +438,9 @@ def _text_document(rel: str, text: str, suffix: str, fields: RecordFields = DEFA
     ``converter`` and its ``<title>`` as ``title``; a page with no content left after conversion is Skipped.
     ``degraded``: how the file was read with replacement characters (``metadata["degraded"]``), or ``""``."""
     meta = {"source": rel, **({"degraded": degraded} if degraded else {})}
+    if suffix in RST_SUFFIXES:  # its section titles as markdown headings: offsets index the converted text
+        meta.update(converted_from="rst", converter=RST_CONVERTER)
+        return Document(rel, rst_to_markdown(text), meta)
     if suffix in HTML_SUFFIXES:
         try:
             page = html_to_markdown(text)

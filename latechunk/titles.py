@@ -11,7 +11,12 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 
 from latechunk.io import CODE_SUFFIXES
-from latechunk.strategies._markdown import heading_plain_text, markdown_parser, markdown_source
+from latechunk.strategies._markdown import (
+    ADORNMENT_LINE,
+    heading_plain_text,
+    markdown_parser,
+    markdown_source,
+)
 from latechunk.types import Document
 
 __all__ = ["TITLE_ORIGINS", "contextual_header", "document_title", "first_heading"]
@@ -50,7 +55,8 @@ def first_heading(text: str) -> str | None:
         tokens = markdown_parser().parse(prefix)
         for i, t in enumerate(tokens):
             if t.type == "heading_open" and i + 1 < len(tokens) and (whole or t.map[1] < lines):
-                content = tokens[i + 1].content.strip()
+                content = "\n".join(line for line in tokens[i + 1].content.strip().split("\n")
+                                     if not ADORNMENT_LINE.fullmatch(line))  # an RST overline read as markdown
                 title = heading_plain_text(content, anchor_fallback=False) if "\n" not in content else ""
                 # a setext underline under a paragraph (a figure caption) makes a "heading" of many lines: no title
                 if title and "\n" not in content and len(title) <= MAX_TITLE_CHARS:

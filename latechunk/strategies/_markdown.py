@@ -79,6 +79,8 @@ _ATTR_BODY = (
     r"(?:=(?=(?P<value>\"[^\"]*\"|'[^']*'|[^\s}]+))(?P=value))?[ \t]*)+)\}"
 )
 _ATTR_LIST = re.compile(_ATTR_BODY + r"[ \t]*$")
+#: a line of one punctuation character repeated (an RST over- or underline, ``=====``): no part of a heading's text
+ADORNMENT_LINE = re.compile(r"[ \t]*([!-/:-@\[-`{-~])\1{2,}[ \t]*")
 _ATTR_ID = re.compile(r"(?:^|\s)#([\w:.-]+)")
 
 
@@ -172,6 +174,8 @@ def heading_plain_text(source: str, anchor_fallback: bool = True) -> str:
         The plain text, e.g. ``"Release 2.0 May 2024"``; ``"r2"`` for ``"<!-- note --> { #r2 }"``; ``""`` for
         ``"<!-- md:option cache.dir -->"``.
     """
+    if "\n" in source:  # a setext heading under an RST overline ("=====\nTitle"): the adornment is no text
+        source = "\n".join(line for line in source.split("\n") if not ADORNMENT_LINE.fullmatch(line))
     anchor = ""
     m = _ATTR_LIST.search(source)
     if m:
