@@ -91,7 +91,8 @@ SUPPORTED_SUFFIXES = TEXT_SUFFIXES + RST_SUFFIXES + CODE_SUFFIXES + HTML_SUFFIXE
 VCS_FOLDERS = frozenset({".git", ".hg", ".svn", ".bzr"})
 #: how the reason of an entry that is not read at all (by its type or kind, never opened) starts
 NOT_READ_REASONS = ("unsupported type", "symlinked folder not followed", "symlink loop", "broken symlink",
-                    "not a regular file", "version-control folder", "hidden folder", "latechunk output folder")
+                    "not a regular file", "version-control folder", "hidden folder", "latechunk output folder",
+                    "same file as")
 PARQUET_BATCH_ROWS = 256
 #: the fields (JSONL) or columns (tables) a record's id is read from, the first present one
 _ID_COLUMNS = DEFAULT_ID_FIELDS
@@ -1234,7 +1235,9 @@ def iter_inputs(inputs: Sequence[str | os.PathLike], fields: RecordFields | None
     if missing:
         raise ValueError(missing_inputs_message(missing))
     seen: dict[str, tuple[str, int, bool]] = {}  # doc id -> (where, input index, id is a path) of its first
+    files_read: dict[tuple[int, int], tuple[str, str]] = {}  # (device, inode) of a file read -> (its id, where)
     for k, (p, items) in enumerate(_input_files(paths)):
+        items = _mark_same_files(items, files_read, len(paths) > 1 and str(p))
         for f, rel, reason in items:
             suffix = f.suffix.lower()
             path_id = not reason and not f.is_dir() and suffix not in TABLE_SUFFIXES  # a file's id: its path
@@ -1268,6 +1271,40 @@ def iter_inputs(inputs: Sequence[str | os.PathLike], fields: RecordFields | None
                         continue
                     seen[item.doc_id] = (where, k, path_id)
                 yield item
+
+
+def _mark_same_files(items: list[tuple[Path, str, str]], files_read: dict[tuple[int, int], tuple[str, str]],
+                     input_name: str | bool) -> list[tuple[Path, str, str]]:
+    """``items`` (one input's, :func:`_input_files`) with each file that is the same file as one read before it
+    (a symlink or hard link to it, or the same file reached through two inputs) given the reason ``same file as
+    WHERE``, so it is embedded once: within the input, a file that is not a symlink is the one read (a link sorted
+    before its target is the one listed); one read by an earlier input under the same id is left to the
+    duplicate-id check. ``files_read`` (``(device, inode)`` -> (id, where)) is updated with the files this input
+    reads; ``input_name``: the input's name for the reason when there are several (else False)."""
+    ident: dict[int, tuple[int, int]] = {}
+    for i, (f, _rel, reason) in enumerate(items):
+        if not reason and f.suffix.lower() not in TABLE_SUFFIXES:  # a file read as one document
+            with contextlib.suppress(OSError):
+                st = f.stat()
+                if stat.S_ISREG(st.st_mode):
+                    ident[i] = (st.st_dev, st.st_ino)
+    if not ident:
+        return items
+    keeper: dict[tuple[int, int], int] = {}
+    for i, key in ident.items():  # the first that is not a symlink, else the first
+        if key not in keeper or (os.path.islink(items[keeper[key]][0]) and not os.path.islink(items[i][0])):
+            keeper[key] = i
+    out = list(items)
+    for i, key in ident.items():
+        f, rel, _ = items[i]
+        if key in files_read:  # under the same id, the duplicate-id reason says it (and names a repeated input)
+            if files_read[key][0] != rel:
+                out[i] = (f, rel, f"same file as {files_read[key][1]} (read once, under that id)")
+        elif keeper[key] != i:
+            out[i] = (f, rel, f"same file as {items[keeper[key]][1]} (read once, under that id)")
+    for key, i in keeper.items():
+        files_read.setdefault(key, (items[i][1], items[i][1] + (f" (input {input_name!r})" if input_name else "")))
+    return out
 
 
 def missing_inputs_message(missing: Sequence[str]) -> str:
