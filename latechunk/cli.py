@@ -59,6 +59,22 @@ def _fail(msg: str, code: int = 2) -> None:
     raise typer.Exit(code)
 
 
+#: ``embed --strict``'s exit status when an input document was skipped (the output is written all the same);
+#: 1 stays "nothing was embedded", 2 a bad option or input, 130 Ctrl-C
+STRICT_EXIT_CODE = 3
+
+
+def _check_strict(skipped: list[dict], where: Path) -> None:
+    """``embed --strict``: exit :data:`STRICT_EXIT_CODE` when ``skipped`` (skip records) holds a document that was
+    read and not embedded; entries never read as documents (:func:`latechunk.io.is_not_read`) do not count."""
+    from latechunk.io import is_not_read
+
+    n = sum(1 for s in skipped if not is_not_read(str(s.get("reason", ""))))
+    if n:
+        _fail(f"--strict: {n:,} input document(s) were skipped (each is listed above and in {where}'s skipped list, "
+              "with its reason); the output is written without them", code=STRICT_EXIT_CODE)
+
+
 ModelOpt = Annotated[
     Optional[str],
     typer.Option("--model", "-m", help="Hugging Face model id or local folder. Default: bundled all-MiniLM-L6-v2 (offline)."),
@@ -168,6 +184,7 @@ def embed(
     resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted run in --out: every option not given is the run's (run.json), an option given must equal it, except the index options (--index, --precision, --truncate-dim, HNSW settings: the index is built from the shards, so an index that could not be trained is replaced without encoding again); ends with the output of an uninterrupted run.")] = False,
     append: Annotated[bool, typer.Option("--append", help="Add INPUT to the finished output folder --out with its run's settings (run.json; every option not given is the folder's, an option given must equal it): new shards, then index.faiss, chunks.parquet and manifest.json again; documents whose id is already there are skipped (those with the same text counted, others listed). Exits 0 when every input is already in the index (nothing to do), 1 when nothing could be appended for another reason.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars, and no unknown-token line (the manifest's unknown_tokens lists those documents).")] = False,
+    strict: Annotated[bool, typer.Option("--strict", help=f"For CI jobs: exit {STRICT_EXIT_CODE} when any input document was skipped (each listed on stderr and in the manifest's skipped list; the output is written all the same). Entries never read as documents (an unsupported type such as .pdf, a hidden or version-control folder, a symlinked folder) do not count; with --append, neither do documents already in the index. Default: exit 0, the skipped items listed.")] = False,
     group_tokens: Annotated[Optional[int], typer.Option("--group-tokens", hidden=True, show_default=False, help=f"Tokens per pipeline group = per shard (bounds memory).  [default: {DEFAULT_GROUP_TOKENS}]")] = None,
     sentence_workers: SentenceWorkersOpt = None,
     late_pooling: LatePoolingOpt = None,
@@ -409,7 +426,7 @@ def embed(
         typer.echo(finished, err=True)
         return
     if append:
-        _append(config, encoder, quiet)
+        _append(config, encoder, quiet, strict)
         return
     try:
         if engine == "ray":
@@ -456,6 +473,8 @@ def embed(
     if c["documents_embedded"] == 0:  # every input had a document, but none was embedded (duplicates, too long)
         _fail(f"no document was embedded from {', '.join(str(p) for p in inputs)} (the reasons are above and in "
               f"{out / 'manifest.json'}'s skipped list)", code=1)
+    if strict:
+        _check_strict(manifest["skipped"], out / "manifest.json")
 
 
 #: ``embed``'s option defaults (the options default to None, so that ``--append`` can tell an option given from
@@ -624,8 +643,9 @@ def _check_engine(engine: str, address: str | None, actors: int | None, *, world
                   "node running (`ray start --head`) and is the port open?")
 
 
-def _append(config, encoder, quiet: bool) -> None:
-    """``embed --append``: add the inputs to the finished folder and print what was added and skipped."""
+def _append(config, encoder, quiet: bool, strict: bool = False) -> None:
+    """``embed --append``: add the inputs to the finished folder and print what was added and skipped; with
+    ``strict``, exit :data:`STRICT_EXIT_CODE` when a document was skipped (not one already in the index)."""
     from latechunk.index import IndexTrainingError
     from latechunk.ingest.append import append
 
@@ -649,7 +669,10 @@ def _append(config, encoder, quiet: bool) -> None:
                         fg=typer.colors.YELLOW, err=True)
         _warn_changed(res.skipped, {d["doc_id"] for d in res.manifest.get("documents", [])}, config.out)
         _warn_vanished(config, res)
-        if not others:  # an up-to-date folder appended again (a daily cron job): success, nothing to do
+        from latechunk.io import is_not_read
+
+        # an up-to-date folder appended again (a daily cron job): success, nothing to do, though it holds a .pdf
+        if all(is_not_read(str(s.get("reason", ""))) for s in others):
             typer.echo(f"nothing new to append to {config.out}: all {already:,} input document(s) are already in "
                        "the index; the folder is unchanged")
             return
@@ -667,6 +690,8 @@ def _append(config, encoder, quiet: bool) -> None:
     # this append's documents only: the earlier ones' notes were printed when they were embedded
     _print_ingest_notes(res.manifest, config.out / "manifest.json", only={d["doc_id"] for d in res.documents},
                         quiet=quiet)
+    if strict:
+        _check_strict(others, config.out / "manifest.json")
 
 
 def _recorded_model_hint(message: str, out: Path, recorded: bool) -> str:

@@ -12,9 +12,13 @@ Two checks that cannot pass by construction:
   the end of its content tokens' text extended only over characters no token covers (the characters the
   tokenizer dropped, see ``latechunk.tokenize.char_spans_from_token_spans``), its tokens cover no
   non-whitespace character outside ``[s, e)``, and every character of ``[s, e)`` that none of the span's own
-  tokens covers is whitespace or covered by no token at all.
+  tokens covers is whitespace or covered by no token at all;
+- :func:`check_span_agreement` (issue 36): a token span holds no token outside its char span (whitespace or
+  zero-width tokens strictly inside it excepted: the whitespace tokens before and after a chunk's text belong
+  to no chunk), every content token overlapping the char span, and at most ``max_tokens`` tokens unless they
+  are the tokens of one character.
 
-:func:`check_boundaries` runs both with the structural checks (shapes, order, coverage, budget) over one
+:func:`check_boundaries` runs these with the structural checks (shapes, order, coverage, budget) over one
 document's :class:`~latechunk.types.Boundaries` (chonkie ``verify_chunk_indices``); :func:`check_chunk_rows`
 runs them over chunk records read back from an output. ``tests/test_invariants.py`` shows that each can fail.
 """
@@ -130,6 +134,57 @@ def check_token_cover(text: str, tok: Tokenization, token_spans, char_spans) -> 
         )
 
 
+def check_span_agreement(text: str, tok: Tokenization, token_spans, char_spans, max_tokens: int | None = None) -> None:
+    """Assert that each chunk's token span and char span describe the same content, and the token budget.
+
+    - no token of a span lies wholly outside its char span ``[s, e)``, except a whitespace-only or zero-width
+      token strictly inside it (between two of the chunk's characters: ``s < start`` and ``end < e``, or
+      ``s < p < e`` for a zero-width token at ``p``): a whitespace token (``"\\n"`` under byte-level BPE) before
+      or after the chunk's text belongs to no chunk;
+    - every content token (covering a non-whitespace character) whose offsets overlap ``[s, e)`` is inside the
+      token span;
+    - with ``max_tokens``: ``token_end - token_start <= max_tokens``, unless every token of the span covers one
+      and the same character (the documented case: one character whose tokens alone exceed the budget,
+      ``latechunk.strategies._common.PieceSplitter``).
+
+    Args:
+        text: The caller's original string, which ``tok`` tokenizes.
+        tok: Its Tokenization.
+        token_spans: (n, 2) int, half-open token spans (positions in ``tok``).
+        char_spans: (n, 2) int, half-open char spans into ``text``.
+        max_tokens: The strategy's token budget, if it has one.
+    """
+    ts = np.asarray(token_spans, dtype=np.int64).reshape(-1, 2)
+    cs = np.asarray(char_spans, dtype=np.int64).reshape(-1, 2)
+    c0, c1 = tok.content_start, tok.content_end
+    offs = tok.offsets.astype(np.int64)
+    is_content = _content_tokens(text, offs)[0]
+    is_content[:c0] = False
+    is_content[c1:] = False
+    starts, ends = offs[:, 0], offs[:, 1]
+    for i, ((a, b), (s, e)) in enumerate(zip(ts.tolist(), cs.tolist())):
+        for p in range(a, b):
+            t0, t1 = int(starts[p]), int(ends[p])
+            overlaps = t1 > t0 and t0 < e and t1 > s
+            inside = not is_content[p] and s < t0 and t1 < e if t1 > t0 else s < t0 < e
+            assert overlaps or inside, (
+                f"chunk {i}: token {p} {text[t0:t1]!r} at ({t0}, {t1}) lies outside its char span ({s}, {e}) "
+                f"{text[s:e]!r}; token span ({a}, {b})"
+            )
+        touching = np.flatnonzero(is_content & (ends > starts) & (starts < e) & (ends > s))
+        stray = touching[(touching < a) | (touching >= b)]
+        assert stray.size == 0, (
+            f"chunk {i}: content tokens {stray[:5].tolist()} overlap its char span ({s}, {e}) {text[s:e]!r} but "
+            f"lie outside its token span ({a}, {b})"
+        )
+        if max_tokens is not None and b - a > max_tokens:
+            lo, hi = int(starts[a:b].max()), int(ends[a:b].min())
+            assert hi > lo, (
+                f"chunk {i}: token span ({a}, {b}) holds {b - a} > {max_tokens} tokens for {text[s:e]!r} "
+                f"(only one character's tokens may exceed the budget)"
+            )
+
+
 def check_boundaries(
     text: str,
     tok: Tokenization,
@@ -141,15 +196,15 @@ def check_boundaries(
 
     - shapes: token_spans and char_spans are int32 (n, 2); heading_paths and contexts have n entries;
     - token spans are non-empty, inside the content tokens ``[content_start, content_end)``, never touch a frame
-      token (``special_tokens_mask``), and their starts strictly increase; together they hold every content token;
+      token (``special_tokens_mask``), and their starts strictly increase; together they hold every token that covers a
+      non-whitespace character (whitespace-only tokens between chunks belong to none, issue 36);
     - char spans: starts strictly increase; each is exactly covered by its token span (:func:`check_token_cover`);
       no chunk is empty, whitespace-only or has whitespace at either end;
     - exact slice: ``chunk_texts`` (when given; the texts latechunk handed out) equal ``text[s:e]``
       (:func:`check_chunk_texts`);
     - coverage: every non-whitespace character of ``text`` lies in some chunk;
-    - with ``max_tokens``: every span has at most ``max_tokens`` tokens, unless it is the wordpieces of one
-      character (no two of its content tokens have different start offsets; whitespace-only tokens stay with the
-      content token before them, BR-023).
+    - token span and char span hold the same content, and with ``max_tokens`` every span has at most
+      ``max_tokens`` tokens unless all of them cover one character (:func:`check_span_agreement`).
 
     Args:
         text: The string the caller passed in.
@@ -181,7 +236,10 @@ def check_boundaries(
     held = np.zeros(tok.n_content, dtype=bool)
     for a, b in ts.tolist():
         held[a - c0 : b - c0] = True
-    assert held.all(), f"content tokens not in any span: {np.flatnonzero(~held)[:10].tolist()}"
+    has_text = _content_tokens(text, tok.offsets)[0][c0:c1]
+    assert held[has_text].all(), (
+        f"content tokens not in any span: {(np.flatnonzero(~held & has_text)[:10] + c0).tolist()}"
+    )
 
     assert (np.diff(cs[:, 0]) > 0).all(), f"char starts must strictly increase: {cs[:, 0].tolist()}"
     check_token_cover(text, tok, ts, cs)
@@ -201,13 +259,7 @@ def check_boundaries(
         f"non-whitespace chars not in any chunk at {missing[:10]}: {[text[i] for i in missing[:10]]}"
     )
 
-    if max_tokens is not None:
-        is_content = _content_tokens(text, offs)[0]
-        for a, b in ts.tolist():
-            if b - a > max_tokens:
-                # only the pieces of one character, with the whitespace tokens that must stay with it (BR-023)
-                starts = offs[a:b, 0][is_content[a:b]]
-                assert (starts == starts[0]).all(), f"span ({a}, {b}) has {b - a} > {max_tokens} tokens"
+    check_span_agreement(text, tok, ts, cs, max_tokens)
 
 
 def check_chunk_rows(originals: Mapping[str, str], rows: Iterable[Mapping], tokenizer=None) -> None:

@@ -177,3 +177,51 @@ def test_compare_table_fits_the_terminal(tmp_path, monkeypatch):
     buf = io.StringIO()
     print_table(result, console=Console(file=buf, width=260, color_system=None))
     assert "left out" not in buf.getvalue() and "s (enc. + pool)" in buf.getvalue()
+
+
+def test_embed_strict_exits_nonzero_when_an_input_is_skipped(tmp_path):
+    """For CI jobs: `embed --strict` exits 3 (STRICT_EXIT_CODE) when a document was skipped, saying how many and
+    where the list is, with the output written all the same; without --strict the exit stays 0. Entries never read
+    as documents (a .pdf) do not count, and neither does a document an --append finds already indexed."""
+    from latechunk.cli import STRICT_EXIT_CODE
+
+    assert STRICT_EXIT_CODE not in (0, 1, 2, 130)
+    src = _corpus_with_skips(tmp_path)
+    (src / "paper.pdf").write_bytes(b"%PDF-1.4")
+    opts = ["--strategy", "fixed:size=32", "--device", "cpu", "-q"]
+    res = runner.invoke(app, ["embed", str(src), "--out", str(tmp_path / "plain"), *opts])
+    assert res.exit_code == 0, res.output
+    out = tmp_path / "strict"
+    res = runner.invoke(app, ["embed", str(src), "--out", str(out), "--strict", *opts])
+    assert res.exit_code == STRICT_EXIT_CODE, res.output
+    assert (f"error: --strict: 3 input document(s) were skipped (each is listed above and in {out / 'manifest.json'}"
+            "'s skipped list, with its reason)") in " ".join(res.output.split()).replace(" '", "'"), res.output
+    assert json.loads((out / "manifest.json").read_text())["counts"]["documents_embedded"] == 3
+    clean = tmp_path / "clean"
+    clean.mkdir()
+    (clean / "a.md").write_text("# A\n\nHerons wait by the reeds.\n", encoding="utf-8")
+    (clean / "paper.pdf").write_bytes(b"%PDF-1.4")  # not a document: not a skip for --strict
+    res = runner.invoke(app, ["embed", str(clean), "--out", str(tmp_path / "c"), "--strict", *opts])
+    assert res.exit_code == 0, res.output
+    # --append: a document already in the index is no skip; an empty one is
+    res = runner.invoke(app, ["embed", str(clean), "--out", str(tmp_path / "c"), "--append", "--strict", "-q"])
+    assert res.exit_code == 0, res.output
+    (clean / "b.md").write_text("# B\n\nEgrets stand still.\n", encoding="utf-8")
+    (clean / "empty.md").write_text("\n", encoding="utf-8")
+    res = runner.invoke(app, ["embed", str(clean), "--out", str(tmp_path / "c"), "--append", "--strict", "-q"])
+    assert res.exit_code == STRICT_EXIT_CODE and "--strict: 1 input document(s) were skipped" in res.output, res.output
+
+
+def test_append_of_an_unchanged_folder_with_a_pdf_is_nothing_to_do(tmp_path):
+    """Seen while testing --strict: appending an up-to-date folder again (a daily cron job) exited 1, "nothing
+    appended: none of the 2 input items was embedded", because the folder also held a .pdf, which is never read
+    as a document. It is "nothing new to append", exit 0, as without the .pdf."""
+    src = tmp_path / "docs"
+    src.mkdir()
+    (src / "a.md").write_text("# A\n\nHerons wait by the reeds.\n", encoding="utf-8")
+    (src / "paper.pdf").write_bytes(b"%PDF-1.4")
+    out = tmp_path / "o"
+    res = runner.invoke(app, ["embed", str(src), "--out", str(out), "--device", "cpu", "-q"])
+    assert res.exit_code == 0, res.output
+    res = runner.invoke(app, ["embed", str(src), "--out", str(out), "--append", "-q"])
+    assert res.exit_code == 0 and "nothing new to append" in res.output, res.output

@@ -10,7 +10,9 @@ whenever token starts do. With a tokenizer that makes tokens of whitespace alone
 a cut is also made only before a *content token* (one covering a non-whitespace character,
 :class:`latechunk.tokenize.ContentTokens`) that has another content token before it: whitespace tokens stay with
 the text before them, so no chunk is only whitespace (BR-023). WordPiece makes no whitespace tokens, and there
-this second rule never applies.
+this second rule never applies. A chunk's token span then leaves out the whitespace tokens at its ends, which lie
+outside its char span (:func:`latechunk.strategies.base.trim_token_spans`, issue 36): both spans hold the same
+content, and the budget holds for the tokens a chunk keeps.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ __all__ = [
     "snap_down",
     "snap_table",
     "strided_spans",
+    "with_trimmed_ends",
 ]
 
 _EMPTY = np.zeros((0, 2), dtype=np.int64)
@@ -278,7 +281,8 @@ class PieceSplitter:
     is one piece; one that does not is cut at its first level that has a cut inside it, and each part that still
     does not fit goes down a level.
     A run of tokens with no allowed cut inside (the wordpieces of one character) stays whole even when it is
-    longer than the budget: that is the only way a piece can exceed ``max_tokens``.
+    longer than the budget: that is the only way a chunk can exceed ``max_tokens``. (A piece may also be longer
+    by whitespace tokens after its text, where no cut is allowed; the chunk's token span leaves them out.)
 
     Markdown blocks (issue 16, :meth:`set_blocks`): a paragraph-level cut never falls inside a code block
     (fenced or indented, also inside a list item or an admonition) or an admonition/content tab, unless the
@@ -544,6 +548,29 @@ def content_prefix(text: str, offs: np.ndarray) -> np.ndarray:
     offs = np.clip(np.asarray(offs, dtype=np.int64), 0, len(text))
     carries = counts[offs[:, 1]] > counts[offs[:, 0]]
     return np.concatenate([[0], np.cumsum(carries)]).astype(np.int64)
+
+
+def with_trimmed_ends(points: np.ndarray, content: ContentTokens) -> np.ndarray:
+    """Cut points with the ends of the token spans that start or end there once trimmed of whitespace tokens
+    (:func:`~latechunk.strategies.base.trim_token_spans`): for each point ``p``, also the first content token at
+    or after it and one past the last content token before it.
+
+    Args:
+        points: Content-relative token positions in ``[0, n]`` (int array).
+        content: The document's :class:`~latechunk.tokenize.ContentTokens` (n content tokens).
+
+    Returns:
+        Sorted unique int64 content-relative positions, a superset of ``points``.
+    """
+    points = np.asarray(points, dtype=np.int64).reshape(-1)
+    mask = content.mask
+    n = mask.shape[0]
+    if mask.all() or points.size == 0:
+        return np.unique(points)
+    idx = np.arange(n + 1, dtype=np.int64)
+    next_content = np.minimum.accumulate(np.where(np.append(mask, True), idx, n)[::-1])[::-1]
+    after_last = np.maximum.accumulate(np.concatenate([[0], np.where(mask, idx[1:], 0)]))
+    return np.unique(np.concatenate([points, next_content[points], after_last[points]]))
 
 
 def finish(

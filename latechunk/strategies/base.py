@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from latechunk.sentences import SentenceSegmenter
-from latechunk.tokenize import ContentTokens, char_spans_from_token_spans
+from latechunk.tokenize import ContentTokens, char_spans_from_token_spans, content_tokens
 from latechunk.types import Boundaries, Document, Tokenization
 
 __all__ = [
@@ -29,6 +29,7 @@ __all__ = [
     "parse_spec",
     "register",
     "registry",
+    "trim_token_spans",
 ]
 
 # (doc, tok, sentence_token_spans (n, 2) int32) -> (n, dim) float32 sentence vectors
@@ -359,6 +360,12 @@ def make_boundaries(
 ) -> Boundaries:
     """Build :class:`Boundaries` from content token spans; char spans come from the token offsets.
 
+    The char spans hold no whitespace at either end, so whitespace-only tokens (byte-level BPE, SentencePiece;
+    some zero-width under ``trim_offsets``) at either end of a span that lie outside its char span are dropped
+    from the token span (:func:`trim_token_spans`): a chunk's token span and char span then hold the same
+    content, and a chunk ``"a"`` followed by a newline token is one token, not two (issue 36). Such tokens
+    between two chunks belong to neither; a whitespace token between two of a chunk's characters stays in it.
+
     Args:
         doc: The document.
         tok: Its tokenization.
@@ -369,20 +376,68 @@ def make_boundaries(
         content: ``latechunk.tokenize.content_tokens(doc.text, tok)`` if the caller has it; None: computed.
 
     Returns:
-        Boundaries with ``char_spans = char_spans_from_token_spans(doc.text, tok, token_spans)``, both int32
-        (n, 2).
+        Boundaries with ``char_spans = char_spans_from_token_spans(doc.text, tok, token_spans)`` and the token
+        spans trimmed to them (never longer than given), both int32 (n, 2).
 
     Raises:
         ValueError: if a span is empty or outside the content tokens, or the per-chunk tuples have the wrong
             length.
     """
     ts = np.asarray(token_spans, dtype=np.int32).reshape(-1, 2)
+    content = content_tokens(doc.text, tok) if content is None else content
     cs = char_spans_from_token_spans(doc.text, tok, ts, content)
     return Boundaries(
         doc_id=doc.doc_id,
-        token_spans=ts,
+        token_spans=trim_token_spans(tok, ts, cs, content),
         char_spans=cs,
         heading_paths=heading_paths or (),
         contexts=contexts or (),
         strategy=strategy,
     )
+
+
+def trim_token_spans(tok: Tokenization, token_spans: np.ndarray, char_spans: np.ndarray,
+                     content: ContentTokens) -> np.ndarray:
+    """Token spans without the whitespace-only tokens at their ends that lie outside their char spans.
+
+    A token at either end of a span is dropped when it covers no non-whitespace character (``content.mask`` is
+    False) and is not strictly inside the char span ``[s, e)`` (``s < start`` and ``end < e``; for a zero-width
+    token at ``p``, ``s < p < e``). A span that holds no content token (only a caller's own spans can be so) is
+    kept as it is.
+
+    Args:
+        tok: The document's tokenization.
+        token_spans: (n, 2), int. Half-open token positions into ``tok``, inside the content tokens.
+        char_spans: (n, 2), int. Their char spans (:func:`~latechunk.tokenize.char_spans_from_token_spans`).
+        content: The document's :class:`~latechunk.tokenize.ContentTokens`.
+
+    Returns:
+        (n, 2), int32. The trimmed token spans: each inside the one given, non-empty, holding every content
+        token of the one given.
+    """
+    ts = np.asarray(token_spans, dtype=np.int64).reshape(-1, 2)
+    out = ts.astype(np.int32, copy=True)
+    if ts.shape[0] == 0 or content.mask.all():  # WordPiece: no whitespace tokens, nothing to trim
+        return out
+    c0 = tok.content_start
+    mask = content.mask
+    offs = tok.offsets[c0 : tok.content_end].astype(np.int64)
+    rel = ts - c0
+    odd = np.flatnonzero(~mask[rel[:, 0]] | ~mask[rel[:, 1] - 1])
+    for i in odd.tolist():
+        a, b = rel[i].tolist()
+        if not mask[a:b].any():
+            continue
+        s, e = (int(x) for x in char_spans[i])
+        while not mask[a] and not _strictly_inside(offs[a], s, e):
+            a += 1
+        while not mask[b - 1] and not _strictly_inside(offs[b - 1], s, e):
+            b -= 1
+        out[i] = (a + c0, b + c0)
+    return out
+
+
+def _strictly_inside(off, s: int, e: int) -> bool:
+    """Whether a token at offsets ``off`` lies strictly inside ``[s, e)`` (a zero-width one at ``p``: s < p < e)."""
+    t0, t1 = int(off[0]), int(off[1])
+    return s < t0 < e if t1 <= t0 else s < t0 and t1 < e

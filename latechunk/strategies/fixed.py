@@ -34,8 +34,9 @@ class Fixed(Strategy):
     emitted (BR-002: 12 tokens, size 4, overlap 1 give 4 chunks, the last one 3 tokens long). A chunk edge
     that would split one character's wordpieces is moved back to the character's first wordpiece, and one that
     would fall before a whitespace-only token (byte-level BPE, SentencePiece) is moved back to the content token
-    before it, so that no chunk is only whitespace (BR-023; a chunk then exceeds ``size`` only by a content
-    token's whitespace tokens when ``size`` is smaller than that run).
+    before it, so that no chunk is only whitespace (BR-023). Whitespace tokens at a chunk's ends lie outside its
+    text and are left out of its token span (issue 36), so they do not count toward ``size``: a chunk holds more
+    than ``size`` tokens only when they are the tokens of one character.
 
     Args:
         size: Content tokens per chunk (1..1,000,000); alias ``chunk_size``.
@@ -80,7 +81,8 @@ class Fixed(Strategy):
         n = offs.shape[0]
         content = content_tokens(doc.text, tok)
         allowed = allowed_cuts(offs, content)
-        spans = strided_spans(0, n, self.size, self.overlap) if allowed.all() else self._spans_whole_chars(allowed)
+        spans = (strided_spans(0, n, self.size, self.overlap) if allowed.all()
+                 else self._spans_whole_chars(allowed, content.mask))
         if spans.shape[0] > 1 and is_markdown_input(doc):
             spans = self._no_markup_only(doc.text, offs, spans, allowed)
         return finish(doc, tok, spans, self.spec, content=content)
@@ -106,24 +108,38 @@ class Fixed(Strategy):
                 spans[i, 0] = start
         return spans
 
-    def _spans_whole_chars(self, allowed: np.ndarray) -> np.ndarray:
+    def _spans_whole_chars(self, allowed: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
         """Chunks whose edges are allowed cuts (never inside one character's wordpieces).
 
-        Chunk ``[s, e)``: ``e`` is the last allowed cut ``<= s + size`` (or the end of the character at ``s``
-        when that character alone is longer than ``size``). The next start is the first allowed cut
+        Chunk ``[s, e)``: ``e`` is the last allowed cut whose chunk holds at most ``size`` tokens once the
+        whitespace tokens at its ends are left out (:func:`~latechunk.strategies.base.trim_token_spans`; with
+        every token a content token, the last allowed cut ``<= s + size``), or the end of the character at ``s``
+        when that character alone is longer than ``size``. The next start is the first allowed cut
         ``>= max(e - overlap, u - size, s + 1)``, where ``u`` is the first allowed cut after ``e``: so overlap stays
         ``<= overlap``, the next chunk reaches past ``e``, and starts strictly increase. With every cut
         allowed this is exactly :func:`~latechunk.strategies._common.strided_spans`.
+
+        Args:
+            allowed: (n + 1,), bool. :func:`~latechunk.strategies._common.allowed_cuts`.
+            mask: (n,), bool. ``ContentTokens.mask``; None: every token is a content token.
+
+        Returns:
+            (k, 2), int64. Content-relative token spans, starts strictly increasing.
         """
         n = allowed.shape[0] - 1
         idx = np.arange(n + 1)
-        prev_le = np.maximum.accumulate(np.where(allowed, idx, 0)).tolist()
+        mask = np.ones(n, dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
+        # a chunk [s, u) holds tokens [first_text[s], after_text[u]) once trimmed of its whitespace tokens
+        first_text = np.minimum.accumulate(np.where(np.append(mask, True), idx, n)[::-1])[::-1].tolist()
+        after_text = np.maximum.accumulate(np.concatenate([[0], np.where(mask, idx[1:], 0)]))
+        cut_at = np.flatnonzero(allowed)
+        reach = after_text[cut_at]  # non-decreasing
         next_ge = np.minimum.accumulate(np.where(allowed, idx, n)[::-1])[::-1].tolist()
         size, overlap = self.size, self.overlap
         out = []
         s = 0
         while True:
-            e = prev_le[min(s + size, n)]
+            e = int(cut_at[int(np.searchsorted(reach, first_text[s] + size, side="right")) - 1])
             if e <= s:
                 e = next_ge[s + 1]
             out.append((s, e))

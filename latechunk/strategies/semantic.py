@@ -19,6 +19,7 @@ from latechunk.strategies._common import (
     join_markup_only,
     merge_pieces,
     or_fresh_segmenter,
+    with_trimmed_ends,
 )
 from latechunk.strategies._markdown import is_markdown_input
 from latechunk.strategies.base import SentenceVectors, Strategy, register
@@ -253,7 +254,8 @@ class Semantic(Strategy):
         if long.shape[0]:
             splitter = PieceSplitter(doc.text, tok, self.limit, sentences, content)
             points += [splitter.pieces(int(a), int(b), ("line", "token")).reshape(-1) for a, b in long.tolist()]
-        return np.unique(np.concatenate(points)) + tok.content_start
+        # a chunk's token span leaves out the whitespace tokens at its ends (make_boundaries): their ends too
+        return with_trimmed_ends(np.concatenate(points), content) + tok.content_start
 
     def _fit(
         self,
