@@ -1021,3 +1021,51 @@ def test_semantic_default_max_tokens_is_capped_at_the_model_content_limit(minilm
         lengths = b.token_spans[:, 1] - b.token_spans[:, 0]
         assert lengths.max() <= limit
         assert lengths.max() > limit - 20  # the cap, not some smaller size, decides the cut
+
+
+# --- issue 36: a run of headings is not left alone at small budgets ------------------------------------------------
+
+HEADING_RUN = ("# Guide\n\n## Billing\n\n### Fees\n\nLate fees are charged monthly. They are added to the next invoice. "
+               "A second late payment doubles the fee.\n")
+
+
+@pytest.mark.parametrize("spec", ["heading", "recursive"])
+@pytest.mark.parametrize("max_tokens", [6, 8, 10, 12, 14, 16, 20, 24])
+def test_heading_run_is_not_left_alone_at_small_budgets(minilm_tokenizer, spec, max_tokens):
+    """Issue 36: with a small budget a run of headings (``#``, ``##``, ``### Fees``: 2 + 3 + 4 tokens) was a chunk
+    of its own and its body the next chunk, although ``### Fees`` and the start of its body fit the budget
+    together. The last heading now starts the chunk of its body: the run keeps whatever of it fits with the body's
+    first piece, the rest ends the chunk before; when the body's first piece (a sentence, a paragraph) does not
+    fit with the heading, it is cut (coarse first) so that its start does."""
+    doc = Document("fees", HEADING_RUN, {"source": "fees.md"})
+    tok = minilm_tokenizer(doc)
+    b = get_strategy(f"{spec}:max_tokens={max_tokens}").split(doc, tok, None)
+    check_boundaries(HEADING_RUN, tok, b, max_tokens=max_tokens, chunk_texts=handed_out(doc, b, spec))
+    chunks = b.texts(HEADING_RUN)
+    assert not any(c.endswith(("### Fees", "## Billing\n\n### Fees")) for c in chunks), chunks
+    with_body = [c for c in chunks if "### Fees" in c]
+    assert len(with_body) == 1 and with_body[0].endswith(("Late", "fees", "are", "charged", "monthly.",
+                                                           "invoice.", "fee.")), chunks
+    if max_tokens >= 15:  # the whole run and the first sentence fit: one chunk, the sentence whole
+        assert chunks[0].startswith("# Guide") and chunks[0].endswith("charged monthly."), chunks
+    if spec == "heading":  # a chunk's path is that of the last heading it holds
+        for chunk, path in zip(chunks, b.heading_paths):
+            held = [t for t in ("Guide", "Billing", "Fees") if f" {t}" in chunk]
+            expected = ("Guide", "Billing", "Fees")[: 3 if not held or "Fees" in held else len(held)]
+            assert path == expected, (chunk, path)
+
+
+def test_merge_pieces_keeps_the_fitting_tail_of_a_sticky_run_with_the_next_piece():
+    """Issue 36: a chunk made only of sticky pieces (a heading run) ended with all of them, and a run too long to
+    move whole stayed whole: now the longest tail of the run that fits with the next piece moves, and at least one
+    piece stays before it."""
+    from latechunk.strategies._common import merge_pieces
+
+    pieces = np.array([[0, 2], [2, 5], [5, 9], [9, 15]])  # "# Guide" 2, "## Billing" 3, "### Fees" 4, body 6
+    sticky = np.array([True, True, True, False])
+    assert merge_pieces(pieces, 10, sticky=sticky).tolist() == [[0, 5], [5, 15]]
+    assert merge_pieces(pieces, 13, sticky=sticky).tolist() == [[0, 2], [2, 15]]
+    # after other text: the tail of the run that fits moves, the rest ends the chunk before
+    pieces = np.array([[0, 4], [4, 6], [6, 9], [9, 15]])  # text 4, "## A" 2, "### B" 3, body 6
+    sticky = np.array([False, True, True, False])
+    assert merge_pieces(pieces, 10, sticky=sticky).tolist() == [[0, 6], [6, 15]]

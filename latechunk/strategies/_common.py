@@ -225,9 +225,11 @@ def merge_pieces(
     A chunk grows while the next piece still fits. With ``overlap > 0`` the next chunk starts with the longest
     proper suffix of whole pieces of the previous chunk that holds at most ``overlap`` tokens and leaves room for
     the next piece (LangChain's ``_merge_splits`` rule, in tokens), so chunk starts strictly increase.
-    A chunk never ends with a run of *sticky* pieces (a heading, a table's header rows: they belong to what
-    follows) when it has other pieces: the run moves on to start the next chunk, if it fits there with the
-    piece after it (that chunk then carries no overlap).
+    A chunk does not end with a run of *sticky* pieces (a heading, a table's header rows: they belong to what
+    follows): the longest tail of the run that fits with the piece after it moves on to start the next chunk
+    (that chunk then carries no overlap), at least one piece staying behind, also when the chunk is all sticky;
+    when that piece is sticky too, the tail must fit with the rest of its run and the piece that ends it, unless
+    those alone do not fit.
 
     Args:
         pieces: (k, 2), int. Contiguous half-open token ranges tiling one range, in order.
@@ -248,19 +250,23 @@ def merge_pieces(
     lengths = (pieces[:, 1] - pieces[:, 0]).tolist()
     costs = [0] * k if cost is None else np.asarray(cost).tolist()
     stick = [False] * k if sticky is None else np.asarray(sticky, dtype=bool).tolist()
+    follow = lengths[:]  # piece i with the sticky pieces after it and the piece that ends their run
+    for i in range(k - 2, -1, -1):
+        if stick[i]:
+            follow[i] += follow[i + 1]
     out = []
     first = 0  # the current chunk is pieces[first:i]
     total = 0
     for i in range(k):
         n_i = lengths[i]
         if i > first and total + n_i > max_tokens - costs[first]:
-            j = i  # the chunk ends before piece j: back over a run of sticky pieces, if it fits with piece i
-            carried = 0
-            while j > first and stick[j - 1]:
+            # the chunk ends before piece j: back over the longest tail of a sticky run that fits with piece i,
+            # one piece at least staying before it (issue 36: also when the chunk is all sticky)
+            j, carried = i, 0
+            need = follow[i] if follow[i] <= max_tokens - costs[i] else n_i  # what follows, when it can fit
+            while j - 1 > first and stick[j - 1] and carried + lengths[j - 1] + need <= max_tokens - costs[j - 1]:
                 carried += lengths[j - 1]
                 j -= 1
-            if j == first or (j < i and carried + n_i > max_tokens - costs[j]):  # all sticky, or no room
-                j, carried = i, 0
             out.append((starts[first], ends[j - 1]))
             if j < i:
                 first, total = j, carried

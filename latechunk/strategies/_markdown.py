@@ -417,7 +417,7 @@ def markdown_source(text: str) -> str:
     return _LEADING_MARKS.sub("", text)
 
 
-def lead_in_lines(text: str, tokens=None) -> list[int]:
+def lead_in_lines(text: str, tokens=None, tables: bool = True) -> list[int]:
     """Lines that a chunk should not start with, because the line before them belongs to what follows: the line
     after each heading (ATX, or setext with its underline) and, in each table, the lines after its header row and
     after its delimiter row (so a table's header stays with its first body row), and the line after each
@@ -427,6 +427,8 @@ def lead_in_lines(text: str, tokens=None) -> list[int]:
     Args:
         text: The document text.
         tokens: ``markdown_parser().parse(markdown_source(text))`` if the caller has it; None: parsed here.
+        tables: Include the lines of table headers; False: headings and title lines only (the lead-ins after
+            which a piece may be cut so that its start joins them, issue 36).
 
     Returns:
         Sorted 0-based line numbers (line breaks as :data:`latechunk.sentences.LINE_BREAK`); a number may equal
@@ -451,6 +453,8 @@ def lead_in_lines(text: str, tokens=None) -> list[int]:
             out.add(t.map[0] + 1)
         elif t.type == "heading_open":
             out.add(t.map[1])
+        elif not tables:
+            continue
         elif t.type == "tbody_open":
             body_line = t.map[0]
         elif t.type == "table_open":
@@ -458,3 +462,17 @@ def lead_in_lines(text: str, tokens=None) -> list[int]:
             out.update(range(t.map[0] + 1, end + 1))
             body_line = None
     return sorted(out)
+
+
+def table_delimiter_lines(tokens) -> list[int]:
+    """The delimiter row (``|---|---|``) of each GFM table, the line after its header row (issue 36: the two rows
+    are one piece when they fit, so a chunk never holds one of them without the other).
+
+    Args:
+        tokens: ``markdown_parser().parse(markdown_source(text))``.
+
+    Returns:
+        Sorted 0-based line numbers.
+    """
+    return sorted(t.map[0] + 1 for t in tokens if t.type == "table_open" and t.map is not None)
+

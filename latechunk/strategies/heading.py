@@ -21,6 +21,7 @@ from latechunk.strategies._common import (
     or_fresh_segmenter,
     snap_table,
 )
+from latechunk.strategies._lead_in import split_after_lead_ins
 from latechunk.strategies._markdown import (
     block_units,
     heading_plain_text,
@@ -191,20 +192,20 @@ class Heading(Strategy):
             sections.insert(0, [0, 0, ()])
         sections[0][0] = 0
         bounds = [s[0] for s in sections] + [n]
-        merged = []  # (start, end, path) with heading-only sections joined to the next one
-        carry = None  # (start, path) of a heading-only section waiting for the next section
+        merged = []  # (start, end, heads) with heading-only sections joined to the next one
+        carry = []  # (start, path) of heading-only sections waiting for the next section
         for k, (start, head_end, path) in enumerate(sections):
             end = bounds[k + 1]
             if end <= start:
                 continue
-            if carry is not None:
-                start, carry = carry[0], None
             if head_end >= end and k + 1 < len(sections) and path:
-                carry = (start, path)
+                carry.append((start, path))
                 continue
-            merged.append((start, end, path))
-        if carry is not None:  # only empty sections followed it: it stays a chunk of its own
-            merged.append((carry[0], n, carry[1]))
+            heads = carry + [(start, path)]  # a chunk takes the path of the last heading it holds (issue 36)
+            merged.append((heads[0][0], end, heads))
+            carry = []
+        if carry:  # only empty sections followed them: they stay a chunk of their own
+            merged.append((carry[0][0], n, carry[-1:]))
 
         blocks.sort()
         block_starts = np.asarray([b[0] for b in blocks], dtype=np.int64)
@@ -212,14 +213,17 @@ class Heading(Strategy):
         # a heading, an admonition's or tab's title line, a table's header stay with what follows (issue 16)
         lead_in = lead_in_lines(text, md_tokens)
         sticky_at = splitter.tokens_at_chars([int(line_starts[min(ln, n_lines)]) for ln in lead_in])
+        titles = lead_in_lines(text, md_tokens, tables=False)  # the piece after them may be cut (issue 36)
+        title_at = splitter.tokens_at_chars([int(line_starts[min(ln, n_lines)]) for ln in titles])
         spans, paths, contexts, costs = [], [], [], []
-        for start, end, path in merged:
+        for start, end, heads in merged:
             chunks, ctx, cost = self._section(
-                text, splitter, md_tokens, block_starts, block_md, tok_at_line, start, end, sticky_at
+                text, splitter, md_tokens, block_starts, block_md, tok_at_line, start, end, sticky_at, title_at
             )
             costs.extend(cost)
             spans.append(chunks)
-            paths.extend([path] * chunks.shape[0])
+            at = np.searchsorted(np.asarray([h[0] for h in heads]), chunks[:, 1], side="left") - 1
+            paths.extend(heads[max(int(a), 0)][1] for a in at.tolist())
             contexts.extend(ctx)
         out = np.concatenate(spans) if spans else np.zeros((0, 2), np.int64)
         if is_markdown_input(doc) and out.shape[0] > 1:  # no chunk of markup alone (issue 16)
@@ -234,7 +238,9 @@ class Heading(Strategy):
             contexts = [contexts[o] for o in owner.tolist()]
         return finish(doc, tok, out, self.spec, tuple(paths), tuple(contexts), splitter.content)
 
-    def _section(self, text, splitter, md_tokens, block_starts, block_md, tok_at_line, start, end, sticky_at=None):
+    def _section(
+        self, text, splitter, md_tokens, block_starts, block_md, tok_at_line, start, end, sticky_at=None, title_at=None
+    ):
         """Chunks (k, 2) of one section's token range, their contexts and the tokens each context costs."""
         if end - start <= self.max_tokens:
             return np.asarray([[start, end]], dtype=np.int64), [""], [0]
@@ -267,6 +273,9 @@ class Heading(Strategy):
         p = np.concatenate(pieces)
         c = np.concatenate(costs)
         ctx_id = np.concatenate(ctx_of)
+        if title_at is not None and title_at.size and p.shape[0] > 1:
+            p, origin = split_after_lead_ins(splitter, p, title_at, self.max_tokens, c)
+            c, ctx_id = c[origin], ctx_id[origin]
         sticky = np.isin(p[:, 1], sticky_at) if sticky_at is not None and sticky_at.size else None
         chunks = merge_pieces(p, self.max_tokens, self.overlap, c, sticky)
         first = np.searchsorted(p[:, 0], chunks[:, 0], side="left")

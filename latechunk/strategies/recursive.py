@@ -17,12 +17,14 @@ from latechunk.strategies._common import (
     merge_pieces,
     or_fresh_segmenter,
 )
+from latechunk.strategies._lead_in import join_table_heads, split_after_lead_ins
 from latechunk.strategies._markdown import (
     block_units,
     is_markdown_input,
     lead_in_lines,
     markdown_parser,
     markdown_source,
+    table_delimiter_lines,
 )
 from latechunk.strategies.base import SentenceVectors, Strategy, register
 from latechunk.types import Boundaries, Document, Tokenization
@@ -129,7 +131,13 @@ class Recursive(Strategy):
                 if line_starts is None:
                     line_starts = [0] + [m.end() for m in LINE_BREAK.finditer(doc.text)] + [len(doc.text)]
                 chars = [line_starts[min(n, len(line_starts) - 1)] for n in lines]
-                sticky = np.isin(pieces[:, 1], splitter.tokens_at_chars(chars))
+                sticky_at = splitter.tokens_at_chars(chars)
+                titles = lead_in_lines(doc.text, md_tokens, tables=False)  # issue 36
+                title_at = splitter.tokens_at_chars([line_starts[min(n, len(line_starts) - 1)] for n in titles])
+                pieces, _ = split_after_lead_ins(splitter, pieces, title_at, self.max_tokens)
+                heads = [line_starts[min(n, len(line_starts) - 1)] for n in table_delimiter_lines(md_tokens)]
+                pieces = join_table_heads(pieces, splitter.tokens_at_chars(heads), self.max_tokens)
+                sticky = np.isin(pieces[:, 1], sticky_at)
         chunks = merge_pieces(pieces, self.max_tokens, self.overlap, sticky=sticky)
         if chunks.shape[0] > 1 and is_markdown_input(doc):  # no chunk of markup alone (issue 16)
             cuts = (pieces[:, 0], splitter.cuts("paragraph", 0, splitter.n), splitter.cuts("line", 0, splitter.n))
