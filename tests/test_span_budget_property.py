@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from latechunk.strategies import get_strategy
 from latechunk.strategies._common import allowed_cuts, content_offsets
-from latechunk.tokenize import content_tokens
+from latechunk.tokenize import char_spans_from_token_spans, content_tokens
 from latechunk.types import Document
 from tests.invariants import check_boundaries, check_span_agreement
 from tests.models import tiny_document_tokenizer
@@ -48,6 +48,7 @@ FRAGMENTS = [
     " ", "  ", "   ", "\t", "\n", "\n\n", "\n\n\n", "\r\n", " \n", "\n  \n", "\u3000", "\u00a0",
     "# Title\n", "## Sub\n", "### Fees\n", "#\n", "Head\n====\n", "- item\n", "> quote\n", "```\ncode\n```\n",
     ".", ",", "!", "?", ";", "...", "Dr. Smith.", "It rained. ", "(a)", "--", "|a|b|\n",
+    "\x00", "\x07", "\u200b", "\ufeff", "e\u0301",
     "def f():\n    return 1\n", "class A:\n    pass\n", "x = 1  # note\n",
 ]
 # fmt: on
@@ -70,6 +71,8 @@ def _check(kind: str, name: str, budget: int, text: str, markdown: bool = False)
     limit = None if name == "sentence_window" else budget
     check_span_agreement(text, tok, b.token_spans, b.char_spans, limit)
     check_boundaries(text, tok, b, max_tokens=limit)
+    if len(b):  # a reader that has only the token spans (verify, a chunk table) finds the same char spans
+        np.testing.assert_array_equal(char_spans_from_token_spans(text, tok, b.token_spans), b.char_spans)
 
 
 @pytest.mark.parametrize("name", list(SPECS))
