@@ -38,7 +38,7 @@ from typing import Literal
 
 import numpy as np
 
-from latechunk.io import sniff_bom
+from latechunk.io import invalid_bytes, legacy_hint, offsets_text, sniff_bom
 from latechunk.types import Document
 
 __all__ = [
@@ -278,12 +278,13 @@ def _read_text(path: Path, loader: str) -> str:
         where = f"{path}:{_line_of(data, at)}" if codec == "utf-8" else str(path)
         hint = ""
         if codec == "utf-8":
-            try:
-                data.decode("cp1252")
-                hint = ("; it reads as Windows-1252 / Latin-1 text: convert it to UTF-8 first (e.g. iconv -f "
-                        "WINDOWS-1252 -t UTF-8 FILE > FILE.tmp && mv FILE.tmp FILE)")
-            except UnicodeDecodeError:
-                pass
+            # as embed tells them apart: a few bad bytes in UTF-8 text are named (converting the file from
+            # Windows-1252 would garble its correct characters); only a legacy 8-bit file gets the iconv advice
+            offsets, extra = invalid_bytes(data[len(bom):])
+            legacy = "" if extra else legacy_hint(data[len(bom):])
+            hint = legacy or (f"; {offsets_text(offsets, len(bom))}"
+                              + (" in otherwise valid UTF-8 text: mend those bytes (the answer spans index the "
+                                 "exact text, so it is not read with replacement characters)" if extra else ""))
         raise ValueError(f"{loader}: {where}: invalid {label} at byte {at} ({err.reason}){hint}") from None
     return text
 

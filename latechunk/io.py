@@ -145,7 +145,7 @@ def _non_text_share(text: str) -> float:
     return bad / len(head)
 
 
-def _legacy_hint(data: bytes) -> str:
+def legacy_hint(data: bytes) -> str:
     """For bytes that are not UTF-8: a hint when they read as text in Windows-1252 (a superset of Latin-1's
     printable characters, the usual legacy encoding of Western text), ``""`` otherwise (binary, damaged)."""
     try:
@@ -192,7 +192,7 @@ def invalid_bytes(data: bytes, codec: str = "utf-8") -> tuple[list[int], int]:
 _ESCAPED = re.compile("[\\udc80-\\udcff]+")
 
 
-def _offsets_text(offsets: Sequence[int], skip: int = 0) -> str:
+def offsets_text(offsets: Sequence[int], skip: int = 0) -> str:
     """``"1 byte ... (at byte 12)"``-style words for invalid bytes: the first :data:`_SHOWN_OFFSETS` offsets
     (plus ``skip``, a BOM's or a line's start) and the count."""
     n = len(offsets)
@@ -207,7 +207,7 @@ def utf8_problem(data: bytes, skip: int = 0) -> str:
     The reason starts ``invalid UTF-8 at byte F: N bytes not UTF-8 (at bytes ...)``; then, for text that holds
     valid UTF-8 multi-byte characters too, ``in otherwise valid UTF-8 text`` and :data:`_REPLACE_ADVICE`
     (converting it from Windows-1252 would garble its correct characters); for text without one that reads as
-    Windows-1252, how to convert it (:func:`_legacy_hint`); else (binary, damaged) :data:`_REPLACE_ADVICE`.
+    Windows-1252, how to convert it (:func:`legacy_hint`); else (binary, damaged) :data:`_REPLACE_ADVICE`.
 
     Args:
         data: The bytes (after any byte-order mark), not valid UTF-8.
@@ -219,10 +219,10 @@ def utf8_problem(data: bytes, skip: int = 0) -> str:
     offsets, extra = invalid_bytes(data)
     if not offsets:
         return ""
-    head = f"invalid UTF-8 at byte {offsets[0] + skip}: {_offsets_text(offsets, skip)}"
+    head = f"invalid UTF-8 at byte {offsets[0] + skip}: {offsets_text(offsets, skip)}"
     if extra:
         return f"{head} in otherwise valid UTF-8 text; {_REPLACE_ADVICE}"
-    return head + (_legacy_hint(data) or f"; {_REPLACE_ADVICE}")
+    return head + (legacy_hint(data) or f"; {_REPLACE_ADVICE}")
 
 
 def read_text_file(path: Path, html: bool = False, encoding_errors: str = "strict") -> tuple[str | None, str]:
@@ -257,7 +257,7 @@ def read_text_file(path: Path, html: bool = False, encoding_errors: str = "stric
         except UnicodeDecodeError as err:
             why = "as its <meta> declares" if declared_charset(data) else _undeclared_why(data)
             offsets = invalid_bytes(data, err.encoding)[0]
-            words = _offsets_text(offsets).replace("not UTF-8", f"not {err.encoding}")
+            words = offsets_text(offsets).replace("not UTF-8", f"not {err.encoding}")
             if encoding_errors != "replace":
                 return None, f"invalid {err.encoding} at byte {err.start} ({why}): {words}; {_REPLACE_ADVICE}"
             text, codec = decode_html(data, errors="replace")
@@ -276,7 +276,7 @@ def read_text_file(path: Path, html: bool = False, encoding_errors: str = "stric
             text = data[len(bom):].decode("utf-8", "replace")
             if not text.strip():
                 return None, "empty or whitespace-only"
-            return text, f"{_offsets_text(invalid_bytes(data[len(bom):])[0], len(bom))} read as U+FFFD"
+            return text, f"{offsets_text(invalid_bytes(data[len(bom):])[0], len(bom))} read as U+FFFD"
     else:
         try:
             text = data[len(bom):].decode(codec)
@@ -315,13 +315,13 @@ def _iter_jsonl(path: Path, root_name: str, fields: RecordFields = DEFAULT_FIELD
             where = f"{root_name}:{lineno}"
             degraded = ""
             if isinstance(line, _BadLine):  # one bad line (UTF-8 lines are split on bytes): the others are read
-                words = f"line {lineno}: {_offsets_text(invalid_bytes(line.raw)[0], line.start)}"
+                words = f"line {lineno}: {offsets_text(invalid_bytes(line.raw)[0], line.start)}"
                 if fields.encoding_errors == "replace":
                     line, degraded = line.raw.decode("utf-8", "replace"), f"{words} read as U+FFFD"
                 else:
                     if utf8_text is None:
                         utf8_text = _holds_utf8_multibyte(path)
-                    hint = "" if utf8_text else _legacy_hint(line.raw)
+                    hint = "" if utf8_text else legacy_hint(line.raw)
                     yield Skipped(where, f"invalid UTF-8 in {words}" + (
                         hint.replace("; it reads as", "; the file reads as") if hint else
                         f"{' in otherwise valid UTF-8 text' if utf8_text else ''}; {_REPLACE_ADVICE}"), where)
@@ -794,7 +794,7 @@ def _table_records(data: dict, bad: dict[int, list[tuple[str, bytes]]], id_col: 
     for i, (doc_id, text, title, url) in enumerate(zip(data[id_col], data[fields.text],
                                                        data.get(fields.title) or nothing, data.get("url") or nothing)):
         where = f"{root_name}:{row + i}"
-        words = "; ".join(f"column {c!r}: {_offsets_text(invalid_bytes(b)[0])}" for c, b in bad.get(i, ()))
+        words = "; ".join(f"column {c!r}: {offsets_text(invalid_bytes(b)[0])}" for c, b in bad.get(i, ()))
         if words and fields.encoding_errors != "replace":
             yield Skipped(where, f"invalid UTF-8 in {words}; {_REPLACE_ADVICE}", where)
             continue

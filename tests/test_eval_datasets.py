@@ -454,3 +454,19 @@ def test_beir_qrels_errors_say_tab_separated_and_name_conflicting_judgments(tmp_
     with pytest.raises(ValueError, match=r"test\.tsv:3: query 'q1' and document 'd1' are judged 2 here and 1 at "
                                          r"line 2"):
         load_beir(root)
+
+
+def test_a_stray_byte_in_utf8_dataset_text_is_named_not_called_windows_1252(tmp_path):
+    """Issue 36, section 3, for compare's datasets: UTF-8 text with one bad byte was called Windows-1252 with iconv
+    advice that garbles its correct characters; now the bad byte is named and only a legacy file gets the advice."""
+    from eval.datasets import _read_text
+
+    mixed = tmp_path / "mixed.txt"
+    mixed.write_bytes("caf\u00e9 \u2014 ok\n".encode() + b"bad \xff here\n")
+    with pytest.raises(ValueError, match=r"1 byte not UTF-8 \(at byte 17\) in otherwise valid UTF-8 text") as got:
+        _read_text(mixed, "test")
+    assert "iconv" not in str(got.value) and "Windows-1252" not in str(got.value)
+    legacy = tmp_path / "legacy.txt"
+    legacy.write_bytes("caf\u00e9 na\u00efve\n".encode("cp1252"))
+    with pytest.raises(ValueError, match=r"Windows-1252.*iconv"):
+        _read_text(legacy, "test")
