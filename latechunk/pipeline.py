@@ -1052,39 +1052,65 @@ class _Run:
         return merged, ranges
 
 
+class _Stopped(BaseException):
+    """Raised inside the prefetch thread when its consumer has stopped (Ctrl-C, an error, a break)."""
+
+
+def _stop_thread(t: threading.Thread) -> None:
+    """Raise :class:`_Stopped` in thread ``t`` at its next Python instruction (CPython's
+    ``PyThreadState_SetAsyncExc``): a thread inside a native call (one tokenizer slice, one pysbd block) stops
+    when that call returns, not at the end of its document."""
+    import ctypes
+
+    if t.ident is not None and t.is_alive():
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(t.ident), ctypes.py_object(_Stopped))
+
+
 def _prefetch(it: Iterator, depth: int = 1) -> Iterator:
     """Run ``it`` one step ahead in a background thread (tokenization overlaps device work; the Rust
-    tokenizer releases the GIL). Order is preserved and exceptions are re-raised in the caller."""
+    tokenizer releases the GIL). Order is preserved and exceptions are re-raised in the caller. A consumer that
+    stops early (Ctrl-C, an error, a break) stops the thread where it is: a long document is tokenized and
+    segmented in slices, so that takes one slice (well under a second), not the rest of the document."""
     q: queue.Queue = queue.Queue(maxsize=depth)
     done = object()
     stop = threading.Event()
 
     def worker() -> None:
         try:
-            for x in it:
-                if stop.is_set():
-                    return
-                q.put((True, x))
-                if stop.is_set():
-                    return
-            q.put((True, done))
-        except BaseException as err:  # noqa: BLE001  (re-raised in the consumer)
-            q.put((False, err))
+            try:
+                for x in it:
+                    if stop.is_set():
+                        return
+                    q.put((True, x))
+                    if stop.is_set():
+                        return
+                q.put((True, done))
+            except _Stopped:
+                return
+            except BaseException as err:  # noqa: BLE001  (re-raised in the consumer)
+                q.put((False, err))
+        except _Stopped:  # arrived while the error above was being handed over: nobody reads it any more
+            return
 
     t = threading.Thread(target=worker, daemon=True, name="latechunk-tokenize")
     t.start()
+    ended = False  # the worker has handed over its end (done or an error) and returns by itself
     try:
         while True:
             ok, x = q.get()
             if not ok:
+                ended = True
                 raise x
             if x is done:
+                ended = True
                 return
             yield x
     finally:
-        # a consumer that stops early (an error, a break) waits for the worker to finish its item, draining the
+        # a consumer that stops early (an error, a break, Ctrl-C) stops the worker and waits for it, draining the
         # queue so it cannot block: a thread left inside native code at interpreter exit aborts the process
         stop.set()
+        if not ended:
+            _stop_thread(t)
         while t.is_alive():
             try:
                 q.get(timeout=0.05)
@@ -1340,6 +1366,8 @@ def chunk_documents(
     for doc in documents:
         try:
             tok = tokenizer(doc)
+            if len(doc.text) >= _TRIM_CHARS:  # the tokenizer's freed transient back to the OS before the split
+                _release_free_heap()
             reason = unreadable_reason(tok, unk)
             if reason:  # the documents embed skips, skipped here too: chunk's rows are embed's chunk table
                 yield doc, None, reason

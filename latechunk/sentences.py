@@ -28,6 +28,7 @@ pysbd's own patterns; workers against one process),
 
 from __future__ import annotations
 
+import array
 import functools
 import json
 import os
@@ -605,8 +606,9 @@ def _segment_block(block: str, a: int) -> list[tuple[int, int]]:
     return [(a + s, a + e) for s, e in spans if e > s]
 
 
-def _segment_paragraph(text: str, a: int, b: int) -> list[tuple[int, int]]:
-    """Sentence spans of ``text[a:b]``, fed to pysbd in blocks of about ``_BLOCK_CHARS`` characters.
+def _segment_paragraph(text: str, a: int, b: int) -> np.ndarray:
+    """Sentence spans of ``text[a:b]`` ((n, 2) int32, in text coordinates), fed to pysbd in blocks of about
+    ``_BLOCK_CHARS`` characters, so a long paragraph costs one block's transient and 8 bytes a sentence.
 
     pysbd's time grows with (characters x sentences) of one call, so a long paragraph is cut into blocks at
     whitespace; the last (possibly incomplete) sentence of a block is segmented again at the head of the next
@@ -614,7 +616,7 @@ def _segment_paragraph(text: str, a: int, b: int) -> list[tuple[int, int]]:
     ``_BLOCK_CHARS`` and ``_BLOCK_MAX_CHARS`` is cut at ``_BLOCK_MAX_CHARS`` (inside a run of non-space
     characters), so that no pysbd call is longer: a sentence is cut there only when it is the block's one sentence.
     """
-    out: list[tuple[int, int]] = []
+    out = array.array("i")  # start, end, start, end, ... (4 bytes each, not a tuple of two ints per sentence)
     pos = a
     while pos < b:
         end = b
@@ -624,22 +626,26 @@ def _segment_paragraph(text: str, a: int, b: int) -> list[tuple[int, int]]:
             end = m.start() if m else most
         spans = _segment_block(text[pos:end], pos)
         if end < b and len(spans) > 1:
-            out.extend(spans[:-1])
             pos = spans[-1][0]
+            spans = spans[:-1]
         else:
-            out.extend(spans)
             pos = end
-    return out
+        for span in spans:
+            out.extend(span)
+    return np.frombuffer(out, dtype=np.int32).reshape(-1, 2) if out else np.zeros((0, 2), dtype=np.int32)
+
+
+def _joined(parts: list[np.ndarray]) -> np.ndarray:
+    """(n, 2) int32 spans of several paragraphs, in order, read-only."""
+    arr = np.concatenate(parts) if parts else np.zeros((0, 2), dtype=np.int32)
+    arr = arr.astype(np.int32, copy=False).reshape(-1, 2)
+    arr.setflags(write=False)
+    return arr
 
 
 def _segment_text(text: str) -> np.ndarray:
     """(n, 2) int32 sentence spans of the whole ``text``, uncached (read-only array)."""
-    out: list[tuple[int, int]] = []
-    for a, b in _paragraphs(text):
-        out.extend(_segment_paragraph(text, a, b))
-    arr = np.asarray(out, dtype=np.int32).reshape(-1, 2)
-    arr.setflags(write=False)
-    return arr
+    return _joined([_segment_paragraph(text, a, b) for a, b in _paragraphs(text)])
 
 
 class _DocumentSentences:
@@ -652,21 +658,19 @@ class _DocumentSentences:
         self.paragraphs = _paragraphs(text)
         self.starts = np.asarray([a for a, _ in self.paragraphs], dtype=np.int64)
         self.ends = np.asarray([b for _, b in self.paragraphs], dtype=np.int64)
-        self.memo: dict[int, list[tuple[int, int]]] = {}
+        self.memo: dict[int, np.ndarray] = {}  # paragraph -> its (n, 2) int32 sentence spans
 
     def spans(self, c0: int = 0, c1: int | None = None) -> np.ndarray:
         """(n, 2) int32 sentence spans of the paragraphs that overlap chars ``[c0, c1)``."""
         c1 = len(self.text) if c1 is None else c1
         i0 = int(np.searchsorted(self.ends, c0, side="right"))
         i1 = int(np.searchsorted(self.starts, c1, side="left"))
-        out: list[tuple[int, int]] = []
+        out: list[np.ndarray] = []
         for i in range(i0, i1):
             if i not in self.memo:
                 self.memo[i] = _segment_paragraph(self.text, *self.paragraphs[i])
-            out.extend(self.memo[i])
-        arr = np.asarray(out, dtype=np.int32).reshape(-1, 2)
-        arr.setflags(write=False)
-        return arr
+            out.append(self.memo[i])
+        return _joined(out)
 
 
 class _SentenceCache:
@@ -707,7 +711,7 @@ class _SentenceCache:
 
 def _segment_many(paragraphs: list[str]) -> list[list[tuple[int, int]]]:
     """Worker task: sentence spans of each paragraph, in the paragraph's own coordinates."""
-    return [_segment_paragraph(p, 0, len(p)) for p in paragraphs]
+    return [_segment_paragraph(p, 0, len(p)).tolist() for p in paragraphs]
 
 
 def _worker_main() -> None:
@@ -764,7 +768,11 @@ class _WorkerPool:
 
     def map(self, tasks: list[list[str]]) -> list[list]:
         """Sentence spans per task, in task order (tasks run on the workers in parallel)."""
-        return list(self.threads.map(self._run, tasks))
+        return list(self.imap(tasks))
+
+    def imap(self, tasks: list[list[str]]):
+        """As :meth:`map`, but returns at once: an iterator over the results, in task order."""
+        return self.threads.map(self._run, tasks)
 
     def ready(self) -> None:
         """Wait until every worker has started and answered."""
@@ -1036,6 +1044,11 @@ class SentenceSegmenter:
         return {"paragraphs": len(todo), "chars": chars, "workers": used}
 
     def _segment_in_workers(self, todo: list[tuple[_DocumentSentences, int]]) -> None:
+        # a paragraph longer than a task is segmented here, while the workers take the others: pysbd goes through
+        # it block by block in sequence anyway, and here it costs no copy of it in a message and stops at Ctrl-C
+        # between blocks (a worker busy with one paragraph for minutes would hold the run until it is done)
+        long = [(ds, i) for ds, i in todo if ds.paragraphs[i][1] - ds.paragraphs[i][0] > self.task_chars]
+        todo = [(ds, i) for ds, i in todo if ds.paragraphs[i][1] - ds.paragraphs[i][0] <= self.task_chars]
         tasks: list[list[tuple[_DocumentSentences, int]]] = [[]]
         size = 0
         for item in todo:
@@ -1045,11 +1058,15 @@ class SentenceSegmenter:
             tasks[-1].append(item)
             a, b = item[0].paragraphs[item[1]]
             size += b - a
-        texts_per_task = [[ds.text[slice(*ds.paragraphs[i])] for ds, i in task] for task in tasks]
-        for task, result in zip(tasks, self._started_pool().map(texts_per_task)):
+        texts_per_task = [[ds.text[slice(*ds.paragraphs[i])] for ds, i in task] for task in tasks if task]
+        results = self._started_pool().imap(texts_per_task) if texts_per_task else iter(())
+        for ds, i in long:
+            if i not in ds.memo:
+                ds.memo[i] = _segment_paragraph(ds.text, *ds.paragraphs[i])
+        for task, result in zip([t for t in tasks if t], results):
             for (ds, i), spans in zip(task, result):
                 a = ds.paragraphs[i][0]
-                ds.memo[i] = [(a + s, a + e) for s, e in spans]
+                ds.memo[i] = np.asarray(spans, dtype=np.int32).reshape(-1, 2) + np.int32(a)
 
     def _started_pool(self) -> _WorkerPool:
         with self._pool_lock:

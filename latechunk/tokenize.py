@@ -2,10 +2,18 @@
 
 The model's fast tokenizer (Hugging Face ``tokenizers``) gives each token its character offsets into the text.
 Boundaries are found from those offsets; token ids are never decoded back to text.
+
+A long document is tokenized in slices (:data:`SLICE_CHARS` characters each, cut at safe points, see
+:func:`safe_cuts`): the tokenizer's own transient (its Rust encoding and the Python lists of ids and offset
+tuples, several hundred bytes a token) is then bounded by one slice, not the document, and Ctrl-C acts between
+slices. The ids and offsets of each slice are kept as numpy arrays, offsets shifted by the slice's start, and
+joined once; the result equals one whole-document call (checked per tokenizer on a probe, else the document is
+tokenized whole).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -17,6 +25,57 @@ __all__ = ["ContentTokens", "DocumentTokenizer", "char_spans_from_token_spans", 
 #: every code point ``str.isspace`` (and the regex ``\s``) calls whitespace (29 of them, the last U+3000), sorted;
 #: scanning only the BMP up to U+3000 keeps the import cheap (tests/test_tokenize.py checks the whole range)
 _WHITESPACE = np.asarray([c for c in range(0x3001) if chr(c).isspace()], dtype=np.uint32)
+
+#: content tokens per block of :class:`ContentTokens` (its transient arrays are one block's)
+_CONTENT_BLOCK = 1 << 18
+_NON_SPACE = re.compile(r"\S")
+#: characters per tokenizer call when a document is tokenized in slices (a slice runs on to the next safe cut)
+SLICE_CHARS = 1 << 16
+#: characters of slices per tokenizer call (the slices of one call are encoded in parallel by the Rust tokenizer)
+BATCH_CHARS = 1 << 18
+#: characters of text before a cut that a slice starts with, tokenized and dropped (see DocumentTokenizer._sliced)
+_SLICE_CONTEXT = 16
+#: a safe cut: one ASCII space between two non-whitespace characters (the cut falls before the space)
+_CUT = re.compile(r"(?<=\S) (?=\S)")
+#: a probe text for :meth:`DocumentTokenizer.slices_safely`: words, punctuation, digits, contractions, runs of
+#: spaces and line breaks, accents, CJK and an emoji around the cuts
+_SLICE_PROBE = ("Hello, world! It's 12345 o'clock.  Don't   stop\n\n  naïve café — 日本語 テキスト 😀 end. "
+                "(a) [b] {c} x=1+2; \"quoted\" 'single' -dash- e.g. U.S.A. ... ?! 3.14 1,000 #tag @user "
+                "http://example.com/path?q=1 snake_case CamelCase ÀÉÎÕÜ ß ﬁ Ω ½ \t tab. Last word")
+
+
+def safe_cuts(text: str, size: int = SLICE_CHARS) -> list[int]:
+    """Where a long text is cut into slices for tokenization: slices of at least ``size`` characters.
+
+    The rule: a cut is made only before a single ASCII space that has a non-whitespace character on both sides
+    (``"word next"`` is cut as ``"word" | " next"``), so the space opens the next slice as it would open the
+    word's pre-token in the whole text. No pre-tokenizer of the usual kinds makes a piece that crosses such a
+    point: WordPiece (BERT) splits at every whitespace; byte-level BPE (GPT-2, RoBERTa, tiktoken-style regexes)
+    makes pieces that are either whitespace only or an optional leading space or punctuation followed by
+    non-whitespace, so a piece never runs from a non-whitespace character into a following space; Metaspace
+    (SentencePiece, Unigram) turns the space into the ``▁`` that starts the next piece, and a slice that starts
+    with it gets no second one. Whitespace runs are never cut (GPT-2 splits ``"a   b"`` as ``"a", "  ", " b"``).
+    :meth:`DocumentTokenizer.slices_safely` checks a tokenizer on a probe before slicing with it. A run of text
+    with no such point (a long word, unspaced CJK text) stays in one slice, however long.
+
+    Args:
+        text: The text.
+        size: The least characters of a slice (the last one may be shorter).
+
+    Returns:
+        The cut positions (chars), increasing, each in ``(0, len(text))``; ``[]`` for a text of ``2 * size``
+        characters or fewer.
+    """
+    cuts: list[int] = []
+    n = len(text)
+    pos = 0
+    while n - pos > 2 * size:
+        m = _CUT.search(text, pos + size)
+        if m is None or n - m.start() < size // 2:
+            break
+        cuts.append(m.start())
+        pos = m.start()
+    return cuts
 
 
 class DocumentTokenizer:
@@ -53,6 +112,22 @@ class DocumentTokenizer:
         self.prefix_ids: list[int] = self._ids(prefix, add_special_tokens=False) if prefix else []
         self.lead_ids: list[int] = list(full[:pos]) + self.prefix_ids
         self.trail_ids: list[int] = list(full[pos + len(bare) :])
+        self.slice_chars = SLICE_CHARS
+        self.slices_safely = self._slices_safely()
+
+    def _slices_safely(self) -> bool:
+        """Whether slices cut by :func:`safe_cuts` tokenize to the whole text's tokens on a probe (ids and
+        offsets): False for a tokenizer whose normalizer or pre-tokenizer reads across a space (a ``Prepend``
+        normalizer that adds ``▁`` to every input, say), which then tokenizes every document whole."""
+        probe = " ".join([_SLICE_PROBE] * 4)
+        cuts = safe_cuts(probe, 16)
+        try:
+            whole = self._encode(probe)
+            ids, offs = self._sliced(probe, cuts, 64)
+        except Exception:  # noqa: BLE001  (a tokenizer that cannot take a batch of texts: no slices)
+            return False
+        return (len(cuts) > 8 and np.array_equal(np.concatenate(ids), np.asarray(whole["input_ids"], np.int64))
+                and np.array_equal(np.concatenate(offs), np.asarray(whole["offset_mapping"], np.int32).reshape(-1, 2)))
 
     def _ids(self, text: str, add_special_tokens: bool) -> list[int]:
         return list(self.tokenizer(text, add_special_tokens=add_special_tokens, verbose=False)["input_ids"])
@@ -103,8 +178,42 @@ class DocumentTokenizer:
             ``doc.text`` (``(0, 0)`` for frame tokens; the prefix is not part of the text). Never truncated.
         """
         text = doc.text if isinstance(doc, Document) else doc
+        cuts = safe_cuts(text, self.slice_chars) if self.slices_safely and isinstance(text, str) else []
+        if cuts:
+            return self._framed(*self._sliced(text, cuts, max(BATCH_CHARS, self.slice_chars)))
         enc = self._encode(text)
         return self._framed(enc["input_ids"], enc["offset_mapping"])
+
+    def _sliced(self, text: str, cuts: list[int], batch_chars: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """Content ids and offsets of ``text`` tokenized in the slices between ``cuts``, a batch of slices of
+        about ``batch_chars`` characters per tokenizer call; offsets shifted to ``text``. Returns the pieces
+        (int64 ids, (n, 2) int32 offsets) per slice, to be joined once. A KeyboardInterrupt acts between calls."""
+        bounds = [0, *cuts, len(text)]
+        ids: list[np.ndarray] = []
+        offs: list[np.ndarray] = []
+        i = 0
+        while i < len(bounds) - 1:
+            j = i + 1
+            while j < len(bounds) - 1 and bounds[j + 1] - bounds[i] <= batch_chars:
+                j += 1
+            # every slice but the first starts with a little of the text before its cut, whose tokens are
+            # dropped: the cut's own tokens are then never a call's first (RoBERTa's trim_offsets treats a
+            # first token apart, a tokenizer may prepend a space or a "▁" to it)
+            lead = [0 if k == 0 else max(bounds[k - 1], bounds[k] - _SLICE_CONTEXT) for k in range(i, j)]
+            enc = self._encode([text[c:b] for c, b in zip(lead, bounds[i + 1 : j + 1])])
+            for a, c, piece_ids, piece_offs in zip(bounds[i:j], lead, enc["input_ids"], enc["offset_mapping"]):
+                piece = np.asarray(piece_ids, dtype=np.int64).reshape(-1)
+                o = np.asarray(piece_offs, dtype=np.int32).reshape(-1, 2)
+                o += c
+                if c < a:  # the context's tokens (all start before the cut) out
+                    after = o[:, 0] >= a
+                    first = int(np.argmax(after)) if after.any() else len(after)
+                    piece, o = piece[first:], o[first:]
+                ids.append(np.ascontiguousarray(piece))
+                offs.append(np.ascontiguousarray(o))
+            del enc
+            i = j
+        return ids, offs
 
     def batch(self, docs: Sequence[Document | str]) -> list[Tokenization]:
         """Tokenize several documents in one call: the same result as ``[self(d) for d in docs]``, but the Rust
@@ -122,8 +231,12 @@ class DocumentTokenizer:
         texts = [d.text if isinstance(d, Document) else d for d in docs]
         if not texts:
             return []
-        enc = self._encode(texts)
-        return [self._framed(ids, offs) for ids, offs in zip(enc["input_ids"], enc["offset_mapping"])]
+        # a long text is tokenized in slices of its own (see __call__), the others in one call
+        long = [isinstance(t, str) and len(t) > 2 * self.slice_chars for t in texts]
+        short = [t for t, is_long in zip(texts, long) if not is_long]
+        enc = self._encode(short) if short else {"input_ids": [], "offset_mapping": []}
+        framed = iter([self._framed(ids, offs) for ids, offs in zip(enc["input_ids"], enc["offset_mapping"])])
+        return [self(t) if is_long else next(framed) for t, is_long in zip(texts, long)]
 
     def _encode(self, text):
         return self.tokenizer(
@@ -135,11 +248,16 @@ class DocumentTokenizer:
         )
 
     def _framed(self, input_ids, offset_mapping) -> Tokenization:
-        content = np.asarray(input_ids, dtype=np.int64).reshape(-1)
-        offs = np.asarray(offset_mapping, dtype=np.int32).reshape(-1, 2)
+        """The Tokenization of content ids and offsets: one sequence each, or (from :meth:`_sliced`) lists of
+        numpy pieces, joined here in one copy."""
+        if isinstance(input_ids, list) and input_ids and isinstance(input_ids[0], np.ndarray):
+            content, offs = input_ids, offset_mapping
+        else:
+            content = [np.asarray(input_ids, dtype=np.int64).reshape(-1)]
+            offs = [np.asarray(offset_mapping, dtype=np.int32).reshape(-1, 2)]
         n_lead, n_trail = len(self.lead_ids), len(self.trail_ids)
-        ids = np.concatenate([np.asarray(self.lead_ids, np.int64), content, np.asarray(self.trail_ids, np.int64)])
-        offsets = np.concatenate([np.zeros((n_lead, 2), np.int32), offs, np.zeros((n_trail, 2), np.int32)])
+        ids = np.concatenate([np.asarray(self.lead_ids, np.int64), *content, np.asarray(self.trail_ids, np.int64)])
+        offsets = np.concatenate([np.zeros((n_lead, 2), np.int32), *offs, np.zeros((n_trail, 2), np.int32)])
         mask = np.zeros(ids.shape[0], dtype=bool)
         mask[:n_lead] = True
         mask[ids.shape[0] - n_trail :] = True
@@ -200,27 +318,35 @@ class ContentTokens:
     __slots__ = ("any", "first_char", "keys", "mask")
 
     def __init__(self, text: str, offsets: np.ndarray) -> None:
-        offs = np.asarray(offsets, dtype=np.int64).reshape(-1, 2)
-        s, e = offs[:, 0], offs[:, 1]
-        n_chars = len(text)
-        first = s.copy()
-        if s.size and n_chars:
-            cp = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+        offs = np.asarray(offsets).reshape(-1, 2)
+        n, n_chars = offs.shape[0], len(text)
+        first = offs[:, 0].astype(np.int64)
+        mask = offs[:, 1] > offs[:, 0]  # (empty text) replaced block by block below
+        # a block of tokens at a time, with the code points of its characters only: the transient is one block's
+        for i0 in range(0, n if n_chars else 0, _CONTENT_BLOCK):
+            i1 = min(n, i0 + _CONTENT_BLOCK)
+            s, e = first[i0:i1], offs[i0:i1, 1].astype(np.int64)
+            c0 = min(int(s.min()), n_chars - 1)
+            c1 = min(max(int(s.max()) + 1, int(e.max())), n_chars)
+            cp = np.frombuffer(text[c0:c1].encode("utf-32-le"), dtype=np.uint32)
             # a token needs a closer look only if it is empty or starts on whitespace (never, for WordPiece)
-            odd = np.flatnonzero((e <= s) | (s >= n_chars) | np.isin(cp[np.minimum(s, n_chars - 1)], _WHITESPACE))
+            odd = np.flatnonzero((e <= s) | (s >= n_chars) | np.isin(cp[np.minimum(s, n_chars - 1) - c0], _WHITESPACE))
             if odd.size:
-                # non-whitespace characters, then the end
-                text_at = np.append(np.flatnonzero(~np.isin(cp, _WHITESPACE)), n_chars)
-                first[odd] = text_at[np.searchsorted(text_at, s[odd], side="left")]
+                # the non-whitespace characters of the block, then the first one after it (or the end)
+                after = _NON_SPACE.search(text, c1)
+                text_at = np.append(np.flatnonzero(~np.isin(cp, _WHITESPACE)) + c0, after.start() if after else n_chars)
+                s[odd] = text_at[np.searchsorted(text_at, s[odd], side="left")]
+            mask[i0:i1] = (e > offs[i0:i1, 0]) & (s < e)
         self.first_char = first
-        self.mask = (e > s) & (first < e)
-        self.any = bool(self.mask.any())
-        keys = np.maximum.accumulate(np.where(self.mask, first, -1)) if s.size else first
+        self.mask = mask
+        self.any = bool(mask.any())
         if self.any:
-            lead = int(np.argmax(self.mask))
+            keys = np.where(mask, first, -1)
+            np.maximum.accumulate(keys, out=keys)
+            lead = int(np.argmax(mask))
             keys[:lead] = keys[lead]
         else:
-            keys = s.copy()
+            keys = offs[:, 0].astype(np.int64)
         self.keys = keys
 
 
@@ -270,26 +396,26 @@ def char_spans_from_token_spans(
     if (ts[:, 0] < cs).any() or (ts[:, 1] > ce).any() or (ts[:, 1] <= ts[:, 0]).any():
         raise ValueError(f"token spans must be non-empty and inside content tokens [{cs}, {ce})")
     ct = content_tokens(text, tok) if content is None else content
-    offs = tok.offsets[cs:ce].astype(np.int64)
-    # next_start[p]: where the token after p begins (len(text) after the last content token)
-    next_start = np.append(offs[1:, 0], len(text))
-    # position of the first content token at or after each content-relative position (n: none)
-    idx = np.arange(offs.shape[0] + 1, dtype=np.int64)
-    next_content = np.minimum.accumulate(np.where(np.append(ct.mask, True), idx, offs.shape[0])[::-1])[::-1]
-    lead_text = len(text) - len(text.lstrip())
+    # per span, not per token: the document's offsets are read where a span needs them (no copy of them all)
+    offs = tok.offsets[cs:ce]
+    n, n_chars = offs.shape[0], len(text)
+    lead = _NON_SPACE.search(text)  # the leading whitespace (no stripped copy of the text)
+    lead_text = lead.start() if lead else n_chars
     for i, (a, b) in enumerate((ts - cs).tolist()):
-        f = int(next_content[a])
-        if f < b:  # the first non-whitespace character of the span's first content token
+        hit = ct.mask[a:b]
+        f = a + int(hit.argmax())
+        if hit[f - a]:  # the first non-whitespace character of the span's first content token
             s = int(ct.first_char[f])
         else:  # no content token (only a caller's own spans can be so): the first token's start
             s = int(offs[a, 0])
         if a == 0:
             s = min(lead_text, s)
-        hi = max(int(offs[b - 1, 1]), int(next_start[b - 1]))
+        # the end: past the last token and what the tokenizer dropped before the next token (or the text's end)
+        hi = max(int(offs[b - 1, 1]), int(offs[b, 0]) if b < n else n_chars)
         e = s + len(text[s:hi].rstrip()) if hi > s else s
         # tokens can have zero-width offsets (sentencepiece "▁"): widen to the nearest real character
         if e <= s:
-            e = s + 1 if s < len(text) else s
+            e = s + 1 if s < n_chars else s
             if e <= s:
                 s = max(0, s - 1)
         out[i] = (s, e)
