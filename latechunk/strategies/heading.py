@@ -47,7 +47,8 @@ class Heading(Strategy):
        section with the empty path. The parser, not a regex, finds headings: a ``#`` line inside a code fence is
        code (BR-006), and ``---`` after a blank line is a thematic break (BR-007). Each chunk keeps its section's
        heading path, outermost first (``("Setup", "Usage")``). A section that holds only its heading line (a
-       parent heading right before a sub-heading) is joined to the next section.
+       parent heading right before a sub-heading) is joined to the next section; a chunk of it takes the path of
+       the last heading it holds (``# Guide`` + ``## Billing`` cut off from ``### Fees``: ``("Guide", "Billing")``).
        A path holds each heading's plain text, as a reader sees it (issue 16,
        :func:`~latechunk.strategies._markdown.heading_plain_text`): ``## Release 2.0 <small>May 2024</small>
        { #r2 }`` is ``"Release 2.0 May 2024"``, ``### The `--force` flag and [mirrors](m.md)`` is ``"The --force
@@ -61,8 +62,14 @@ class Heading(Strategy):
     3. Markdown blocks (issue 16): a code fence (``````` or ``~~~``, also indented in a list item or nested), an
        admonition (``!!! type "Title"``, ``??? type``, ``???+ type``) and a content tab (``=== "Tab"``) are one
        unit when a long block is cut: cut inside only when the block alone exceeds ``max_tokens`` (a fence at
-       lines, an admonition or tab at its own paragraphs). A heading, an admonition's or tab's title line, and a
-       table's header do not end a chunk when they fit at the start of the next one with what follows. Runs of
+       lines, an admonition or tab at its own paragraphs) or when it is the first block after a heading or title
+       line that it does not fit with (next). A heading, an admonition's or tab's title line, and a
+       table's header (its header and delimiter rows one piece) do not end a chunk when they fit at the start of
+       the next one with what follows: the longest tail of a run of them that fits there moves on, also when the
+       chunk holds nothing else (issue 36). When even the last heading or title line does not fit with the piece
+       after it (a sentence, a paragraph, a fence or container that fits the budget alone), that piece is cut,
+       coarse first (a fence at lines), so that its start does
+       (:func:`~latechunk.strategies._lead_in.split_after_lead_ins`). Runs of
        link reference definitions are blocks of their own. On markdown input
        (:func:`~latechunk.strategies._markdown.is_markdown_input`) a chunk of markup alone (front matter, a
        thematic break, a fence marker, link reference definitions, an HTML comment) joins the next chunk, else

@@ -44,14 +44,18 @@ class Recursive(Strategy):
     2. Adjacent pieces are merged greedily while the chunk still fits ``max_tokens``
        (:func:`~latechunk.strategies._common.merge_pieces`); with ``overlap > 0`` a chunk starts with the
        trailing whole pieces of the previous chunk that hold at most ``overlap`` tokens. A Markdown heading, and
-       a table's header and delimiter rows, belong to what follows them (parsed with markdown-it-py, so a ``#``
-       in a code fence or front matter is no heading): a chunk does not end with them when they fit at the
-       start of the next chunk with the piece after them.
+       a table's header and delimiter rows (one piece), belong to what follows them (parsed with markdown-it-py,
+       so a ``#`` in a code fence or front matter is no heading): a chunk does not end with them when they fit at
+       the start of the next chunk with the piece after them; of a run of headings the longest tail that fits
+       moves on, also when the chunk holds nothing else (issue 36). When even the last heading or title line does
+       not fit with the piece after it, that piece is cut, coarse first (a fence at lines), so that its start
+       does (:func:`~latechunk.strategies._lead_in.split_after_lead_ins`).
     3. Markdown blocks (issue 16, parsed with markdown-it-py and mdit-py-plugins): a code fence (also indented,
        in a list item or nested), an admonition (``!!! type "Title"``, ``??? type``) or a content tab
        (``=== "Tab"``) is one unit at the paragraph level: it is cut inside only when it alone exceeds
-       ``max_tokens`` (a fence then at lines, a container at its own paragraphs), and a container's title line
-       stays with its body. On markdown input (:func:`~latechunk.strategies._markdown.is_markdown_input`) a chunk
+       ``max_tokens`` (a fence then at lines, a container at its own paragraphs) or when it is the first block
+       after a heading or title line that it does not fit with (above), and a container's title line stays with
+       its body. On markdown input (:func:`~latechunk.strategies._markdown.is_markdown_input`) a chunk
        of markup alone (a thematic break, front matter, a fence marker, link reference definitions, an HTML
        comment) joins the next chunk, or else the previous one, when the joined chunk fits ``max_tokens``
        (:func:`~latechunk.strategies._common.join_markup_only`).
