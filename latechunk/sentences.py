@@ -993,7 +993,9 @@ class SentenceSegmenter:
         worker processes (started on the first such call and kept until :meth:`close`): pysbd is pure Python,
         about 220k MiniLM tokens (~0.9 M characters) per second on one core (``scripts/bench_segment.py``), so
         on a many-core GPU box this is what keeps
-        sentence-based chunking behind the forward pass. If the workers fail (one died, say), they are closed and
+        sentence-based chunking behind the forward pass. A paragraph longer than ``task_chars`` is segmented in
+        the calling thread meanwhile (pysbd goes through it block by block in order anyway; here it needs no copy
+        in a message, and Ctrl-C or a stopped run acts between its blocks). If the workers fail (one died, say), they are closed and
         the paragraphs are segmented here instead, with a ``RuntimeWarning``; the output is the same either way.
 
         Args:

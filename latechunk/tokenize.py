@@ -187,7 +187,7 @@ class DocumentTokenizer:
     def _sliced(self, text: str, cuts: list[int], batch_chars: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
         """Content ids and offsets of ``text`` tokenized in the slices between ``cuts``, a batch of slices of
         about ``batch_chars`` characters per tokenizer call; offsets shifted to ``text``. Returns the pieces
-        (int64 ids, (n, 2) int32 offsets) per slice, to be joined once. A KeyboardInterrupt acts between calls."""
+        (int32 ids, (n, 2) int32 offsets) per slice, to be joined once. A KeyboardInterrupt acts between calls."""
         bounds = [0, *cuts, len(text)]
         ids: list[np.ndarray] = []
         offs: list[np.ndarray] = []
@@ -202,7 +202,7 @@ class DocumentTokenizer:
             lead = [0 if k == 0 else max(bounds[k - 1], bounds[k] - _SLICE_CONTEXT) for k in range(i, j)]
             enc = self._encode([text[c:b] for c, b in zip(lead, bounds[i + 1 : j + 1])])
             for a, c, piece_ids, piece_offs in zip(bounds[i:j], lead, enc["input_ids"], enc["offset_mapping"]):
-                piece = np.asarray(piece_ids, dtype=np.int64).reshape(-1)
+                piece = np.asarray(piece_ids, dtype=np.int32).reshape(-1)  # int64 once joined
                 o = np.asarray(piece_offs, dtype=np.int32).reshape(-1, 2)
                 o += c
                 if c < a:  # the context's tokens (all start before the cut) out
@@ -249,15 +249,19 @@ class DocumentTokenizer:
 
     def _framed(self, input_ids, offset_mapping) -> Tokenization:
         """The Tokenization of content ids and offsets: one sequence each, or (from :meth:`_sliced`) lists of
-        numpy pieces, joined here in one copy."""
+        numpy pieces, joined here one array at a time, each list emptied once joined (so the pieces and the
+        result are never all held at once)."""
         if isinstance(input_ids, list) and input_ids and isinstance(input_ids[0], np.ndarray):
             content, offs = input_ids, offset_mapping
         else:
             content = [np.asarray(input_ids, dtype=np.int64).reshape(-1)]
             offs = [np.asarray(offset_mapping, dtype=np.int32).reshape(-1, 2)]
         n_lead, n_trail = len(self.lead_ids), len(self.trail_ids)
-        ids = np.concatenate([np.asarray(self.lead_ids, np.int64), *content, np.asarray(self.trail_ids, np.int64)])
+        ids = np.concatenate([np.asarray(self.lead_ids, np.int64), *content, np.asarray(self.trail_ids, np.int64)],
+                             dtype=np.int64)
+        content.clear()
         offsets = np.concatenate([np.zeros((n_lead, 2), np.int32), *offs, np.zeros((n_trail, 2), np.int32)])
+        offs.clear()
         mask = np.zeros(ids.shape[0], dtype=bool)
         mask[:n_lead] = True
         mask[ids.shape[0] - n_trail :] = True
@@ -306,7 +310,7 @@ class ContentTokens:
     Attributes:
         mask: (n_content,) bool. ``mask[p]``: content token p (document token ``tok.content_start + p``) covers
             a non-whitespace character.
-        first_char: (n_content,) int64. The first non-whitespace character token p covers (its start offset if
+        first_char: (n_content,) int32. The first non-whitespace character token p covers (its start offset if
             it covers none).
         keys: (n_content,) int64, non-decreasing. Where a cut before token p falls in the text: ``first_char``
             of the last content token at or before p (of the first content token, for leading whitespace
@@ -320,7 +324,7 @@ class ContentTokens:
     def __init__(self, text: str, offsets: np.ndarray) -> None:
         offs = np.asarray(offsets).reshape(-1, 2)
         n, n_chars = offs.shape[0], len(text)
-        first = offs[:, 0].astype(np.int64)
+        first = offs[:, 0].astype(np.int32)  # offsets are int32: 4 bytes a token
         mask = offs[:, 1] > offs[:, 0]  # (empty text) replaced block by block below
         # a block of tokens at a time, with the code points of its characters only: the transient is one block's
         for i0 in range(0, n if n_chars else 0, _CONTENT_BLOCK):
@@ -341,7 +345,7 @@ class ContentTokens:
         self.mask = mask
         self.any = bool(mask.any())
         if self.any:
-            keys = np.where(mask, first, -1)
+            keys = np.where(mask, first, -1).astype(np.int64)
             np.maximum.accumulate(keys, out=keys)
             lead = int(np.argmax(mask))
             keys[:lead] = keys[lead]

@@ -699,3 +699,38 @@ def test_cli_rejects_negative_sentence_workers(tmp_path):
     assert res.exit_code == 2
     assert "--sentence-workers" in res.output and "-1" in res.output
     assert not (tmp_path / "out").exists()  # failed before any work
+
+
+# --- a long document (issue 36 section 4) --------------------------------------------------------------------
+
+
+def test_sentences_of_a_long_paragraph_are_kept_as_int32_arrays():
+    """A 20 MB single-line document held its sentences as a list of (start, end) tuples (about 120 bytes a
+    sentence); now each paragraph's are an (n, 2) int32 array (8 bytes a sentence), with the same spans."""
+    text = "First short sentence here. Dr. Smith arrived at 3.14 p.m. today! Did he? Yes. " * 400 + "\n\nTail."
+    seg = SentenceSegmenter()
+    spans = seg.char_spans(text)
+    memo = seg._cache.get(text).memo
+    assert set(memo) == {0, 1}
+    assert all(isinstance(v, np.ndarray) and v.dtype == np.int32 and v.shape[1] == 2 for v in memo.values())
+    np.testing.assert_array_equal(spans, sentences._segment_text(text))
+    np.testing.assert_array_equal(np.concatenate([memo[0], memo[1]]), spans)
+    assert spans.shape[0] > 1000 and not spans.flags.writeable
+
+
+def test_a_paragraph_longer_than_a_task_is_segmented_in_this_thread_not_sent_to_a_worker(monkeypatch):
+    """One 20 MB paragraph was one message to one worker: a copy of it in the pipe, and a run that could not stop
+    until the worker was done. Now it is segmented here, between blocks, while the workers take the rest."""
+    long_para = "Words of one long paragraph. It goes on and on. " * 300
+    texts = ["Short one. Two.\n\n" + long_para + "\n\nShort again. End.", "Another short text. Fine."]
+    expected = [SentenceSegmenter(0).char_spans(t).copy() for t in texts]
+    sent: list[int] = []
+    real_run = sentences._WorkerPool._run
+    monkeypatch.setattr(sentences._WorkerPool, "_run",
+                        lambda self, paras: sent.extend(map(len, paras)) or real_run(self, paras))
+    with SentenceSegmenter(2, min_pool_chars=0, task_chars=2000) as seg:
+        info = seg.presegment(texts)
+        assert info["workers"] == 2 and info["paragraphs"] == 4
+        for t, e in zip(texts, expected):
+            np.testing.assert_array_equal(seg.char_spans(t), e)
+    assert sent and max(sent) < len(long_para) and len(long_para.strip()) not in sent
