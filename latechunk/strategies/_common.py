@@ -132,10 +132,11 @@ def content_offsets(tok: Tokenization) -> np.ndarray:
         tok: The document's tokenization.
 
     Returns:
-        (n_content, 2), int64. Half-open ``[start, end)`` character offsets into the document text; row p is
-        content token p (document token ``tok.content_start + p``).
+        (n_content, 2), int32, read-only: a view of ``tok.offsets`` (no copy: 8 bytes a token of a long document).
+        Half-open ``[start, end)`` character offsets into the document text; row p is content token p (document
+        token ``tok.content_start + p``).
     """
-    return tok.offsets[tok.content_start : tok.content_end].astype(np.int64)
+    return tok.offsets[tok.content_start : tok.content_end]
 
 
 def allowed_cuts(offs: np.ndarray, content: ContentTokens | None = None) -> np.ndarray:
@@ -157,7 +158,7 @@ def allowed_cuts(offs: np.ndarray, content: ContentTokens | None = None) -> np.n
         # a zero-width token on the left (a space under trim_offsets) shares no character with the right one
         ok[1:n] = ((offs[1:, 0] > offs[:-1, 0]) | (offs[:-1, 1] <= offs[:-1, 0])) & (offs[1:, 0] >= offs[:-1, 1])
         if content is not None:
-            ok[1:n] &= content.mask[1:] & (np.cumsum(content.mask)[:-1] > 0)
+            ok[1:n] &= content.mask[1:] & np.logical_or.accumulate(content.mask)[:-1]
     return ok
 
 
