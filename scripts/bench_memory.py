@@ -15,10 +15,21 @@ from ``os.wait4`` (``ru_maxrss`` of that child only):
   by spaces and repeated to size. The late pass pools each forward batch of macro windows as it is done, so
   memory is bounded by one batch and the chunk vectors, not by the document's token states; what still grows
   with the document is its text, its tokenization (about 25 bytes a token) and its chunk vectors.
+- **long document** (issue 36): one single-line text file of each ``--long-mb`` size (default 2 and 20 MB), run
+  through ``latechunk chunk`` (``--chunk-strategy``, the command's default) and ``latechunk embed``
+  (``--strategy``); the rows give each run's peak RSS and the growth of the peak between the smallest and the
+  largest document in bytes per character. Targets: peak under 1.5 GB at 20 MB, growth at most 15 bytes a
+  character. ``--long-embed-model tiny`` runs the embed rows with a tiny random BERT (hidden size 32, 2 layers)
+  that uses the bundled MiniLM's tokenizer, so a 20 MB embed takes minutes on a small CPU; the report says so.
+  The model's own memory is fixed; what grows with the document is the same pipeline either way.
 
     python3 scripts/bench_memory.py [--files chatlogs.md state_of_the_union.md] [--copies 4] [--group-tokens 4096]
         [--single-kb 100] [--single-factor 10] [--strategy fixed:size=256] [--threads 1]
+        [--long-mb 2 20] [--long-commands chunk embed] [--long-embed-model tiny]
         [--markdown eval/results/bench_memory.md]
+
+With ``--copies 0 --single-kb 0`` only the long-document rows run, and ``--markdown`` replaces only their section
+of an existing report (between ``<!-- long-document -->`` markers), keeping the rest.
 """
 
 from __future__ import annotations
@@ -37,6 +48,9 @@ REPO = Path(__file__).resolve().parents[1]
 # the Chroma corpora: under $LATECHUNK_DATA (as the tests and `latechunk compare` read it), else ../shared/data
 DATA = Path(os.environ.get("LATECHUNK_DATA") or REPO.parent / "shared" / "data") / "chroma_chunking_eval" / "corpora"
 FLAT = {"corpus": 1.2, "single": 1.15}  # the largest peak-RSS ratio counted as flat, per benchmark
+LONG_PEAK_BYTES = 1.5e9  # issue 36: the largest peak RSS of a 20 MB single-line document
+LONG_GROWTH = 15.0  # issue 36: the most bytes of peak RSS growth per character of one document
+LONG_MARK = ("<!-- long-document -->", "<!-- /long-document -->")
 
 
 def make_corpus(root: Path, files: list[Path], copies: int) -> Path:
@@ -84,6 +98,101 @@ def run_embed(corpus: Path, out: Path, args) -> dict:
                          if f.is_file())}
 
 
+def run_cli(cmd: list[str], args) -> tuple[float, float, str]:
+    """Run ``python -m latechunk CMD...`` in a fresh process: (peak RSS in MiB, wall seconds, its output)."""
+    env = dict(os.environ, OMP_NUM_THREADS=str(args.threads), PYTHONPATH=str(REPO))
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "latechunk", *cmd], env=env, cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT)
+    output = proc.stdout.read().decode()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{' '.join(cmd[:1])} failed ({os.waitstatus_to_exitcode(status)}):\n{output}")
+    kib = usage.ru_maxrss if sys.platform != "darwin" else usage.ru_maxrss // 1024
+    return kib / 1024, wall, output
+
+
+def tiny_model(folder: Path) -> Path:
+    """A tiny random BERT (hidden 32, 2 layers) with the bundled MiniLM's tokenizer and settings, written to
+    ``folder``: the long embed rows' ``--long-embed-model tiny`` (same tokens, a fraction of the compute)."""
+    import torch
+    from transformers import BertConfig, BertModel
+
+    from latechunk.models import resolve_model_path
+
+    torch.manual_seed(0)
+    cfg = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                     intermediate_size=64, max_position_embeddings=512)
+    BertModel(cfg).eval().save_pretrained(folder, safe_serialization=True)
+    src = Path(resolve_model_path(None))
+    for f in src.iterdir():
+        if f.name in ("config.json", "model.safetensors", "README.md") or f.suffix in (".bin", ".onnx"):
+            continue
+        (shutil.copytree if f.is_dir() else shutil.copy2)(f, folder / f.name)
+    return folder
+
+
+def run_long(tmp: Path, files: list[Path], args) -> list[dict]:
+    """The long-document rows: per size and command, one fresh process."""
+    rows = []
+    model = args.model
+    if "embed" in args.long_commands and args.long_embed_model == "tiny":
+        model = str(tiny_model(tmp / "tiny_model"))
+    elif args.long_embed_model:
+        model = args.long_embed_model
+    for mb in args.long_mb:
+        path = make_single(tmp / f"long{mb}", files, int(mb * 1_000_000))
+        chars = len(path.read_text(encoding="utf-8"))
+        for command in args.long_commands:
+            if command == "chunk":
+                out = tmp / f"long{mb}.jsonl"
+                cmd = ["chunk", str(path), "--out", str(out), "--quiet", "--strategy", args.chunk_strategy]
+                if args.model:
+                    cmd += ["--model", args.model]
+            else:
+                out = tmp / f"long{mb}_out"
+                cmd = ["embed", str(path), "--out", str(out), "--device", "cpu", "--quiet", "--strategy",
+                       args.strategy]
+                if model:
+                    cmd += ["--model", model]
+            peak, wall, _ = run_cli(cmd, args)
+            if command == "chunk":
+                with open(out, encoding="utf-8") as fh:
+                    chunks = sum(1 for _ in fh)
+                out.unlink()
+            else:
+                from latechunk.output import OutputFolder
+
+                chunks = OutputFolder(out).read_manifest()["counts"]["chunks"]
+                shutil.rmtree(out)
+            row = {"command": command, "mb": mb, "chars": chars, "chunks": chunks, "peak_rss_mib": peak,
+                   "wall_s": wall, "model": model if command == "embed" else None}
+            rows.append(row)
+            print(f"long document {mb} MB, {command}: peak RSS {peak:.0f} MiB, {chunks} chunks, {wall:.1f} s",
+                  flush=True)
+        path.unlink()
+    return rows
+
+
+def long_verdicts(rows: list[dict]) -> list[str]:
+    """Per command: the growth of the peak between the smallest and largest document (bytes per character) and
+    the largest peak, against the targets."""
+    lines = []
+    for command in dict.fromkeys(r["command"] for r in rows):
+        mine = sorted((r for r in rows if r["command"] == command), key=lambda r: r["chars"])
+        lo, hi = mine[0], mine[-1]
+        growth = (hi["peak_rss_mib"] - lo["peak_rss_mib"]) * 2**20 / max(hi["chars"] - lo["chars"], 1)
+        peak_bytes = hi["peak_rss_mib"] * 2**20
+        lines.append(
+            f"`latechunk {command}`: peak RSS {lo['peak_rss_mib']:.0f} MiB at {lo['mb']:g} MB, "
+            f"{hi['peak_rss_mib']:.0f} MiB ({peak_bytes / 1e9:.2f} GB) at {hi['mb']:g} MB: "
+            f"{'under' if peak_bytes < LONG_PEAK_BYTES else 'NOT under'} {LONG_PEAK_BYTES / 1e9:g} GB; the peak grows "
+            f"by **{growth:.1f} bytes per character** ({'within' if growth <= LONG_GROWTH else 'OVER'} "
+            f"{LONG_GROWTH:g})")
+    return lines
+
+
 def report(name: str, results: dict, big: int) -> tuple[float, str]:
     ratio = results[big]["peak_rss_mib"] / results[1]["peak_rss_mib"]
     limit = FLAT[name]
@@ -105,6 +214,14 @@ def main() -> None:
     ap.add_argument("--group-tokens", type=int, default=4096, help="Pipeline group (= shard) budget in tokens.")
     ap.add_argument("--model", default=None, help="Model (default: the bundled all-MiniLM-L6-v2).")
     ap.add_argument("--threads", type=int, default=1, help="OMP_NUM_THREADS of the embed processes.")
+    ap.add_argument("--long-mb", type=float, nargs="*", default=[2, 20],
+                    help="Sizes (MB) of the long single-line documents (none: no long-document rows).")
+    ap.add_argument("--long-commands", nargs="+", default=["chunk", "embed"], choices=["chunk", "embed"])
+    ap.add_argument("--chunk-strategy", default="recursive:max_tokens=256",
+                    help="Strategy of the long `chunk` rows (default: the command's default).")
+    ap.add_argument("--long-embed-model", default=None,
+                    help="Model of the long `embed` rows: 'tiny' (a tiny random BERT with the bundled tokenizer), "
+                         "a path, or none: --model.")
     ap.add_argument("--markdown", type=Path, default=None, help="Also write the result as markdown here.")
     args = ap.parse_args()
     files = [args.data / f for f in args.files]
@@ -112,8 +229,10 @@ def main() -> None:
     if missing:
         raise SystemExit(f"missing corpus files: {missing}")
 
-    corpus, single = {}, {}
+    corpus, single, long_rows = {}, {}, []
     with tempfile.TemporaryDirectory(prefix="lc_bench_memory_") as tmp:
+        if args.long_mb:
+            long_rows = run_long(Path(tmp), files, args)
         for n in ((1, args.copies) if args.copies else ()):
             corpus[n] = run_embed(make_corpus(Path(tmp) / f"corpus{n}x", files, n), Path(tmp) / f"out{n}x", args)
             r = corpus[n]
@@ -130,10 +249,87 @@ def main() -> None:
         verdicts["corpus"] = report("corpus", corpus, args.copies)
     if single:
         verdicts["single"] = report("single", single, args.single_factor)
+    for line in long_verdicts(long_rows) if long_rows else []:
+        print(line)
 
     if args.markdown:
-        write_markdown(args, corpus, single, verdicts)
+        if corpus or single:
+            write_markdown(args, corpus, single, verdicts)
+        if long_rows:
+            write_long_markdown(args, long_rows)
         print(f"wrote {args.markdown}")
+
+
+def _machine() -> str:
+    import torch
+    import transformers
+
+    import latechunk
+
+    try:
+        import tokenizers
+
+        tok_version = tokenizers.__version__
+    except ImportError:  # pragma: no cover
+        tok_version = "?"
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            cpu = next((ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name")), cpu)
+    except OSError:
+        pass
+    return (f"Machine: {platform.platform()}, {cpu}, {os.cpu_count()} CPUs; Python {platform.python_version()}, "
+            f"torch {torch.__version__}, transformers {transformers.__version__}, tokenizers {tok_version}, "
+            f"latechunk {getattr(latechunk, '__version__', '?')}; {time.strftime('%Y-%m-%d %H:%M')}.")
+
+
+def write_long_markdown(args, rows: list[dict]) -> None:
+    """The long-document section, in place of the one in ``args.markdown`` (or appended to it)."""
+    cmd = " ".join(["python3 scripts/bench_memory.py", *sys.argv[1:]])
+    embed_model = next((r["model"] for r in rows if r["command"] == "embed"), None)
+    if args.long_embed_model == "tiny":
+        model_note = ("a tiny random BERT (hidden size 32, 2 layers, `--long-embed-model tiny`) with the bundled "
+                      "MiniLM's tokenizer: the same tokens and pipeline, a fraction of the compute (MiniLM on 20 MB "
+                      "would take over 20 minutes on this CPU); the model's own memory is fixed, so the growth per "
+                      "character is the pipeline's")
+    else:
+        model_note = f"model {embed_model or 'all-MiniLM-L6-v2 (bundled)'}"
+    lines = [
+        LONG_MARK[0],
+        "## Long single-line document (issue 36): `latechunk chunk` and `latechunk embed`",
+        "",
+        f"Command: `{cmd}`",
+        "",
+        (f"One single-line `.txt` per size ({', '.join(args.files)} with line breaks as spaces, repeated). `chunk` "
+         f"with `--strategy {args.chunk_strategy}`; `embed` with `--strategy {args.strategy}`, device cpu, "
+         f"{model_note}. OMP_NUM_THREADS={args.threads}; each row a fresh process, peak RSS its `ru_maxrss`."),
+        "",
+        "| command | size | characters | chunks | peak RSS (MiB) | wall (s) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for r in rows:
+        lines.append(f"| {r['command']} | {r['mb']:g} MB | {r['chars']} | {r['chunks']} | "
+                     f"{r['peak_rss_mib']:.0f} | {r['wall_s']:.1f} |")
+    lines += ["", *(f"- {v}." for v in long_verdicts(rows)), "",
+              ("What bounds it: the document is tokenized in slices of about 64 k characters (4 per tokenizer call), "
+               "cut only before a single space between two non-whitespace characters, so the tokenizer's own "
+               "transient (several hundred bytes a token) is one call's; ids and offsets are kept as numpy arrays "
+               "(ids int64, offsets int32) and joined once; `ContentTokens` works a block of tokens at a time; "
+               "the strategies read the int32 offsets without a copy; sentences are int32 arrays. What still grows "
+               "with the document: its text, its tokenization (ids 8 + offsets 8 + mask 1 bytes a token), the "
+               "split's per-token arrays and the chunk vectors and rows."),
+              "", _machine(), "", LONG_MARK[1], ""]
+    section = "\n".join(lines)
+    path = args.markdown
+    old = path.read_text(encoding="utf-8") if path.is_file() else ""
+    if LONG_MARK[0] in old and LONG_MARK[1] in old:
+        head, rest = old.split(LONG_MARK[0], 1)
+        tail = rest.split(LONG_MARK[1], 1)[1].lstrip("\n")
+        text = head + section + tail
+    else:
+        text = (old.rstrip("\n") + "\n\n" if old else "") + section
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
 
 
 def write_markdown(args, corpus: dict, single: dict, verdicts: dict) -> None:
