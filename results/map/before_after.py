@@ -1,12 +1,12 @@
 """Before/after of issue 14's defaults, from report folders already written by ``latechunk compare``.
 
 Before: macro window 512 (the model's input limit), overlap 127 (a quarter of the window's content), as in
-``eval/results/{chroma,xquad}_full``. After: window 256 (MiniLM's sentence-transformers ``max_seq_length``),
-overlap 0, as in ``eval/results/map/{chroma,xquad}_ov0``. Strategy: ``fixed`` (size 256, the default SPEC), late
+``results/{chroma,xquad}_full``. After: window 256 (MiniLM's sentence-transformers ``max_seq_length``),
+overlap 0, as in ``results/map/{chroma,xquad}_ov0``. Strategy: ``fixed`` (size 256, the default SPEC), late
 mode. Paired bootstrap over the same queries (``latechunk.eval.stats.paired_bootstrap``, 10,000 resamples, seed
 0), after - before. Run from the repository root:
 
-    python eval/results/map/before_after.py
+    python results/map/before_after.py
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from latechunk.eval.report import load_result
 from latechunk.eval.stats import paired_bootstrap
 
 SPEC = "fixed:size=256,overlap=0"
-RUNS = {"chroma": ("eval/results/chroma_full", "eval/results/map/chroma_ov0"),
-        "xquad": ("eval/results/xquad_full", "eval/results/map/xquad_ov0")}
+RUNS = {"chroma": ("results/chroma_full", "results/map/chroma_ov0"),
+        "xquad": ("results/xquad_full", "results/map/xquad_ov0")}
 METRICS = ("SpanRecall@5", "SpanIoU@5", "AR@1", "AR@5")
 
 

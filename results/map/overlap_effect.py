@@ -1,12 +1,12 @@
 """What a window overlap buys: late(w, o) − late(w, 0) per strategy and window, and the quality/cost Pareto front.
 
-Reads the report folders ``eval/results/map/DATASET_ovO`` (one ``latechunk compare`` run per overlap O, each with
+Reads the report folders ``results/map/DATASET_ovO`` (one ``latechunk compare`` run per overlap O, each with
 ``--window 128|256|512``), pairs every late system with the overlap-0 system of the same strategy and window over
 the same queries (``latechunk.eval.stats.paired_bootstrap``, 10,000 resamples, seed 0), and, per metric, lists
 the late passes on the Pareto front of (cost, mean over the strategies) with cost = tokens through the encoder /
 content tokens (``latechunk.eval.plots.pareto_front``). Run from the repository root:
 
-    python eval/results/map/overlap_effect.py xquad [chroma]
+    python results/map/overlap_effect.py xquad [chroma]
 """
 
 from __future__ import annotations
