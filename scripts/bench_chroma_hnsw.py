@@ -8,7 +8,7 @@ top 5, and milliseconds per query (batched).
     python scripts/bench_chroma_hnsw.py out/chroma '["default", {"max_neighbors": 16, "ef_construction": 100, "ef_search": 100}]'
 
 "default" is the export's own sizing (`latechunk.export.chroma_hnsw`); a dict overrides it (Chroma's own defaults:
-16 / 100 / 100). Results are recorded in eval/results/chroma_hnsw.md.
+16 / 100 / 100). Results are recorded in results/chroma_hnsw.md.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ Engines: ``local`` (``python -m latechunk embed``: one process, torch's default 
 ``latechunk/ingest/ranks.py``), ``ray`` (``--engine ray`` on a new local Ray cluster of this machine's CPUs: one CPU
 encoder actor, the CPU stage's tasks on the other CPU).
 
-    python3 scripts/bench_engines.py [--group-tokens 32768] [--markdown eval/results/engines.md]
+    python3 scripts/bench_engines.py [--group-tokens 32768] [--markdown results/engines.md]
 
 Not a timed test: one run each on a machine shared with other work (the load average is printed beside).
 """

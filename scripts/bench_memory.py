@@ -26,7 +26,7 @@ from ``os.wait4`` (``ru_maxrss`` of that child only):
     python3 scripts/bench_memory.py [--files chatlogs.md state_of_the_union.md] [--copies 4] [--group-tokens 4096]
         [--single-kb 100] [--single-factor 10] [--strategy fixed:size=256] [--threads 1]
         [--long-mb 2 20] [--long-commands chunk embed] [--long-embed-model tiny]
-        [--markdown eval/results/bench_memory.md]
+        [--markdown results/bench_memory.md]
 
 With ``--copies 0 --single-kb 0`` only the long-document rows run, and ``--markdown`` replaces only their section
 of an existing report (between ``<!-- long-document -->`` markers), keeping the rest.

@@ -7,7 +7,7 @@ Two workloads, each run by every backend in every round (the order rotates per r
 - ``pipeline``: ``latechunk.pipeline.embed`` late mode, one strategy (default ``fixed:size=256``), over the first
   ``--fraction`` of the Chroma corpora, at the pipeline's own shapes: macro window ``--window`` (default 256, the
   model's default), the token budget ``--batch-tokens`` (default 16,384 padded tokens per batch, the runs recorded in
-  eval/results/onnx.md; latechunk's CPU default is now 4,096), length-sorted batches. Wall seconds
+  results/onnx.md; latechunk's CPU default is now 4,096), length-sorted batches. Wall seconds
   of the whole call and the encoder's forward seconds (``Encoder.stats["seconds"]``) are both reported.
 - ``(B, S)`` (default ``(8, 512)``): one forward batch of random token ids, the torch backend's forward
   (``Encoder._run_model`` under ``torch.inference_mode``: oneDNN linears where they are on) vs

@@ -210,7 +210,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
                     help="also run latechunk late with onednn_linear=False (nn.Linear as BLAS addmm, PyTorch's stock "
                          "fp32 CPU path) beside its default oneDNN linear (latechunk.encoder.OneDNNLinear)")
     ap.add_argument("--skip", nargs="*", default=[], help="system names to leave out (e.g. chonkie 'latechunk late x5')")
-    ap.add_argument("--out", type=Path, default=REPO / "eval" / "results" / "peers.md", help="markdown table to write")
+    ap.add_argument("--out", type=Path, default=REPO / "results" / "peers.md", help="markdown table to write")
     ap.add_argument("--note", default="", help="a line written under the table (e.g. how loaded the machine was)")
     args = ap.parse_args(argv)
     if not 0 < args.fraction <= 1:

@@ -9,8 +9,8 @@ float32's top-k it keeps, the FAISS index bytes and bytes per vector, with the c
 
     python3 scripts/bench_precision.py --dataset chroma --strategies recursive:max_tokens=256 --modes late \\
         --precision float32,float16,int8,ubinary --truncate-dim all,256,128 \\
-        --out eval/results/chroma_precision --markdown eval/results/precision.md
-    python3 scripts/bench_precision.py --from eval/results/chroma_precision --markdown eval/results/precision.md
+        --out results/chroma_precision --markdown results/precision.md
+    python3 scripts/bench_precision.py --from results/chroma_precision --markdown results/precision.md
 
 Every number but the seconds is a function of the inputs (flat indexes, deterministic batching).
 """

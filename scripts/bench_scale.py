@@ -7,7 +7,7 @@ chunks.parquet and index.faiss come back byte-identical), appends 1,000 more doc
 command runs in its own process; the table gives wall seconds, the manifest's per-stage seconds, and for each N
 the growth against the previous N (a linear path grows as N does; a quadratic one as N squared).
 
-    python scripts/bench_scale.py --n 5000 20000 80000 --out eval/results/scale.md
+    python scripts/bench_scale.py --n 5000 20000 80000 --out results/scale.md
 
 Not a test: a benchmark (timings are the machine's). Needs the repository's tests/ (the tiny model).
 """

@@ -25,7 +25,7 @@ in its own subprocess (``PYTHONPATH`` = its root), rounds interleaved, medians o
 (b) are hashed in both: the script says whether before and after give the same boundaries.
 
     flock /tmp/latechunk_bench.lock python3 scripts/bench_segment.py --before /tmp/seg_before [--rounds 3]
-        [--max-chars 250000] [--workers 2] [--out eval/results/segment.md]
+        [--max-chars 250000] [--workers 2] [--out results/segment.md]
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ report on stderr; that run is timed apart, so the timed runs carry no tracing). 
 - good tiny embed: ``embed a.md --out DIR --strategy fixed:size=64 --device cpu`` with the bundled
   all-MiniLM-L6-v2 (torch import, model load, one document, the output folder): the cost of a start.
 
-    python3 scripts/bench_startup.py [--repeats 3] [--markdown eval/results/bench_startup.md] [--repo CHECKOUT]
+    python3 scripts/bench_startup.py [--repeats 3] [--markdown results/bench_startup.md] [--repo CHECKOUT]
 
 ``--repo`` times another checkout of latechunk (put first on ``PYTHONPATH``), e.g. the commit before a change:
 ``git archive HEAD | tar -x -C /tmp/before && python3 scripts/bench_startup.py --repo /tmp/before``.

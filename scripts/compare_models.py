@@ -22,10 +22,10 @@ several windows or overlaps needs ``--window`` / ``--window-overlap`` to say whi
 
 Usage::
 
-    python scripts/compare_models.py --a eval/results/train/chroma_trained --b eval/results/train/chroma_base \
-        --a-name trained --b-name base --metrics SpanRecall@5,SpanIoU@5 --out eval/results/train/table.md
+    python scripts/compare_models.py --a results/train/chroma_trained --b results/train/chroma_base \
+        --a-name trained --b-name base --metrics SpanRecall@5,SpanIoU@5 --out results/train/table.md
     # a model scored in two runs (late, then naive), against a base folder that swept windows 128|256|512
-    python scripts/compare_models.py --a runs/trained_late runs/trained_naive --b eval/results/map/chroma_ov0 \
+    python scripts/compare_models.py --a runs/trained_late runs/trained_naive --b results/map/chroma_ov0 \
         --window 128 --window-overlap 0
 """
 

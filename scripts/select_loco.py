@@ -1,9 +1,9 @@
-"""Leave-one-corpus-out selection over `latechunk compare` results on Chroma (eval/results/fused.md): for each of
+"""Leave-one-corpus-out selection over `latechunk compare` results on Chroma (results/fused.md): for each of
 the five corpora, choose among every system of the given result folders the one with the best ``--metric`` on the
 other four corpora's questions (among those whose ``--floor-metric`` there is at least ``--floor``), score the
 chosen system on the held-out corpus, and pool the five folds' questions.
 
-    python3 scripts/select_loco.py eval/results/fused/chroma_xquad_3ep_sweep eval/results/fused/chroma_xquad_3ep \\
+    python3 scripts/select_loco.py results/fused/chroma_xquad_3ep_sweep results/fused/chroma_xquad_3ep \\
         --metric SpanRecall@5 --floor-metric SpanIoU@5 --floor 7.2
 
 A question's corpus is the ``corpus_id`` of its row in the Chroma questions file (``questions_df.csv``; query id =

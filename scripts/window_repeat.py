@@ -3,7 +3,7 @@
 With overlap 0 each token is encoded once, except that a long document's last window is moved back to end at the
 document's end, so that it is full (:meth:`latechunk.macro_window.MacroWindow.plan`): its start repeats tokens of
 the window before it. This script counts that repeat over a corpus with the model's own tokenizer, without loading
-any weights (the number recorded in README.md and eval/results/map.md).
+any weights (the number recorded in README.md and results/map.md).
 
 Example:
     python3 scripts/window_repeat.py ../shared/data/chroma_chunking_eval/corpora --window 256 --overlap 0
