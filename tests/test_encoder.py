@@ -108,7 +108,7 @@ def test_bad_settings_raise_before_work():
 
 def test_macro_window_defaults_to_max_seq_length_and_no_overlap():
     """Issue 14: MiniLM's default window is its sentence-transformers max_seq_length (256 of its 512 positions),
-    with no overlap (the measured defaults, eval/results/map.md)."""
+    with no overlap (the measured defaults, results/map.md)."""
     enc = minilm_encoder()
     assert enc.max_seq_length == 256 and enc.max_length == 512
     assert enc.macro_window() == MacroWindow(256, 0)
@@ -283,7 +283,7 @@ def test_from_config_reads_the_model_config(monkeypatch):
 
 
 def test_batch_budget_defaults_by_device():
-    """issue 15: 4,096 tokens a batch on the CPU (16,384 was 1.3x slower in fp32, eval/results/peers.md), 16,384 on a
+    """issue 15: 4,096 tokens a batch on the CPU (16,384 was 1.3x slower in fp32, results/peers.md), 16,384 on a
     GPU; a budget asked for is kept."""
     from latechunk.encoder import CPU_BATCH_TOKENS, GPU_BATCH_TOKENS, default_batch_tokens
 

@@ -110,7 +110,7 @@ def test_plot_cost_axes_use_a_log_scale_only_over_a_decade(tmp_path, monkeypatch
     monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda self, *a, **k: (figs.append(self), real(self, *a, **k)))
     import copy
 
-    result = load_result(Path(__file__).resolve().parents[1] / "eval" / "results" / "chroma_precision")
+    result = load_result(Path(__file__).resolve().parents[1] / "results" / "chroma_precision")
     naive = copy.deepcopy(result.systems[0])
     naive.label = naive.mode = "naive"
     result.systems.append(naive)
@@ -142,7 +142,7 @@ def test_plot_category_labels_never_overlap_and_name_no_missing_window(run, turn
     figs = []
     real = matplotlib.figure.Figure.savefig
     monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda self, *a, **k: (figs.append(self), real(self, *a, **k)))
-    result = load_result(Path(__file__).resolve().parents[1] / "eval" / "results" / run)
+    result = load_result(Path(__file__).resolve().parents[1] / "results" / run)
     write_plot(result, tmp_path / "plot.png")
     fig = figs[-1]
     renderer = _renderer(fig)  # plt.close left it without a canvas that draws
@@ -174,7 +174,7 @@ def test_the_late_passes_table_has_contextual_modes_tokens_and_seconds():
 
     from latechunk.eval.report import load_result, markdown_report
 
-    result = load_result(Path(__file__).resolve().parents[1] / "eval" / "results" / "contextual_chroma")
+    result = load_result(Path(__file__).resolve().parents[1] / "results" / "contextual_chroma")
     text = markdown_report(result)
     table = text[text.index("## Late passes"):].split("\n\n")[1]
     header, _, row = table.splitlines()[:3]

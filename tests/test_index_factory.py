@@ -4,7 +4,7 @@ result, ``nprobe`` at search, the nlist fallback, and ``embed --resume`` after a
 
 The assembly tests use synthetic shards written by ``scripts/bench_ondisk_index.py`` (the shard format assembly
 reads, through ``write_shard``); the 1M x 384 run of that script is the benchmark
-(``eval/results/ondisk_index.md``).
+(``results/ondisk_index.md``).
 """
 
 from __future__ import annotations

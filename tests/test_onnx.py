@@ -143,7 +143,7 @@ def test_minilm_export_holds_the_bert_fusions(cache, monkeypatch):
 
 def test_int8_weights_have_one_scale_per_output_channel(tmp_path):
     """The int8 recipe quantizes the attention and MatMul weights per output channel (one scale per tensor cost
-    MiniLM's mean-pooled vectors up to 0.08 of cosine; eval/results/onnx.md)."""
+    MiniLM's mean-pooled vectors up to 0.08 of cosine; results/onnx.md)."""
     import onnx
 
     path = export_onnx(_tiny_loaded().model, "", "int8", tmp_path)

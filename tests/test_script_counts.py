@@ -1,5 +1,5 @@
 """scripts/code_small_chunks.py and scripts/select_loco.py: the scripts behind numbers recorded in README.md and
-eval/results/fused.md, on small inputs whose answers are known."""
+results/fused.md, on small inputs whose answers are known."""
 
 from __future__ import annotations
 

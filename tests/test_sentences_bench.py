@@ -1,5 +1,5 @@
 """scripts/bench_segment.py: corpus cutting and one child measurement on a tiny corpus (the numbers themselves are
-benchmarks, recorded in eval/results/segment.md, never asserted)."""
+benchmarks, recorded in results/segment.md, never asserted)."""
 
 from __future__ import annotations
 
