@@ -81,7 +81,7 @@ ModelOpt = Annotated[
 ]
 DeviceOpt = Annotated[str, typer.Option("--device", help="auto (CUDA when present), cpu, cuda, cuda:N.")]
 TrustRemoteCodeOpt = Annotated[bool, typer.Option("--trust-remote-code", help="Run the model repository's own Python code (only for models that need it, such as jina-embeddings-v2; never implied by a folder or a file).")]
-CompileOpt = Annotated[bool, typer.Option("--compile", help="Run the model through torch.compile (TorchInductor; --backend torch): each new batch shape compiles on its first forward (tens of seconds on a CPU), then runs faster where the eager forward is the bottleneck: 0.99-1.15x the eager speed on an fp32 CPU in four runs, 0.97-1.01x in bf16 on an AVX-512 BF16 CPU (eval/results/peers.md); it pays on large corpora only (not yet measured on a GPU). Same vectors to float rounding (fp32: about 1e-7; bf16: about 2e-3 per component, cosine > 0.9999), so not a setting of the output: embed does not record it in run.json (compare notes it in results.json and counts the compile in the first late system's seconds). A failed compile warns and runs eager.")]
+CompileOpt = Annotated[bool, typer.Option("--compile", help="Run the model through torch.compile (TorchInductor; --backend torch): each new batch shape compiles on its first forward (tens of seconds on a CPU), then runs faster where the eager forward is the bottleneck: 0.99-1.15x the eager speed on an fp32 CPU in four runs, 0.97-1.01x in bf16 on an AVX-512 BF16 CPU (results/peers.md); it pays on large corpora only (not yet measured on a GPU). Same vectors to float rounding (fp32: about 1e-7; bf16: about 2e-3 per component, cosine > 0.9999), so not a setting of the output: embed does not record it in run.json (compare notes it in results.json and counts the compile in the first late system's seconds). A failed compile warns and runs eager.")]
 SentenceWorkersOpt = Annotated[
     Optional[int],
     typer.Option("--sentence-workers", help="Processes that segment sentences (pysbd) ahead of the split, for "
@@ -94,7 +94,7 @@ MacroWindowOpt = Annotated[
     Optional[int],
     typer.Option("--macro-window", "--window", help="Macro-window size in tokens, frame included (at least the "
                  "frame + 16). Documents longer than this are encoded in consecutive macro windows (sharing "
-                 "--macro-window-overlap tokens; default 0, chosen by measurement: eval/results/map.md). Default: the "
+                 "--macro-window-overlap tokens; default 0, chosen by measurement: results/map.md). Default: the "
                  "model's sentence-transformers max_seq_length (the length it was trained on; 256 for the bundled "
                  "all-MiniLM-L6-v2), else its input limit."),
 ]
@@ -110,7 +110,7 @@ MacroWindowOverlapOpt = Annotated[
     typer.Option("--macro-window-overlap", "--window-overlap", help="Content tokens shared by consecutive macro "
                  "windows. Default: 0 (each token encoded once, except that a long document's last window is moved back to be "
                  "full, so its start repeats tokens of the window before: 0.2% more content tokens on the Chroma corpora; measured: "
-                 "eval/results/map.md)."),
+                 "results/map.md)."),
 ]
 
 
@@ -162,9 +162,9 @@ def embed(
     out: Annotated[Path, typer.Option("--out", "-o", help="Output folder: index.faiss, chunks.parquet, manifest.json.")],
     model: ModelOpt = None,
     strategy: Annotated[Optional[str], typer.Option("--strategy", "-s", show_default=False, help=f"SPEC: name or name:key=value,... (see `latechunk strategies`). With --resume or --append, every option not given is the folder's (run.json).  [default: {DEFAULT_STRATEGY}]")] = None,
-    mode: Annotated[Optional[str], typer.Option("--mode", show_default=False, help="late (encode the document once, pool per chunk), naive (encode each chunk alone), contextual (naive, with the chunk's header [title > section path] and a blank line before its text; the stored text stays the exact slice) or fused (late + naive vectors of each chunk, each unit-normalised, summed: both encodings, about 2x late's tokens through the model; on Chroma more recall than either, eval/results/fused.md; with --no-normalize the sum of the two unit vectors, norm up to 2).  [default: late]")] = None,
+    mode: Annotated[Optional[str], typer.Option("--mode", show_default=False, help="late (encode the document once, pool per chunk), naive (encode each chunk alone), contextual (naive, with the chunk's header [title > section path] and a blank line before its text; the stored text stays the exact slice) or fused (late + naive vectors of each chunk, each unit-normalised, summed: both encodings, about 2x late's tokens through the model; on Chroma more recall than either, results/fused.md; with --no-normalize the sum of the two unit vectors, norm up to 2).  [default: late]")] = None,
     device: DeviceOpt = "auto",
-    dtype: Annotated[Optional[str], typer.Option(help="float32, bfloat16, float16 (or fp32, bf16, fp16). Default: bfloat16 on CUDA and on CPUs with AMX or AVX-512 BF16 (1.5-2x float32's speed there, equal recall: eval/results/bf16.md), else float32; $LATECHUNK_CPU_DTYPE=float32 sets the CPU default. Recorded in run.json: --resume and --append keep it.")] = None,
+    dtype: Annotated[Optional[str], typer.Option(help="float32, bfloat16, float16 (or fp32, bf16, fp16). Default: bfloat16 on CUDA and on CPUs with AMX or AVX-512 BF16 (1.5-2x float32's speed there, equal recall: results/bf16.md), else float32; $LATECHUNK_CPU_DTYPE=float32 sets the CPU default. Recorded in run.json: --resume and --append keep it.")] = None,
     macro_window: MacroWindowOpt = None,
     macro_window_overlap: MacroWindowOverlapOpt = None,
     batch_tokens: Annotated[Optional[int], typer.Option(show_default=False, help="Token budget per forward batch (padded tokens). Never changes a vector, so not a setting of the output: run.json records the number used, but --resume and --append do not take it from there: they use --batch-tokens when given, else their own device's default (a GPU's 16384 for a run begun on a CPU).  [default: 4096 on the CPU, 16384 on a GPU]")] = None,
@@ -1390,7 +1390,7 @@ def train(
     lr: Annotated[float, typer.Option("--lr", help="Peak AdamW learning rate (linear warm-up over the first 10% of steps, then linear decay to 0).")] = 2e-5,
     batch_size: Annotated[int, typer.Option("--batch-size", help="Queries per step; every chunk held whole by the step's macro windows is a candidate (in-batch and in-sequence negatives).")] = 32,
     naive_weight: Annotated[float, typer.Option("--naive-weight", help="Weight of the naive InfoNCE term (each target chunk encoded on its own), so naive mode stays good; 0: late term only.")] = 0.5,
-    fused_weight: Annotated[float, typer.Option("--fused-weight", help="Weight of a fused InfoNCE term: the target chunks scored by their late + naive vectors (each unit-normalised, summed), the vector --mode fused serves; 0: none. Measured once (weight 1, XQuAD -> Chroma): fused SpanRecall@5 -0.9 points, the two views come to agree (eval/results/fused.md).")] = 0.0,
+    fused_weight: Annotated[float, typer.Option("--fused-weight", help="Weight of a fused InfoNCE term: the target chunks scored by their late + naive vectors (each unit-normalised, summed), the vector --mode fused serves; 0: none. Measured once (weight 1, XQuAD -> Chroma): fused SpanRecall@5 -0.9 points, the two views come to agree (results/fused.md).")] = 0.0,
     temperature: Annotated[float, typer.Option("--temperature", help="InfoNCE temperature: cosine similarity / temperature (0.05 = sentence-transformers' scale 20).")] = 0.05,
     ict_queries: Annotated[int, typer.Option("--ict-queries", help="Inverse-cloze queries drawn from --ict CORPUS.")] = 1000,
     max_queries: Annotated[Optional[int], typer.Option("--max-queries", help="Train on at most N queries (after the seeded shuffle). Default: all.")] = None,

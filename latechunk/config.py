@@ -144,7 +144,7 @@ class PipelineConfig:
             (:attr:`~latechunk.models.ModelFacts.default_window`: its sentence-transformers ``max_seq_length``,
             256 for all-MiniLM-L6-v2, else its input limit).
         macro_window_overlap: Content tokens shared by consecutive macro windows; ``None`` =
-            :data:`~latechunk.macro_window.DEFAULT_WINDOW_OVERLAP` (0, chosen by measurement: eval/results/map.md).
+            :data:`~latechunk.macro_window.DEFAULT_WINDOW_OVERLAP` (0, chosen by measurement: results/map.md).
         long_documents: ``"windows"``: a document longer than the macro window is encoded in overlapping macro
             windows; ``"skip"``: it is skipped with its token count (never silently truncated).
         group_tokens: Documents are processed in groups of about this many tokens (bounds memory; one group is

@@ -95,7 +95,7 @@ def cpu_bf16_isa() -> str | None:
     """Which instructions this CPU multiplies bfloat16 matrices with: ``"amx"``, ``"avx512_bf16"`` or None.
 
     Measured (all-MiniLM-L6-v2, latechunk late over the first quarter of the five Chroma corpora, ~80k corpus
-    tokens, 2 cores; ``eval/results/bf16.md``): AMX (Intel Xeon, Sapphire Rapids class) 15.3 s fp32 vs 7.1 s bf16
+    tokens, 2 cores; ``results/bf16.md``): AMX (Intel Xeon, Sapphire Rapids class) 15.3 s fp32 vs 7.1 s bf16
     for the raw forward; AVX-512 BF16 (AMD EPYC, Zen 4 class) 15.35 s fp32 vs 8.01 s bf16 (section "AVX-512
     BF16", ``scripts/bench_peers.py``).
     CPUs with neither emulate bf16 (slower than fp32). A probe torch lacks, or one that raises, counts as no.
@@ -120,7 +120,7 @@ def default_dtype(device: torch.device, backend: str = "torch") -> str:
 
     ``bfloat16`` on CUDA; on the CPU ``bfloat16`` where the CPU multiplies bf16 matrices in hardware
     (:func:`cpu_has_bf16_matmul`: AMX or AVX-512 BF16, 1.5-2x the fp32 speed, and measured at equal retrieval quality with paired
-    intervals: ``eval/results/bf16.md``), else ``float32``; ``$LATECHUNK_CPU_DTYPE`` (``float32`` or
+    intervals: ``results/bf16.md``), else ``float32``; ``$LATECHUNK_CPU_DTYPE`` (``float32`` or
     ``bfloat16``) overrides the CPU rule. The ONNX backends and MPS run ``float32``. Token states are pooled in
     float32 whatever the dtype.
 
@@ -161,7 +161,7 @@ def default_batch_tokens(device: torch.device) -> int:
     :data:`CPU_BATCH_TOKENS` (4,096: 16 macro windows of 256 tokens) on the CPU, :data:`GPU_BATCH_TOKENS` (16,384)
     elsewhere. Measured on a 2-core AMD EPYC (all-MiniLM-L6-v2, latechunk late over the first quarter of the five
     Chroma corpora, 80,630 tokens, three interleaved rounds, ``scripts/bench_peers.py --budgets``;
-    ``eval/results/peers.md``, "batch budget"): fp32 12.0-12.8 s at 1,024-4,096 tokens against 13.7 s at 16,384;
+    ``results/peers.md``, "batch budget"): fp32 12.0-12.8 s at 1,024-4,096 tokens against 13.7 s at 16,384;
     bf16 7.05 s at 4,096 (the fastest) against 8.0 s at 16,384 (a batch's activations outgrow the caches). The
     budget never changes a vector (batches are padding-invariant, ``tests/test_encoder.py``).
 
@@ -197,7 +197,7 @@ class OneDNNLinear(torch.overrides.TorchFunctionMode):
     shapes: measured on an AMD EPYC (Zen 4), 2 threads, all-MiniLM-L6-v2 in fp32: its FFN GEMMs at 1.3-1.8x the
     GFLOP/s of ``addmm`` (the 384 x 384 projections 0.85x in one run; ``scripts/bench_onnx.py --gemm``, whose
     forward-only timing moves with this VM's noise), the whole late pipeline 1.07-1.19x in three runs
-    (``scripts/bench_peers.py --stock-linear``; eval/results/peers.md, onnx.md; a noisy 2-vCPU VM). The result is
+    (``scripts/bench_peers.py --stock-linear``; results/peers.md, onnx.md; a noisy 2-vCPU VM). The result is
     fp32 throughout (no reduced-precision math; oneDNN's default fp32 math mode), equal to the stock result to
     rounding (token states within ~1e-5).
 
@@ -377,7 +377,7 @@ class Encoder:
             new batch shape is compiled on its first forward (seconds to tens of seconds; the full macro windows
             of late mode share one shape, shorter inputs take a shape-generic graph after the first recompile:
             ``dynamic=None``, torch's automatic dynamic shapes); token states equal the eager ones to float
-            rounding. Measured (``eval/results/peers.md``, "--compile"): 0.99-1.15x the eager pipeline on an fp32
+            rounding. Measured (``results/peers.md``, "--compile"): 0.99-1.15x the eager pipeline on an fp32
             CPU in four runs, 0.97-1.01x in bf16 on an AVX-512 BF16 CPU, so it pays on large fp32 corpora at best
             (not yet measured on a GPU). Where the compile fails (no C++ compiler, an operator the compiler
             refuses) the encoder warns once and runs eager (:attr:`compiled` is then False). See
@@ -386,7 +386,7 @@ class Encoder:
             instead of BLAS ``addmm``. ``None`` (default): on for the torch backend on the CPU in float32
             without ``compile`` on an x86-64 CPU, where the operator exists and passes a probe
             (:func:`onednn_linear_available`), unless ``$LATECHUNK_ONEDNN_LINEAR=0``; measured 1.07-1.19x the
-            stock fp32 pipeline on an AMD EPYC (eval/results/peers.md). Token states equal the stock ones to fp32
+            stock fp32 pipeline on an AMD EPYC (results/peers.md). Token states equal the stock ones to fp32
             rounding. The keyword sets this encoder only; the environment variable reaches every encoder a run
             makes (the sentence encoders of ``sentence_source``, Ray actors).
 

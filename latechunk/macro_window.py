@@ -22,7 +22,7 @@ __all__ = ["DEFAULT_WINDOW_OVERLAP", "MIN_WINDOW_CONTENT_TOKENS", "MacroWindow",
 
 DEFAULT_WINDOW_OVERLAP = 0
 """Content tokens shared by consecutive macro windows when the overlap is not given: none. Chosen by measurement
-(eval/results/map.md): over the ``latechunk compare`` sweep of chunk size x macro window x overlap 0/32/64 on
+(results/map.md): over the ``latechunk compare`` sweep of chunk size x macro window x overlap 0/32/64 on
 XQuAD, overlap 0 is the cheapest setting on the quality/cost Pareto front (each token goes through the encoder
 once, plus one frame per window), and a larger overlap bought no recall@5 or IoU@5 gain beyond noise for the
 default ``fixed`` strategy. (Before: a quarter of the window's content tokens, 127 for 512, which sent 1.34x the

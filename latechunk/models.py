@@ -463,7 +463,7 @@ def default_window(settings: ModelSettings, input_limit: int) -> int:
     A sentence-transformers model states the input length it was trained and evaluated at as ``max_seq_length``
     (``sentence_bert_config.json``; 256 word pieces for all-MiniLM-L6-v2, whose position table holds 512).
     Token states from a longer window are further from anything the model saw in training; latechunk's own
-    measurement (eval/results/map.md: ``latechunk compare`` over chunk size x macro window x overlap on Chroma
+    measurement (results/map.md: ``latechunk compare`` over chunk size x macro window x overlap on Chroma
     and XQuAD) finds late chunking at a 256-token window level with or ahead of 512 for MiniLM.
 
     Args:

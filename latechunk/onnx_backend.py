@@ -16,7 +16,7 @@ The export (:func:`export_onnx`):
 3. For ``onnx-int8``: ``onnxruntime.quantization.quantize_dynamic`` (QInt8 weights, one scale per output channel;
    activations quantized per batch) of the optimized graph. Per-channel weight scales keep MiniLM's lowest chunk
    cosine to torch's at 0.986 where one scale per tensor fell to 0.897 (``scripts/bench_onnx.py``,
-   ``eval/results/onnx.md``).
+   ``results/onnx.md``).
 
 Exports are cached by key (:func:`cache_key`: the model's weight hash, the variant and the versions of torch,
 transformers and onnxruntime) under :func:`onnx_cache_dir` (``$LATECHUNK_CACHE/onnx``, default

@@ -344,7 +344,7 @@ def fused_vectors(late: np.ndarray, naive: np.ndarray, normalize: bool = True) -
     The two views of a chunk err differently (the late vector carries the document's context, the naive one the
     chunk's own words). A unit query scores the summed vector by the sum of its two cosines; renormalised (the
     default) by that sum over ``sqrt(2 + 2 cos(late, naive))``, so chunks whose two views disagree weigh a little more. Measured on
-    Chroma (472 questions, all-MiniLM-L6-v2, ``eval/results/fused.md``). Costs both encodings (late pass + naive).
+    Chroma (472 questions, all-MiniLM-L6-v2, ``results/fused.md``). Costs both encodings (late pass + naive).
 
     Args:
         late: (n_chunks, dim) float32, late vectors (normalised or not).

@@ -15,7 +15,7 @@ State lives in a :class:`SentenceSegmenter`, one per run: its cache (each docume
 for every strategy of the run) and its worker processes (:meth:`SentenceSegmenter.presegment` segments a group's
 paragraphs ahead in ``python -m latechunk._sentence_worker`` subprocesses). The module holds no per-run state:
 only the pysbd segmenter, built once on first use, made faster with its output unchanged (pysbd 0.3.4; measured in
-``scripts/bench_segment.py``, eval/results/segment.md): a faster abbreviation pass (:func:`_fast_english`); a gate
+``scripts/bench_segment.py``, results/segment.md): a faster abbreviation pass (:func:`_fast_english`); a gate
 in front of pysbd's regular expressions that skips each one whose required characters the text lacks
 (:func:`_required_chars`, :class:`_GatedRe`, with a cache of compiled patterns); and no pysbd call at all for a
 block that holds none of the characters pysbd acts on (:class:`_FastProcess`). Stock pysbd stays available

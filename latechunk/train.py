@@ -28,14 +28,14 @@ markedly better. This module does that training:
   naive each unit-normalised and summed, as ``--mode fused`` serves them: :func:`latechunk.pipeline.fused_vectors`,
   in-batch negatives), so the model learns the vector it is served with in fused mode:
   ``loss = late + naive_weight * naive + fused_weight * fused`` (measured on Chroma, the fused term cost fused mode
-  about a point of SpanRecall@5: ``eval/results/fused.md``). For inverse-cloze examples the chunks of *other*
+  about a point of SpanRecall@5: ``results/fused.md``). For inverse-cloze examples the chunks of *other*
   passages of the query's source document are left out of every term's softmax (passages drawn from
   one document overlap, so such a chunk may hold the target's very text: a false negative).
 - **Precision** (``--dtype``; ``--precision``, its old name, still works). The weights, the optimiser state, the pooling and the loss stay float32; with
   ``bfloat16`` the model's forward (and so its backward) runs under ``torch.autocast(dtype=torch.bfloat16)``
   (mixed precision: matrix products in bf16, reductions in fp32). ``auto`` (the default) picks bf16 on CUDA and
   on CPUs that multiply bf16 matrices in hardware (Intel AMX or AVX-512 BF16: :func:`latechunk.encoder.cpu_bf16_isa`), where bf16 matrix
-  products run about 2x fp32's speed (inference measured in ``eval/results/bf16.md``; training speed not yet
+  products run about 2x fp32's speed (inference measured in ``results/bf16.md``; training speed not yet
   measured), and float32
   elsewhere (a CPU without either emulates bf16, slower than fp32). :func:`autocast_dtype` is the rule.
 - **Optimiser.** ``torch.optim.AdamW`` with a linear warm-up over the first :data:`DEFAULT_WARMUP` share of the

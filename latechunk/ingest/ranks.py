@@ -26,7 +26,7 @@ depend on which rank or how many wrote it, so a run may be resumed with another 
 single one (which keeps the shards up to the first gap and redoes the rest).
 
 Kept beside ``embed --engine ray`` (:mod:`latechunk.ingest.ray_engine`) for one machine's GPUs: no cluster to
-start and no extra dependency (the measurement: eval/results/engines.md); several machines take the Ray engine.
+start and no extra dependency (the measurement: results/engines.md); several machines take the Ray engine.
 """
 
 from __future__ import annotations
