@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import zipfile
 from pathlib import Path
 
@@ -24,10 +25,11 @@ HF_KERNELS = "kernels==0.17.2"
 """Hugging Face's ``kernels`` (PyPI), as scripts/setup.sh fetches it."""
 WHEEL_DIR = ROOT / ".whl"
 
-# what a build needs of the working tree: no tests, results, caches or earlier build/ output (setuptools reuses
-# build/lib, so a build in place could ship a module deleted since)
+# what a build needs of the working tree: no tests, caches or earlier build/ output (setuptools reuses build/lib, so
+# a build in place could ship a module deleted since). The measured results/ (40 MB) are copied, so that the wheel
+# and sdist tests see that nothing of them is packaged.
 _BUILD_IGNORE = shutil.ignore_patterns(
-    ".*", "__pycache__", "*.pyc", "*.egg-info", "build", "dist", "out", "results", "tests", "scripts"
+    ".*", "__pycache__", "*.pyc", "*.egg-info", "build", "dist", "out", "tests", "scripts"
 )
 
 
@@ -37,6 +39,7 @@ def wheel(tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("wheel")
     src = tmp / "src"
     shutil.copytree(ROOT, src, ignore=_BUILD_IGNORE)
+    assert (src / "results").is_dir()
     proc = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "--no-index",
          "-w", str(tmp / "dist"), str(src)],
@@ -87,12 +90,42 @@ def test_wheel_installs_kernels_and_eval_under_latechunk(wheel):
     ):
         for path in (ROOT / folder).rglob("*.py"):
             rel = path.relative_to(ROOT / folder)
-            if "results" in rel.parts or not (path.parent / "__init__.py").exists():
+            if not (path.parent / "__init__.py").exists():
                 continue
             assert f"{installed}/{rel.as_posix()}" in names, f"{folder}/{rel} missing from the wheel"
     top_level = [n for n in names if n.endswith(".dist-info/top_level.txt")]
     if top_level:
         assert zipfile.ZipFile(wheel).read(top_level[0]).decode().split() == ["latechunk"]
+
+
+def _results_names(names: list[str]) -> list[str]:
+    """The archive names that come from the measured results: under a ``results`` folder (``results/``, as in the
+    repository, or the ``eval/results/`` it was moved from), or a report file (``report.md``, ``results.json``,
+    ``per_query.csv.gz``, ``plot.png``)."""
+    reports = {"report.md", "results.json", "per_query.csv", "per_query.csv.gz", "plot.png"}
+    return [n for n in names if "results" in n.split("/")[:-1] or n.rsplit("/", 1)[-1] in reports]
+
+
+def test_wheel_holds_nothing_of_the_measured_results(wheel):
+    """issue 37: the measured results (``results/`` at the top, formerly ``eval/results/`` inside the package
+    source) are no part of the wheel, though the tree the wheel is built from holds them."""
+    names = zipfile.ZipFile(wheel).namelist()
+    assert not _results_names(names), _results_names(names)[:20]
+
+
+def test_sdist_holds_nothing_of_the_measured_results(tmp_path):
+    """issue 37: nor of the sdist, built by setuptools' own ``build_sdist`` from a copy of the tree with results/."""
+    src = tmp_path / "src"
+    shutil.copytree(ROOT, src, ignore=_BUILD_IGNORE)
+    assert (src / "results" / "compare.md").is_file()
+    code = "import sys\nfrom setuptools import build_meta\nprint(build_meta.build_sdist(sys.argv[1]))\n"
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "dist")], cwd=src, capture_output=True,
+                          text=True, check=False, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    with tarfile.open(tmp_path / "dist" / proc.stdout.strip().splitlines()[-1]) as sdist:
+        names = [n.split("/", 1)[1] for n in sdist.getnames() if "/" in n]  # less the latechunk-X.Y.Z/ prefix
+    assert "latechunk/__init__.py" in names and "eval/harness.py" in names, names[:20]
+    assert not _results_names(names), _results_names(names)[:20]
 
 
 _CHECK = r"""
