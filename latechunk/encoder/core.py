@@ -332,7 +332,7 @@ def _caller_stacklevel() -> int:
     first frame outside the latechunk package (the user's line, not an internal one)."""
     import sys
 
-    package = os.path.dirname(os.path.abspath(__file__))
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # latechunk/, not latechunk/encoder/
     frame, level = sys._getframe(1), 1  # the frame that calls warnings.warn is level 1
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package + os.sep):
         frame, level = frame.f_back, level + 1
