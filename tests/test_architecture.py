@@ -31,7 +31,7 @@ except ModuleNotFoundError:  # Python 3.10
 ROOT = Path(__file__).resolve().parents[1]
 MAPPED = {"kernels": "latechunk/kernels", "eval": "latechunk/eval"}
 """Repository folder -> its place in the installed layout (setup.py)."""
-_COPY_IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", "results")
+_COPY_IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc")
 
 
 def _lint_imports() -> str:
@@ -114,7 +114,7 @@ def _installed_copy(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def _n_python_files(*folders: Path) -> int:
-    return sum(1 for folder in folders for p in folder.rglob("*.py") if "results" not in p.parts)
+    return sum(1 for folder in folders for p in folder.rglob("*.py"))
 
 
 def test_contracts_kept_from_the_repository_root():

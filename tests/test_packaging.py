@@ -100,14 +100,14 @@ def test_wheel_installs_kernels_and_eval_under_latechunk(wheel):
 
 def _results_names(names: list[str]) -> list[str]:
     """The archive names that come from the measured results: under a ``results`` folder (``results/``, as in the
-    repository, or the ``eval/results/`` it was moved from), or a report file (``report.md``, ``results.json``,
+    repository, or the one inside ``eval/`` it was moved from), or a report file (``report.md``, ``results.json``,
     ``per_query.csv.gz``, ``plot.png``)."""
     reports = {"report.md", "results.json", "per_query.csv", "per_query.csv.gz", "plot.png"}
     return [n for n in names if "results" in n.split("/")[:-1] or n.rsplit("/", 1)[-1] in reports]
 
 
 def test_wheel_holds_nothing_of_the_measured_results(wheel):
-    """issue 37: the measured results (``results/`` at the top, formerly ``eval/results/`` inside the package
+    """issue 37: the measured results (``results/`` at the top, formerly a folder of ``eval/``, the package
     source) are no part of the wheel, though the tree the wheel is built from holds them."""
     names = zipfile.ZipFile(wheel).namelist()
     assert not _results_names(names), _results_names(names)[:20]

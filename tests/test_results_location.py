@@ -16,7 +16,7 @@ RESULTS = ROOT / "results"
 
 OLD = "eval/" + "results"
 """The old place (spelled in two parts so that this file does not mention it)."""
-ALLOWED = {"ARCHITECTURE.md": ["(formerly `" + OLD + "/`)"]}
+ALLOWED = {"ARCHITECTURE.md": ["(formerly " + OLD + "/)"]}
 """Files that name the old place on purpose, to describe the move -> the exact phrases that may do it."""
 # the old place built from path parts: "eval" / "results", ("eval", "results"), "eval", "results" in a join
 _PATH_PARTS = re.compile(r"""["']eval["']\s*[/,]\s*["']results["']""")
