@@ -1,4 +1,4 @@
-"""`latechunk export` (latechunk/export.py): an output folder into LanceDB, Qdrant and Chroma, with the real clients.
+"""`latechunk export` (latechunk/export/): an output folder into LanceDB, Qdrant and Chroma, with the real clients.
 
 Each store's exact top-5 for 20 real queries (Chroma's questions, encoded with the model's query prompt) equals
 FAISS flat's on the folder's own index.faiss, and every hit's record round-trips (spans, heading path, text, the
@@ -431,16 +431,16 @@ def test_missing_extra_names_it(raw_folder, tmp_path, monkeypatch):
 def test_failed_export_leaves_no_half_filled_collection(raw_folder, tmp_path, monkeypatch):
     from qdrant_client import QdrantClient
 
-    from latechunk import export as export_module
+    from latechunk.export.source import _Source
 
-    real = export_module._Source.batches
+    real = _Source.batches
 
     def one_then_fail(self, batch_size):
         it = real(self, batch_size)
         yield next(it)
         raise OSError("disk went away")
 
-    monkeypatch.setattr(export_module._Source, "batches", one_then_fail)
+    monkeypatch.setattr(_Source, "batches", one_then_fail)
     with pytest.raises(OSError, match="disk went away"):
         export_folder(raw_folder, f"qdrant:{tmp_path / 'q'}", batch_size=3)
     qc = QdrantClient(path=str(tmp_path / "q"))

@@ -1,4 +1,4 @@
-"""Stable chunk ids and ``latechunk export --sync`` (latechunk/export.py), with the real Qdrant and Chroma clients.
+"""Stable chunk ids and ``latechunk export --sync`` (latechunk/export/), with the real Qdrant and Chroma clients.
 
 The daily update of a served store: day 1's folder is exported; day 2's corpus (one document unchanged, one
 edited, one gone, one new, one whose url changed, one whose text is unchanged but that now comes after a new one)
@@ -267,10 +267,10 @@ def test_a_sync_never_removes_a_row_it_keeps_and_a_killed_one_is_named(days, tmp
     assert res.sync["rewritten"] > 0 and set(deleted) == before - after  # nothing kept was ever missing
     monkeypatch.undo()
 
-    from latechunk import export
+    from latechunk.export import qdrant as export_qdrant
 
     calls = {"n": 0}
-    real_points = export._qdrant_points
+    real_points = export_qdrant._qdrant_points
 
     def dies(source, b):
         calls["n"] += 1
@@ -280,7 +280,7 @@ def test_a_sync_never_removes_a_row_it_keeps_and_a_killed_one_is_named(days, tmp
 
     q = f"qdrant:{tmp_path / 'q'}"
     export_folder(days / "day1", q)
-    monkeypatch.setattr(export, "_qdrant_points", dies)
+    monkeypatch.setattr(export_qdrant, "_qdrant_points", dies)
     with pytest.raises(RuntimeError, match="killed"):
         export_folder(days / "day2", q, sync=True, batch_size=4)
     monkeypatch.undo()
