@@ -12,7 +12,7 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from latechunk.encoder import core as encoder_mod
+from latechunk.encoder import isa as encoder_mod
 from latechunk.cli import app
 from latechunk.encoder import CPU_DTYPE_ENV, default_dtype
 

@@ -14,22 +14,29 @@ The encoder speaks sentence-transformers (``SentenceTransformer``): :meth:`Encod
 ``normalize_embeddings``; no prompt unless asked or the model sets a default), :meth:`Encoder.encode_query`,
 :meth:`Encoder.encode_document`, :attr:`Encoder.prompts`, :attr:`Encoder.default_prompt_name`,
 :attr:`Encoder.max_seq_length`, so code written for a ``SentenceTransformer`` can take an Encoder.
+The sentence-transformers methods are :class:`~latechunk.encoder.st_encode.SentenceTransformerEncode`, a base
+class of :class:`Encoder`; the device and dtype rules are :mod:`latechunk.encoder.isa`, the batch budget
+:mod:`latechunk.encoder.batching`, the oneDNN linears :mod:`latechunk.encoder.linears` and the attention choice
+:mod:`latechunk.encoder.attention`.
 Tests: ``tests/test_encoder.py``.
 """
 
 from __future__ import annotations
 
-import functools
-import json
 import os
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
+from latechunk.encoder.attention import _set_attention, attention_implementation
+from latechunk.encoder.batching import StateBatch, StateBlock, budget_batches, default_batch_tokens
+from latechunk.encoder.isa import _DTYPES, _pick_device, default_dtype
+from latechunk.encoder.linears import ONEDNN_MIN_TOKENS, OneDNNLinear, _want_onednn_linear
+from latechunk.encoder.st_encode import SentenceTransformerEncode
 from latechunk.macro_window import MIN_WINDOW_CONTENT_TOKENS, MacroWindow, PlannedWindow
 from latechunk.models import HubProbe, LoadedModel, ModelFacts, canonical_dtype
 from latechunk.onnx_backend import BACKENDS
@@ -39,292 +46,9 @@ from latechunk.types import Tokenization
 if TYPE_CHECKING:
     from latechunk.config import ModelConfig
 
-__all__ = ["ONEDNN_LINEAR_ENV", "ONEDNN_MIN_TOKENS", "PROMPT_NAMES", "Encoder", "OneDNNLinear", "StateBatch",
-           "StateBlock", "attention_implementation", "default_batch_tokens", "default_dtype",
-           "onednn_linear_available"]
-
-PROMPT_NAMES = ("query", "document")
-"""The prompt names every encoder has (:attr:`Encoder.prompts`; sentence-transformers' ``prompt_name``); a model's
-sentence-transformers config may define more; ``None`` = no prompt."""
-
-_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-
-
-class StateBlock(NamedTuple):
-    """The rows of one document's token states that one model input gives (see :meth:`Encoder.iter_token_states`).
-
-    Attributes:
-        doc: Index of the document in the tokenizations given.
-        start: Its first token position in the document's tokenization; the block holds positions
-            ``[start, start + n)``.
-        row: Its first row in :attr:`StateBatch.states`.
-        n: Rows (tokens).
-    """
-
-    doc: int
-    start: int
-    row: int
-    n: int
-
-
-class StateBatch(NamedTuple):
-    """The token states of one forward batch (see :meth:`Encoder.iter_token_states`).
-
-    Attributes:
-        states: (rows, dim) float32 on the encoder's device: the batch's padded outputs, one model input after
-            another (padding rows included; only the blocks' rows are token states a document keeps).
-        blocks: One :class:`StateBlock` per model input of the batch; ``states[b.row : b.row + b.n]`` are the
-            states of document ``b.doc``'s positions ``[b.start, b.start + b.n)``.
-    """
-
-    states: torch.Tensor
-    blocks: list[StateBlock]
-
-
-CPU_DTYPE_ENV = "LATECHUNK_CPU_DTYPE"
-"""Environment variable: the dtype a CPU run takes when none is asked for (``float32``, ``bfloat16`` or
-``float16``, any case, or ``fp32``/``bf16``/``fp16``); unset, empty or ``auto``: :func:`default_dtype`'s rule."""
-
-
-#: torch's CPU probes for hardware bf16 matrix products, in order: Intel AMX tiles (Sapphire Rapids and later) and
-#: AVX-512 BF16 dot products (AMD Zen 4 and later, Intel Cooper Lake), both used by oneDNN's bf16 GEMMs.
-BF16_PROBES = (("amx", "_is_amx_tile_supported"), ("avx512_bf16", "_is_avx512_bf16_supported"))
-
-
-def cpu_bf16_isa() -> str | None:
-    """Which instructions this CPU multiplies bfloat16 matrices with: ``"amx"``, ``"avx512_bf16"`` or None.
-
-    Measured (all-MiniLM-L6-v2, latechunk late over the first quarter of the five Chroma corpora, ~80k corpus
-    tokens, 2 cores; ``results/bf16.md``): AMX (Intel Xeon, Sapphire Rapids class) 15.3 s fp32 vs 7.1 s bf16
-    for the raw forward; AVX-512 BF16 (AMD EPYC, Zen 4 class) 15.35 s fp32 vs 8.01 s bf16 (section "AVX-512
-    BF16", ``scripts/bench_peers.py``).
-    CPUs with neither emulate bf16 (slower than fp32). A probe torch lacks, or one that raises, counts as no.
-    """
-    for name, attr in BF16_PROBES:
-        probe = getattr(torch.cpu, attr, None)
-        try:
-            if probe is not None and probe():
-                return name
-        except Exception:  # noqa: BLE001, S112  (an old or unusual build: take the safe answer, ask the next probe)
-            continue
-    return None
-
-
-def cpu_has_bf16_matmul() -> bool:
-    """Whether this CPU multiplies bfloat16 matrices in hardware (:func:`cpu_bf16_isa` is not None)."""
-    return cpu_bf16_isa() is not None
-
-
-def default_dtype(device: torch.device, backend: str = "torch") -> str:
-    """The dtype an encoder runs in when none is asked for.
-
-    ``bfloat16`` on CUDA; on the CPU ``bfloat16`` where the CPU multiplies bf16 matrices in hardware
-    (:func:`cpu_has_bf16_matmul`: AMX or AVX-512 BF16, 1.5-2x the fp32 speed, and measured at equal retrieval quality with paired
-    intervals: ``results/bf16.md``), else ``float32``; ``$LATECHUNK_CPU_DTYPE`` (``float32`` or
-    ``bfloat16``) overrides the CPU rule. The ONNX backends and MPS run ``float32``. Token states are pooled in
-    float32 whatever the dtype.
-
-    Args:
-        device: Where the encoder runs.
-        backend: ``torch``, ``onnx`` or ``onnx-int8``.
-
-    Returns:
-        ``"float32"`` or ``"bfloat16"``.
-
-    Raises:
-        ValueError: if ``$LATECHUNK_CPU_DTYPE`` holds another value.
-    """
-    if backend != "torch" or device.type not in ("cpu", "cuda"):
-        return "float32"
-    if device.type == "cuda":
-        return "bfloat16"
-    env = os.environ.get(CPU_DTYPE_ENV, "auto").strip().lower() or "auto"
-    if env != "auto":
-        return canonical_dtype(env, f"${CPU_DTYPE_ENV} (auto, float32, bfloat16 or float16)")
-    return "bfloat16" if cpu_has_bf16_matmul() else "float32"
-
-
 #: what torch raises when a device runs out of memory (``torch.OutOfMemoryError`` from torch 2.5, the CUDA one
 #: before)
 _OUT_OF_MEMORY = getattr(torch, "OutOfMemoryError", torch.cuda.OutOfMemoryError)
-
-CPU_BATCH_TOKENS = 4096
-"""The CPU's default token budget per forward batch (:func:`default_batch_tokens`)."""
-
-GPU_BATCH_TOKENS = 16384
-"""The default token budget per forward batch on CUDA and MPS (:func:`default_batch_tokens`)."""
-
-
-def default_batch_tokens(device: torch.device) -> int:
-    """The token budget per forward batch (padded tokens, ``rows * longest``) an encoder takes when none is asked for.
-
-    :data:`CPU_BATCH_TOKENS` (4,096: 16 macro windows of 256 tokens) on the CPU, :data:`GPU_BATCH_TOKENS` (16,384)
-    elsewhere. Measured on a 2-core AMD EPYC (all-MiniLM-L6-v2, latechunk late over the first quarter of the five
-    Chroma corpora, 80,630 tokens, three interleaved rounds, ``scripts/bench_peers.py --budgets``;
-    ``results/peers.md``, "batch budget"): fp32 12.0-12.8 s at 1,024-4,096 tokens against 13.7 s at 16,384;
-    bf16 7.05 s at 4,096 (the fastest) against 8.0 s at 16,384 (a batch's activations outgrow the caches). The
-    budget never changes a vector (batches are padding-invariant, ``tests/test_encoder.py``).
-
-    Args:
-        device: Where the encoder runs.
-
-    Returns:
-        The budget in tokens.
-    """
-    return CPU_BATCH_TOKENS if device.type == "cpu" else GPU_BATCH_TOKENS
-
-
-#: the fewest tokens in a forward batch for which :class:`OneDNNLinear` is entered: the mode routes every torch call
-#: of the forward through Python (``__torch_function__``), about a millisecond per forward of MiniLM, which a batch
-#: of one short query does not earn back (a review's probe found a one-query forward slower with the mode)
-ONEDNN_MIN_TOKENS = 256
-
-
-def _autocast_cpu() -> bool:
-    """Whether CPU autocast is on (``torch.is_autocast_enabled("cpu")``, torch >= 2.4; older torch's own call)."""
-    try:
-        return torch.is_autocast_enabled("cpu")
-    except TypeError:  # torch < 2.4: no device argument
-        return torch.is_autocast_cpu_enabled()
-
-
-class OneDNNLinear(torch.overrides.TorchFunctionMode):
-    """Run ``torch.nn.functional.linear`` (every ``nn.Linear``) through oneDNN on the CPU in float32.
-
-    Stock PyTorch computes an fp32 ``nn.Linear`` on the CPU as BLAS ``addmm`` (MKL in the official wheels): the
-    bias broadcast into the output, then SGEMM. oneDNN's matmul primitive (the library PyTorch already uses for
-    bf16 on the CPU, and TorchInductor for prepacked linears) fuses the bias and was faster at an encoder's
-    shapes: measured on an AMD EPYC (Zen 4), 2 threads, all-MiniLM-L6-v2 in fp32: its FFN GEMMs at 1.3-1.8x the
-    GFLOP/s of ``addmm`` (the 384 x 384 projections 0.85x in one run; ``scripts/bench_onnx.py --gemm``, whose
-    forward-only timing moves with this VM's noise), the whole late pipeline 1.07-1.19x in three runs
-    (``scripts/bench_peers.py --stock-linear``; results/peers.md, onnx.md; a noisy 2-vCPU VM). The result is
-    fp32 throughout (no reduced-precision math; oneDNN's default fp32 math mode), equal to the stock result to
-    rounding (token states within ~1e-5).
-
-    Rerouted: a call with gradients off, CPU autocast off and ``torch.backends.mkldnn.enabled``, on CPU float32
-    tensors with a 2-D weight, an input of at least 2 dimensions whose last matches the weight's columns, and no
-    bias or a 1-D bias of one value per output. Everything else (and every other function) runs as it would, with
-    PyTorch's own checks and errors. A mode, not a module swap: the model is left as it was loaded, and the reroute
-    holds only inside :meth:`Encoder._run_model`, for batches of :data:`ONEDNN_MIN_TOKENS` tokens or more. Torch
-    function modes are per thread. A model built on ``nn.TransformerEncoderLayer`` loses that layer's fused fast
-    path under any mode, so :class:`Encoder` leaves the mode off for such models by default.
-    """
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        if func is torch.nn.functional.linear and not torch.is_grad_enabled() and not _autocast_cpu() \
-                and torch.backends.mkldnn.enabled:
-            x = args[0] if args else kwargs.get("input")
-            weight = args[1] if len(args) > 1 else kwargs.get("weight")
-            bias = args[2] if len(args) > 2 else kwargs.get("bias")
-            if (isinstance(x, torch.Tensor) and isinstance(weight, torch.Tensor) and x.device.type == "cpu"
-                    and x.dtype == torch.float32 and weight.dtype == torch.float32 and weight.dim() == 2
-                    and x.dim() >= 2 and x.shape[-1] == weight.shape[1]
-                    and (bias is None or (isinstance(bias, torch.Tensor) and bias.dtype == torch.float32
-                                          and bias.dim() == 1 and bias.shape[0] == weight.shape[0]))):
-                shape = x.shape
-                y = torch.ops.mkldnn._linear_pointwise(x.reshape(-1, shape[-1]), weight, bias, "none", [], "")
-                return y.view(*shape[:-1], weight.shape[0])
-        return func(*args, **kwargs)
-
-
-@functools.cache
-def onednn_linear_available() -> bool:
-    """Whether :class:`OneDNNLinear` can run here: oneDNN is built in and enabled (``torch.backends.mkldnn``), the
-    operator ``torch.ops.mkldnn._linear_pointwise`` exists (a PyTorch-internal operator: its absence in a future
-    release turns the reroute off, nothing fails), and it agrees with ``torch.addmm`` on a probe (float32,
-    autocast off; rtol 1e-4). Cached per process."""
-    try:
-        if not (torch.backends.mkldnn.is_available() and torch.backends.mkldnn.enabled
-                and hasattr(torch.ops.mkldnn, "_linear_pointwise")):
-            return False
-        g = torch.Generator().manual_seed(0)
-        x, w, b = (torch.randn(*s, generator=g, dtype=torch.float32) for s in ((15, 24), (40, 24), (40,)))
-        with torch.no_grad(), torch.autocast("cpu", enabled=False):
-            want = torch.addmm(b, x, w.t())
-            got = torch.ops.mkldnn._linear_pointwise(x, w, b, "none", [], "")
-        return got.shape == want.shape and bool(torch.allclose(got, want, rtol=1e-4, atol=1e-5))
-    except Exception:  # noqa: BLE001 - an operator that changed its signature, a build without it: stock linear
-        return False
-
-
-ONEDNN_LINEAR_ENV = "LATECHUNK_ONEDNN_LINEAR"
-"""Environment variable: ``0``/``false``/``off``/``no`` turns the default oneDNN linear off for every encoder of the
-process (and of Ray actors and sentence encoders it starts); ``1``/``true``/``on``/``yes`` or unset: the default."""
-
-_ENV_BOOL = {"": True, "1": True, "true": True, "on": True, "yes": True, "0": False, "false": False, "off": False,
-             "no": False}
-
-
-def _want_onednn_linear(choice: bool | None, backend: str, device: torch.device, dtype: torch.dtype,
-                        compile: bool, model: torch.nn.Module | None = None) -> bool:
-    """The rule of ``Encoder(onednn_linear=...)``: True/False as given (True where it cannot run is an error);
-    None: on for the torch backend on an x86-64 CPU in float32 without ``compile`` (inductor packs its own
-    linears; on other CPUs, Arm among them, it is unmeasured and stays off unless asked for), for a model with no
-    ``nn.TransformerEncoderLayer`` (whose fused fast path a mode turns off), unless ``$LATECHUNK_ONEDNN_LINEAR``
-    is ``0``."""
-    import platform
-
-    fits = backend == "torch" and device.type == "cpu" and dtype == torch.float32 and not compile
-    if choice is None:
-        env = os.environ.get(ONEDNN_LINEAR_ENV, "").strip().lower()
-        if env not in _ENV_BOOL:
-            raise ValueError(f"${ONEDNN_LINEAR_ENV} must be 1, 0, true, false, on, off, yes or no (or unset), got "
-                             f"{os.environ[ONEDNN_LINEAR_ENV]!r}")
-        native = model is not None and any(isinstance(m, torch.nn.TransformerEncoderLayer) for m in model.modules())
-        return (fits and not native and platform.machine().lower() in ("x86_64", "amd64")
-                and _ENV_BOOL[env] and onednn_linear_available())
-    if choice and not fits:
-        raise ValueError(f"onednn_linear applies to the torch backend on the CPU in float32 without compile (this "
-                         f"encoder: backend {backend}, device {device}, dtype {str(dtype).removeprefix('torch.')}"
-                         f"{', compile' if compile else ''})")
-    if choice and not onednn_linear_available():
-        raise ValueError("onednn_linear: this PyTorch has no working oneDNN linear (torch.ops.mkldnn._linear_pointwise)")
-    return bool(choice)
-
-
-def attention_implementation(model: torch.nn.Module, device: torch.device, dtype: torch.dtype,
-                             flash_attn: bool | None = None) -> str:
-    """The attention implementation the encoder runs a Hugging Face model with (issue 15 part 2: no padding cost).
-
-    On CUDA in 16-bit, with the ``flash_attn`` package importable and a model class that supports it,
-    ``"flash_attention_2"``: transformers then unpads every padded batch and runs variable-length (varlen)
-    attention over the real tokens only (Dao, "FlashAttention-2", arXiv:2307.08691; transformers'
-    ``modeling_flash_attention_utils``). Else ``"sdpa"`` (PyTorch's ``scaled_dot_product_attention``; a batch
-    without padding skips the mask and can use its fused kernels) where the model supports it, else ``"eager"``.
-
-    Args:
-        model: The loaded Hugging Face model (its class attributes ``_supports_flash_attn`` /
-            ``_supports_flash_attn_2`` and ``_supports_sdpa`` are read).
-        device: Where it runs.
-        dtype: Its weight dtype (flash-attention needs float16 or bfloat16).
-        flash_attn: Whether ``flash_attn`` is importable; ``None``: look it up (no import).
-
-    Returns:
-        ``"flash_attention_2"``, ``"sdpa"`` or ``"eager"``.
-    """
-    if flash_attn is None:
-        import importlib.util
-
-        flash_attn = importlib.util.find_spec("flash_attn") is not None
-    supports_fa = bool(getattr(model, "_supports_flash_attn", False) or getattr(model, "_supports_flash_attn_2", False))
-    if device.type == "cuda" and dtype in (torch.float16, torch.bfloat16) and flash_attn and supports_fa:
-        return "flash_attention_2"
-    return "sdpa" if getattr(model, "_supports_sdpa", False) else "eager"
-
-
-def _set_attention(model: torch.nn.Module, impl: str) -> str:
-    """Switch ``model`` to attention ``impl`` where it runs another one; return the one it runs afterwards (its
-    own, where transformers refuses the switch)."""
-    config = getattr(model, "config", None)
-    current = getattr(config, "_attn_implementation", None)
-    if current is None or current == impl or not hasattr(model, "set_attn_implementation"):
-        return current or "eager"
-    try:
-        model.set_attn_implementation(impl)
-    except (ValueError, ImportError, RuntimeError, TypeError, AttributeError):
-        return current
-    return getattr(config, "_attn_implementation", current)
 
 
 def _caller_stacklevel() -> int:
@@ -339,17 +63,7 @@ def _caller_stacklevel() -> int:
     return level
 
 
-def _pick_device(device: str) -> torch.device:
-    if device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise ValueError(f"device {device!r} asked for, but CUDA is not available (use --device cpu or auto)")
-    if device not in ("cpu",) and not device.startswith("cuda") and device != "mps":
-        raise ValueError(f"device must be auto, cpu, cuda or cuda:N, got {device!r}")
-    return torch.device(device)
-
-
-class Encoder:
+class Encoder(SentenceTransformerEncode):
     """Runs a Hugging Face encoder: unpadded token states per document, and the model's own pooling.
 
     Args:
@@ -689,19 +403,9 @@ class Encoder:
         return states, longest
 
     def _batches(self, lengths: Sequence[int]) -> list[list[int]]:
-        """Greedy token-budget batches of row indices, longest first (so padding stays small)."""
-        order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
-        batches: list[list[int]] = []
-        cur: list[int] = []
-        for i in order:
-            longest = lengths[cur[0]] if cur else lengths[i]
-            if cur and longest * (len(cur) + 1) > self.batch_tokens:
-                batches.append(cur)
-                cur = []
-            cur.append(i)
-        if cur:
-            batches.append(cur)
-        return batches
+        """Greedy token-budget batches of row indices, longest first (so padding stays small;
+        :func:`~latechunk.encoder.batching.budget_batches` with :attr:`batch_tokens`)."""
+        return budget_batches(lengths, self.batch_tokens)
 
     def model_inputs(
         self, tok: Tokenization, macro_window: MacroWindow | None = None
@@ -876,194 +580,3 @@ class Encoder:
         if mode == "max":
             return states[start:].amax(dim=0)
         return states[start:].mean(dim=0)
-
-    # ------------------------------------------------------------------ prompts (sentence-transformers names)
-    @functools.cached_property
-    def prompts(self) -> dict[str, str]:
-        """The model's prompts by name, as sentence-transformers' ``SentenceTransformer.prompts``: every prompt of
-        its ``config_sentence_transformers.json`` (a local folder's; ``{}`` where there is none), with ``query``
-        and ``document`` always present and set to the prompts this encoder uses (the model's own, or the
-        constructor's overrides; ``""`` where none).
-
-        Returns:
-            ``{prompt name: prompt text}``.
-        """
-        own = _st_config(self.path).get("prompts")
-        found = {str(k): v for k, v in own.items() if isinstance(v, str)} if isinstance(own, dict) else {}
-        return {**found, "query": self.query_tokenizer.prefix, "document": self.tokenizer.prefix}
-
-    @property
-    def default_prompt_name(self) -> str | None:
-        """The prompt :meth:`encode` uses when given none (sentence-transformers' ``default_prompt_name``, from
-        the model's ``config_sentence_transformers.json``); ``None`` where the model sets none."""
-        name = _st_config(self.path).get("default_prompt_name")
-        return name if isinstance(name, str) and name in self.prompts else None
-
-    def _prompt_tokenizer(self, prompt_name: str | None, prompt: str | None) -> DocumentTokenizer:
-        """The tokenizer that puts a prompt in the lead frame: ``prompt`` itself when given, else the prompt
-        named ``prompt_name`` (else :attr:`default_prompt_name`, else none)."""
-        if prompt is not None:
-            if not isinstance(prompt, str):
-                raise TypeError(f"prompt must be a str, got {type(prompt).__name__}")
-            text = prompt
-        else:
-            name = prompt_name if prompt_name is not None else self.default_prompt_name
-            if name is None:
-                return self.plain_tokenizer
-            if name == "query":
-                return self.query_tokenizer
-            if name == "document":
-                return self.tokenizer
-            if name not in self.prompts:
-                others = "".join(f", {n!r}" for n in sorted(self.prompts) if n not in PROMPT_NAMES)
-                raise ValueError(f"prompt_name must be None, 'query' or 'document'{others}, got {name!r} (the "
-                                 "prompts of the model's sentence-transformers config)")
-            text = self.prompts[name]
-        cache = self.__dict__.setdefault("_prompt_tokenizers", {})
-        if text not in cache:
-            cache[text] = DocumentTokenizer(self.hf_tokenizer, prefix=text)
-        return cache[text]
-
-    # ------------------------------------------------------------------ naive / query encoding
-    def encode(
-        self,
-        texts: str | Sequence[str],
-        prompt_name: str | None = None,
-        prompt: str | None = None,
-        batch_size: int | None = None,
-        show_progress_bar: bool | None = None,
-        convert_to_numpy: bool = True,
-        convert_to_tensor: bool = False,
-        normalize_embeddings: bool | None = None,
-        *,
-        normalize: bool | None = None,
-        progress: bool = False,
-        macro_window: MacroWindow | None = None,
-    ):
-        """Encode texts each on its own with the model's pooling: sentence-transformers' ``encode``.
-
-        Each text is one input ``[lead frame with the prompt] + text + [trail frame]``, pooled as the model's
-        sentence-transformers Pooling does (:meth:`pool_model`). Unlike sentence-transformers, a text longer than
-        :attr:`max_length` is never truncated: it goes through macro windows (its token states stitched, then
-        pooled), so a text within ``max_seq_length`` gives sentence-transformers' vector and a longer one the
-        pooling of all its tokens.
-
-        Args:
-            texts: One text (then one vector comes back) or a sequence of texts.
-            prompt_name: A prompt name of :attr:`prompts` (``"query"``, ``"document"``, or another the model's
-                sentence-transformers config defines); ``None``: :attr:`default_prompt_name` (none for most
-                models: no prompt).
-            prompt: A prompt text, used instead of ``prompt_name`` (as in sentence-transformers).
-            batch_size: Accepted for sentence-transformers compatibility; forward batches are formed by the token
-                budget ``batch_tokens`` instead (length-sorted), which never changes a vector.
-            show_progress_bar: Show a progress bar (tokens); alias of ``progress``.
-            convert_to_numpy: Return a numpy array (default); False (and not ``convert_to_tensor``): a list of
-                (dim,) float32 CPU tensors, as sentence-transformers does.
-            convert_to_tensor: Return one (n, dim) float32 CPU ``torch.Tensor``.
-            normalize_embeddings: sentence-transformers' flag: True L2-normalises every vector; False gives the
-                model's output as sentence-transformers gives it (L2-normalised only where the model has a
-                ``Normalize`` module); ``None`` (default): latechunk's default, L2-normalised (chunk vectors are
-                normalised too, so queries and chunks compare by cosine).
-            normalize: latechunk's own keyword (kept for its callers): True L2-normalises, False returns the raw
-                pooled vectors (no ``Normalize`` module applied). Give at most one of ``normalize`` and
-                ``normalize_embeddings``.
-            progress: Show a progress bar (tokens).
-            macro_window: Plan for texts longer than one macro window; default ``macro_window(size=max_length,
-                overlap=0)``: one forward per text up to :attr:`max_length` tokens (frame included), longer texts
-                in windows of :attr:`max_length`, never truncated.
-
-        Returns:
-            (len(texts), dim) float32 numpy array on the host, in input order ((dim,) for one str); or a tensor /
-            list of tensors as ``convert_to_tensor`` / ``convert_to_numpy`` say.
-
-        Raises:
-            ValueError: on an unknown ``prompt_name``, or ``normalize`` and ``normalize_embeddings`` both given
-                and different.
-            TypeError: if a text is not a str.
-        """
-        single = isinstance(texts, str)
-        items = [texts] if single else list(texts)
-        for i, t in enumerate(items):
-            if not isinstance(t, str):
-                raise TypeError(f"encode: texts[{i}] must be a str, got {type(t).__name__}")
-        if normalize is not None and normalize_embeddings is not None and bool(normalize) != bool(normalize_embeddings):
-            raise ValueError(f"give one of normalize={normalize!r} and normalize_embeddings={normalize_embeddings!r}")
-        if normalize is not None:
-            unit = bool(normalize)
-        elif normalize_embeddings is not None:
-            unit = bool(normalize_embeddings) or self.settings.normalize
-        else:
-            unit = True
-        tokenizer = self._prompt_tokenizer(prompt_name, prompt)
-        toks = [tokenizer(t) for t in items]
-        if macro_window is None:
-            # a text encoded on its own uses the model's whole input (max_length), not the late default
-            # (max_seq_length): a 256-token chunk of MiniLM is one 258-token forward, not two 256-token windows
-            # (the second pushed back to be full: twice the tokens; issue 15's peer benchmark)
-            macro_window = self.macro_window(size=self.max_length, overlap=0)
-        if toks:
-            states = self.token_states(toks, macro_window, progress=progress or bool(show_progress_bar))
-            vecs = torch.stack([self.pool_model(s, t) for s, t in zip(states, toks)])
-            if unit:
-                vecs = torch.nn.functional.normalize(vecs, p=2.0, dim=1)
-            out = vecs.cpu().float()
-        else:
-            out = torch.zeros((0, self.dim), dtype=torch.float32)
-        if convert_to_tensor:
-            return out[0] if single else out
-        if not convert_to_numpy:
-            rows = list(out)
-            return rows[0] if single else rows
-        arr = out.numpy().astype(np.float32, copy=False)
-        return arr[0] if single else arr
-
-    def encode_query(self, texts: str | Sequence[str], normalize: bool | None = None, progress: bool = False,
-                     **kwargs) -> np.ndarray:
-        """:meth:`encode` with the query prompt (sentence-transformers' ``encode_query``).
-
-        Args:
-            texts: The queries (one str: one vector).
-            normalize: L2-normalise the output rows (default True; see :meth:`encode`).
-            progress: Show a progress bar (tokens).
-            **kwargs: Other :meth:`encode` arguments (``normalize_embeddings``, ``convert_to_tensor``, ...;
-                ``prompt_name``/``prompt`` replace the query prompt).
-
-        Returns:
-            (len(texts), dim) float32 on the host, in input order (as :meth:`encode`).
-        """
-        kwargs.setdefault("prompt_name", "query")
-        return self.encode(texts, normalize=normalize, progress=progress, **kwargs)
-
-    def encode_document(
-        self,
-        texts: str | Sequence[str],
-        normalize: bool | None = None,
-        progress: bool = False,
-        macro_window: MacroWindow | None = None,
-        **kwargs,
-    ) -> np.ndarray:
-        """:meth:`encode` with the document prompt (sentence-transformers' ``encode_document``): naive chunks.
-
-        Args:
-            texts: The texts (e.g. chunk texts; one str: one vector).
-            normalize: L2-normalise the output rows (default True; see :meth:`encode`).
-            progress: Show a progress bar (tokens).
-            macro_window: Plan for texts longer than one macro window; default as :meth:`encode`.
-            **kwargs: Other :meth:`encode` arguments (``normalize_embeddings``, ``convert_to_tensor``, ...).
-
-        Returns:
-            (len(texts), dim) float32 on the host, in input order (as :meth:`encode`).
-        """
-        kwargs.setdefault("prompt_name", "document")
-        return self.encode(texts, normalize=normalize, progress=progress, macro_window=macro_window, **kwargs)
-
-
-def _st_config(path: str) -> dict:
-    """A local model folder's ``config_sentence_transformers.json`` (``{}`` where there is none or it is not an
-    object: a hub id, a model built in memory, a plain Hugging Face folder)."""
-    f = Path(path) / "config_sentence_transformers.json"
-    try:
-        obj = json.loads(f.read_text(encoding="utf-8")) if f.is_file() else {}
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return {}
-    return obj if isinstance(obj, dict) else {}
