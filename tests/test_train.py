@@ -277,7 +277,7 @@ def test_fused_targets_line_up_late_and_naive_rows_when_queries_share_a_chunk():
 def test_ict_naive_and_fused_terms_leave_out_the_other_passages_of_the_source_document(tiny, tmp_path, monkeypatch):
     """Inverse cloze with --fused-weight: the naive and fused terms' softmaxes leave out the other passages of the
     query's own source document (they may hold the held-out sentence), as the late term's does."""
-    import latechunk.train as train_mod
+    from latechunk.train import loop as train_mod
 
     corpus = tmp_path / "corpus"
     corpus.mkdir()
@@ -334,7 +334,7 @@ def test_a_stopped_run_resumes_to_the_model_an_uninterrupted_run_makes(tiny, tmp
     checkpoint is gone afterwards. Without --resume the folder is refused, naming it; other settings too."""
     from safetensors.numpy import load_file
 
-    from latechunk import train as train_mod
+    from latechunk.train import loop as train_mod
 
     data = _squad(tmp_path)
 

@@ -12,8 +12,8 @@ import torch
 from models import save_tiny_bert
 from test_train import _squad
 
-import latechunk.train as train_mod
 from latechunk.train import PRECISIONS, TrainConfig, _forward, autocast_dtype, train
+from latechunk.train import loop as train_mod
 
 
 @pytest.mark.parametrize(("precision", "device", "amx", "expected"), [
