@@ -13,7 +13,7 @@ from models import save_tiny_bert
 from test_train import _squad
 
 from latechunk.train import PRECISIONS, TrainConfig, _forward, autocast_dtype, train
-from latechunk.train import loop as train_mod
+from latechunk.train import forward as train_mod
 
 
 @pytest.mark.parametrize(("precision", "device", "amx", "expected"), [
