@@ -1,4 +1,4 @@
-"""``latechunk train`` (latechunk/train.py) on a tiny random BERT: the loss falls, the saved folder loads and
+"""``latechunk train`` (latechunk/train/) on a tiny random BERT: the loss falls, the saved folder loads and
 differs from the base, the training forward pools as ``embed`` does, ``--ict`` runs, bad input fails clearly."""
 
 from __future__ import annotations
@@ -109,7 +109,7 @@ def test_training_forward_pools_as_embed(tiny):
     p = plans["long"]
     assert len(p.plan) > 2  # the document needs several macro windows
     with torch.no_grad():
-        vecs, targets, keys = _late_step_vectors(pairs, plans, enc, pad_id=0)
+        vecs, targets, keys, _ = _late_step_vectors(pairs, plans, enc, pad_id=0)
     states = enc.token_states([p.tok], mw)
     ref = late_vectors(states, [p.tok], [p.bounds], normalize=False)
     got = vecs.numpy()
@@ -119,6 +119,49 @@ def test_training_forward_pools_as_embed(tiny):
     cs = p.bounds.char_spans
     assert pairs[0][1] == 0
     assert cs[pairs[1][1], 0] <= len(text) - 11 < cs[pairs[1][1], 1]  # the chunk holding most of the answer span
+
+
+def test_a_chunk_not_whole_in_the_steps_macro_windows_is_counted_not_dropped_silently(tiny, tmp_path):
+    """A chunk that a step's macro windows hold only in part cannot be pooled whole, so it is no candidate of that
+    step: it is counted (per step, in the result, in latechunk_train.json and in the log), never left out silently.
+    Every chunk of a step's documents is either pooled, counted, or wholly outside the step's macro windows."""
+    from latechunk.encoder import Encoder
+
+    enc = Encoder(str(tiny), device="cpu")
+    text = " ".join(s for _, sents in TOPICS for s in sents)
+    doc = Document("long", text)
+    mw = enc.macro_window(32, 4)
+    plans, pairs, _ = _plan_documents([TrainExample("q0", "lava", doc, (5, 10)),
+                                       TrainExample("q1", "crater", doc, (70, 80))], enc, "fixed:size=8", mw,
+                                      progress=False)
+    p = plans["long"]
+    run = sorted({w for _, j in pairs for w in p.windows_of(j)})
+    assert len(p.plan) > len(run)  # the step runs some of the document's macro windows, not all
+    covered = np.zeros(p.tok.n_content, dtype=bool)
+    for w in run:
+        covered[p.plan[w].keep_start:p.plan[w].keep_end] = True
+    spans = p.bounds.token_spans - p.tok.n_lead
+    part = {j for j, (a, b) in enumerate(spans.tolist()) if covered[a:b].any() and not covered[a:b].all()}
+    outside = {j for j, (a, b) in enumerate(spans.tolist()) if not covered[a:b].any()}
+    assert part  # the fixture makes such a chunk: 8-token chunks across a window's kept edge
+    with torch.no_grad():
+        step = _late_step_vectors(pairs, plans, enc, pad_id=0)
+    pooled = {j for _, j in step.keys}
+    assert step.unpooled == len(part)
+    assert pooled.isdisjoint(part) and pooled | part | outside == set(range(len(spans)))
+
+    # a whole run reports the count: in the result (per step), the record and the log
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "all.md").write_text(" ".join(s for _, sents in TOPICS for s in sents * 3) + "\n", encoding="utf-8")
+    lines = []
+    res = train(TrainConfig(out=str(tmp_path / "m"), ict=(str(corpus),), model=str(tiny), strategy="fixed:size=8",
+                            macro_window=32, window_overlap=4, ict_queries=8, batch_size=4, naive_weight=0.0,
+                            device="cpu", seed=0), progress=False, log=lines.append)
+    assert len(res.unpooled) == len(res.losses) and res.n_unpooled == sum(res.unpooled) > 0
+    record = json.loads((tmp_path / "m" / "latechunk_train.json").read_text())
+    assert record["unpooled_chunks"] == res.n_unpooled and record["unpooled_chunks_per_step"] == res.unpooled
+    assert f"{res.n_unpooled} chunks left out of a step's candidates as not whole in its macro windows" in lines[-1]
 
 
 def test_ict_examples_masking_rule():
@@ -367,6 +410,7 @@ def test_a_stopped_run_resumes_to_the_model_an_uninterrupted_run_makes(tiny, tmp
         train(cfg(tmp_path / "part", precision="bfloat16"), progress=False, resume=True)
     resumed = train(cfg(tmp_path / "part"), progress=False, checkpoint_every=2, resume=True)
     assert resumed.losses == whole.losses and len(resumed.losses) == 8
+    assert resumed.unpooled == whole.unpooled and len(resumed.unpooled) == 8  # the count survives a resume
     assert not (tmp_path / "part" / ".checkpoint").exists()
     a = load_file(str(tmp_path / "whole" / "model.safetensors"))
     b = load_file(str(tmp_path / "part" / "model.safetensors"))

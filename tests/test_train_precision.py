@@ -1,4 +1,4 @@
-"""``latechunk train --precision`` (latechunk/train.py): which dtype the training forward is autocast to per
+"""``latechunk train --precision`` (latechunk/train/): which dtype the training forward is autocast to per
 device and CPU capability, that the autocast really reaches the model's matrix products while the weights stay
 float32, and that a bf16 training run still lowers the loss."""
 

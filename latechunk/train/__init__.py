@@ -21,6 +21,8 @@ markedly better. This module does that training:
   late-pooled vectors (mean of the token states over the chunk's token span, frame tokens excluded, as
   ``embed``) of every chunk that the step's macro windows hold whole: the target, the other chunks of the same
   document (*in-sequence negatives*) and the chunks of the other queries' documents (*in-batch negatives*);
+  a chunk the step's macro windows hold only in part is no candidate of that step and is counted
+  (:attr:`TrainResult.unpooled`, ``unpooled_chunks`` in ``latechunk_train.json``, the run's last log line);
   cosine similarity divided by a temperature :data:`DEFAULT_TEMPERATURE` (0.05, i.e. sentence-transformers'
   scale 20). With ``naive_weight > 0`` a second InfoNCE term does the same for the naive vectors of the step's
   target chunks (each chunk's text encoded on its own, in-batch negatives), so the model stays good in naive

@@ -137,6 +137,8 @@ class TrainResult:
         fused_losses: The fused term of every step (empty with ``fused_weight`` 0).
         seconds: Wall time of the training loop.
         config: The :class:`TrainConfig`.
+        unpooled: Per optimiser step, the chunks its macro windows held only in part, left out of its late
+            candidates (:class:`~latechunk.train.forward.StepChunks`); :attr:`n_unpooled` is their sum.
     """
 
     out: Path
@@ -149,6 +151,12 @@ class TrainResult:
     fused_losses: list[float] = field(default_factory=list)
     seconds: float = 0.0
     config: TrainConfig | None = None
+    unpooled: list[int] = field(default_factory=list)
+
+    @property
+    def n_unpooled(self) -> int:
+        """Chunks left out of a step's late candidates as not whole in its macro windows, over all steps."""
+        return sum(self.unpooled)
 
     def epoch_means(self) -> list[float]:
         """Mean loss per epoch.

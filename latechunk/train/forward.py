@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -100,12 +100,34 @@ def _pooled_texts(encoder: Encoder, toks: Sequence[Tokenization], pad_id: int,
     return torch.stack([encoder.pool_model(states[i * longest: i * longest + len(t)], t) for i, t in enumerate(toks)])
 
 
-def _late_step_vectors(batch: Sequence[tuple[TrainExample, int]], plans: dict[str, _DocPlan], encoder: Encoder,
-                       pad_id: int, amp: torch.dtype | None = None
-                       ) -> tuple[torch.Tensor, list[int], list[tuple[str, int]]]:
-    """Late-pooled vectors of every chunk the step's macro windows hold whole.
+class StepChunks(NamedTuple):
+    """The late candidates of one optimiser step (:func:`_late_step_vectors`).
 
-    Returns ``(vectors (n_chunks, dim), target row per query, (doc_id, chunk) per row)``.
+    Attributes:
+        vectors: (n_chunks, dim) float32, with gradients: the late-pooled vector of every chunk of the step's
+            documents that the step's macro windows hold whole.
+        targets: Per query of the batch, its target chunk's row in ``vectors``.
+        keys: ``(doc_id, chunk index)`` per row of ``vectors``.
+        unpooled: Chunks of the step's documents that the step's macro windows hold only in part (some of their
+            tokens run in this step, some not): they cannot be pooled whole, so they are no candidate of this
+            step. Counted, never dropped silently (issue 37). A chunk with no token in the step's windows is not
+            part of the step and is not counted.
+    """
+
+    vectors: torch.Tensor
+    targets: list[int]
+    keys: list[tuple[str, int]]
+    unpooled: int
+
+
+def _late_step_vectors(batch: Sequence[tuple[TrainExample, int]], plans: dict[str, _DocPlan], encoder: Encoder,
+                       pad_id: int, amp: torch.dtype | None = None) -> StepChunks:
+    """Late-pooled vectors of every chunk the step's macro windows hold whole: the macro windows that hold the
+    batch's target chunks run with gradients, and each chunk whose every token was run is the mean of its token
+    states (frame tokens excluded), each token's state from the macro window that keeps it.
+
+    Returns:
+        The :class:`StepChunks` (vectors, target rows, keys, and the count of chunks held only in part).
     """
     import torch
 
@@ -127,12 +149,15 @@ def _late_step_vectors(batch: Sequence[tuple[TrainExample, int]], plans: dict[st
         src[pos] = r * longest + p.tok.n_lead + (pos - win.start)
     keys: list[tuple[str, int]] = []
     idx_parts, seg_parts = [], []
+    unpooled = 0
     for d, src in src_of.items():
         p = plans[d]
         for j, (a, b) in enumerate((p.bounds.token_spans.astype(np.int64) - p.tok.n_lead).tolist()):
             rows_j = src[a:b]
-            if (rows_j < 0).any():
-                continue  # not whole in this step's macro windows
+            missing = rows_j < 0
+            if missing.any():  # not whole in this step's macro windows: no candidate here
+                unpooled += int(not missing.all())  # counted where part of it ran (a whole-chunk mean is not had)
+                continue
             idx_parts.append(rows_j)
             seg_parts.append(np.full(b - a, len(keys), dtype=np.int64))
             keys.append((d, j))
@@ -143,7 +168,7 @@ def _late_step_vectors(batch: Sequence[tuple[TrainExample, int]], plans: dict[st
     counts = torch.bincount(seg, minlength=len(keys)).to(states.dtype).unsqueeze(1)
     row_of = {k: i for i, k in enumerate(keys)}
     targets = [row_of[(ex.doc.doc_id, j)] for ex, j in batch]
-    return sums / counts, targets, keys
+    return StepChunks(sums / counts, targets, keys, unpooled)
 
 
 

@@ -150,6 +150,7 @@ class _Run:
         self.pairs = [self.data.base_pairs[i] for i in info["order"]]
         for name in ("losses", "late_losses", "naive_losses", "fused_losses"):
             setattr(self.result, name, list(info[name]))
+        self.result.unpooled = list(info.get("unpooled", []))  # a checkpoint written before the count: none
         self.start, self.earlier = int(info["step"]), float(info["seconds"])
         self.say(f"resumed from {self.out / CHECKPOINT_DIR} after step {self.start} of {self.total}")
 
@@ -159,17 +160,18 @@ class _Run:
         _save_checkpoint(self.out, self.model, self.opt, self.sched, self.data.order, {
             "config": self.config.to_dict(), "step": done, "seconds": seconds, "autocast": self.autocast,
             "order": [self.position[id(p)] for p in self.pairs], "losses": r.losses, "late_losses": r.late_losses,
-            "naive_losses": r.naive_losses, "fused_losses": r.fused_losses})
+            "naive_losses": r.naive_losses, "fused_losses": r.fused_losses, "unpooled": r.unpooled})
 
     def step(self, batch: list[tuple[TrainExample, int]]) -> int:
         """One optimiser step over ``batch``: the loss terms, backward, clipping, AdamW and the schedule; the losses
-        appended to the result. Returns the step's late candidates (chunks pooled)."""
+        appended to the result, and the chunks its macro windows hold only in part (counted, not candidates).
+        Returns the step's late candidates (chunks pooled)."""
         import torch
 
         config, encoder, plans, amp, pad_id = self.config, self.encoder, self.data.plans, self.amp, self.pad_id
         q_toks = [_query_tok(encoder, ex.query, encoder.max_length) for ex, _ in batch]
         q = _pooled_texts(encoder, q_toks, pad_id, amp)
-        chunks, targets, keys = _late_step_vectors(batch, plans, encoder, pad_id, amp)
+        chunks, targets, keys, unpooled = _late_step_vectors(batch, plans, encoder, pad_id, amp)
         late = _info_nce(q, chunks, targets, config.temperature, _overlapping(batch, keys, plans))
         loss = late
         naive_v = 0.0
@@ -199,6 +201,7 @@ class _Run:
         self.result.losses.append(float(loss.detach()))
         self.result.late_losses.append(float(late.detach()))
         self.result.naive_losses.append(naive_v)
+        self.result.unpooled.append(unpooled)
         return len(keys)
 
     def epochs(self, progress: bool, checkpoint_every: int) -> None:
@@ -265,6 +268,9 @@ def _save_model(run: _Run, st, what: str, resumed: bool, say: Callable[[str], No
         "naive_loss": result.naive_losses,
         **({"fused_loss": result.fused_losses} if result.fused_losses else {}),
         "epoch_mean_loss": result.epoch_means(),
+        # chunks a step's macro windows held only in part: no whole-chunk mean, so no candidate of that step
+        "unpooled_chunks": result.n_unpooled,
+        "unpooled_chunks_per_step": result.unpooled,
         "loss_definition": "InfoNCE over cosine / temperature; late: query vs late-pooled chunks of the step's macro "
                            "windows (target, in-sequence and in-batch negatives); naive: query vs naive vectors of "
                            "the step's target chunks; loss = late + naive_weight * naive"
@@ -273,7 +279,8 @@ def _save_model(run: _Run, st, what: str, resumed: bool, say: Callable[[str], No
     }
     (out / TRAIN_FILE).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     say(f"saved {out} ({result.steps} steps, {result.seconds:.1f} s; mean loss per epoch "
-        f"{', '.join(f'{v:.3f}' for v in result.epoch_means())})")
+        f"{', '.join(f'{v:.3f}' for v in result.epoch_means())}; {result.n_unpooled} chunks left out of a step's "
+        "candidates as not whole in its macro windows)")
 
 
 def train(config: TrainConfig, progress: bool = True, log: Callable[[str], None] | None = None, *,
