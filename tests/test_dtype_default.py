@@ -12,9 +12,9 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from latechunk.encoder import isa as encoder_mod
 from latechunk.cli import app
 from latechunk.encoder import CPU_DTYPE_ENV, default_dtype
+from latechunk.encoder import isa as encoder_mod
 
 runner = CliRunner()
 CPU, CUDA, MPS = torch.device("cpu"), torch.device("cuda"), torch.device("mps")
