@@ -1,4 +1,4 @@
-"""latechunk/index.py: faiss index_factory strings, the flat/hnsw aliases, training, dtype/layout handling (BR-015),
+"""latechunk/index/: faiss index_factory strings, the flat/hnsw aliases, training, dtype/layout handling (BR-015),
 empty export (BR-004); compact vectors (issue 11: --precision, --truncate-dim, and search on them from the CLI).
 IDs are compared exactly, scores with a stated tolerance (faiss ``test_contrib.py``)."""
 
