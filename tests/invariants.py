@@ -290,3 +290,21 @@ def check_chunk_rows(originals: Mapping[str, str], rows: Iterable[Mapping], toke
         if tokenizer is not None:
             ts = np.array([(r["token_start"], r["token_end"]) for r in doc_rows], dtype=np.int64)
             check_token_cover(original, tokenizer(original), ts, cs)
+
+
+def chunk_file_rows(path, text: str, strategy: str = "heading") -> list[dict]:
+    """Write ``text`` to ``path``, run ``latechunk chunk PATH --strategy STRATEGY --out ...`` and return its rows (one
+    dict per chunk, as the JSONL output holds them); asserts the command exits 0."""
+    import json
+    from pathlib import Path
+
+    from typer.testing import CliRunner
+
+    from latechunk.cli import app
+
+    path = Path(path)
+    path.write_text(text, encoding="utf-8")
+    out = path.with_name(path.name + ".chunks.jsonl")
+    res = CliRunner().invoke(app, ["chunk", str(path), "--strategy", strategy, "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    return [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]

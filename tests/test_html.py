@@ -17,7 +17,7 @@ from latechunk.io import iter_inputs
 from latechunk.models import resolve_model_path
 from latechunk.tokenize import DocumentTokenizer
 from latechunk.types import Document, Skipped
-from tests.invariants import check_chunk_rows
+from tests.invariants import check_chunk_rows, chunk_file_rows
 from tests.models import save_tiny_bert
 
 runner = CliRunner()
@@ -105,12 +105,7 @@ def test_html_files_are_read_as_markdown_with_the_conversion_recorded(tmp_path, 
 
 
 def test_chunk_cli_cuts_html_by_its_h2_sections(tmp_path, page_md):
-    path = tmp_path / "manual.html"
-    path.write_text(PAGE, encoding="utf-8")
-    out = tmp_path / "c.jsonl"
-    res = runner.invoke(app, ["chunk", str(path), "--strategy", "heading", "--out", str(out)])
-    assert res.exit_code == 0, res.output
-    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    rows = chunk_file_rows(tmp_path / "manual.html", PAGE)
     assert [r["heading_path"] for r in rows] == [["Widget manual"], ["Widget manual", "Installing"],
                                                  ["Widget manual", "Prices"], ["Widget manual", "Scripting"]]
     # offsets index the markdown (the Document's text), and the chunks are its exact slices

@@ -4,12 +4,9 @@ a ``> quote`` or ``1. item`` written as text stay text, and chunk spans index th
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from typer.testing import CliRunner
 
-from latechunk.cli import app
 from latechunk.convert import html_to_markdown
 from latechunk.io import iter_inputs
 from latechunk.models import resolve_model_path
@@ -17,7 +14,7 @@ from latechunk.strategies._markdown import markdown_parser
 from latechunk.titles import document_title
 from latechunk.tokenize import DocumentTokenizer
 from latechunk.types import Document
-from tests.invariants import check_chunk_rows
+from tests.invariants import check_chunk_rows, chunk_file_rows
 
 runner = CliRunner()
 
@@ -66,12 +63,7 @@ def test_html_paragraph_text_is_not_a_heading(tmp_path):
 
 
 def test_html_paragraph_text_is_not_a_heading_in_heading_paths(tmp_path):
-    path = tmp_path / "fees.html"
-    path.write_text(PAGE, encoding="utf-8")
-    out = tmp_path / "c.jsonl"
-    res = runner.invoke(app, ["chunk", str(path), "--strategy", "heading", "--out", str(out)])
-    assert res.exit_code == 0, res.output
-    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    rows = chunk_file_rows(tmp_path / "fees.html", PAGE)
     paths = [tuple(r["heading_path"]) for r in rows]
     assert set(paths) <= {(), ("Fees",), ("Fees", "Late payments")}, paths
     assert ("Fees", "Late payments") in paths

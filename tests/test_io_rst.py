@@ -4,11 +4,8 @@ and char spans index the converted text; an RST file renamed ``.txt`` never gets
 
 from __future__ import annotations
 
-import json
-
 from typer.testing import CliRunner
 
-from latechunk.cli import app
 from latechunk.convert import RST_CONVERTER, rst_to_markdown
 from latechunk.io import iter_inputs
 from latechunk.models import resolve_model_path
@@ -16,7 +13,7 @@ from latechunk.strategies import get_strategy
 from latechunk.titles import document_title, first_heading
 from latechunk.tokenize import DocumentTokenizer
 from latechunk.types import Document
-from tests.invariants import check_chunk_rows
+from tests.invariants import check_chunk_rows, chunk_file_rows
 
 runner = CliRunner()
 
@@ -68,12 +65,7 @@ def test_rst_files_are_read_with_section_titles_as_headings(tmp_path):
 
 
 def test_rst_heading_paths_from_the_heading_strategy(tmp_path):
-    path = tmp_path / "README.rst"
-    path.write_text(RST, encoding="utf-8")
-    out = tmp_path / "c.jsonl"
-    res = runner.invoke(app, ["chunk", str(path), "--strategy", "heading", "--out", str(out)])
-    assert res.exit_code == 0, res.output
-    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    rows = chunk_file_rows(tmp_path / "README.rst", RST)
     assert [r["heading_path"] for r in rows] == [
         ["Thread controls"], ["Thread controls", "Installation"], ["Thread controls", "Usage"],
         ["Thread controls", "Usage", "Options"], ["Thread controls", "Changes"]]
