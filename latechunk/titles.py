@@ -14,6 +14,7 @@ from latechunk.io import CODE_SUFFIXES
 from latechunk.strategies._markdown import (
     ADORNMENT_LINE,
     heading_plain_text,
+    link_references,
     markdown_parser,
     markdown_source,
 )
@@ -39,7 +40,8 @@ def first_heading(text: str) -> str | None:
     Returns:
         The first heading's plain text (the rule of the heading paths,
         :func:`latechunk.strategies._markdown.heading_plain_text`: ``# The *x* flag { #x }`` gives
-        ``"The x flag"``, HTML tags, comments and link syntax dropped) that is one line of at most
+        ``"The x flag"``, HTML tags, comments, badges and link syntax dropped, reference-style links read with
+        the definitions of the whole text) that is one line of at most
         :data:`MAX_TITLE_CHARS` characters, whitespace collapsed; headings of several lines (a paragraph over a
         setext underline, such as a figure caption followed by ``---``), longer ones and ones with no text (a
         lone ``<!-- comment -->``) are passed over; None when there is no such heading.
@@ -47,6 +49,7 @@ def first_heading(text: str) -> str | None:
     source = markdown_source(text)
     if "#" not in source and "\n=" not in source and "\n-" not in source:
         return None
+    references = None  # the whole text's link reference definitions, read when a heading may use them (issue 36)
     n = 4096
     while True:
         whole = n >= len(source)
@@ -57,7 +60,9 @@ def first_heading(text: str) -> str | None:
             if t.type == "heading_open" and i + 1 < len(tokens) and (whole or t.map[1] < lines):
                 content = "\n".join(line for line in tokens[i + 1].content.strip().split("\n")
                                      if not ADORNMENT_LINE.fullmatch(line))  # an RST overline read as markdown
-                title = heading_plain_text(content, anchor_fallback=False) if "\n" not in content else ""
+                if "]" in content and references is None:  # [text][ref], [![alt][img]][url]: defined anywhere
+                    references = link_references(source)
+                title = heading_plain_text(content, False, references) if "\n" not in content else ""
                 # a setext underline under a paragraph (a figure caption) makes a "heading" of many lines: no title
                 if title and "\n" not in content and len(title) <= MAX_TITLE_CHARS:
                     return title

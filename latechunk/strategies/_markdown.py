@@ -28,7 +28,9 @@ always index the text as given.
   heading's inline tokens rendered to text (HTML tags and comments dropped, their text kept; links as their
   text; images, badges among them, dropped, issue 36; code spans as their content) after a trailing attribute
   list (``{ #id .class key=value }``, Python-Markdown ``attr_list``) is taken off; a heading whose text is then
-  empty is named by its ``#id``.
+  empty is named by its ``#id``. Reference-style links and images (``[text][ref]``, ``[text][]``, ``[text]``,
+  ``[![alt][img]][url]``) are read with the document's link reference definitions (:func:`link_references`),
+  wherever in the document they are, as a renderer reads them (issue 36).
 - **Markup-only text** (issue 16): :func:`markup_only` tells a span that carries no content (thematic breaks,
   front matter, fence markers, link reference definitions, HTML comments and bare tags, attribute lists).
 """
@@ -49,6 +51,7 @@ __all__ = [
     "block_units",
     "heading_plain_text",
     "is_markdown_input",
+    "link_references",
     "markdown_parser",
     "markdown_source",
     "content_counts",
@@ -202,7 +205,25 @@ def _inline_parser():
     return _INLINE
 
 
-def heading_plain_text(source: str, anchor_fallback: bool = True) -> str:
+def link_references(source: str) -> dict:
+    """The link reference definitions of a document (``[label]: url "title"``), as markdown-it-py's block parse
+    collects them (outside code, in quotes, list items and admonitions too).
+
+    Args:
+        source: The text handed to the parser (:func:`markdown_source`).
+
+    Returns:
+        ``env["references"]`` of ``markdown_parser().parse(source, env)``: a dict from a normalized label
+        (``"BUILD-IMG"``) to ``{"href", "title", "map"}``; ``{}`` when the text has none (not parsed then).
+    """
+    if "]:" not in source:
+        return {}
+    env: dict = {}
+    markdown_parser().parse(source, env)
+    return env.get("references", {})
+
+
+def heading_plain_text(source: str, anchor_fallback: bool = True, references: dict | None = None) -> str:
     """A heading's text as a reader sees it, from the heading's inline source (``Token.content`` of its
     ``inline`` token).
 
@@ -211,12 +232,16 @@ def heading_plain_text(source: str, anchor_fallback: bool = True) -> str:
     inline rules and rendered to text: text and entities as text, code spans as their content, links and
     emphasis as their text, images dropped (a badge ``[![Build Status](ci.svg)](ci-url)``, a link whose only
     content is an image, gives nothing; issue 36), HTML tags and comments dropped (the text between tags
-    kept), line breaks as spaces; whitespace is collapsed. A heading whose text is then empty is named by the
+    kept), line breaks as spaces; whitespace is collapsed. Reference-style links and images (full
+    ``[text][ref]``, collapsed ``[text][]``, shortcut ``[text]``; a badge ``[![alt][img]][url]``) are links and
+    images when ``references`` defines their label, as in a renderer (issue 36); an undefined one is text. A heading whose text is then empty is named by the
     attribute list's ``#id`` (its anchor), if it has one; else the result is ``""`` (the caller leaves it out).
 
     Args:
         source: The heading's inline markdown, e.g. ``"Release 2.0 <small>May 2024</small> { #r2 }"``.
         anchor_fallback: Name an empty heading by its ``#id`` (heading paths); False: ``""`` (titles).
+        references: The document's link reference definitions (:func:`link_references`, or ``env["references"]``
+            of the caller's block parse); None: none defined.
 
     Returns:
         The plain text, e.g. ``"Release 2.0 May 2024"``; ``"r2"`` for ``"<!-- note --> { #r2 }"``; ``""`` for
@@ -232,7 +257,8 @@ def heading_plain_text(source: str, anchor_fallback: bool = True) -> str:
         source = source[: m.start()].rstrip(" \t")
     parts: list[str] = []
     if any(c in source for c in "\\`*_[]<>!&"):
-        for tok in _inline_parser().parseInline(source):
+        env = {"references": references} if references else None
+        for tok in _inline_parser().parseInline(source, env):
             for child in tok.children or ():
                 if child.type in ("text", "code_inline"):
                     parts.append(child.content)

@@ -52,7 +52,8 @@ class Heading(Strategy):
        A path holds each heading's plain text, as a reader sees it (issue 16,
        :func:`~latechunk.strategies._markdown.heading_plain_text`): ``## Release 2.0 <small>May 2024</small>
        { #r2 }`` is ``"Release 2.0 May 2024"``, ``### The `--force` flag and [mirrors](m.md)`` is ``"The --force
-       flag and mirrors"``. A heading whose text is empty after that (``### <!-- md:option cache.dir -->``) is
+       flag and mirrors"``; badges, inline or reference-style (``# tool [![CI][ci-img]][ci-url]``, their
+       definitions anywhere in the document), give nothing: ``"tool"`` (issue 36). A heading whose text is empty after that (``### <!-- md:option cache.dir -->``) is
        named by the ``#id`` of its attribute list if it has one, else left out of the path; it still starts a
        section (under its parent's path).
     2. A section that fits ``max_tokens`` is one chunk; sections are never merged with each other. A longer
@@ -170,7 +171,9 @@ class Heading(Strategy):
             char = int(line_starts[min(line, n_lines)])
             return int(snapped[int(np.searchsorted(tok_starts, char, side="left"))])
 
-        md_tokens = markdown_parser().parse(markdown_source(text))  # front matter, line-start marks: BR-022, BR-025
+        md_env: dict = {}  # the link reference definitions, for the headings' reference-style links (issue 36)
+        md_tokens = markdown_parser().parse(markdown_source(text), md_env)  # front matter, marks: BR-022, BR-025
+        references = md_env.get("references")
         code, containers = block_units(text, md_tokens)
         splitter.set_blocks(code, containers, line_starts)
         blocks = []  # (start token, index into md_tokens)
@@ -189,7 +192,7 @@ class Heading(Strategy):
             source = md_tokens[i + 1].content.strip() if i + 1 < len(md_tokens) else ""
             if level not in self.levels or not source:
                 continue
-            title = heading_plain_text(source)  # what a reader sees; "" leaves it out of the path (issue 16)
+            title = heading_plain_text(source, references=references)  # what a reader sees; "": no path part
             while stack and stack[-1][0] >= level:
                 stack.pop()
             stack.append((level, title))
