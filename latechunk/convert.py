@@ -21,7 +21,11 @@ Only ``<h1>``..``<h6>`` make headings: text that markdown would read as block sy
 paragraph's ``# 1 rule``, a line of ``=`` after a ``<br>``, ``> quote``, ``1. step``, a fence, ``<div>`` written as
 text) gets a backslash before that syntax (``\# 1 rule``), and nothing else of the text is escaped (markdownify's
 ``escape_misc`` would backslash every ``=``, ``>``, ``+`` and ``|`` of the prose). The Document's text is this
-markdown, backslashes included: its char spans index it exactly.
+markdown, backslashes included: its char spans index it exactly. Code is never escaped, and never ends early: a
+``<pre>``'s fence is longer than every run of backticks in its code (markdownify's is always three, which a
+```` ``` ```` line of the code closed, the rest read as markdown), or tildes when its language holds a backtick;
+a ``<code>`` outside ``<pre>`` (a code span) has its line breaks written as spaces (what CommonMark renders
+them as), so no line of it is read as a heading or any other block.
 
 Nesting: markdownify converts recursively (a few Python frames per level), so elements nested deeper than
 :data:`MAX_DEPTH` levels (old pages with hundreds of unclosed ``<font>`` tags, generated ``<div>`` towers) are
@@ -110,6 +114,14 @@ def _converter_class():
         def escape(self, text, parent_tags):
             return _escape_line_starts(super().escape(text, parent_tags), self._starts_line)
 
+        def convert_pre(self, el, text, parent_tags):
+            return _refence(super().convert_pre(el, text, parent_tags))
+
+        def convert_code(self, el, text, parent_tags):
+            if "_noformat" not in parent_tags and "pre" not in parent_tags:  # a code span: never a line's start
+                text = _SPAN_LINE_BREAK.sub(" ", text)
+            return super().convert_code(el, text, parent_tags)
+
         def convert_img(self, el, text, parent_tags):
             if str(el.attrs.get("src", "")).startswith("data:"):  # an inline image: its alt text, not its bytes
                 return str(el.attrs.get("alt", "") or "")
@@ -186,6 +198,35 @@ def _escape_line_starts(text: str, starts_line: bool = True) -> str:
         return f"{indent}\\{syntax}"
 
     return (_LINE_START_SYNTAX if starts_line else _NEW_LINE_SYNTAX).sub(esc, text)
+
+
+#: markdownify's fenced block for a ``<pre>``: blank lines, the opening fence and its info string, the code, the
+#: closing fence, blank lines
+_PRE_BLOCK = re.compile(r"(\s*)```([^\n]*)\n(.*)\n```(\s*)", re.DOTALL)
+#: a line break in a code span's text (with the spaces around it): markdown would read the next line as a block
+_SPAN_LINE_BREAK = re.compile(r"[ \t]*(?:\r\n?|\n)[ \t]*")
+
+
+def _refence(block: str) -> str:
+    r"""The fenced code block markdownify writes for a ``<pre>``, with a fence no line of the code can close
+    (CommonMark: a closing fence is at least as long as the opening one): backticks, one more than the longest
+    run of backticks in the code (at least 3); tildes, one more than the longest run of tildes (at least 3), when
+    the info string (the language) holds a backtick, which a backtick fence's info string may not. A block not of
+    that shape (``""`` for an empty ``<pre>``) is returned as it is.
+
+    Args:
+        block: ``"\n\n```lang\ncode\n```\n\n"``, as markdownify writes it.
+
+    Returns:
+        The block with its two fences replaced; the code, the info string and the blank lines around it unchanged.
+    """
+    m = _PRE_BLOCK.fullmatch(block)
+    if m is None:
+        return block
+    before, info, code, after = m.groups()
+    char = "~" if "`" in info else "`"
+    fence = char * max(3, 1 + max((len(r) for r in re.findall(re.escape(char) + "+", code)), default=0))
+    return f"{before}{fence}{info}\n{code}\n{fence}{after}"
 
 
 def _code_language(el) -> str:
