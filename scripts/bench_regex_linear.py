@@ -96,9 +96,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--uncapped", action="store_true", help="lift the 2,000-character cap of one pysbd call")
     args = ap.parse_args(argv)
     if args.uncapped:
-        from latechunk import sentences
+        from latechunk.sentences import segment
 
-        sentences._BLOCK_MAX_CHARS = 10**12
+        segment._BLOCK_MAX_CHARS = 10**12  # where _segment_paragraph reads it
     sizes = [int(s) for s in args.sizes.split(",")]
     bad = False
     for group in args.cases.split(","):

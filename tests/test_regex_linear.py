@@ -214,7 +214,7 @@ def test_a_block_without_whitespace_is_cut_at_the_most_characters_of_one_call(mo
         calls.append(len(block))
         return real(block, a)
 
-    monkeypatch.setattr(sentences, "_segment_block", spy)
+    monkeypatch.setattr("latechunk.sentences.segment._segment_block", spy)
     for unit in ("!?" * 300 + ".", '"\\', "“a.", "x" * 7):
         text = (unit * (20_000 // len(unit) + 1))[:20_000]
         calls.clear()
@@ -233,5 +233,5 @@ def test_the_cap_leaves_text_with_whitespace_as_it_was(monkeypatch):
     words = ["The", "cat", "sat.", "Dr.", "Smith", "left!", "Why?", "e.g.", "(see", "below)."]
     texts += [" ".join(rng.choice(words) for _ in range(3_000)) for _ in range(3)]
     capped = [sentences._segment_text(t).tolist() for t in texts]
-    monkeypatch.setattr(sentences, "_BLOCK_MAX_CHARS", 10**9)
+    monkeypatch.setattr("latechunk.sentences.segment._BLOCK_MAX_CHARS", 10**9)
     assert [sentences._segment_text(t).tolist() for t in texts] == capped

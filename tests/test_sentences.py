@@ -305,7 +305,8 @@ def test_segmenters_share_no_state(monkeypatch):
     text = "One. Two.\n\nThree."
     calls = []
     real = sentences._segment_paragraph
-    monkeypatch.setattr(sentences, "_segment_paragraph", lambda t, a, b: calls.append(a) or real(t, a, b))
+    monkeypatch.setattr("latechunk.sentences.segment._segment_paragraph",
+                        lambda t, a, b: calls.append(a) or real(t, a, b))
     a, b = SentenceSegmenter(), SentenceSegmenter()
     a.char_spans(text)
     a.char_spans(text)
@@ -423,7 +424,7 @@ def test_pysbd_crash_falls_back_to_lines_with_a_warning(monkeypatch):
         def processor(self, text):
             raise ValueError("boom")
 
-    monkeypatch.setattr(sentences, "_pysbd_segmenter", lambda fast=True: Broken())
+    monkeypatch.setattr("latechunk.sentences.segment._pysbd_segmenter", lambda fast=True: Broken())
     text = "One. Two.\nThree"
     with pytest.warns(RuntimeWarning, match="pysbd failed"):
         spans = SentenceSegmenter().char_spans(text, cache=False)
@@ -459,7 +460,7 @@ def test_segmenter_arguments_are_checked():
 
 def test_default_workers(monkeypatch):
     for cores, expected in [(1, 0), (3, 0), (4, 3), (8, 7), (64, 16)]:
-        monkeypatch.setattr(sentences.os, "sched_getaffinity", lambda pid, n=cores: set(range(n)), raising=False)
+        monkeypatch.setattr(os, "sched_getaffinity", lambda pid, n=cores: set(range(n)), raising=False)
         assert default_workers() == expected
 
 
@@ -493,7 +494,7 @@ def test_presegment_in_worker_processes_equals_this_thread(monkeypatch):
         def boom(*args):
             raise AssertionError("segmented again")
 
-        monkeypatch.setattr(sentences, "_segment_paragraph", boom)
+        monkeypatch.setattr("latechunk.sentences.segment._segment_paragraph", boom)
         for t, e in zip(texts, expected):
             np.testing.assert_array_equal(seg.char_spans(t), e)
         assert seg.presegment(texts)["paragraphs"] == 0  # nothing left to do
@@ -657,7 +658,8 @@ def test_pipeline_segments_each_paragraph_once_for_all_strategies(monkeypatch):
     n_paragraphs = sum(len(sentences._paragraphs(t)) for t in texts)
     calls, closed = [], []
     real = sentences._segment_paragraph
-    monkeypatch.setattr(sentences, "_segment_paragraph", lambda text, a, b: calls.append((text, a)) or real(text, a, b))
+    monkeypatch.setattr("latechunk.sentences.segment._segment_paragraph",
+                        lambda text, a, b: calls.append((text, a)) or real(text, a, b))
     real_close = SentenceSegmenter.close
     monkeypatch.setattr(SentenceSegmenter, "close", lambda self: closed.append(self) or real_close(self))
     with warnings.catch_warnings():

@@ -707,8 +707,6 @@ def test_long_document_holds_the_invariants(minilm_tokenizer, name):
 def test_split_reads_the_sentences_it_is_given(minilm_tokenizer, monkeypatch, name):
     """``split(..., sentences=seg)`` reads ``seg``'s cache (segmented ahead: pysbd is not called again) and cuts
     exactly as ``split`` with its own fresh segmenter."""
-    import latechunk.sentences
-
     text = "# Notes\n\nDr. Ames went home. It rained all day, e.g. on the U.S. team.\n\nBirds sing. Done."
     doc = Document("d", text)
     tok = minilm_tokenizer(doc)
@@ -720,7 +718,7 @@ def test_split_reads_the_sentences_it_is_given(minilm_tokenizer, monkeypatch, na
     def no_pysbd(*args):
         raise AssertionError("segmented again")
 
-    monkeypatch.setattr(latechunk.sentences, "_segment_paragraph", no_pysbd)
+    monkeypatch.setattr("latechunk.sentences.segment._segment_paragraph", no_pysbd)
     shared = strategy.split(doc, tok, fake_embedder(), sentences=seg)
     np.testing.assert_array_equal(shared.token_spans, alone.token_spans)
     np.testing.assert_array_equal(shared.char_spans, alone.char_spans)

@@ -743,7 +743,8 @@ class _WorkerPool:
         from concurrent.futures import ThreadPoolExecutor
 
         env = dict(os.environ)  # the workers import this very package, installed or not
-        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        # the folder that holds latechunk/ (this file is latechunk/sentences/<module>.py)
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         env["PYTHONPATH"] = os.pathsep.join(x for x in (root, env.get("PYTHONPATH", "")) if x)
         cmd = [sys.executable, "-m", "latechunk._sentence_worker"]
         self.n = n
