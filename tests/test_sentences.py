@@ -424,7 +424,7 @@ def test_pysbd_crash_falls_back_to_lines_with_a_warning(monkeypatch):
         def processor(self, text):
             raise ValueError("boom")
 
-    monkeypatch.setattr("latechunk.sentences.segment._pysbd_segmenter", lambda fast=True: Broken())
+    monkeypatch.setattr("latechunk.sentences.pysbd_segmenter._pysbd_segmenter", lambda fast=True: Broken())
     text = "One. Two.\nThree"
     with pytest.warns(RuntimeWarning, match="pysbd failed"):
         spans = SentenceSegmenter().char_spans(text, cache=False)
