@@ -37,6 +37,7 @@ Bytes: :func:`decode_html` decodes a page by its byte-order mark, else the chars
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
 from dataclasses import dataclass, field
@@ -435,7 +436,7 @@ _WINDOWS_1252_C1 = _windows_1252_c1()
 #: digit or space) repeated, nothing else but trailing whitespace
 _RST_ADORNMENT = re.compile(r"([!-/:-@\[-`{-~])\1*[ \t]*")
 #: a converter name recorded in each converted document's metadata (no external converter: see rst_to_markdown)
-RST_CONVERTER = "latechunk rst-titles 1"
+RST_CONVERTER = "latechunk rst-titles 2"
 
 
 def rst_to_markdown(text: str) -> str:
@@ -450,7 +451,10 @@ def rst_to_markdown(text: str) -> str:
     and whether there is an overline) first appear; a style after the 6th is level 6. The title's lines become
     ``#`` x level, a space and the title text (its inline markup kept: ``Using ``latechunk``\ `` stays as written),
     with the underline's line break; everything else, indented blocks (literal blocks, directives' bodies) and
-    transitions (an adornment between blank lines) included, is kept as it is, so char spans index this markdown.
+    transitions (an adornment between blank lines) included, is kept as it is, so char spans index this markdown,
+    except where markdown would read an indented line as a heading (:func:`_unheading_indented_lines`: a code
+    block's ``# comment`` 3 spaces in, an underlined line in a directive's body): a backslash goes before that
+    syntax (``\# comment``, ``\=====``), and before a fence or HTML block opener that would hide a section title.
 
     Args:
         text: The RST source.
@@ -474,6 +478,7 @@ def rst_to_markdown(text: str) -> str:
         return "#" * min(styles.index(style) + 1, 6) + " " + title.strip() + eol
 
     i, blank_before = 0, True
+    title_lines: list[int] = []  # the index in ``out`` of each section title's heading line
     while i < len(lines):
         line = bodies[i]
         ch = adornment(i)
@@ -483,15 +488,93 @@ def rst_to_markdown(text: str) -> str:
             if (title.strip() and not adornment(i + 1) and adornment(i + 2) == ch
                     and len(bodies[i + 2].rstrip()) == width and width >= len(title.rstrip())):
                 out.append(heading((ch, True), title, lines[i + 2][len(bodies[i + 2]):]))
+                title_lines.append(len(out) - 1)
                 i, blank_before, changed = i + 3, False, True
                 continue
         under = adornment(i + 1) if i + 1 < len(lines) else ""
         if (under and blank_before and line.strip() and not line[0].isspace() and not ch
                 and len(bodies[i + 1].rstrip()) >= min(len(line.rstrip()), 4)):
             out.append(heading((under, False), line, lines[i + 1][len(bodies[i + 1]):]))
+            title_lines.append(len(out) - 1)
             i, blank_before, changed = i + 2, False, True
             continue
         out.append(lines[i])
         blank_before = not line.strip()
         i += 1
-    return "".join(out) if changed else text
+    starts = [0]
+    for piece in out:
+        starts.append(starts[-1] + len(piece))
+    markdown = _unheading_indented_lines("".join(out), [starts[k] for k in title_lines])
+    return markdown if changed or markdown != text else text
+
+
+#: a line and its line break as markdown-it splits lines (``\r\n``, ``\r`` or ``\n``; str.splitlines splits at
+#: more characters, so its line numbers are not markdown-it's)
+_MD_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+def _unheading_indented_lines(markdown: str, title_at: list[int]) -> str:
+    r"""``markdown`` (RST converted by :func:`rst_to_markdown`) with a backslash where markdown would read an indented
+    RST line (a literal block's, a directive's body, a block quote: never a section title, which RST never indents)
+    as a heading: before the ``#`` of an ATX heading on an indented line (``   # comment`` -> ``   \# comment``),
+    before the underline of a setext heading that holds an indented line (``   =====`` -> ``   \=====``); and before
+    the opener of a fence or HTML block (three backticks, ``<pre>``) that would hide a section title in code.
+
+    CommonMark's reading (markdown-it-py, block rules), so the containers a line is in count (a list item's body
+    is indented relative to its marker). Lines that are not indented are not changed, nor lines markdown reads
+    as code or text.
+
+    Args:
+        markdown: The converted text.
+        title_at: The char offset of each section title's ``#`` line in ``markdown``.
+
+    Returns:
+        The text, ``markdown`` itself when nothing is read as a heading that should not be.
+    """
+    from markdown_it import MarkdownIt
+
+    lines = _MD_LINE.findall(markdown)
+    starts, n = [], 0
+    for ln in lines:
+        starts.append(n)
+        n += len(ln)
+    titles = set()
+    for off in title_at:
+        k = bisect.bisect_right(starts, off) - 1
+        if k >= 0 and starts[k] == off:
+            titles.add(k)
+    parser = MarkdownIt("commonmark").disable("inline")
+
+    def indented(k: int) -> bool:
+        return lines[k][:1] in (" ", "\t") and bool(lines[k].strip())
+
+    def escape(k: int, pattern: str) -> bool:
+        m = re.search(pattern, lines[k])
+        if m is None:
+            return False
+        lines[k] = lines[k][:m.start()] + "\\" + lines[k][m.start():]
+        return True
+
+    for _ in range(len(lines) + 1):  # each round escapes at least one line, or ends
+        tokens = parser.parse("".join(lines))
+        fixed = False
+        read_as_heading = set()
+        for t in tokens:
+            if t.type != "heading_open" or t.map is None:
+                continue
+            a, b = t.map
+            read_as_heading.add(a)
+            if a in titles:
+                continue
+            if t.markup.startswith("#"):  # ATX: the first '#' of the line (container markers hold none)
+                fixed |= indented(a) and escape(a, "#")
+            elif any(indented(k) for k in range(a, b)):  # setext: the underline's run
+                fixed |= escape(b - 1, r"[=-]+[ \t]*(?:\r\n|\r|\n)?\Z")
+        for t in tokens:  # a section title inside a fence or HTML block an indented line opened
+            if (t.type in ("fence", "html_block") and t.map is not None and indented(t.map[0])
+                    and any(t.map[0] < k < t.map[1] and k not in read_as_heading for k in titles)):
+                fixed |= escape(t.map[0], "[`~]" if t.type == "fence" else "<")
+        if not fixed:
+            break
+    out = "".join(lines)
+    return out if out != markdown else markdown
