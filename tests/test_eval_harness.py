@@ -1,4 +1,4 @@
-"""Tests of the compare harness (eval/harness.py), its report (eval/report.py) and the parse cache (eval/cache.py);
+"""Tests of the compare harness (eval/harness.py), its report (eval/report/) and the parse cache (eval/cache.py);
 CompareConfig: tests/test_eval_config.py.
 
 A tiny Chroma-format dataset is written to a temp folder: three documents of a few hundred tokens each and a

@@ -1,5 +1,5 @@
 """Tests of the late-chunking map (eval/plots.py) and of ``compare``'s window-overlap sweep (eval/harness.py,
-eval/config.py, eval/report.py): a tiny Chroma-format dataset (tests/test_eval_harness.py's) and a 1-layer random
+eval/config.py, eval/report/): a tiny Chroma-format dataset (tests/test_eval_harness.py's) and a 1-layer random
 BERT, so the numbers mean nothing but every path runs in seconds.
 """
 

@@ -76,7 +76,7 @@ def test_wheel_installs_kernels_and_eval_under_latechunk(wheel):
         "latechunk/kernels/reference.py",
         "latechunk/eval/__init__.py",
         "latechunk/eval/harness.py",
-        "latechunk/eval/report.py",
+        "latechunk/eval/report/__init__.py",
         "latechunk/strategies/__init__.py",
     ):
         assert expected in names, f"{expected} not in {wheel.name}"
