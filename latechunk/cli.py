@@ -127,10 +127,13 @@ def _sentence_workers(n: int | None, world_size: int = 1) -> int:
     return share if share > 1 else 0
 
 
-IdFieldOpt = Annotated[Optional[str], typer.Option("--id-field", metavar="NAME", show_default=False, help="JSONL field or table column (parquet, Arrow, datasets) holding a record's id. Default: id, else _id, else doc_id. A setting of the run.")]
+#: embed's help for an option that run.json records: --resume, --append and --reuse take it from there when not given
+_RECORDED = "Recorded in run.json: --resume, --append and --reuse keep it."
+_ID_FIELD_HELP = "JSONL field or table column (parquet, Arrow, datasets) holding a record's id. Default: id, else _id, else doc_id."
+IdFieldOpt = Annotated[Optional[str], typer.Option("--id-field", metavar="NAME", show_default=False, help=f"{_ID_FIELD_HELP} {_RECORDED}")]
 TextFieldOpt = Annotated[Optional[str], typer.Option("--text-field", metavar="NAME", show_default=False, help="Field or column holding a record's text, e.g. body or contents.  [default: text]")]
-EncodingErrorsOpt = Annotated[Optional[str], typer.Option("--encoding-errors", metavar="strict|replace", show_default=False, help="Bytes that are not UTF-8 in a file, JSONL line or table value: strict skips the item, naming the bytes' offsets; replace reads it with U+FFFD in their place and lists it in manifest.json's degraded. A setting of the run.  [default: strict]")]
-MetadataFieldsOpt = Annotated[Optional[str], typer.Option("--metadata-fields", metavar="NAMES|all", show_default=False, help="JSONL fields, table columns or markdown front-matter keys kept with each chunk, comma-separated (lang,tags,date), or all (every field but the id, text, title and url): the chunk table's metadata column (JSON), search --json, Index.search hits and export; search --where NAME=VALUE filters on them. A setting of the run.  [default: none]")]
+EncodingErrorsOpt = Annotated[Optional[str], typer.Option("--encoding-errors", metavar="strict|replace", show_default=False, help=f"Bytes that are not UTF-8 in a file, JSONL line or table value: strict skips the item, naming the bytes' offsets; replace reads it with U+FFFD in their place and lists it in manifest.json's degraded. {_RECORDED}  [default: strict]")]
+MetadataFieldsOpt = Annotated[Optional[str], typer.Option("--metadata-fields", metavar="NAMES|all", show_default=False, help=f"JSONL fields, table columns or markdown front-matter keys kept with each chunk, comma-separated (lang,tags,date), or all (every field but the id, text, title and url): the chunk table's metadata column (JSON), search --json, Index.search hits and export; search --where NAME=VALUE filters on them. {_RECORDED}  [default: none]")]
 TitleFieldOpt = Annotated[Optional[str], typer.Option("--title-field", metavar="NAME", show_default=False, help="Field or column holding a record's optional title (put before its text, and the chunks' title).  [default: title]")]
 PrecisionOpt = Annotated[Optional[str], typer.Option("--precision", show_default=False, help="How index.faiss stores the vectors (the shards keep float32): float32, float16 (faiss SQfp16), int8 (faiss SQ8, per-dimension ranges calibrated on the corpus) or ubinary (1 bit per dimension, Hamming search then float rescoring; --index flat only). sentence-transformers' quantize_embeddings semantics.  [default: float32]")]
 TruncateDimOpt = Annotated[Optional[int], typer.Option("--truncate-dim", help="Index only the first N dimensions of every vector (Matryoshka models), renormalised when vectors are normalised; queries get the same. Default: all.")]
@@ -188,7 +191,7 @@ def embed(
     group_tokens: Annotated[Optional[int], typer.Option("--group-tokens", hidden=True, show_default=False, help=f"Tokens per pipeline group = per shard (bounds memory).  [default: {DEFAULT_GROUP_TOKENS}]")] = None,
     sentence_workers: SentenceWorkersOpt = None,
     late_pooling: LatePoolingOpt = None,
-    dedup: Annotated[Optional[float], typer.Option("--dedup", metavar="THRESHOLD", help="Drop a chunk whose cosine to an earlier kept chunk (input order; chunks of one document too) is >= THRESHOLD (0 < THRESHOLD <= 1; exact FAISS range search); each dropped chunk is listed in manifest.json's dedup with the chunk it duplicates. A setting of the run. Default: off.")] = None,
+    dedup: Annotated[Optional[float], typer.Option("--dedup", metavar="THRESHOLD", help="Drop a chunk whose cosine to an earlier kept chunk (input order; chunks of one document too) is >= THRESHOLD (0 < THRESHOLD <= 1; exact FAISS range search); each dropped chunk is listed in manifest.json's dedup with the chunk it duplicates. Recorded in run.json: --resume and --append keep it (--reuse refuses an OLD embedded with it). Default: off.")] = None,
     id_field: IdFieldOpt = None,
     text_field: TextFieldOpt = None,
     title_field: TitleFieldOpt = None,

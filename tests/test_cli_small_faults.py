@@ -1,0 +1,47 @@
+"""The low-severity CLI faults a fresh-user trial found (issue 36): each test is named for its fault and failed
+before the fix."""
+
+from __future__ import annotations
+
+import re
+
+from typer.testing import CliRunner
+
+from latechunk.cli import app
+
+runner = CliRunner()
+
+
+def _help_raw(command: str) -> str:
+    """``latechunk COMMAND --help`` as printed, 200 columns wide."""
+    res = runner.invoke(app, [command, "--help"], env={"COLUMNS": "200"}, prog_name="latechunk")
+    assert res.exit_code == 0, res.output
+    return res.output
+
+
+def _help(command: str) -> str:
+    """``latechunk COMMAND --help`` as one line of words (wrapping undone)."""
+    return " ".join(_help_raw(command).split())
+
+
+def _option_help(command: str, option: str) -> str:
+    """The help of ``option`` of ``command`` as one line: its option line and the continuation lines under it."""
+    lines = _help_raw(command).splitlines()
+    start = next(i for i, line in enumerate(lines) if re.match(rf"\s+(?:-\w, )?{re.escape(option)}\b", line))
+    block = [lines[start]]
+    for line in lines[start + 1:]:
+        if not line.strip() or re.match(r"\s{1,4}-", line):  # the next option, or the end of the options
+            break
+        block.append(line)
+    return " ".join(" ".join(block).split())
+
+
+def test_help_never_says_a_setting_of_the_run():
+    """Fault 6: `--id-field`, `--encoding-errors`, `--metadata-fields` and `--dedup` ended their help with "A
+    setting of the run.", which tells a reader nothing: each now says what it means (run.json records the value,
+    and which of --resume, --append and --reuse keep it)."""
+    names = [c.name or c.callback.__name__ for c in app.registered_commands if not c.hidden]
+    for name in names:
+        assert "setting of the run" not in _help(name).lower(), name
+    for option in ("--id-field", "--encoding-errors", "--metadata-fields", "--dedup"):
+        assert "Recorded in run.json: --resume" in _option_help("embed", option), option
