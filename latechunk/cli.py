@@ -135,6 +135,12 @@ TextFieldOpt = Annotated[Optional[str], typer.Option("--text-field", metavar="NA
 EncodingErrorsOpt = Annotated[Optional[str], typer.Option("--encoding-errors", metavar="strict|replace", show_default=False, help=f"Bytes that are not UTF-8 in a file, JSONL line or table value: strict skips the item, naming the bytes' offsets; replace reads it with U+FFFD in their place and lists it in manifest.json's degraded. {_RECORDED}  [default: strict]")]
 MetadataFieldsOpt = Annotated[Optional[str], typer.Option("--metadata-fields", metavar="NAMES|all", show_default=False, help=f"JSONL fields, table columns or markdown front-matter keys kept with each chunk, comma-separated (lang,tags,date), or all (every field but the id, text, title and url): the chunk table's metadata column (JSON), search --json, Index.search hits and export; search --where NAME=VALUE filters on them. {_RECORDED}  [default: none]")]
 TitleFieldOpt = Annotated[Optional[str], typer.Option("--title-field", metavar="NAME", show_default=False, help="Field or column holding a record's optional title (put before its text, and the chunks' title).  [default: title]")]
+# chunk's own help for the options it shares with embed: chunk writes chunk records, no folder, manifest or run.json
+ChunkIdFieldOpt = Annotated[Optional[str], typer.Option("--id-field", metavar="NAME", show_default=False, help=f"{_ID_FIELD_HELP} It becomes the doc_id of each of the record's chunks.")]
+ChunkEncodingErrorsOpt = Annotated[Optional[str], typer.Option("--encoding-errors", metavar="strict|replace", show_default=False, help="Bytes that are not UTF-8 in a file, JSONL line or table value: strict skips the item (listed on stderr with the bytes' offsets); replace reads it with U+FFFD in their place and chunks it, with a note on stderr.  [default: strict]")]
+ChunkMetadataFieldsOpt = Annotated[Optional[str], typer.Option("--metadata-fields", metavar="NAMES|all", show_default=False, help="JSONL fields, table columns or markdown front-matter keys copied into each chunk record's metadata object, comma-separated (lang,tags,date), or all (every field but the id, text, title and url).  [default: none]")]
+ChunkModelOpt = Annotated[Optional[str], typer.Option("--model", "-m", help="The model whose tokenizer counts the tokens (budgets and token spans are in its tokens, as embed counts them): a Hugging Face model id or local folder. Default: bundled all-MiniLM-L6-v2 (offline).")]
+ChunkDeviceOpt = Annotated[str, typer.Option("--device", help="Where the semantic strategy runs the model: auto (CUDA when present), cpu, cuda, cuda:N. The other strategies only tokenize.")]
 PrecisionOpt = Annotated[Optional[str], typer.Option("--precision", show_default=False, help="How index.faiss stores the vectors (the shards keep float32): float32, float16 (faiss SQfp16), int8 (faiss SQ8, per-dimension ranges calibrated on the corpus) or ubinary (1 bit per dimension, Hamming search then float rescoring; --index flat only). sentence-transformers' quantize_embeddings semantics.  [default: float32]")]
 TruncateDimOpt = Annotated[Optional[int], typer.Option("--truncate-dim", help="Index only the first N dimensions of every vector (Matryoshka models), renormalised when vectors are normalised; queries get the same. Default: all.")]
 
@@ -1103,22 +1109,24 @@ _LONG_SECTION_CHARS = 20_000
 
 @app.command()
 def chunk(
-    inputs: Annotated[list[Path], typer.Argument(metavar="INPUT", help=".md/.txt, source code, .html files, folders, .jsonl, .parquet or .arrow (id/text), Hugging Face save_to_disk folders.")],
-    strategy: Annotated[str, typer.Option("--strategy", "-s", help="SPEC, e.g. fixed:size=256,overlap=32.")] = DEFAULT_STRATEGY,
-    model: ModelOpt = None,
-    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write JSONL here (default: stdout).")] = None,
-    device: DeviceOpt = "auto",
+    inputs: Annotated[list[Path], typer.Argument(metavar="INPUT", help=".md/.txt/.rst, source code, .html files, folders of them, .jsonl (id/text), .parquet or .arrow (id/text), Hugging Face save_to_disk folders: read as embed reads them.")],
+    strategy: Annotated[str, typer.Option("--strategy", "-s", help="How documents are cut: SPEC, a name or name:key=value,... (see `latechunk strategies`), e.g. fixed:size=256,overlap=32.")] = DEFAULT_STRATEGY,
+    model: ChunkModelOpt = None,
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="The JSONL file to write, one chunk record per line; it appears only when the run is complete. Default: stdout.")] = None,
+    device: ChunkDeviceOpt = "auto",
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing --out file.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar (shown on a terminal's stderr only).")] = False,
-    id_field: IdFieldOpt = None,
+    id_field: ChunkIdFieldOpt = None,
     text_field: TextFieldOpt = None,
     title_field: TitleFieldOpt = None,
-    metadata_fields: MetadataFieldsOpt = None,
-    encoding_errors: EncodingErrorsOpt = None,
+    metadata_fields: ChunkMetadataFieldsOpt = None,
+    encoding_errors: ChunkEncodingErrorsOpt = None,
     trust_remote_code: TrustRemoteCodeOpt = False,
 ) -> None:
-    """Write chunk records as JSONL (one line per chunk), streamed document by document. Needs the model's
-    tokenizer only, except `semantic`.
+    """Cut documents into chunks and write one JSON record per chunk (JSONL), streamed document by document:
+    doc_id, chunk_index, its char span (char_start, char_end) and token span (token_start, token_end), text,
+    heading_path, title, source, metadata and more. Nothing is embedded and no index is written (that is
+    `embed`); needs the model's tokenizer only, except `semantic`.
 
     Give files, folders (read as `embed` reads them: every supported file under them, doc ids relative to the
     folder) or both, all in one call: the tokenizer loads once, so a folder costs about one start-up, not one per

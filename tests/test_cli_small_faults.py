@@ -45,3 +45,20 @@ def test_help_never_says_a_setting_of_the_run():
         assert "setting of the run" not in _help(name).lower(), name
     for option in ("--id-field", "--encoding-errors", "--metadata-fields", "--dedup"):
         assert "Recorded in run.json: --resume" in _option_help("embed", option), option
+
+
+def test_chunk_help_describes_chunk_not_embed():
+    """Fault 5: `latechunk chunk --help` spoke of manifest.json, `search --where`, export and "a setting of the
+    run" (run.json), which belong to embed's output folder. It describes chunk's own output now: one JSONL record
+    per chunk with its char and token spans, and what each shared option does in chunk."""
+    text = _help("chunk")
+    for word in ("manifest", "--where", "export", "run.json", "Index.search", "chunk table"):
+        assert word not in text, word
+    assert "JSONL" in text and "char_start, char_end" in text and "token_start, token_end" in text
+    assert "metadata object" in _option_help("chunk", "--metadata-fields")
+    assert "doc_id" in _option_help("chunk", "--id-field")
+    assert "semantic" in _option_help("chunk", "--device")
+    assert "tokenizer" in _option_help("chunk", "--model")
+    # embed keeps its own help for the same options
+    assert "search --where" in _option_help("embed", "--metadata-fields")
+    assert "manifest.json" in _option_help("embed", "--encoding-errors")
