@@ -3,7 +3,7 @@
 Key: ``sha256`` over the dataset's identity (:func:`dataset_identity`: the known name it was given, or the name
 of the folder or file a path names, since the parsed dataset's name and its Chroma query-id prefix come from it),
 its files (each file's path relative to the dataset root, then its bytes, in sorted path order), the source of
-``eval/datasets.py`` (a loader change invalidates the cache) and :data:`CACHE_VERSION`. The same bytes under the
+``eval/datasets/`` (its modules in sorted order: a loader change invalidates the cache) and :data:`CACHE_VERSION`. The same bytes under the
 same name always give the same key, wherever the folder lies; a changed byte, or a copy under another name
 (``cp -r ds/chroma ds/harbor``), gives a new key. The cache file is plain JSON of the dataset (no pickle anywhere), written to a temp name and renamed.
 ``*.pkl`` files left in the cache folder by the earlier pickle-based cache are never read: they are removed when
@@ -142,7 +142,8 @@ def dataset_sha256(spec: str | os.PathLike) -> str:
     root, files = dataset_files(spec)
     h = hashlib.sha256()
     h.update(f"latechunk-dataset-cache-v{CACHE_VERSION}\0".encode())
-    h.update(Path(_datasets.__file__).read_bytes())
+    for source in sorted(Path(_datasets.__file__).parent.glob("*.py")):  # every module of eval/datasets/
+        h.update(source.read_bytes())
     identity = dataset_identity(spec).encode("utf-8")
     h.update(len(identity).to_bytes(8, "little") + identity)
     for f in files:

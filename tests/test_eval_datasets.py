@@ -1,4 +1,4 @@
-"""Tests of eval/datasets.py on hand-made miniatures (tests/data/eval_mini/) and on the real shared data."""
+"""Tests of eval/datasets/ on hand-made miniatures (tests/data/eval_mini/) and on the real shared data."""
 
 from __future__ import annotations
 
