@@ -137,7 +137,7 @@ MetadataFieldsOpt = Annotated[Optional[str], typer.Option("--metadata-fields", m
 TitleFieldOpt = Annotated[Optional[str], typer.Option("--title-field", metavar="NAME", show_default=False, help="Field or column holding a record's optional title (put before its text, and the chunks' title).  [default: title]")]
 # chunk's own help for the options it shares with embed: chunk writes chunk records, no folder, manifest or run.json
 ChunkIdFieldOpt = Annotated[Optional[str], typer.Option("--id-field", metavar="NAME", show_default=False, help=f"{_ID_FIELD_HELP} It becomes the doc_id of each of the record's chunks.")]
-ChunkEncodingErrorsOpt = Annotated[Optional[str], typer.Option("--encoding-errors", metavar="strict|replace", show_default=False, help="Bytes that are not UTF-8 in a file, JSONL line or table value: strict skips the item (listed on stderr with the bytes' offsets); replace reads it with U+FFFD in their place and chunks it, with a note on stderr.  [default: strict]")]
+ChunkEncodingErrorsOpt = Annotated[Optional[str], typer.Option("--encoding-errors", metavar="strict|replace", show_default=False, help="Bytes that are not UTF-8 in a file, JSONL line or table value: strict skips the item (listed on stderr with the bytes' offsets); replace reads it with U+FFFD in their place and chunks it, with a note on stderr (none with --quiet).  [default: strict]")]
 ChunkMetadataFieldsOpt = Annotated[Optional[str], typer.Option("--metadata-fields", metavar="NAMES|all", show_default=False, help="JSONL fields, table columns or markdown front-matter keys copied into each chunk record's metadata object, comma-separated (lang,tags,date), or all (every field but the id, text, title and url).  [default: none]")]
 ChunkModelOpt = Annotated[Optional[str], typer.Option("--model", "-m", help="The model whose tokenizer counts the tokens (budgets and token spans are in its tokens, as embed counts them): a Hugging Face model id or local folder. Default: bundled all-MiniLM-L6-v2 (offline).")]
 ChunkDeviceOpt = Annotated[str, typer.Option("--device", help="Where the semantic strategy runs the model: auto (CUDA when present), cpu, cuda, cuda:N. The other strategies only tokenize.")]
@@ -192,7 +192,7 @@ def embed(
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing output folder.")] = False,
     resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted run in --out: every option not given is the run's (run.json), an option given must equal it, except the index options (--index, --precision, --truncate-dim, HNSW settings: the index is built from the shards, so an index that could not be trained is replaced without encoding again); ends with the output of an uninterrupted run.")] = False,
     append: Annotated[bool, typer.Option("--append", help="Add INPUT to the finished output folder --out with its run's settings (run.json; every option not given is the folder's, an option given must equal it): new shards, then index.faiss, chunks.parquet and manifest.json again; documents whose id is already there are skipped (those with the same text counted, others listed). Exits 0 when every input is already in the index (nothing to do), 1 when nothing could be appended for another reason.")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars, and no unknown-token line (the manifest's unknown_tokens lists those documents).")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars, no unknown-token line and no line on documents read degraded (--encoding-errors replace): the manifest's unknown_tokens and degraded list those documents. Errors and skipped inputs are still printed.")] = False,
     strict: Annotated[bool, typer.Option("--strict", help=f"For CI jobs: exit {STRICT_EXIT_CODE} when any input document was skipped (each listed on stderr and in the manifest's skipped list; the output is written all the same). Entries never read as documents (an unsupported type such as .pdf, a hidden or version-control folder, a symlinked folder) do not count; with --append, neither do documents already in the index. Default: exit 0, the skipped items listed.")] = False,
     group_tokens: Annotated[Optional[int], typer.Option("--group-tokens", hidden=True, show_default=False, help=f"Tokens per pipeline group = per shard (bounds memory).  [default: {DEFAULT_GROUP_TOKENS}]")] = None,
     sentence_workers: SentenceWorkersOpt = None,
@@ -811,7 +811,8 @@ def unknown_tokens_line(unknown: list[dict], where: Path | str) -> str:
 
 def _print_ingest_notes(manifest: dict, where: Path, only: set[str] | None = None, quiet: bool = False) -> None:
     """On stderr, plain text: each parse alarm of the manifest, one line for the documents with text read as the
-    unknown token (:func:`unknown_tokens_line`; none with ``quiet``), the documents whose front matter was ignored
+    unknown token (:func:`unknown_tokens_line`) and one for those read degraded (``--encoding-errors replace``;
+    neither with ``quiet``: the manifest lists them), the documents whose front matter was ignored
     (at most :data:`_MAX_SKIPPED_SHOWN`, then a count; of the documents in ``only`` when given: an append's own),
     and how many chunks ``--dedup`` dropped."""
     for a in manifest.get("alarms", []):
@@ -820,7 +821,7 @@ def _print_ingest_notes(manifest: dict, where: Path, only: set[str] | None = Non
     if unknown and not quiet:
         typer.echo(unknown_tokens_line(unknown, where), err=True)
     degraded = [d for d in manifest.get("degraded", []) if only is None or d["doc_id"] in only]
-    if degraded:  # --encoding-errors replace
+    if degraded and not quiet:  # --encoding-errors replace; under --quiet the manifest's degraded lists them
         typer.echo(f"degraded: {len(degraded):,} document(s) read with U+FFFD for bytes that are not UTF-8: each is "
                    f"listed in {where} (degraded)", err=True)
     odd = [d for d in manifest.get("documents", [])
@@ -1115,7 +1116,7 @@ def chunk(
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="The JSONL file to write, one chunk record per line; it appears only when the run is complete. Default: stdout.")] = None,
     device: ChunkDeviceOpt = "auto",
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing --out file.")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar (shown on a terminal's stderr only).")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar (shown on a terminal's stderr only) and no note per document read with U+FFFD (--encoding-errors replace). Errors and skipped inputs are still printed.")] = False,
     id_field: ChunkIdFieldOpt = None,
     text_field: TextFieldOpt = None,
     title_field: TitleFieldOpt = None,
@@ -1227,7 +1228,7 @@ def chunk(
             nonlocal n_chunks, n_docs
             if doc.metadata.get("front_matter_problem"):  # as embed says it (the document is still chunked)
                 typer.echo(visible(f"note: {doc.doc_id}: {doc.metadata['front_matter_problem']}"), err=True)
-            if doc.metadata.get("degraded"):  # read with U+FFFD (--encoding-errors replace)
+            if doc.metadata.get("degraded") and not quiet:  # read with U+FFFD (--encoding-errors replace)
                 typer.echo(visible(f"note: {doc.doc_id}: {doc.metadata['degraded']}"), err=True)
             for row in chunk_rows(doc, b, strat.spec):  # metadata as its object, as search --json prints it
                 row["metadata"] = metadata_value(row["metadata"])

@@ -62,3 +62,38 @@ def test_chunk_help_describes_chunk_not_embed():
     # embed keeps its own help for the same options
     assert "search --where" in _option_help("embed", "--metadata-fields")
     assert "manifest.json" in _option_help("embed", "--encoding-errors")
+
+
+#: UTF-8 text with one stray 0xFF byte (read with U+FFFD under --encoding-errors replace)
+_STRAY = "# Prices\n\nThe café’s tea — 3 € — is très bon.\n\n".encode() + b"Broken \xff here.\n"
+
+
+def test_quiet_prints_no_degraded_line(tmp_path):
+    """Fault 1: under --quiet, embed still printed "degraded: N document(s) read with U+FFFD ..." and chunk a note
+    per such document (--encoding-errors replace). --quiet prints nothing but errors now; embed's manifest keeps
+    the list (degraded), and without --quiet both commands still say it."""
+    import json
+
+    from tests.models import save_tiny_bert
+
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "prices.md").write_bytes(_STRAY)
+    (src / "fine.md").write_text("# Fine\n\nAll of it is UTF-8.\n", encoding="utf-8")
+    model = save_tiny_bert(tmp_path / "model", layers=1)
+    common = ["--device", "cpu", "--model", str(model), "--encoding-errors", "replace"]
+    loud = runner.invoke(app, ["embed", str(src), "--out", str(tmp_path / "loud"), *common])
+    assert loud.exit_code == 0, loud.output
+    assert "degraded: 1 document(s)" in loud.output
+    res = runner.invoke(app, ["embed", str(src), "--out", str(tmp_path / "q"), *common, "--quiet"])
+    assert res.exit_code == 0, res.output
+    assert "degraded" not in res.stderr and "U+FFFD" not in res.output, res.output
+    manifest = json.loads((tmp_path / "q" / "manifest.json").read_text(encoding="utf-8"))
+    assert [d["doc_id"] for d in manifest["degraded"]] == ["prices.md"]
+
+    loud = runner.invoke(app, ["chunk", str(src), "--out", str(tmp_path / "c.jsonl"), *common])
+    assert loud.exit_code == 0 and "note: prices.md: 1 byte not UTF-8" in loud.stderr, loud.output
+    res = runner.invoke(app, ["chunk", str(src), "--out", str(tmp_path / "q.jsonl"), *common, "-q"])
+    assert res.exit_code == 0, res.output
+    assert "U+FFFD" not in res.stderr and "note:" not in res.stderr, res.stderr
+    assert (tmp_path / "q.jsonl").read_text(encoding="utf-8") == (tmp_path / "c.jsonl").read_text(encoding="utf-8")
