@@ -161,6 +161,10 @@ def legacy_hint(data: bytes) -> str:
 #: invalid byte offsets a reason names (then ", ..." and the count)
 _SHOWN_OFFSETS = 5
 _REPLACE_ADVICE = "--encoding-errors replace reads it with U+FFFD in their place"
+#: appended to a legacy 8-bit file's reason under ``--encoding-errors replace``, which is for UTF-8 text with a few
+#: invalid bytes: read with it, a Windows-1252 file would have U+FFFD for each of its accented letters
+LEGACY_UNDER_REPLACE = (" (not read with --encoding-errors replace, which is for UTF-8 text with a few invalid "
+                        "bytes: it would put U+FFFD in place of every non-ASCII character of a legacy 8-bit file)")
 
 
 def invalid_bytes(data: bytes, codec: str = "utf-8") -> tuple[list[int], int]:
@@ -216,13 +220,21 @@ def utf8_problem(data: bytes, skip: int = 0) -> str:
     Returns:
         The reason; ``""`` when ``data`` is valid UTF-8.
     """
+    return _utf8_verdict(data, skip)[0]
+
+
+def _utf8_verdict(data: bytes, skip: int = 0) -> tuple[str, bool]:
+    """``(reason, legacy)``: :func:`utf8_problem`'s reason, and whether it calls ``data`` a legacy 8-bit file (no
+    valid UTF-8 multi-byte character, and it reads as Windows-1252: converting it is the advice, never
+    ``--encoding-errors replace``)."""
     offsets, extra = invalid_bytes(data)
     if not offsets:
-        return ""
+        return "", False
     head = f"invalid UTF-8 at byte {offsets[0] + skip}: {offsets_text(offsets, skip)}"
     if extra:
-        return f"{head} in otherwise valid UTF-8 text; {_REPLACE_ADVICE}"
-    return head + (legacy_hint(data) or f"; {_REPLACE_ADVICE}")
+        return f"{head} in otherwise valid UTF-8 text; {_REPLACE_ADVICE}", False
+    hint = legacy_hint(data)
+    return head + (hint or f"; {_REPLACE_ADVICE}"), bool(hint)
 
 
 def read_text_file(path: Path, html: bool = False, encoding_errors: str = "strict") -> tuple[str | None, str]:
@@ -236,7 +248,10 @@ def read_text_file(path: Path, html: bool = False, encoding_errors: str = "stric
         html: Read it as an HTML page (BOM, else declared charset, else UTF-8).
         encoding_errors: ``"strict"``: a file with bytes that are not UTF-8 (or not its declared charset) is not
             read, its reason naming their offsets (:func:`utf8_problem`); ``"replace"``: it is read with U+FFFD
-            in their place, the second value saying so (``"N bytes not UTF-8 (at bytes ...) read as U+FFFD"``).
+            in their place, the second value saying so (``"N bytes not UTF-8 (at bytes ...) read as U+FFFD"``),
+            unless it is a legacy 8-bit file (no valid UTF-8 multi-byte character, and it reads as Windows-1252 /
+            Latin-1): that one is not read under either setting, its reason advising the conversion (and
+            :data:`LEGACY_UNDER_REPLACE` under ``"replace"``).
 
     Returns:
         ``(text, "")``; ``(text, note)`` for a file read with replacement characters (``encoding_errors=
@@ -258,6 +273,11 @@ def read_text_file(path: Path, html: bool = False, encoding_errors: str = "stric
             why = "as its <meta> declares" if declared_charset(data) else _undeclared_why(data)
             offsets = invalid_bytes(data, err.encoding)[0]
             words = offsets_text(offsets).replace("not UTF-8", f"not {err.encoding}")
+            if err.encoding == "utf-8" and _utf8_verdict(data)[1]:  # a legacy page: declare or convert, not replace
+                return None, (f"invalid utf-8 at byte {err.start} ({why}): {words}"
+                              + legacy_hint(data).replace(": convert it", ": declare its charset (<meta charset="
+                                                          '"windows-1252">) or convert it')
+                              + (LEGACY_UNDER_REPLACE if encoding_errors == "replace" else ""))
             if encoding_errors != "replace":
                 return None, f"invalid {err.encoding} at byte {err.start} ({why}): {words}; {_REPLACE_ADVICE}"
             text, codec = decode_html(data, errors="replace")
@@ -271,8 +291,11 @@ def read_text_file(path: Path, html: bool = False, encoding_errors: str = "stric
         try:
             text = data[len(bom):].decode("utf-8")
         except UnicodeDecodeError:
+            problem, legacy = _utf8_verdict(data[len(bom):], len(bom))
             if encoding_errors != "replace":
-                return None, utf8_problem(data[len(bom):], len(bom))
+                return None, problem
+            if legacy:  # replace is for UTF-8 text with a few bad bytes: it would blank every accented letter
+                return None, problem + LEGACY_UNDER_REPLACE
             text = data[len(bom):].decode("utf-8", "replace")
             if not text.strip():
                 return None, "empty or whitespace-only"
@@ -316,15 +339,18 @@ def _iter_jsonl(path: Path, root_name: str, fields: RecordFields = DEFAULT_FIELD
             degraded = ""
             if isinstance(line, _BadLine):  # one bad line (UTF-8 lines are split on bytes): the others are read
                 words = f"line {lineno}: {offsets_text(invalid_bytes(line.raw)[0], line.start)}"
-                if fields.encoding_errors == "replace":
+                if utf8_text is None:
+                    utf8_text = _holds_utf8_multibyte(path)
+                hint = "" if utf8_text else legacy_hint(line.raw)  # a legacy file: converted, never replaced
+                if fields.encoding_errors == "replace" and not hint:
                     line, degraded = line.raw.decode("utf-8", "replace"), f"{words} read as U+FFFD"
                 else:
-                    if utf8_text is None:
-                        utf8_text = _holds_utf8_multibyte(path)
-                    hint = "" if utf8_text else legacy_hint(line.raw)
-                    yield Skipped(where, f"invalid UTF-8 in {words}" + (
-                        hint.replace("; it reads as", "; the file reads as") if hint else
-                        f"{' in otherwise valid UTF-8 text' if utf8_text else ''}; {_REPLACE_ADVICE}"), where)
+                    if hint:
+                        advice = hint.replace("; it reads as", "; the file reads as") + (
+                            LEGACY_UNDER_REPLACE if fields.encoding_errors == "replace" else "")
+                    else:
+                        advice = f"{' in otherwise valid UTF-8 text' if utf8_text else ''}; {_REPLACE_ADVICE}"
+                    yield Skipped(where, f"invalid UTF-8 in {words}{advice}", where)
                     any_line = True
                     continue
             if isinstance(line, UnicodeDecodeError):
