@@ -1113,7 +1113,7 @@ def chunk(
     inputs: Annotated[list[Path], typer.Argument(metavar="INPUT", help=".md/.txt/.rst, source code, .html files, folders of them, .jsonl (id/text), .parquet or .arrow (id/text), Hugging Face save_to_disk folders: read as embed reads them.")],
     strategy: Annotated[str, typer.Option("--strategy", "-s", help="How documents are cut: SPEC, a name or name:key=value,... (see `latechunk strategies`), e.g. fixed:size=256,overlap=32.")] = DEFAULT_STRATEGY,
     model: ChunkModelOpt = None,
-    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="The JSONL file to write, one chunk record per line; it appears only when the run is complete. Default: stdout.")] = None,
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="The JSONL file to write, one chunk record per line; it appears only when the run is complete (an interrupted or failed run leaves no file and an existing one as it was). Default: stdout.")] = None,
     device: ChunkDeviceOpt = "auto",
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing --out file.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar (shown on a terminal's stderr only) and no note per document read with U+FFFD (--encoding-errors replace). Errors and skipped inputs are still printed.")] = False,
@@ -1219,6 +1219,8 @@ def chunk(
     with contextlib.ExitStack() as stack:
         # written to a temporary name and renamed at the end: a failed run never clobbers an existing file
         tmp = out.with_name(out.name + ".tmp") if out else None
+        if tmp is not None:  # Ctrl-C or an error: the temporary file goes too (after it is closed, below)
+            stack.push(_remove_on_error(tmp))
         fh = stack.enter_context(open(tmp, "w", encoding="utf-8")) if tmp else sys.stdout
         # documents done, on stderr when it is a terminal (disable=None: off when not a tty)
         bar = stack.enter_context(tqdm(unit="doc", desc="chunk", file=sys.stderr, disable=True if quiet else None,
@@ -1264,6 +1266,20 @@ def chunk(
     if out:
         os.replace(tmp, out)
     typer.echo(f"{n_chunks} chunks from {n_docs} documents ({n_skipped} skipped) -> {out or 'stdout'}", err=True)
+
+
+def _remove_on_error(path: Path):
+    """An exit callback for :class:`contextlib.ExitStack` that removes ``path`` when the block ends with an exception
+    (``KeyboardInterrupt`` included) and lets the exception go on; on success it leaves ``path`` alone. ``chunk
+    --out F`` pushes it for ``F.tmp``: an interrupted run left ``F.tmp`` behind."""
+
+    def on_exit(kind, _err, _tb) -> bool:
+        if kind is not None:
+            with contextlib.suppress(OSError):
+                path.unlink(missing_ok=True)
+        return False
+
+    return on_exit
 
 
 def _stdout_file() -> Path | None:

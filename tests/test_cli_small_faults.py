@@ -97,3 +97,47 @@ def test_quiet_prints_no_degraded_line(tmp_path):
     assert res.exit_code == 0, res.output
     assert "U+FFFD" not in res.stderr and "note:" not in res.stderr, res.stderr
     assert (tmp_path / "q.jsonl").read_text(encoding="utf-8") == (tmp_path / "c.jsonl").read_text(encoding="utf-8")
+
+
+def _chunk_documents_that_stop(monkeypatch, error: BaseException):
+    """Make chunk's chunk_documents raise ``error`` after its first document (Ctrl-C or a failure mid-run)."""
+    import latechunk.pipeline
+
+    real = latechunk.pipeline.chunk_documents
+
+    def stopping(*args, **kwargs):
+        for i, item in enumerate(real(*args, **kwargs)):
+            if i == 1:
+                raise error
+            yield item
+
+    monkeypatch.setattr(latechunk.pipeline, "chunk_documents", stopping)
+
+
+def test_interrupted_chunk_leaves_no_tmp_file(tmp_path, monkeypatch):
+    """Fault 3: Ctrl-C during `latechunk chunk ... --out F` left F.tmp behind. The temporary file is removed on an
+    interrupt or an error, F is not created, and an F that existed (--force) keeps its content."""
+    src = tmp_path / "in"
+    src.mkdir()
+    for i in range(3):
+        (src / f"d{i}.md").write_text(f"# Doc {i}\n\nHerons wait by the reeds at dawn, number {i}.\n",
+                                      encoding="utf-8")
+    out = tmp_path / "chunks.jsonl"
+    for error in (KeyboardInterrupt(), RuntimeError("disk gone")):
+        with monkeypatch.context() as m:
+            _chunk_documents_that_stop(m, error)
+            res = runner.invoke(app, ["chunk", str(src), "--out", str(out), "-q"])
+        assert res.exit_code != 0, res.output
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["in"], (error, list(tmp_path.iterdir()))
+    out.write_text("the earlier run's chunks\n", encoding="utf-8")
+    with monkeypatch.context() as m:
+        _chunk_documents_that_stop(m, KeyboardInterrupt())
+        res = runner.invoke(app, ["chunk", str(src), "--out", str(out), "--force", "-q"])
+    assert res.exit_code != 0
+    assert out.read_text(encoding="utf-8") == "the earlier run's chunks\n"
+    assert not out.with_name(out.name + ".tmp").exists()
+    # uninterrupted, the file is written and the temporary one renamed
+    res = runner.invoke(app, ["chunk", str(src), "--out", str(out), "--force", "-q"])
+    assert res.exit_code == 0, res.output
+    assert len(out.read_text(encoding="utf-8").splitlines()) == 3
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["chunks.jsonl", "in"]
