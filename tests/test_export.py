@@ -312,7 +312,7 @@ def test_export_reads_only_the_shards(minilm_folder, tmp_path, monkeypatch):
 
     monkeypatch.setattr(OutputFolder, "read_chunks", boom)
     monkeypatch.setattr(OutputFolder, "read_index", boom)
-    monkeypatch.setattr("latechunk.output.folder.read_chunk_table", boom)
+    monkeypatch.setattr("latechunk.output.tables.read_chunk_table", boom)
     res = export_folder(minilm_folder, f"qdrant:{tmp_path / 'q'}", batch_size=7)
     assert res.rows == OutputFolder(minilm_folder).read_manifest()["index"]["ntotal"]
 
