@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from latechunk.config._checks import _require
-from latechunk.config.index import IndexConfig
+from latechunk.config._checks import _field_dict, _known_keys, _require
+from latechunk.config.index import DEFAULT_HNSW_M, DEFAULT_INDEX, INDEX_RECORD_KEYS, IndexConfig
 from latechunk.config.model import ModelConfig
-from latechunk.config.pipeline import PipelineConfig
+from latechunk.config.pipeline import DEFAULT_MODE, DEFAULT_STRATEGY, PipelineConfig
 from latechunk.types import RecordFields
 
 if TYPE_CHECKING:
@@ -56,6 +57,52 @@ def _require_utf8_path(path: Path, what: str) -> None:
                          "rename it") from None
     raise ValueError(f"{what} '{given}' is under '{shown(full)}', whose path is not valid UTF-8: {why}; give it "
                      "from another working directory or rename that folder") from None
+
+
+RECORDED_MODEL_FACTS = frozenset({"sha256", "dim", "max_length", "window", "window_overlap", "pooling",
+                                  "document_prompt"})
+"""Keys of run.json's ``model`` block that are facts of the loaded model (:func:`latechunk.ingest.run_settings`
+records them beside the settings), not settings: :meth:`EmbedConfig.from_dict` with ``recorded=True`` reads past
+them. (``name`` and ``dtype`` are recorded as the encoder resolved them, and read as settings.)"""
+
+_RECORDED = ("strategy", "mode", "normalize", "include_special", "macro_window", "macro_window_overlap",
+             "long_documents", "group_tokens", "index", "model")
+"""The keys :meth:`EmbedConfig.to_dict` always writes (the others only where they are set)."""
+_PIPELINE_KEYS = ("normalize", "include_special", "macro_window", "macro_window_overlap", "long_documents",
+                  "group_tokens", "sentence_workers", "late_pooling")
+"""The settings of :meth:`EmbedConfig.to_dict` (and options of :meth:`EmbedConfig.with_overrides`) that are
+:class:`PipelineConfig` fields of the same name."""
+_SETTINGS_KEYS = frozenset({"inputs_from_out", "strategy", "mode", *_PIPELINE_KEYS, "dedup", "record_fields",
+                            "index", "model", "inputs", "out", "force", "resume"})
+"""The keys :meth:`EmbedConfig.from_dict` reads: :meth:`EmbedConfig.to_dict`'s, ``sentence_workers``, and the
+run's ``inputs`` (paths as given), ``out``, ``force`` and ``resume``."""
+_RECORD_FIELDS_KEYS = frozenset({"id", "text", "title", "metadata", "encoding_errors"})
+
+_MODEL_OPTIONS = {"model": "name", "device": "device", "dtype": "dtype", "batch_tokens": "batch_tokens",
+                  "trust_remote_code": "trust_remote_code", "backend": "backend", "compile": "compile"}
+_INDEX_OPTIONS = {"ef_construction": "ef_construction", "ef_search": "ef_search", "precision": "precision",
+                  "truncate_dim": "truncate_dim", "index_gpu": "gpu"}
+_FIELD_OPTIONS = {"id_field": "id", "text_field": "text", "title_field": "title", "metadata_fields": "metadata",
+                  "encoding_errors": "encoding_errors"}
+_OWN_OPTIONS = ("inputs", "out", "force", "resume", "dedup")
+EMBED_OPTIONS: tuple[str, ...] = (*_MODEL_OPTIONS, "strategy", "mode", *_PIPELINE_KEYS, "index", "hnsw_m",
+                                  *_INDEX_OPTIONS, *_FIELD_OPTIONS, *_OWN_OPTIONS)
+"""The option names of :meth:`EmbedConfig.with_overrides` and :meth:`EmbedConfig.option_defaults`: those of
+``latechunk embed`` (``--batch-tokens`` -> ``batch_tokens``), each one setting of :class:`ModelConfig`
+(``model`` is its ``name``), :class:`PipelineConfig` (``strategy``, ``mode``: its one strategy and mode),
+:class:`IndexConfig` (``index``: the ``--index`` value, with ``hnsw_m`` for ``hnsw``; ``index_gpu`` is its
+``gpu``), :class:`~latechunk.types.RecordFields` (``id_field`` ... ``metadata_fields``) or the run itself."""
+
+
+def _inputs_from_out(relative, out: Path) -> tuple[Path, ...]:
+    """run.json's ``inputs_from_out`` (paths relative to the output folder, resolved) as paths: relative to the
+    working directory as ``out`` is where that names the same file, else absolute."""
+    paths = []
+    for rel in relative:
+        target = Path(os.path.normpath(out.resolve() / rel))
+        near = Path(os.path.normpath(out / rel))
+        paths.append(near if near.resolve() == target.resolve() else target)
+    return tuple(paths)
 
 
 @dataclass(frozen=True)
@@ -122,8 +169,9 @@ class EmbedConfig:
             from latechunk.dedup import check_threshold
 
             object.__setattr__(self, "dedup", check_threshold(self.dedup))
-        if self.index.truncate_dim is not None and self.index.renormalize != self.pipeline.normalize:
-            # truncated vectors are renormalised exactly when the run normalises
+        if self.index.renormalize != self.pipeline.normalize:
+            # truncated vectors are renormalised exactly when the run normalises (without truncate_dim the setting
+            # is unused: set all the same, so that a config read back from its settings equals it)
             object.__setattr__(self, "index", dataclasses.replace(self.index, renormalize=self.pipeline.normalize))
 
     @property
@@ -174,3 +222,118 @@ class EmbedConfig:
                       # only when not torch, so folders written before backends existed still resume
                       **({"backend": self.model.backend} if self.model.backend != "torch" else {})},
         }
+
+    @classmethod
+    def from_dict(cls, d: Mapping, *, out: str | os.PathLike | None = None,
+                  inputs: Sequence[str | os.PathLike] | None = None, recorded: bool = False) -> EmbedConfig:
+        """The config of a settings mapping: the inverse of :meth:`to_dict`, so
+        ``EmbedConfig.from_dict(c.to_dict(), out=c.out) == c`` (``out`` is where run.json lies, so the settings
+        do not record it) for every config whose run options (device, ``compile``, sentence workers, index
+        ``gpu``, ``force``, ``resume``: never settings of the output) are at their defaults.
+
+        Also the settings of a file (``latechunk embed --config``): the same keys, any of them left out at its
+        default, plus ``inputs`` (paths as given), ``out``, ``force``, ``resume``, ``sentence_workers``, and the
+        model block's ``device`` and ``compile``, the index block's ``gpu``.
+
+        Args:
+            d: The settings, as :meth:`to_dict` writes them (``model``, ``index`` and ``record_fields`` nested).
+            out: The output folder; default ``d["out"]``. ``inputs_from_out`` is relative to it.
+            inputs: The input paths; default ``d["inputs"]``, else ``d["inputs_from_out"]`` (relative to ``out``).
+            recorded: ``d`` is a run.json's ``settings`` (what :func:`latechunk.ingest.run_settings` wrote): every
+                key :meth:`to_dict` always writes must be there, the model's recorded facts
+                (:data:`RECORDED_MODEL_FACTS`) are read past, and so is ``model.batch_tokens`` (the budget that
+                run used, never a setting: the config leaves it to this device's default).
+
+        Returns:
+            The validated :class:`EmbedConfig`.
+
+        Raises:
+            ValueError: on an unknown key (naming it, in ``model``, ``index`` and ``record_fields`` too), no
+                ``out`` or no inputs, with ``recorded`` a key missing (naming it), or as the constructors.
+        """
+        _known_keys(d, _SETTINGS_KEYS, "run.json's settings" if recorded else "embed settings")
+        out = d.get("out") if out is None else out
+        _require(out is not None, "give the output folder (out=): the settings do not record it")
+        out = Path(out)
+        missing = [k for k in _RECORDED if k not in d] if recorded else []
+        _require(not missing, f"{out}: run.json's settings lack {missing[0] if missing else ''!r} (written by "
+                 "another latechunk version?); embed the documents into a new folder")
+        model = dict(d.get("model") or {})
+        if recorded:
+            model = {k: v for k, v in model.items() if k not in RECORDED_MODEL_FACTS and k != "batch_tokens"}
+        index = d.get("index") or {}
+        _known_keys(index, INDEX_RECORD_KEYS, "index settings")
+        fields = d.get("record_fields") or {}
+        _known_keys(fields, _RECORD_FIELDS_KEYS, "record_fields")
+        if inputs is None:
+            inputs = d["inputs"] if "inputs" in d else _inputs_from_out(d.get("inputs_from_out") or (), out)
+        return cls(
+            inputs=tuple(Path(p) for p in inputs),
+            out=out,
+            pipeline=PipelineConfig(strategies=(d.get("strategy", DEFAULT_STRATEGY),),
+                                    modes=(d.get("mode", DEFAULT_MODE),),
+                                    **{k: d[k] for k in _PIPELINE_KEYS if k in d}),
+            model=ModelConfig.from_dict(model),
+            index=IndexConfig.from_dict({"factory": IndexConfig.factory, **index}),
+            force=d.get("force", False),
+            resume=d.get("resume", False),
+            dedup=d.get("dedup"),
+            fields=RecordFields.from_dict(fields),
+        )
+
+    def with_overrides(self, given: Mapping | None = None, /, **options) -> EmbedConfig:
+        """This config with the options given replaced: what the command line does with the options given over
+        a folder's settings (``--resume``, ``--append``, ``--reuse``) or a ``--config`` file.
+
+        Args:
+            given: ``{option: value}`` by the names of :data:`EMBED_OPTIONS` (``latechunk embed``'s options,
+                ``--batch-tokens`` -> ``batch_tokens``); a value None is not given (kept).
+            **options: More of them.
+
+        Returns:
+            A new, validated :class:`EmbedConfig` (this one when nothing is given). ``index`` is an ``--index``
+            value (``flat``, ``hnsw`` = ``HNSW{hnsw_m}``, or a faiss string); the other index settings are kept
+            unless given.
+
+        Raises:
+            ValueError: on an unknown option (naming it), ``hnsw_m`` without ``index="hnsw"``, or anything the
+                constructors refuse.
+        """
+        given = {k: v for k, v in {**(given or {}), **options}.items() if v is not None}
+        _known_keys(given, EMBED_OPTIONS, "embed options")
+        if not given:
+            return self
+        _require("hnsw_m" not in given or str(given.get("index", "")).strip().lower() == "hnsw",
+                 f"hnsw_m (--hnsw-m) sets M of index 'hnsw' (--index hnsw), but the index is "
+                 f"{given.get('index', self.index.factory)}; give index 'hnsw' with it, or leave it out")
+        replace = dataclasses.replace
+        model = replace(self.model, **{a: given[k] for k, a in _MODEL_OPTIONS.items() if k in given})
+        pipeline = replace(self.pipeline, **{k: given[k] for k in _PIPELINE_KEYS if k in given},
+                           **({"strategies": (given["strategy"],)} if "strategy" in given else {}),
+                           **({"modes": (given["mode"],)} if "mode" in given else {}))
+        index = {**_field_dict(self.index), **{a: given[k] for k, a in _INDEX_OPTIONS.items() if k in given}}
+        if "index" in given:
+            del index["factory"]
+            index = IndexConfig.from_option(given["index"], hnsw_m=given.get("hnsw_m", DEFAULT_HNSW_M), **index)
+        else:
+            index = IndexConfig(**index)
+        fields = replace(self.fields, **{a: given[k] for k, a in _FIELD_OPTIONS.items() if k in given})
+        return replace(self, model=model, pipeline=pipeline, index=index, fields=fields,
+                       **{k: given[k] for k in _OWN_OPTIONS if k in given})
+
+    @staticmethod
+    def option_defaults() -> dict:
+        """The default of every option of :data:`EMBED_OPTIONS` but ``inputs`` and ``out``, read from the config
+        classes (the one definition of each): what ``latechunk embed`` uses for an option not given.
+
+        Returns:
+            ``{option: default}``, e.g. ``strategy`` :data:`~latechunk.config.DEFAULT_STRATEGY`, ``index``
+            :data:`~latechunk.config.index.DEFAULT_INDEX` (``flat``), ``hnsw_m`` 32, ``ef_construction`` 200.
+        """
+        model, index, fields = _field_dict(ModelConfig()), _field_dict(IndexConfig()), _field_dict(RecordFields())
+        pipeline = {f.name: f.default for f in dataclasses.fields(PipelineConfig) if f.name in _PIPELINE_KEYS}
+        own = {f.name: f.default for f in dataclasses.fields(EmbedConfig) if f.name in _OWN_OPTIONS[2:]}
+        return {**{k: model[a] for k, a in _MODEL_OPTIONS.items()}, "strategy": DEFAULT_STRATEGY,
+                "mode": DEFAULT_MODE, **pipeline, "index": DEFAULT_INDEX, "hnsw_m": DEFAULT_HNSW_M,
+                **{k: index[a] for k, a in _INDEX_OPTIONS.items()}, **{k: fields[a] for k, a in _FIELD_OPTIONS.items()},
+                **own}

@@ -10,6 +10,18 @@ from latechunk.config._checks import _positive_int, _require
 
 _INDEX_ALIASES = {"flat": "Flat"}
 
+DEFAULT_INDEX = "flat"
+"""``--index``'s default: the alias of a ``Flat`` index (exact inner product), :attr:`IndexConfig.factory`'s
+default."""
+DEFAULT_HNSW_M = 32
+"""Neighbours per node of ``--index hnsw`` (``--hnsw-m``): the alias builds ``HNSW{DEFAULT_HNSW_M}``."""
+DEFAULT_EF_CONSTRUCTION = 200
+"""HNSW build beam width (``--ef-construction``)."""
+DEFAULT_EF_SEARCH = 128
+"""HNSW search beam width (``--ef-search``)."""
+DEFAULT_PRECISION = "float32"
+"""How the index stores the vectors by default (``--precision``): as they are."""
+
 PRECISIONS: tuple[str, ...] = ("float32", "float16", "int8", "ubinary")
 """Values of ``precision`` / ``--precision``: how the FAISS index stores the vectors (the shards always keep
 float32): ``float32`` as given; ``float16`` (faiss ``SQfp16``); ``int8`` (faiss ``SQ8``: 8-bit codes with
@@ -23,6 +35,12 @@ rescored with the float query (sentence-transformers' ``semantic_search_faiss(..
 multiplier is 2, its binary-quantization write-up uses 4)."""
 
 _SQ_CODES = {"float16": "SQfp16", "int8": "SQ8"}
+
+_SETTINGS = ("ef_construction", "ef_search", "gpu", "precision", "truncate_dim", "renormalize")
+"""The fields :meth:`IndexConfig.from_dict` reads beside ``factory``."""
+INDEX_RECORD_KEYS = frozenset({"factory", "metric", "rescore_multiplier", *_SETTINGS})
+"""The keys of an index record in run.json's settings (:meth:`IndexConfig.to_dict`), and ``gpu``: what
+:meth:`latechunk.config.EmbedConfig.from_dict` accepts in its ``index`` block."""
 
 
 @dataclass(frozen=True)
@@ -54,11 +72,11 @@ class IndexConfig:
             factory string cannot take.
     """
 
-    factory: str = "Flat"
-    ef_construction: int = 200
-    ef_search: int = 128
+    factory: str = _INDEX_ALIASES[DEFAULT_INDEX]
+    ef_construction: int = DEFAULT_EF_CONSTRUCTION
+    ef_search: int = DEFAULT_EF_SEARCH
     gpu: str = "auto"
-    precision: str = "float32"
+    precision: str = DEFAULT_PRECISION
     truncate_dim: int | None = None
     renormalize: bool = True
 
@@ -81,7 +99,7 @@ class IndexConfig:
         self.faiss_factory  # noqa: B018  (a precision the factory cannot take fails here)
 
     @classmethod
-    def from_option(cls, value: str, hnsw_m: int = 32, **kwargs) -> IndexConfig:
+    def from_option(cls, value: str, hnsw_m: int = DEFAULT_HNSW_M, **kwargs) -> IndexConfig:
         """The config of an ``--index`` value: ``flat`` -> ``Flat``, ``hnsw`` -> ``HNSW{hnsw_m}``, any other
         value is taken as a faiss ``index_factory`` string (checked when the index is built).
 
@@ -111,20 +129,24 @@ class IndexConfig:
     def from_dict(cls, d: Mapping) -> IndexConfig:
         """The config of a manifest's (or run.json's) index record (:meth:`to_dict`, plus ``ntotal``/``file``).
 
+        A setting the record leaves out has its default (:meth:`to_dict` leaves out those at their defaults, and
+        folders written before ``precision`` or ``truncate_dim`` existed lack them); keys that are not settings
+        (``metric``, ``rescore_multiplier``, the manifest's ``ntotal``, ``file``, ...) are ignored. So
+        ``IndexConfig.from_dict(c.to_dict()) == c`` for every config whose HNSW beam widths are at their defaults
+        unless it is HNSW, whose ``renormalize`` is at its default unless it truncates, and whose ``gpu`` is
+        ``auto`` (settings :meth:`to_dict` does not record) unless the record gives ``gpu``.
+
         Args:
-            d: The record; a missing ``precision`` is ``float32`` and a missing ``truncate_dim`` None (folders
-                written before these settings existed).
+            d: The record.
 
         Returns:
-            The :class:`IndexConfig` (``gpu`` ``auto``).
+            The :class:`IndexConfig`.
 
         Raises:
             ValueError: as the constructor, or a record without ``factory``.
         """
         _require(isinstance(d, Mapping) and "factory" in d, f"an index record needs a 'factory', got {d!r}")
-        return cls(factory=d["factory"], ef_construction=d.get("ef_construction", 200),
-                   ef_search=d.get("ef_search", 128), precision=d.get("precision", "float32"),
-                   truncate_dim=d.get("truncate_dim"), renormalize=d.get("renormalize", True))
+        return cls(factory=d["factory"], **{k: d[k] for k in _SETTINGS if k in d})
 
     @property
     def is_hnsw(self) -> bool:
@@ -201,7 +223,7 @@ class IndexConfig:
         d = {"factory": self.factory, "metric": "hamming" if self.is_binary else "ip"}
         if self.is_hnsw:
             d.update(ef_construction=self.ef_construction, ef_search=self.ef_search)
-        if self.precision != "float32":
+        if self.precision != DEFAULT_PRECISION:
             d["precision"] = self.precision
         if self.is_binary:
             d["rescore_multiplier"] = RESCORE_MULTIPLIER

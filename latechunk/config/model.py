@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from latechunk.config._checks import _positive_int, _require
+from latechunk.config._checks import _field_dict, _known_keys, _positive_int, _require
 from latechunk.models import DTYPE_NAMES, canonical_dtype
 
 DEVICES = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
@@ -59,3 +61,29 @@ class ModelConfig:
                  f"{self.dtype!r}); on a GPU use --backend torch")
         _require(not self.compile or self.backend == "torch",
                  f"--compile applies to the torch backend (torch.compile), not to --backend {self.backend}")
+
+    def to_dict(self) -> dict:
+        """Every field, JSON-ready (:meth:`from_dict` reads it back: ``ModelConfig.from_dict(m.to_dict()) == m``).
+
+        Returns:
+            ``{"name", "device", "dtype", "batch_tokens", "trust_remote_code", "backend", "compile"}``. (run.json's
+            ``model`` block is :meth:`EmbedConfig.to_dict <latechunk.config.EmbedConfig.to_dict>`'s: the settings
+            of the output only.)
+        """
+        return _field_dict(self)
+
+    @classmethod
+    def from_dict(cls, d: Mapping) -> ModelConfig:
+        """The config of a :meth:`to_dict` mapping, or of part of one (a setting left out has its default).
+
+        Args:
+            d: ``{field: value}``.
+
+        Returns:
+            The validated :class:`ModelConfig`.
+
+        Raises:
+            ValueError: on a key that is not a field (naming it), or as the constructor.
+        """
+        _known_keys(d, {f.name for f in dataclasses.fields(cls)}, "model settings")
+        return cls(**d)

@@ -4,11 +4,11 @@ modes and the default strategy. Nothing here imports torch."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from latechunk.config._checks import _positive_int, _require
+from latechunk.config._checks import _field_dict, _known_keys, _positive_int, _require
 from latechunk.macro_window import MacroWindow
 from latechunk.strategies.base import Strategy, get_strategy
 
@@ -23,7 +23,11 @@ MODES: tuple[str, ...] = ("late", "naive", "contextual", "fused")
 ``fused`` (the chunk's late and naive vectors, each unit-normalised, summed: :func:`latechunk.pipeline.fused_vectors`;
 it costs both encodings)."""
 DEFAULT_STRATEGY = "recursive:max_tokens=256"
-"""``latechunk embed``'s default strategy SPEC."""
+"""The default strategy SPEC of ``latechunk embed`` and ``latechunk chunk`` and of the Python API's
+:class:`~latechunk.api.LateChunker`. (``latechunk train`` trains on chunks of its own default,
+:data:`latechunk.train.DEFAULT_TRAIN_STRATEGY`; ``compare`` compares :data:`latechunk.eval.config.DEFAULT_STRATEGIES`.)"""
+DEFAULT_MODE = "late"
+"""The default mode of ``latechunk embed`` and of :class:`PipelineConfig`."""
 DEFAULT_GROUP_TOKENS = 1 << 18
 """Tokens per pipeline group (= per shard of ``embed``): bounds memory, never changes a vector."""
 LATE_POOLINGS: tuple[str, ...] = ("mean",)
@@ -62,7 +66,7 @@ class PipelineConfig:
     """
 
     strategies: tuple[Strategy, ...]
-    modes: tuple[str, ...] = ("late",)
+    modes: tuple[str, ...] = (DEFAULT_MODE,)
     normalize: bool = True
     include_special: bool = False
     macro_window: int | None = None
@@ -167,10 +171,28 @@ class PipelineConfig:
             ``{field name: value}`` for every field; ``strategies`` as canonical SPEC strings, ``modes`` as a
             list; ``macro_window``/``macro_window_overlap`` in tokens (None: the model's default).
         """
-        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        d = _field_dict(self)
         d["strategies"] = self.specs
         d["modes"] = list(self.modes)
         return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping) -> PipelineConfig:
+        """The config of a :meth:`to_dict` mapping (``PipelineConfig.from_dict(p.to_dict()) == p``), or of part of
+        one: a setting left out has its default (``strategies`` has none).
+
+        Args:
+            d: ``{field: value}``; ``strategies`` SPEC strings (or one SPEC), ``modes`` a list (or one mode).
+
+        Returns:
+            The validated :class:`PipelineConfig`.
+
+        Raises:
+            ValueError: on a key that is not a field (naming it), no ``strategies``, or as the constructor.
+        """
+        _known_keys(d, {f.name for f in dataclasses.fields(cls)}, "pipeline settings")
+        _require("strategies" in d, "pipeline settings need 'strategies' (SPEC strings)")
+        return cls(**d)
 
 
 

@@ -1,0 +1,38 @@
+"""Settings renamed so that one name has one meaning across commands and the Python API (issue 37 §4): each old
+name keeps working for one release, with a :class:`DeprecationWarning` that names the new one.
+
+The names the API uses: ``macro_window`` and ``macro_window_overlap`` (the macro window and the content tokens
+consecutive macro windows share; ``macro_windows`` / ``macro_window_overlaps`` for ``compare``'s sweeps of them),
+``dtype`` for what the model computes in (``ModelConfig.dtype``; ``TrainConfig.dtype``, its autocast dtype) and
+``precision`` only for how the index stores the vectors (``IndexConfig.precision``).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+__all__ = ["RENAMED", "renamed"]
+
+RENAMED: dict[str, str] = {
+    "TrainConfig.precision": "TrainConfig.dtype",
+    "TrainConfig.window_overlap": "TrainConfig.macro_window_overlap",
+    "latechunk.train.PRECISIONS": "latechunk.train.DTYPES",
+    "CompareConfig.windows": "CompareConfig.macro_windows",
+    "CompareConfig.window_overlap": "CompareConfig.macro_window_overlaps",
+    "CompareConfig.from_options(window=)": "CompareConfig.from_options(macro_window=)",
+    "CompareConfig.from_options(window_overlap=)": "CompareConfig.from_options(macro_window_overlap=)",
+}
+"""Old name -> new name, for every setting renamed in the Python API (the command-line options follow when the
+CLI is renamed)."""
+
+
+def renamed(old: str, new: str, stacklevel: int = 3) -> None:
+    """Warn that ``old`` is the deprecated name of ``new`` (a :class:`DeprecationWarning`).
+
+    Args:
+        old: The old name, as :data:`RENAMED` spells it (``"TrainConfig.precision"``).
+        new: The new name.
+        stacklevel: Passed to :func:`warnings.warn` (3: the caller of the function that calls this).
+    """
+    warnings.warn(f"{old} is deprecated: it is called {new} now (the old name works until the next release)",
+                  DeprecationWarning, stacklevel=stacklevel)
