@@ -1,4 +1,6 @@
-"""Writes that survive a crash: flush a file, rename it into place, flush the folder; file identities and JSON bytes.
+"""Writes that survive a crash: flush a file, rename it into place, flush the folder.
+
+Also a file's identity for the commit journal (:func:`_identity`) and the bytes of the folder's JSON files.
 
 Tests: ``tests/test_output.py``, ``tests/test_ingest.py``.
 """

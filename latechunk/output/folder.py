@@ -1,7 +1,7 @@
-""":class:`OutputFolder`: the paths of an output folder's files and their readers; :func:`read_output` for searching.
+""":class:`OutputFolder`: the paths of an output folder's files and their readers; :func:`read_output`.
 
-The commit of an assembly is its base :class:`~latechunk.output.journal.CommitJournal`; chunk table files are read
-through :mod:`latechunk.output.tables`.
+The commit of an assembly is :class:`OutputFolder`'s base :class:`~latechunk.output.journal.CommitJournal`;
+chunk table files are read through :mod:`latechunk.output.tables`.
 
 Tests: ``tests/test_output.py``, ``tests/test_ingest.py``.
 """

@@ -1,4 +1,4 @@
-"""The commit of an assembly: the journal (``commit.json``) that renames the assembled files into place together.
+"""The commit of an assembly: the journal (``commit.json``) that renames the assembled files into place.
 
 Tests: ``tests/test_ingest.py`` (kills between the renames, late readers, copies without file times).
 """

@@ -1,4 +1,4 @@
-"""Chunk records: the rows of the chunk table (:func:`chunk_rows`) and the records of ``search`` (:func:`search_records`).
+"""Chunk records: the chunk table's rows (:func:`chunk_rows`), ``search``'s records (:func:`search_records`).
 
 One place makes a chunk record, with its citation fields (:data:`~latechunk.output.layout.SOURCE_COLUMNS`:
 :func:`source_metadata`, :func:`section_text`, :func:`metadata_text`).

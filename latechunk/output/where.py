@@ -1,4 +1,4 @@
-"""``--where`` and ``Index.search(where=...)``: conditions parsed, a metadata value matched, the rows that meet them.
+"""``--where`` and ``Index.search(where=...)``: conditions parsed, values matched, the rows that meet them.
 
 Tests: ``tests/test_metadata_fields.py``.
 """

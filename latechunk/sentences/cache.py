@@ -1,8 +1,8 @@
 """One document's sentences, segmented lazily paragraph by paragraph, and a run's cache of them.
 
-:class:`_DocumentSentences` memoises each paragraph's sentences (one pysbd pass per paragraph for every strategy
-of a run); :class:`_SentenceCache` holds them by text, least recently used out first, bounded in characters;
-:func:`_long_line_paragraphs` says which paragraphs hold a line longer than a token budget.
+:class:`_DocumentSentences` memoises each paragraph's sentences (one pysbd pass per paragraph for every
+strategy of a run); :class:`_SentenceCache` holds them by text, least recently used out first, bounded in
+characters; :func:`_long_line_paragraphs` says which paragraphs hold a line longer than a token budget.
 
 Tests: ``tests/test_sentences.py``.
 """

@@ -1,4 +1,4 @@
-"""pysbd's English rules with a faster, output-identical abbreviation pass (:func:`_fast_english`, pysbd 0.3.4).
+"""pysbd's English rules with a faster, output-identical abbreviation pass: :func:`_fast_english`.
 
 Tests: ``tests/test_sentences.py`` (against stock pysbd on real corpora and generated text).
 """

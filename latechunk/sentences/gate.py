@@ -1,8 +1,8 @@
-"""A gate in front of pysbd's regular expressions: a call whose pattern needs a character the text lacks is not run.
+"""A gate in front of pysbd's regular expressions: a pattern that needs a character the text lacks is not run.
 
 :func:`_required_chars` reads a pattern's required characters; :class:`_GatedRe` (one instance,
-:data:`_GATED_RE`) stands in for ``re`` inside pysbd's modules, with a cache of compiled patterns, the probes of
-:data:`_PROBES` and the linear-time equivalents of :data:`_LINEAR_PATTERNS`. Active only while
+:data:`_GATED_RE`) stands in for ``re`` inside pysbd's modules, with a cache of compiled patterns, the probes
+of :data:`_PROBES` and the linear-time equivalents of :data:`_LINEAR_PATTERNS`. Active only while
 :class:`latechunk.sentences.pysbd_segmenter._FastProcess` runs.
 
 Tests: ``tests/test_sentences.py`` (the gate's premise on pysbd's own patterns), ``tests/test_regex_linear.py``.

@@ -1,8 +1,8 @@
-"""The pysbd segmenter latechunk runs: stock pysbd or the fast one, built once per process (:func:`_pysbd_segmenter`).
+"""The pysbd segmenter latechunk runs: stock or fast pysbd, built once per process (:func:`_pysbd_segmenter`).
 
 The fast one (pysbd 0.3.4 only) is stock pysbd with the faster abbreviation pass
-(:mod:`~latechunk.sentences.fast_english`), its regex calls through the gate (:mod:`~latechunk.sentences.gate`)
-and no pysbd call at all for a block without the characters pysbd acts on (:class:`_FastProcess`).
+(:mod:`~latechunk.sentences.fast_english`), its regex calls through the gate
+(:mod:`~latechunk.sentences.gate`) and no pysbd call at all for a block without the characters pysbd acts on (:class:`_FastProcess`).
 
 Tests: ``tests/test_sentences.py`` (both paths against stock pysbd).
 """

@@ -1,4 +1,4 @@
-""":class:`SentenceSegmenter`: the sentences of a run's documents (char spans, token spans), its cache and workers.
+""":class:`SentenceSegmenter`: a run's sentences (char spans, token spans), with its cache and workers.
 
 Tests: ``tests/test_sentences.py``, ``tests/test_strategies.py``.
 """
