@@ -1238,8 +1238,11 @@ def iter_inputs(inputs: Sequence[str | os.PathLike], fields: RecordFields | None
     ``.arrow`` (any case) and every ``save_to_disk`` folder (read as one
     table per split, not walked); every other entry is listed as a Skipped with its reason (see the module doc),
     so an index written inside the corpus folder is never read back as documents, and symlinked folders are not
-    followed. A file named in ``inputs`` follows the same suffix policy. The order depends only on the inputs, so
-    a run can be resumed by skipping the items already consumed.
+    followed. A file named in ``inputs`` follows the same suffix policy. A file reached by two paths (a symlink or
+    hard link to it, two inputs) is read once, by its real path whatever the input order, the other path listed
+    as ``same file as ...`` (:func:`_mark_same_files`: every input's file list is walked before the first
+    document is read; the paths only, not their text). The order depends only on the inputs, so a run can be
+    resumed by skipping the items already consumed.
 
     Args:
         inputs: Files and folders, read in the order given.
@@ -1261,9 +1264,8 @@ def iter_inputs(inputs: Sequence[str | os.PathLike], fields: RecordFields | None
     if missing:
         raise ValueError(missing_inputs_message(missing))
     seen: dict[str, tuple[str, int, bool]] = {}  # doc id -> (where, input index, id is a path) of its first
-    files_read: dict[tuple[int, int], tuple[str, str]] = {}  # (device, inode) of a file read -> (its id, where)
-    for k, (p, items) in enumerate(_input_files(paths)):
-        items = _mark_same_files(items, files_read, len(paths) > 1 and str(p))
+    listed = list(_input_files(paths))  # every input's files first: which of two same files is read needs both
+    for k, ((p, _), items) in enumerate(zip(listed, _mark_same_files(listed, len(paths) > 1))):
         for f, rel, reason in items:
             suffix = f.suffix.lower()
             path_id = not reason and not f.is_dir() and suffix not in TABLE_SUFFIXES  # a file's id: its path
@@ -1299,38 +1301,58 @@ def iter_inputs(inputs: Sequence[str | os.PathLike], fields: RecordFields | None
                 yield item
 
 
-def _mark_same_files(items: list[tuple[Path, str, str]], files_read: dict[tuple[int, int], tuple[str, str]],
-                     input_name: str | bool) -> list[tuple[Path, str, str]]:
-    """``items`` (one input's, :func:`_input_files`) with each file that is the same file as one read before it
-    (a symlink or hard link to it, or the same file reached through two inputs) given the reason ``same file as
-    WHERE``, so it is embedded once: within the input, a file that is not a symlink is the one read (a link sorted
-    before its target is the one listed); one read by an earlier input under the same id is left to the
-    duplicate-id check. ``files_read`` (``(device, inode)`` -> (id, where)) is updated with the files this input
-    reads; ``input_name``: the input's name for the reason when there are several (else False)."""
-    ident: dict[int, tuple[int, int]] = {}
-    for i, (f, _rel, reason) in enumerate(items):
-        if not reason and f.suffix.lower() not in TABLE_SUFFIXES:  # a file read as one document
-            with contextlib.suppress(OSError):
-                st = f.stat()
-                if stat.S_ISREG(st.st_mode):
-                    ident[i] = (st.st_dev, st.st_ino)
-    if not ident:
-        return items
-    keeper: dict[tuple[int, int], int] = {}
-    for i, key in ident.items():  # the first that is not a symlink, else the first
-        if key not in keeper or (os.path.islink(items[keeper[key]][0]) and not os.path.islink(items[i][0])):
-            keeper[key] = i
-    out = list(items)
-    for i, key in ident.items():
-        f, rel, _ = items[i]
-        if key in files_read:  # under the same id, the duplicate-id reason says it (and names a repeated input)
-            if files_read[key][0] != rel:
-                out[i] = (f, rel, f"same file as {files_read[key][1]} (read once, under that id)")
-        elif keeper[key] != i:
-            out[i] = (f, rel, f"same file as {items[keeper[key]][1]} (read once, under that id)")
-    for key, i in keeper.items():
-        files_read.setdefault(key, (items[i][1], items[i][1] + (f" (input {input_name!r})" if input_name else "")))
+def _mark_same_files(listed: list[tuple[Path, list[tuple[Path, str, str]]]], several: bool
+                     ) -> list[list[tuple[Path, str, str]]]:
+    """Each input's items (``listed``: :func:`_input_files`, all inputs) with every file that is the same file as
+    another one read (a symlink or hard link to it, or one file reached through two inputs) given the reason
+    ``same file as WHERE (read once, under that id)``, so it is embedded once.
+
+    The one read is the real file, whatever the input order: a path that is not a symlink before one that is, a
+    path without a symlinked folder in it before one through such a folder, a path whose name is valid UTF-8
+    before one that is not read for its name; among equals the first in reading order. A later path to it under
+    the same id is left to the duplicate-id check (which names an input given twice).
+
+    Args:
+        listed: ``[(input, [(file, doc id root, reason), ...]), ...]`` in reading order.
+        several: Whether there are several inputs (the reason then names the input of the file read).
+
+    Returns:
+        The items of each input, in order, with those reasons set.
+    """
+    ident: dict[tuple[int, int], tuple[int, int]] = {}  # (input, item) -> (device, inode), in reading order
+    for k, (_p, items) in enumerate(listed):
+        for i, (f, _rel, reason) in enumerate(items):
+            if not reason and f.suffix.lower() not in TABLE_SUFFIXES:  # a file read as one document
+                with contextlib.suppress(OSError):
+                    st = f.stat()
+                    if stat.S_ISREG(st.st_mode):
+                        ident[(k, i)] = (st.st_dev, st.st_ino)
+    out = [list(items) for _p, items in listed]
+    paths_of: dict[tuple[int, int], list[tuple[int, int]]] = {}
+    for pos, key in ident.items():
+        paths_of.setdefault(key, []).append(pos)
+    for positions in paths_of.values():
+        if len(positions) < 2:
+            continue
+        keep = min(positions, key=lambda pos: (_path_rank(*listed[pos[0]][1][pos[1]][:2]), pos))
+        kept_rel = listed[keep[0]][1][keep[1]][1]
+        where = kept_rel + (f" (input {str(listed[keep[0]][0])!r})" if several else "")
+        for pos in positions:
+            f, rel, _ = listed[pos[0]][1][pos[1]]
+            if pos == keep or (rel == kept_rel and pos > keep):  # the same id again: the duplicate-id check says it
+                continue
+            out[pos[0]][pos[1]] = (f, rel, f"same file as {where} (read once, under that id)")
     return out
+
+
+def _path_rank(f: Path, rel: str) -> int:
+    """How far ``f`` is from the real path of its file (0: none of it a symlink; 1: through a symlinked folder; 2: a
+    symlink itself; 3: not read, its name not valid UTF-8): of two paths to one file the lower is read."""
+    if _utf8_name(rel) != rel:
+        return 3
+    if os.path.islink(f):
+        return 2
+    return 0 if os.path.realpath(f) == os.path.abspath(f) else 1
 
 
 def missing_inputs_message(missing: Sequence[str]) -> str:
