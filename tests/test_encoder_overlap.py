@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import torch
 
-import latechunk.pipeline as pipeline_mod
 from latechunk.config import PipelineConfig
 from latechunk.encoder import _set_attention, attention_implementation
 from latechunk.pipeline import embed
+from latechunk.pipeline import sums as pipeline_mod
 from latechunk.tokenize import DocumentTokenizer
 from latechunk.types import Document
 from tests.models import ForwardRecorder, minilm_encoder

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from latechunk.cli import app
 from latechunk.config import PipelineConfig
 from latechunk.eval.harness import run_compare
-from latechunk.pipeline import embed, fused_vectors
+from latechunk.pipeline import embed, fused_chunk_vectors, fused_vectors
 from latechunk.types import ChunkVectors, Document
 from tests.models import minilm_encoder
 from tests.test_eval_harness import _config, _write_dataset
@@ -62,6 +62,23 @@ def test_the_pipeline_fuses_the_late_and_naive_vectors_of_the_same_chunks():
     alone = embed(DOCS, enc, PipelineConfig((spec,), modes=("fused",))).run(spec)
     assert list(alone.vectors) == ["fused"]
     np.testing.assert_allclose(alone.vectors["fused"].vectors, fused.vectors, atol=1e-5)
+
+
+def test_fused_chunk_vectors_of_late_and_naive_made_apart_equal_the_pipelines_fused_vectors():
+    """Late and naive ChunkVectors made apart (compare: one pass's late, the first pass's naive) fuse to exactly the
+    vectors the pipeline fuses itself, with the chunk records kept; other chunks or other modes are refused."""
+    spec = "fixed:size=32"
+    every = embed(DOCS, minilm_encoder(), PipelineConfig((spec,), modes=("late", "naive", "fused"))).run(spec)
+    late, naive = every.vectors["late"], every.vectors["naive"]
+    f = fused_chunk_vectors(late, naive)
+    assert f.mode == "fused" and f.normalized and f.doc_ids == late.doc_ids
+    np.testing.assert_array_equal(f.chunk_index, late.chunk_index)
+    np.testing.assert_array_equal(f.vectors, every.vectors["fused"].vectors)
+    renamed = ChunkVectors(naive.vectors, ("other",) + naive.doc_ids[1:], naive.chunk_index, naive.cu_chunks, "naive")
+    with pytest.raises(ValueError, match="different chunk records"):
+        fused_chunk_vectors(late, renamed)
+    with pytest.raises(ValueError, match="takes late and naive"):
+        fused_chunk_vectors(naive, late)
 
 
 def test_embed_mode_fused_writes_and_verifies(tmp_path):

@@ -362,7 +362,7 @@ def test_memory_grows_with_the_largest_document_no_longer_the_late_pass_never_ho
 ):
     """The pipeline never asks for a whole document's states, and the largest tensor its late pass sees (a forward
     batch, the states a segment mean pools, the segment sums) is a fraction of the long document's tokens."""
-    import latechunk.pipeline as pipeline_mod
+    from latechunk.pipeline import sums as pipeline_mod  # _SegmentSums lives there
 
     enc = minilm_encoder(batch_tokens=128)
     largest = {"batch": 0, "pooled": 0, "sums": 0}
@@ -471,3 +471,65 @@ def test_semantic_default_max_tokens_fits_the_model_so_naive_chunks_take_one_win
     assert limit == 510 and lengths.max() <= limit and lengths.max() > 400
     assert res.stats.forward_calls["naive"] >= 1
     assert run.vectors["naive"].vectors.shape[0] == len(spans)
+
+
+def test_each_group_gives_its_vectors_as_chunk_vectors_and_embed_packs_the_same_records(encoder):
+    """GroupResult.chunk_vectors packs a group's vectors with their chunk records (document ids, chunk numbers,
+    cumulative counts); the groups' ChunkVectors, one after another, are embed()'s StrategyRun vectors, and the
+    naive ones are what encode_chunk_vectors makes of the same chunks."""
+    from latechunk.pipeline import encode_chunk_vectors, iter_embed, pack_chunk_vectors
+
+    docs = [Document(f"d{i}", TEXT.replace("Late", f"Late ({i})")) for i in range(4)]
+    spec = STRATS[0]
+    config = PipelineConfig((spec,), modes=("late", "naive"), group_tokens=150)
+    groups = list(iter_embed(docs, encoder, config))
+    assert len(groups) >= 2  # the records restart in each group
+    whole = embed(docs, encoder, config).run(spec)
+    for mode in ("late", "naive"):
+        parts = [g.chunk_vectors(get_strategy(spec).spec, mode) for g in groups]
+        for g, cv in zip(groups, parts):
+            assert cv.mode == mode and cv.normalized
+            assert cv.doc_ids == tuple(d.doc_id for d in g.documents)
+            np.testing.assert_array_equal(cv.vectors, g.vectors[get_strategy(spec).spec][mode])
+            assert cv.chunk_index.tolist() == [i for b in g.boundaries[get_strategy(spec).spec] for i in range(len(b))]
+        want = whole.vectors[mode]
+        assert sum((cv.doc_ids for cv in parts), ()) == want.doc_ids
+        np.testing.assert_array_equal(np.concatenate([cv.chunk_index for cv in parts]), want.chunk_index)
+        np.testing.assert_allclose(np.concatenate([cv.vectors for cv in parts]), want.vectors, atol=1e-6)
+    naive, tokens, calls = encode_chunk_vectors(encoder, "naive", docs, whole.boundaries)
+    assert naive.mode == "naive" and tokens == whole.tokens_encoded["naive"] and calls >= 1
+    assert naive.doc_ids == whole.vectors["naive"].doc_ids
+    np.testing.assert_array_equal(naive.cu_chunks, whole.vectors["naive"].cu_chunks)
+    np.testing.assert_allclose(naive.vectors, whole.vectors["naive"].vectors, atol=1e-6)
+    with pytest.raises(ValueError, match="not a text mode"):
+        encode_chunk_vectors(encoder, "late", docs, whole.boundaries)
+    with pytest.raises(ValueError, match="3 vectors for"):
+        pack_chunk_vectors(whole.boundaries, whole.vectors["late"].vectors[:3], "late")
+
+
+def test_group_runner_halves_pickled_between_them_give_iter_embeds_groups(encoder):
+    """GroupRunner (embed --engine ray) runs iter_embed's two halves apart: each group's items, prepared, pickled
+    (as Ray hands them to the encoder actor) and embedded, give the group iter_embed yields."""
+    import pickle
+
+    from latechunk.pipeline import GroupRunner, iter_embed
+
+    docs = [Document(f"d{i}", TEXT.replace("Late", f"Late ({i})")) for i in range(4)] + [Document("empty", " ")]
+    config = PipelineConfig(("fixed:size=16", SENT0), modes=("late", "naive"), group_tokens=150)
+    groups = list(iter_embed(docs, encoder, config))
+    assert len(groups) >= 2
+    runner = GroupRunner(encoder, config)
+    for g in groups:
+        prepared = pickle.loads(pickle.dumps(runner.prepare(g.items, g.index, g.start)))
+        h = runner.embed(prepared)
+        assert (h.index, h.start, h.end) == (g.index, g.start, g.end)
+        assert [d.doc_id for d in h.documents] == [d.doc_id for d in g.documents]
+        assert h.skipped == g.skipped
+        assert h.boundaries.keys() == g.boundaries.keys()
+        for spec in g.boundaries:
+            assert [b.char_spans.tolist() for b in h.boundaries[spec]] == [b.char_spans.tolist() for b in g.boundaries[spec]]
+            for mode in ("late", "naive"):
+                np.testing.assert_allclose(h.vectors[spec][mode], g.vectors[spec][mode], atol=1e-6)
+    assert any(s.doc_id == "empty" for g in groups for s in g.skipped)
+    with pytest.raises(RuntimeError, match="formed 2 groups here"):
+        runner.prepare([x for g in groups[:2] for x in g.items], 0, 0)
