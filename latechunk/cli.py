@@ -1141,7 +1141,8 @@ def chunk(
       latechunk chunk README.md docs/guides/ notes.txt -s fixed:size=128,overlap=16 | jq -r .text
     """  # noqa: D301  (\b: click's marker for a paragraph it must not rewrap, the examples)
     from latechunk.config import PipelineConfig
-    from latechunk.io import iter_inputs, missing_inputs_message, require_documents
+    from latechunk.ingest.stream import progress_counts
+    from latechunk.io import count_inputs, iter_inputs, missing_inputs_message, require_documents
     from latechunk.models import ModelSettings, resolve_model_path
     from latechunk.output import chunk_rows, metadata_value
     from latechunk.pipeline import Skipped, chunk_documents, iter_embed
@@ -1197,6 +1198,14 @@ def chunk(
 
     n_skipped = 0
     unshown: list[dict] = []
+    bar, n_items = None, 0  # the progress bar (below) and the input items counted ahead for its total
+
+    def counted() -> None:  # an input item done: the bar's postfix counts chunked and skipped ones apart, as embed's
+        if bar is not None:
+            done = n_docs + n_skipped
+            bar.set_postfix_str(progress_counts(n_docs, n_skipped, 0, done, max(n_items, done), done_as="chunked"),
+                                refresh=False)
+            bar.update(1)  # shows the counts above
 
     def skip(doc_id: str, reason: str, source: str | None = None) -> None:  # every item not chunked (as embed's)
         nonlocal n_skipped
@@ -1205,6 +1214,7 @@ def chunk(
             typer.secho(skipped_line(doc_id, reason, source), fg="yellow", err=True)
         else:  # counted by kind at the end, as embed prints them
             unshown.append({"doc_id": doc_id, "reason": reason})
+        counted()
 
     def documents():
         for d in iter_inputs(inputs, fields):
@@ -1222,9 +1232,14 @@ def chunk(
         if tmp is not None:  # Ctrl-C or an error: the temporary file goes too (after it is closed, below)
             stack.push(_remove_on_error(tmp))
         fh = stack.enter_context(open(tmp, "w", encoding="utf-8")) if tmp else sys.stdout
-        # documents done, on stderr when it is a terminal (disable=None: off when not a tty)
-        bar = stack.enter_context(tqdm(unit="doc", desc="chunk", file=sys.stderr, disable=True if quiet else None,
+        # input items done (chunked or skipped), on stderr when it is a terminal (disable=None: off when not a tty)
+        bar = stack.enter_context(tqdm(unit="item", desc="chunk", file=sys.stderr, disable=True if quiet else None,
                                        leave=False))
+        if not getattr(bar, "disable", False):  # its total: the input items, counted ahead as embed counts them
+            n_items = count_inputs(inputs, fields)
+            bar.total = n_items
+            bar.set_postfix_str(progress_counts(0, 0, 0, 0, n_items, done_as="chunked"), refresh=False)
+            bar.refresh()
 
         def emit(doc, b) -> None:
             nonlocal n_chunks, n_docs
@@ -1237,7 +1252,7 @@ def chunk(
                 fh.write(json.dumps(row, ensure_ascii=False) + "\n")
             n_docs += 1
             n_chunks += len(b)
-            bar.update(1)
+            counted()
 
         try:
             if strat.needs_sentence_vectors:  # streamed per group of documents (late pass, semantic's vectors)

@@ -141,3 +141,67 @@ def test_interrupted_chunk_leaves_no_tmp_file(tmp_path, monkeypatch):
     assert res.exit_code == 0, res.output
     assert len(out.read_text(encoding="utf-8").splitlines()) == 3
     assert sorted(p.name for p in tmp_path.iterdir()) == ["chunks.jsonl", "in"]
+
+
+class _Bar:
+    """The part of tqdm that embed's and chunk's progress bars use, recorded (shown as if on a terminal)."""
+
+    def __init__(self, total=None, initial=0, **kwargs):
+        self.total, self.n, self.kwargs, self.postfixes, self.totals = total, initial, kwargs, [], [total]
+        _Bar.bars.append(self)
+
+    bars: list = []
+
+    def __setattr__(self, name, value):
+        if name == "total" and "totals" in self.__dict__:
+            self.totals.append(value)
+        super().__setattr__(name, value)
+
+    def update(self, n=1):
+        self.n += n
+
+    def set_postfix_str(self, s, refresh=True):
+        self.postfixes.append(s)
+
+    def refresh(self):
+        pass
+
+    def close(self):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+def _corpus_with_skips(root):
+    """Three documents and three items that are skipped (an empty file, a bad JSON line, a record without text)."""
+    src = root / "in"
+    src.mkdir()
+    for i in range(3):
+        (src / f"doc{i}.md").write_text(f"# Note {i}\n\nHerons wait by the reeds at dawn, number {i}.\n",
+                                        encoding="utf-8")
+    (src / "empty.txt").write_text("  \n", encoding="utf-8")
+    (src / "records.jsonl").write_text('not json\n{"id": "r1", "text": ""}\n', encoding="utf-8")
+    return src
+
+
+def test_chunk_progress_counts_skipped_items(tmp_path, monkeypatch):
+    """Fault 7: chunk's bar counted documents only ("3 doc"), with no total and no word of the items skipped.
+    It counts the input items as embed's does: total counted ahead, chunked and skipped apart."""
+    import tqdm.auto
+
+    src = _corpus_with_skips(tmp_path)
+    # a first run loads the tokenizer's libraries before tqdm is replaced (huggingface_hub subclasses it on import)
+    assert runner.invoke(app, ["chunk", str(src), "--out", str(tmp_path / "first.jsonl"), "-q"]).exit_code == 0
+    monkeypatch.setattr(tqdm.auto, "tqdm", _Bar)
+    _Bar.bars = []
+    res = runner.invoke(app, ["chunk", str(src), "--out", str(tmp_path / "c.jsonl")])
+    assert res.exit_code == 0, res.output
+    (bar,) = _Bar.bars
+    assert bar.postfixes[-1] == "3 chunked, 3 skipped (6/6 items)", bar.postfixes
+    assert bar.total == 6 and bar.n == 6
+    assert "(3 skipped)" in res.stderr  # the summary line, as before

@@ -363,22 +363,25 @@ def write_group(folder: OutputFolder, config: EmbedConfig, dim: int, shard: Shar
                        shard_stats(g, config.mode), doc_extra=extra, dedup=dropped)
 
 
-def progress_counts(embedded: int, skipped: int, reused: int, done: int, total: int) -> str:
+def progress_counts(embedded: int, skipped: int, reused: int, done: int, total: int, *,
+                    done_as: str = "embedded") -> str:
     """The progress bar's postfix: the input items done, embedded and skipped counted apart (a trial read "items
     written 17/17" where 14 were embedded and 3 skipped), e.g. ``"14 embedded, 3 skipped (17/17 items)"``;
     documents taken unchanged from ``embed --reuse``'s folder are counted as ``reused`` when there are any.
+    ``latechunk chunk``'s bar says ``"14 chunked, 3 skipped (17/17 items)"`` (``done_as="chunked"``).
 
     Args:
-        embedded: Items embedded (encoded) so far.
+        embedded: Items embedded (encoded; ``chunk``: chunked) so far.
         skipped: Items skipped so far (the manifest's ``skipped`` list has them all, with their reasons).
         reused: Documents taken from ``--reuse``'s folder so far.
         done: Input items consumed so far (``embedded + skipped + reused``).
         total: Input items in all (counted ahead).
+        done_as: The word for the items done: ``"embedded"``, or ``"chunked"`` for ``latechunk chunk``.
 
     Returns:
         The postfix text.
     """
-    parts = [f"{embedded:,} embedded", *([f"{reused:,} reused"] if reused else []), f"{skipped:,} skipped"]
+    parts = [f"{embedded:,} {done_as}", *([f"{reused:,} reused"] if reused else []), f"{skipped:,} skipped"]
     return f"{', '.join(parts)} ({done:,}/{total:,} items)"
 
 
