@@ -4,6 +4,7 @@ before the fix."""
 from __future__ import annotations
 
 import re
+from typing import ClassVar
 
 from typer.testing import CliRunner
 
@@ -146,11 +147,11 @@ def test_interrupted_chunk_leaves_no_tmp_file(tmp_path, monkeypatch):
 class _Bar:
     """The part of tqdm that embed's and chunk's progress bars use, recorded (shown as if on a terminal)."""
 
+    bars: ClassVar[list[_Bar]] = []
+
     def __init__(self, total=None, initial=0, **kwargs):
         self.total, self.n, self.kwargs, self.postfixes, self.totals = total, initial, kwargs, [], [total]
         _Bar.bars.append(self)
-
-    bars: list = []
 
     def __setattr__(self, name, value):
         if name == "total" and "totals" in self.__dict__:
@@ -205,3 +206,29 @@ def test_chunk_progress_counts_skipped_items(tmp_path, monkeypatch):
     assert bar.postfixes[-1] == "3 chunked, 3 skipped (6/6 items)", bar.postfixes
     assert bar.total == 6 and bar.n == 6
     assert "(3 skipped)" in res.stderr  # the summary line, as before
+
+
+def test_embed_progress_total_does_not_shrink_when_inputs_are_skipped(tmp_path, monkeypatch):
+    """Fault 2: embed's bar set its total to the bytes done at the end, so with skipped inputs (an empty file, a
+    bad JSONL line) the total shrank (206 -> 170 bytes here). The total stays what was found ahead: skipped items
+    count as done (and as skipped in the postfix), the bar ends full."""
+    import tqdm.auto
+
+    from latechunk.config import EmbedConfig, PipelineConfig
+    from latechunk.ingest import ingest
+    from latechunk.io import count_input_bytes
+    from tests.models import minilm_encoder
+
+    src = _corpus_with_skips(tmp_path)
+    encoder = minilm_encoder()  # loaded before tqdm is replaced (huggingface_hub subclasses it on import)
+    monkeypatch.setattr(tqdm.auto, "tqdm", _Bar)
+    _Bar.bars = []
+    config = EmbedConfig(inputs=(src,), out=tmp_path / "out", pipeline=PipelineConfig(strategies=("fixed:size=32",),
+                                                                                      group_tokens=16))
+    manifest = ingest(config, encoder, progress=True)
+    assert len(manifest["skipped"]) == 3
+    (bar,) = _Bar.bars
+    found = count_input_bytes([src])
+    assert bar.totals == [found], bar.totals  # never changed, so never shrank
+    assert bar.n == found
+    assert bar.postfixes[-1] == "3 embedded, 3 skipped (6/6 items)", bar.postfixes

@@ -405,8 +405,9 @@ def stream(config: EmbedConfig, encoder, items: Iterator, start: int, digest: st
             total is counted ahead from the input files' sizes (:func:`~latechunk.io.count_input_bytes`), and
             it moves as each forward batch of the late pass finishes (one long document advances macro window
             by macro window; many small ones batch by batch) and as each group ends (naive mode, skipped
-            items, other ranks' groups). Its postfix counts the input items done (counted ahead,
-            :func:`~latechunk.io.count_inputs`), the embedded and the skipped ones apart
+            items, other ranks' groups); its total never shrinks: the bar ends full when the bytes read were
+            fewer than counted ahead (skipped files, JSONL syntax). Its postfix counts the input items done
+            (counted ahead, :func:`~latechunk.io.count_inputs`), the embedded and the skipped ones apart
             (:func:`progress_counts`).
         bar_start: Items of ``config.inputs`` consumed before ``items`` (for the progress bar); default ``start``
             (a resumed run). An append gives 0: its inputs start at ``items`` while ``start`` counts the
@@ -463,8 +464,11 @@ def stream(config: EmbedConfig, encoder, items: Iterator, start: int, digest: st
                                                         max(n_items, done)), refresh=False)
                     bar.refresh()
                 k, pos = k + 1, end
-        if bar is not None and bar.n != bar.total:  # the total was an estimate: the run is complete
-            bar.total = bar.n
+        if bar is not None and bar.n != bar.total:  # the total was an estimate, and the run is complete
+            if bar.n < bar.total:  # what the text of the items read gave less (skipped files, JSONL syntax): the
+                bar.update(bar.total - bar.n)  # bar ends full, its total as found (it shrank at the end)
+            else:  # more text than counted ahead (a file grew): the total grows to it
+                bar.total = bar.n
             bar.refresh()
     finally:
         if bar is not None:
