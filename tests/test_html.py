@@ -189,7 +189,7 @@ def test_deeply_nested_html_converts_and_embeds(tmp_path):
 
 
 def test_a_page_that_still_recurses_too_deep_is_skipped_with_its_reason(tmp_path, monkeypatch):
-    import latechunk.io as io_module
+    import latechunk.io.inputs as io_module  # the module that reads an HTML page (html_to_markdown)
 
     def recurse(html):
         raise RecursionError("maximum recursion depth exceeded")
