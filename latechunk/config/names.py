@@ -4,7 +4,8 @@ name keeps working for one release, with a :class:`DeprecationWarning` that name
 The names the API uses: ``macro_window`` and ``macro_window_overlap`` (the macro window and the content tokens
 consecutive macro windows share; ``macro_windows`` / ``macro_window_overlaps`` for ``compare``'s sweeps of them),
 ``dtype`` for what the model computes in (``ModelConfig.dtype``; ``TrainConfig.dtype``, its autocast dtype) and
-``precision`` only for how the index stores the vectors (``IndexConfig.precision``).
+``precision`` only for how the index stores the vectors (``IndexConfig.precision``). ``DEFAULT_STRATEGY`` is
+``embed``'s (:data:`latechunk.config.DEFAULT_STRATEGY`); ``train``'s own default is ``DEFAULT_TRAIN_STRATEGY``.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ RENAMED: dict[str, str] = {
     "TrainConfig.precision": "TrainConfig.dtype",
     "TrainConfig.window_overlap": "TrainConfig.macro_window_overlap",
     "latechunk.train.PRECISIONS": "latechunk.train.DTYPES",
+    "latechunk.train.DEFAULT_STRATEGY": "latechunk.train.DEFAULT_TRAIN_STRATEGY",
     "CompareConfig.windows": "CompareConfig.macro_windows",
     "CompareConfig.window_overlap": "CompareConfig.macro_window_overlaps",
     "CompareConfig.from_options(window=)": "CompareConfig.from_options(macro_window=)",

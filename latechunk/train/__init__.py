@@ -33,7 +33,8 @@ markedly better. This module does that training:
   about a point of SpanRecall@5: ``results/fused.md``). For inverse-cloze examples the chunks of *other*
   passages of the query's source document are left out of every term's softmax (passages drawn from
   one document overlap, so such a chunk may hold the target's very text: a false negative).
-- **Precision** (``--dtype``; ``--precision``, its old name, still works). The weights, the optimiser state, the pooling and the loss stay float32; with
+- **dtype** (``--dtype``, :attr:`TrainConfig.dtype`; the old names ``--precision`` and ``TrainConfig(precision=)``
+  still work). The weights, the optimiser state, the pooling and the loss stay float32; with
   ``bfloat16`` the model's forward (and so its backward) runs under ``torch.autocast(dtype=torch.bfloat16)``
   (mixed precision: matrix products in bf16, reductions in fp32). ``auto`` (the default) picks bf16 on CUDA and
   on CPUs that multiply bf16 matrices in hardware (Intel AMX or AVX-512 BF16: :func:`latechunk.encoder.cpu_bf16_isa`), where bf16 matrix
@@ -68,12 +69,13 @@ from latechunk.train.checkpoint import _read_checkpoint as _read_checkpoint
 from latechunk.train.checkpoint import _restore as _restore
 from latechunk.train.checkpoint import _save_checkpoint as _save_checkpoint
 from latechunk.train.config import (
+    DEFAULT_DTYPE,
     DEFAULT_ICT_QUERIES,
-    DEFAULT_STRATEGY,
     DEFAULT_TEMPERATURE,
+    DEFAULT_TRAIN_STRATEGY,
     DEFAULT_WARMUP,
+    DTYPES,
     ICT_KEEP_PROB,
-    PRECISIONS,
     TRAIN_FILE,
     TrainConfig,
     TrainResult,
@@ -102,9 +104,10 @@ from latechunk.train.save import _keep_base_limits as _keep_base_limits
 from latechunk.train.save import _usual_file_modes as _usual_file_modes
 
 __all__ = [
+    "DEFAULT_DTYPE",
     "DEFAULT_ICT_QUERIES",
-    "PRECISIONS",
-    "DEFAULT_STRATEGY",
+    "DTYPES",
+    "DEFAULT_TRAIN_STRATEGY",
     "DEFAULT_TEMPERATURE",
     "DEFAULT_WARMUP",
     "ICT_KEEP_PROB",
@@ -119,3 +122,11 @@ __all__ = [
     "supervised_examples",
     "train",
 ]
+
+
+def __getattr__(name: str):
+    """``PRECISIONS`` and ``DEFAULT_STRATEGY``, the old names of :data:`DTYPES` and :data:`DEFAULT_TRAIN_STRATEGY`
+    (a DeprecationWarning; :mod:`latechunk.config.names`)."""
+    from latechunk.train import config
+
+    return config.__getattr__(name, _stacklevel=4)

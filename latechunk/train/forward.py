@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from latechunk.train.config import PRECISIONS
+from latechunk.train.config import DTYPES
 
 if TYPE_CHECKING:
     import torch
@@ -35,7 +35,8 @@ def autocast_dtype(precision: str, device_type: str, amx: bool | None = None) ->
     """The dtype the training forward is autocast to, or None for plain float32.
 
     Args:
-        precision: One of :data:`PRECISIONS`. ``auto``: bfloat16 on ``cuda``, and on ``cpu`` when the CPU has
+        precision: One of :data:`~latechunk.train.config.DTYPES` (:attr:`TrainConfig.dtype
+            <latechunk.train.config.TrainConfig.dtype>`). ``auto``: bfloat16 on ``cuda``, and on ``cpu`` when the CPU has
             hardware bf16 matrix products (``amx``: AMX or AVX-512 BF16), else None; on ``cpu`` with ``amx`` not
             given, ``$LATECHUNK_CPU_DTYPE`` (float32 or bfloat16) decides first, as it does for the encoder; ``float32``: None; ``bfloat16``: bfloat16 on ``cpu`` and ``cuda`` (on a CPU
             without AMX it is emulated and slower than fp32, but runs).
@@ -47,12 +48,12 @@ def autocast_dtype(precision: str, device_type: str, amx: bool | None = None) ->
         ``torch.bfloat16`` or None.
 
     Raises:
-        ValueError: on a ``precision`` not in :data:`PRECISIONS`.
+        ValueError: on a ``precision`` not in :data:`~latechunk.train.config.DTYPES`.
     """
     import torch
 
-    if precision not in PRECISIONS:
-        raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+    if precision not in DTYPES:
+        raise ValueError(f"precision must be one of {', '.join(DTYPES)}, got {precision!r}")
     if precision == "float32" or device_type not in ("cpu", "cuda"):
         return None
     if precision == "bfloat16" or device_type == "cuda":

@@ -73,7 +73,7 @@ def _plan(config: TrainConfig, encoder: Encoder, examples: list[TrainExample], p
         ValueError: if no example is left (naming why), or the macro window does not fit the model.
     """
     size = config.macro_window if config.macro_window is not None else encoder.max_seq_length
-    mw = encoder.macro_window(size, config.window_overlap)
+    mw = encoder.macro_window(size, config.macro_window_overlap)
     plans, pairs, skipped = _plan_documents(examples, encoder, config.strategy, mw, progress)
     if not pairs:
         why = ", ".join(f"{n} {reason}" for reason, n in skipped.items()) if skipped else (
@@ -119,9 +119,9 @@ class _Run:
         self.config, self.encoder, self.data, self.out, self.say = config, encoder, data, out, say
         self.model = encoder.model
         self.model.train()
-        self.amp: torch.dtype | None = autocast_dtype(config.precision, encoder.device.type)
+        self.amp: torch.dtype | None = autocast_dtype(config.dtype, encoder.device.type)
         say(f"precision: {'bfloat16 autocast' if self.amp is not None else 'float32'} on {encoder.device} "
-            f"(--dtype {config.precision}; weights float32)")
+            f"(--dtype {config.dtype}; weights float32)")
         tok = encoder.hf_tokenizer
         self.pad_id = tok.pad_token_id if tok.pad_token_id is not None else 0
         self.steps_per_epoch = math.ceil(len(data.pairs) / config.batch_size)
@@ -145,7 +145,7 @@ class _Run:
         info = state[0]
         if info.get("autocast", self.autocast) != self.autocast:
             raise ValueError(f"--resume: the run in {self.out} trained with {info['autocast']} autocast, --dtype "
-                             f"{self.config.precision} gives {self.autocast} here: give --dtype {info['autocast']}")
+                             f"{self.config.dtype} gives {self.autocast} here: give --dtype {info['autocast']}")
         _restore(state, self.model, self.opt, self.sched, self.data.order)
         self.pairs = [self.data.base_pairs[i] for i in info["order"]]
         for name in ("losses", "late_losses", "naive_losses", "fused_losses"):
