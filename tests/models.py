@@ -55,10 +55,12 @@ def tiny_modernbert_encoder(max_positions: int = 8192, **kwargs) -> Encoder:
 
 
 class ForwardRecorder:
-    """Wraps ``encoder.model.forward`` and records every ``input_ids`` row sent to the model."""
+    """Wraps ``encoder.model.forward`` and records every ``input_ids`` row sent to the model (``rows``, unpadded)
+    and each call's ``input_ids`` shape (``shapes``: rows x padded length)."""
 
     def __init__(self, encoder: Encoder) -> None:
         self.rows: list[list[int]] = []
+        self.shapes: list[tuple[int, int]] = []
         self.calls = 0
         model = encoder.model
         inner = model.forward
@@ -68,6 +70,7 @@ class ForwardRecorder:
             mask = kwargs.get("attention_mask")
             mask = torch.ones_like(ids) if mask is None else mask
             self.calls += 1
+            self.shapes.append(tuple(ids.shape))
             for r, m in zip(ids.tolist(), mask.tolist()):
                 self.rows.append(r[: sum(m)])
             return inner(*args, **kwargs)

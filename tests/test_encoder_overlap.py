@@ -50,7 +50,19 @@ def test_each_token_goes_through_the_model_once_per_window(overlap):
     frames = n_frame * sum(len(mw.plan(t.n_content, n_frame)) - 1 for t in toks)
     if overlap == 0:
         assert window_tokens == sum(len(t) for t in toks) + frames + pushed
-    assert enc.stats["padded_tokens"] - enc.stats["tokens"] >= 0
+    # padded tokens: each forward batch's rows times its longest row, as the model was given them
+    assert enc.stats["forward_calls"] == rec.calls == len(rec.shapes)
+    assert enc.stats["padded_tokens"] == sum(n * longest for n, longest in rec.shapes)
+    assert all(longest == max(len(r) for r in rows) for (_, longest), rows in zip(rec.shapes, _by_call(rec)))
+
+
+def _by_call(rec: ForwardRecorder) -> list[list[list[int]]]:
+    """The recorded rows, grouped by forward call."""
+    out, at = [], 0
+    for n, _ in rec.shapes:
+        out.append(rec.rows[at:at + n])
+        at += n
+    return out
 
 
 class _CountingTokenizer:

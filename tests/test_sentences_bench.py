@@ -30,5 +30,10 @@ def test_child_measures_each_corpus(tmp_path, monkeypatch, capsys):
     bench.child(args)
     row = json.loads(capsys.readouterr().out.strip().splitlines()[-1])["chatlogs"]
     assert row["docs"] == 1 and row["tokens"] > 20 and row["sentences"] >= 5
-    assert row["segment"] >= 0 and row["five"] >= 0 and "workers" not in row
+    # each measure is the CPU seconds of its work (a measure not taken would be 0.0, or missing); no worker
+    # measures without --workers
+    assert isinstance(row["segment"], float) and isinstance(row["five"], float)
+    assert 0 < row["segment"] < 60 and 0 < row["five"] < 60
+    assert set(row) == {"tokens", "chars", "docs", "segment", "sentences", "five", "five_hash",
+                        "semantic_vector_misses"}
     assert row["semantic_vector_misses"] == 0 and len(row["five_hash"]) == 16
