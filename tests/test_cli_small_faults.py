@@ -232,3 +232,32 @@ def test_embed_progress_total_does_not_shrink_when_inputs_are_skipped(tmp_path, 
     assert bar.totals == [found], bar.totals  # never changed, so never shrank
     assert bar.n == found
     assert bar.postfixes[-1] == "3 embedded, 3 skipped (6/6 items)", bar.postfixes
+
+
+def test_embed_progress_bar_only_on_a_terminal(tmp_path, capsys, monkeypatch):
+    """Fault 4: embed wrote its progress bar (carriage returns, "embed: 40%|...") into stderr redirected to a
+    file, although its help says the bar shows on a terminal only. It shows only when stderr is a TTY; the
+    summary lines are printed either way."""
+    import sys
+
+    from latechunk.config import EmbedConfig, PipelineConfig
+    from latechunk.ingest import ingest
+    from tests.models import minilm_encoder, save_tiny_bert
+
+    src = _corpus_with_skips(tmp_path)
+    model = save_tiny_bert(tmp_path / "model", layers=1)
+    res = runner.invoke(app, ["embed", str(src), "--out", str(tmp_path / "o"), "--device", "cpu", "--model",
+                              str(model)])  # stderr is not a terminal here
+    assert res.exit_code == 0, res.output
+    assert "\r" not in res.stderr and "%|" not in res.stderr and "B/s" not in res.stderr, res.stderr
+    assert "skipped empty.txt" in res.stderr and res.stdout.startswith("embedded 3/6 documents")
+
+    encoder = minilm_encoder()
+    for tty in (False, True):
+        capsys.readouterr()
+        monkeypatch.setattr(sys.stderr, "isatty", lambda tty=tty: tty)
+        config = EmbedConfig(inputs=(src,), out=tmp_path / f"tty{tty}",
+                             pipeline=PipelineConfig(strategies=("fixed:size=32",)))
+        ingest(config, encoder, progress=True)
+        err = capsys.readouterr().err
+        assert ("3 embedded, 3 skipped (6/6 items)" in err) is tty, err

@@ -189,7 +189,9 @@ def test_resume_refuses_changed_inputs(corpus, tmp_path):
     assert res.exit_code == 2 and "(d0a.md is new there)" in " ".join(res.output.split()), res.output
 
 
-def test_embed_progress_bar_counts_every_input_item(tmp_path, capsys):
+def test_embed_progress_bar_counts_every_input_item(tmp_path, capsys, monkeypatch):
+    import sys
+
     from latechunk.config import EmbedConfig, PipelineConfig
     from latechunk.ingest import ingest
     from tests.models import minilm_encoder
@@ -201,6 +203,7 @@ def test_embed_progress_bar_counts_every_input_item(tmp_path, capsys):
     (src / "bad.md").write_bytes(b"\x00\x01binary")
     config = EmbedConfig(inputs=(src,), out=tmp_path / "out",
                          pipeline=PipelineConfig(strategies=("fixed:size=16",), group_tokens=40))
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)  # the bar shows on a terminal only
     ingest(config, minilm_encoder(), progress=True)
     err = capsys.readouterr().err
     assert "embed" in err and "4/4" in err

@@ -46,6 +46,7 @@ import functools
 import json
 import os
 import pickle
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -329,7 +330,7 @@ def _run_pipeline(ray, config: EmbedConfig, plan: RayPlan, rows: list[dict], rec
     if progress:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=len(rows), unit="shard", desc="embed (ray)")
+        bar = tqdm(total=len(rows), unit="shard", desc="embed (ray)", file=sys.stderr, disable=None)  # terminal only
     new = 0
     try:
         for row in ds.iter_rows():

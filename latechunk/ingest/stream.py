@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -401,9 +402,9 @@ def stream(config: EmbedConfig, encoder, items: Iterator, start: int, digest: st
         select: ``select(k)`` picks the shards to chunk and encode (default all); the others arrive as light
             groups (``group.selected`` False), whose positions and digest still count.
         on_shard: Called once per shard, in order.
-        progress: Show a progress bar in bytes of document text (UTF-8), with its rate and time left: its
-            total is counted ahead from the input files' sizes (:func:`~latechunk.io.count_input_bytes`), and
-            it moves as each forward batch of the late pass finishes (one long document advances macro window
+        progress: Show a progress bar (on stderr, when it is a terminal) in bytes of document text (UTF-8),
+            with its rate and time left: its total is counted ahead from the input files' sizes
+            (:func:`~latechunk.io.count_input_bytes`), and it moves as each forward batch of the late pass finishes (one long document advances macro window
             by macro window; many small ones batch by batch) and as each group ends (naive mode, skipped
             items, other ranks' groups); its total never shrinks: the bar ends full when the bytes read were
             fewer than counted ahead (skipped files, JSONL syntax). Its postfix counts the input items done
@@ -437,7 +438,9 @@ def stream(config: EmbedConfig, encoder, items: Iterator, start: int, digest: st
         # a resumed run: the consumed items' share of the bytes, estimated by their number
         initial = bar_bytes if bar_bytes is not None else total * before // n_items if n_items else 0
         total = max(total, initial)
-        bar = tqdm(total=total, initial=initial, unit="B", unit_scale=True, desc="embed")
+        # on stderr when it is a terminal only (disable=None): redirected to a file, the summary lines stay readable
+        bar = tqdm(total=total, initial=initial, unit="B", unit_scale=True, desc="embed", file=sys.stderr,
+                   disable=None)
         bar.set_postfix_str(progress_counts(before - bar_skipped, bar_skipped, 0, before, n_items), refresh=False)
     n_skipped, n_reused = bar_skipped, 0
     groups = iter_embed(items, encoder, config.pipeline,
