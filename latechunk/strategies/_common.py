@@ -23,7 +23,9 @@ from numbers import Integral
 import numpy as np
 
 from latechunk.sentences import LINE_BREAK, PARAGRAPH_BREAK, SentenceSegmenter
+from latechunk.strategies._fences import keep_delimiters
 from latechunk.strategies._markdown import content_counts
+from latechunk.strategies._markup_join import join_markup_only
 from latechunk.strategies.base import make_boundaries
 from latechunk.tokenize import ContentTokens, content_tokens
 from latechunk.types import Boundaries, Document, Tokenization
@@ -220,6 +222,7 @@ def merge_pieces(
     overlap: int = 0,
     cost: np.ndarray | None = None,
     sticky: np.ndarray | None = None,
+    alone: np.ndarray | None = None,
 ) -> np.ndarray:
     """Greedily merge adjacent pieces into chunks of at most ``max_tokens`` tokens.
 
@@ -230,7 +233,9 @@ def merge_pieces(
     follows): the longest tail of the run that fits with the piece after it moves on to start the next chunk
     (that chunk then carries no overlap), at least one piece staying behind, also when the chunk is all sticky;
     when that piece is sticky too, the tail must fit with the rest of its run and the piece that ends it, unless
-    those alone do not fit.
+    those alone do not fit. A piece marked *alone* (a fence's closing line that does not fit with its code, issue
+    36) takes no piece after it into its chunk, nor into the next as overlap: the text after a fence never
+    follows a stray closing line (rendered, it would open a code block).
 
     Args:
         pieces: (k, 2), int. Contiguous half-open token ranges tiling one range, in order.
@@ -239,6 +244,7 @@ def merge_pieces(
         cost: (k,), int or None. Extra tokens (embedding context) a chunk costs when it starts with piece i;
             its budget is then ``max_tokens - cost[i]``.
         sticky: (k,), bool or None. ``sticky[i]``: piece i belongs with the piece after it.
+        alone: (k,), bool or None. ``alone[i]``: no piece after piece i joins a chunk that starts with it.
 
     Returns:
         (m, 2), int64. Chunk token ranges. A piece longer than its budget becomes a chunk of its own.
@@ -251,6 +257,7 @@ def merge_pieces(
     lengths = (pieces[:, 1] - pieces[:, 0]).tolist()
     costs = [0] * k if cost is None else np.asarray(cost).tolist()
     stick = [False] * k if sticky is None else np.asarray(sticky, dtype=bool).tolist()
+    lone = [False] * k if alone is None else np.asarray(alone, dtype=bool).tolist()
     follow = lengths[:]  # piece i with the sticky pieces after it and the piece that ends their run
     for i in range(k - 2, -1, -1):
         if stick[i]:
@@ -260,7 +267,7 @@ def merge_pieces(
     total = 0
     for i in range(k):
         n_i = lengths[i]
-        if i > first and total + n_i > max_tokens - costs[first]:
+        if i > first and (total + n_i > max_tokens - costs[first] or lone[first]):
             # the chunk ends before piece j: back over the longest tail of a sticky run that fits with piece i,
             # one piece at least staying before it (issue 36: also when the chunk is all sticky)
             j, carried = i, 0
@@ -272,7 +279,7 @@ def merge_pieces(
             if j < i:
                 first, total = j, carried
             else:
-                while first < i and (total > overlap or total + n_i > max_tokens - costs[first]):
+                while first < i and (total > overlap or total + n_i > max_tokens - costs[first] or lone[first]):
                     total -= lengths[first]
                     first += 1
         total += n_i
@@ -294,7 +301,11 @@ class PieceSplitter:
     Markdown blocks (issue 16, :meth:`set_blocks`): a paragraph-level cut never falls inside a code block
     (fenced or indented, also inside a list item or an admonition) or an admonition/content tab, unless the
     range being cut lies inside that block: so a block that fits is one piece; a code block that alone exceeds
-    the budget is cut at lines (then tokens), a container at its own paragraphs.
+    the budget is cut at lines (then tokens), a container at its own paragraphs. A fence's delimiter lines stay
+    with its code (issue 36): no piece ends with an opening line (```` ```python ````) or starts with a closing
+    line when the two pieces fit the budget together; when they do not, the code piece is cut at a line so that
+    the delimiter line holds its first or last lines (:meth:`keep_delimiters`). Only a delimiter line that does
+    not fit the budget with the one line of code next to it is a piece of its own.
 
     Args:
         text: The document text.
@@ -324,17 +335,26 @@ class PieceSplitter:
         self._global: dict[str, np.ndarray] = {}
         self.blocks = _EMPTY.copy()  # (k, 2) token ranges that paragraph cuts do not enter
         self._containers: set[tuple[int, int]] = set()
+        self.after_opening: frozenset[int] = frozenset()  # cuts after a fence's opening line
+        self.before_closing: frozenset[int] = frozenset()  # cuts before a fence's closing line
 
-    def set_blocks(self, code, containers, line_starts) -> None:
-        """Keep paragraph-level cuts out of markdown blocks (see the class docstring).
+    def set_blocks(self, code, containers, line_starts, delimiters=((), ())) -> None:
+        """Keep paragraph-level cuts out of markdown blocks, and fence delimiter lines with their code (see the
+        class docstring).
 
         Args:
             code: ``(first_line, end_line)`` of code blocks (:func:`latechunk.strategies._markdown.block_units`).
             containers: ``(first_line, end_line)`` of admonitions and content tabs.
             line_starts: (n_lines + 1,), int. The character where each line starts, then ``len(text)``.
+            delimiters: ``(after_opening, closing)`` line numbers of fences
+                (:func:`latechunk.strategies._markdown.fence_delimiters`); ``((), ())``: none kept.
         """
-        ranges = []
         n_lines = len(line_starts) - 1
+        after_opening, closing = ([int(line) for line in lines] for lines in delimiters)
+        at = self.tokens_at_chars  # a position that is no allowed cut (or an end) is left out: no cut falls there
+        self.after_opening = frozenset(at([line_starts[min(line, n_lines)] for line in after_opening]).tolist())
+        self.before_closing = frozenset(at([line_starts[min(line, n_lines)] for line in closing]).tolist())
+        ranges = []
         for kind, items in (("code", code), ("container", containers)):
             for l0, l1 in items:
                 chars = [line_starts[min(l0, n_lines)], line_starts[min(l1, n_lines)]]
@@ -423,6 +443,28 @@ class PieceSplitter:
             (k, 2), int64. Half-open content-relative token ranges, contiguous, in order.
         """
         budget = self.max_tokens if max_tokens is None else max_tokens
+        return self.keep_delimiters(self._pieces(a, b, levels, budget), budget, levels)
+
+    def is_delimiter_cut(self, pos: int) -> bool:
+        """Whether a cut at ``pos`` takes a fence's delimiter line from its code (:meth:`set_blocks`)."""
+        return pos in self.after_opening or pos in self.before_closing
+
+    def keep_delimiters(self, pieces: np.ndarray, budget: int, levels: tuple[str, ...] = LEVELS) -> np.ndarray:
+        """:func:`latechunk.strategies._fences.keep_delimiters` on this splitter: a fence's delimiter lines joined
+        to their code across the cuts of ``pieces`` (issue 36).
+
+        Args:
+            pieces: (k, 2), int. Contiguous content-relative token ranges, in order.
+            budget: Most tokens per piece.
+            levels: The levels the pieces were cut at (:meth:`pieces`).
+
+        Returns:
+            (m, 2), int64 pieces tiling the same range.
+        """
+        return keep_delimiters(self, pieces, budget, levels)
+
+    def _pieces(self, a: int, b: int, levels: tuple[str, ...], budget: int) -> np.ndarray:
+        """:meth:`pieces` before :meth:`keep_delimiters`."""
         if b <= a:
             return _EMPTY.copy()
         if b - a <= budget:
@@ -433,7 +475,7 @@ class PieceSplitter:
         if levels[0] == "paragraph":
             cut = self._outside_blocks(cut, a, b)
         if cut.size == 0:
-            return self.pieces(a, b, levels[1:], budget)
+            return self._pieces(a, b, levels[1:], budget)
         bounds = np.concatenate([[a], cut, [b]]).astype(np.int64)
         p = np.stack([bounds[:-1], bounds[1:]], axis=1)
         long = np.flatnonzero(p[:, 1] - p[:, 0] > budget)
@@ -446,98 +488,10 @@ class PieceSplitter:
             x, y = int(p[i, 0]), int(p[i, 1])
             # a container too long for the budget is cut at its own paragraphs first
             sub = levels if levels[0] == "paragraph" and (x, y) in self._containers else levels[1:]
-            parts.append(self.pieces(x, y, sub, budget))
+            parts.append(self._pieces(x, y, sub, budget))
             prev = i + 1
         parts.append(p[prev:])
         return np.concatenate(parts)
-
-
-def join_markup_only(
-    spans: np.ndarray,
-    content: np.ndarray,
-    budget: int | None,
-    cost: np.ndarray | None = None,
-    cuts: tuple[np.ndarray, ...] = (),
-) -> tuple[np.ndarray, np.ndarray]:
-    """Join each markup-only chunk to a neighbour (issue 16): to the next chunk when the joined span fits the
-    budget, else to the previous one when that fits; with ``budget=None`` always (the next, or the previous for
-    the last chunk). When neither fits whole, the previous chunk hands over its tail from the last of ``cuts``
-    (tried coarse first: paragraphs, then lines) after which the tail and the markup fit together, so the
-    markup is held with the text before it. A markup-only chunk that still fits nowhere stays as it is: the
-    budget is a hard limit.
-
-    Args:
-        spans: (k, 2), int. Chunk token spans, starts strictly increasing (they may overlap).
-        content: (n + 1,), int. Prefix counts of the tokens that carry content (:func:`content_prefix`): chunk
-            ``[a, b)`` is markup-only when ``content[b] == content[a]``.
-        budget: Most tokens per joined chunk; None: no limit.
-        cost: (k,), int or None. Extra tokens chunk i costs (a table header context); a joined chunk costs the
-            cost of the chunk whose content it holds.
-        cuts: Sorted int arrays of positions where a chunk may be cut (same units as ``spans``), coarse first.
-
-    Returns:
-        ``(spans, keep)``: (m, 2) int64 joined spans, and (m,) int64 the index of the input chunk whose extras
-        (heading path, context) each joined chunk takes.
-    """
-    spans = np.asarray(spans, dtype=np.int64).reshape(-1, 2)
-    k = spans.shape[0]
-    content = np.asarray(content, dtype=np.int64)
-    is_markup = content[spans[:, 1]] == content[spans[:, 0]]
-    if k <= 1 or not is_markup.any():
-        return spans, np.arange(k, dtype=np.int64)
-    cost_l = [0] * k if cost is None else np.asarray(cost).tolist()
-    rows = [[int(a), int(b), i, bool(m)] for i, ((a, b), m) in enumerate(zip(spans.tolist(), np.asarray(is_markup)))]
-
-    def fits(a, b, owner):
-        return budget is None or b - a <= budget - cost_l[owner]
-
-    changed = True
-    while changed and len(rows) > 1:
-        changed = False
-        for i, (a, b, owner, markup) in enumerate(rows):
-            if not markup:
-                continue
-            if i + 1 < len(rows) and not rows[i + 1][3] and fits(a, max(b, rows[i + 1][1]), rows[i + 1][2]):
-                nxt = rows[i + 1]
-                rows[i : i + 2] = [[a, max(b, nxt[1]), nxt[2], False]]
-            elif i > 0 and not rows[i - 1][3] and fits(rows[i - 1][0], max(b, rows[i - 1][1]), rows[i - 1][2]):
-                prv = rows[i - 1]
-                rows[i - 1 : i + 1] = [[prv[0], max(b, prv[1]), prv[2], False]]
-            elif i + 1 < len(rows) and rows[i + 1][3] and fits(a, max(b, rows[i + 1][1]), owner):
-                rows[i : i + 2] = [[a, max(b, rows[i + 1][1]), owner, True]]  # a run of markup first
-            elif (
-                budget is not None
-                and i > 0
-                and not rows[i - 1][3]
-                and (p := _tail_cut(rows[i - 1], a, b, budget - cost_l[rows[i - 1][2]], cuts, content)) is not None
-            ):
-                prv = rows[i - 1]
-                rows[i - 1 : i + 1] = [[prv[0], p, prv[2], False], [p, max(b, prv[1]), prv[2], False]]
-            elif budget is None and i + 1 < len(rows):
-                nxt = rows[i + 1]
-                rows[i : i + 2] = [[a, max(b, nxt[1]), nxt[2], nxt[3]]]
-            elif budget is None and i > 0:
-                prv = rows[i - 1]
-                rows[i - 1 : i + 1] = [[prv[0], max(b, prv[1]), prv[2], prv[3]]]
-            else:
-                continue
-            changed = True
-            break
-    out = np.asarray([r[:2] for r in rows], dtype=np.int64).reshape(-1, 2)
-    return out, np.asarray([r[2] for r in rows], dtype=np.int64)
-
-
-def _tail_cut(prev, a, b, budget, cuts, content):
-    """The cut inside ``prev`` from which its tail (holding content, as what stays before it) and the markup chunk
-    ``[a, b)`` fit ``budget`` together."""
-    lo, end = prev[0], max(b, prev[1])
-    for level in cuts:
-        level = np.asarray(level, dtype=np.int64)
-        inside = level[(level > lo) & (level < a)]
-        ok = inside[(end - inside <= budget) & (content[a] > content[inside]) & (content[inside] > content[lo])]
-        if ok.size:
-            return int(ok[-1])  # the shortest tail: the least text moved
-    return None
 
 
 def content_prefix(text: str, offs: np.ndarray) -> np.ndarray:

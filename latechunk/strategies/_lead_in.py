@@ -14,7 +14,9 @@ from latechunk.strategies._common import PieceSplitter
 
 __all__ = ["join_table_heads", "split_after_lead_ins"]
 
-_CODE_LEVELS = ("line", "sentence", "token")
+#: a code block after a lead-in is cut at lines only: no line of code (a fence's ```` ```python ```` line
+#: among them) is cut to make room for a heading (issue 36)
+_CODE_LEVELS = ("line",)
 
 
 def split_after_lead_ins(
@@ -29,11 +31,13 @@ def split_after_lead_ins(
     For each piece that ends at a lead-in position (the lead-in piece, ``h`` tokens) followed by a piece of ``L``
     tokens that is no lead-in itself, with ``h + L`` over the budget of a chunk that starts with the lead-in
     (``max_tokens - cost``) and ``h`` under it: the following piece is cut with :meth:`PieceSplitter.pieces` at
-    budget ``max_tokens - cost - t`` (paragraphs, lines, sentences, tokens, coarse first; a code block from its
-    lines: its blank lines are code), where ``t`` is the run of lead-ins ending with this one (``# Guide``,
+    budget ``max_tokens - cost - t`` (paragraphs, lines, sentences, tokens, coarse first; a code block at its
+    lines only: its blank lines are code, and no line of it is cut for room), where ``t`` is the run of lead-ins ending with this one (``# Guide``,
     ``## Billing``, ``### Fees``) when it holds at most half the budget, else ``h``; it becomes two pieces: the
-    longest run of those parts from its start that fits that room, and the rest, whole. A part that is itself a lead-in (a container's title line
-    at the start of the piece) is handled in turn. Pieces that need no cut are returned as they are.
+    longest run of those parts from its start that fits that room, and the rest, whole; never at a cut that would
+    take a fence's delimiter line from its code (:meth:`PieceSplitter.keep_delimiters`: a one-line fence is not
+    cut for a heading). A part that is itself a lead-in (a container's title line at the start of the piece) is
+    handled in turn. Pieces that need no cut are returned as they are.
 
     Args:
         splitter: The document's splitter (its markdown blocks set, :meth:`PieceSplitter.set_blocks`).
@@ -71,6 +75,8 @@ def split_after_lead_ins(
             while take < len(lengths) and total + lengths[take] <= room:
                 total += lengths[take]
                 take += 1
+            while 0 < take < len(lengths) and splitter.is_delimiter_cut(int(parts[take, 0])):
+                take -= 1  # a fence's delimiter line stays with its code (issue 36)
             if 0 < take < len(lengths):
                 cut = int(parts[take, 0])
                 p[i + 1 : i + 2] = [(x, cut), (cut, y)]

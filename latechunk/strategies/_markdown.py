@@ -55,6 +55,7 @@ __all__ = [
     "markdown_parser",
     "markdown_source",
     "content_counts",
+    "fence_delimiters",
     "front_matter_end",
     "markup_only",
     "reference_runs",
@@ -341,6 +342,45 @@ def block_units(text: str, tokens=None) -> tuple[list[tuple[int, int]], list[tup
         elif t.type in ("admonition_open", "content_tab_open"):
             containers.append((t.map[0], t.map[1]))
     return code, containers
+
+
+#: a fence's closing line (CommonMark: the opening's character, at least as many, then only spaces), after the
+#: indent and quote markers of its containers
+_FENCE_CLOSE = re.compile(r"[ \t>]*(`{3,}|~{3,})[ \t]*")
+
+
+def fence_delimiters(text: str, tokens=None) -> tuple[list[int], list[int]]:
+    """Where a cut would take a code fence's delimiter line from its code (issue 36): the line after each fence's
+    opening line (```` ```python ````), and each closing line, at any depth (list items, quotes, admonitions).
+
+    Args:
+        text: The document text.
+        tokens: ``markdown_parser().parse(markdown_source(text))`` if the caller has it; None: parsed here.
+
+    Returns:
+        ``(after_opening, closing)``: sorted 0-based line numbers (line breaks as
+        :data:`latechunk.sentences.LINE_BREAK`). A fence with no line after its opening line (the last line of
+        the text) has no entry in ``after_opening``; an unclosed fence (it runs to the end of its container) none
+        in ``closing``.
+    """
+    source = markdown_source(text)
+    if "```" not in source and "~~~" not in source:
+        return [], []
+    if tokens is None:
+        tokens = markdown_parser().parse(source)
+    fences = [t for t in tokens if t.type == "fence" and t.map is not None]
+    if not fences:
+        return [], []
+    lines = LINE_BREAK.split(source)
+    after_opening, closing = set(), set()
+    for t in fences:
+        l0, l1 = t.map
+        if l1 > l0 + 1:
+            after_opening.add(l0 + 1)
+        m = _FENCE_CLOSE.fullmatch(lines[l1 - 1]) if l0 < l1 - 1 < len(lines) else None
+        if m and t.markup and m.group(1)[0] == t.markup[0] and len(m.group(1)) >= len(t.markup):
+            closing.add(l1 - 1)
+    return sorted(after_opening), sorted(closing)
 
 
 _REFERENCE_DEF = re.compile(r" {0,3}\[[^\]\r\n]+\]:[ \t]*\S")

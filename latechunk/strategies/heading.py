@@ -24,6 +24,7 @@ from latechunk.strategies._common import (
 from latechunk.strategies._lead_in import split_after_lead_ins
 from latechunk.strategies._markdown import (
     block_units,
+    fence_delimiters,
     heading_plain_text,
     is_markdown_input,
     lead_in_lines,
@@ -69,8 +70,11 @@ class Heading(Strategy):
        the next one with what follows: the longest tail of a run of them that fits there moves on, also when the
        chunk holds nothing else (issue 36). When even the last heading or title line does not fit with the piece
        after it (a sentence, a paragraph, a fence or container that fits the budget alone), that piece is cut,
-       coarse first (a fence at lines), so that its start does
-       (:func:`~latechunk.strategies._lead_in.split_after_lead_ins`). Runs of
+       coarse first (a fence at lines, no line of code cut for it), so that its start does
+       (:func:`~latechunk.strategies._lead_in.split_after_lead_ins`). A fence's opening line (```` ```python ````)
+       stays with its first lines of code and its closing line with its last when they fit the budget together;
+       a closing line that does not fit with its code (a one-line fence over the budget) takes no text after it
+       into its chunk, so no heading follows a stray fence line (issue 36). Runs of
        link reference definitions are blocks of their own. On markdown input
        (:func:`~latechunk.strategies._markdown.is_markdown_input`) a chunk of markup alone (front matter, a
        thematic break, a fence marker, link reference definitions, an HTML comment) joins the next chunk, else
@@ -175,7 +179,7 @@ class Heading(Strategy):
         md_tokens = markdown_parser().parse(markdown_source(text), md_env)  # front matter, marks: BR-022, BR-025
         references = md_env.get("references")
         code, containers = block_units(text, md_tokens)
-        splitter.set_blocks(code, containers, line_starts)
+        splitter.set_blocks(code, containers, line_starts, fence_delimiters(text, md_tokens))
         blocks = []  # (start token, index into md_tokens)
         sections = []  # [start token, token after the heading line(s), heading path]
         stack: list[tuple[int, str]] = []
@@ -243,6 +247,7 @@ class Heading(Strategy):
                 self.max_tokens,
                 np.asarray(costs, dtype=np.int64),
                 (block_starts, splitter.cuts("paragraph", 0, n), splitter.cuts("line", 0, n)),
+                sorted(splitter.before_closing),  # a fence's stray closing line joins no text after it (issue 36)
             )
             paths = [paths[o] for o in owner.tolist()]
             contexts = [contexts[o] for o in owner.tolist()]
@@ -287,7 +292,8 @@ class Heading(Strategy):
             p, origin = split_after_lead_ins(splitter, p, title_at, self.max_tokens, c)
             c, ctx_id = c[origin], ctx_id[origin]
         sticky = np.isin(p[:, 1], sticky_at) if sticky_at is not None and sticky_at.size else None
-        chunks = merge_pieces(p, self.max_tokens, self.overlap, c, sticky)
+        stray = np.isin(p[:, 0], sorted(splitter.before_closing)) if splitter.before_closing else None  # issue 36
+        chunks = merge_pieces(p, self.max_tokens, self.overlap, c, sticky, stray)
         first = np.searchsorted(p[:, 0], chunks[:, 0], side="left")
         return chunks, [table_ctx[int(ctx_id[f])] for f in first], [int(c[f]) for f in first]
 

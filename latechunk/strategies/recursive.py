@@ -20,6 +20,7 @@ from latechunk.strategies._common import (
 from latechunk.strategies._lead_in import join_table_heads, split_after_lead_ins
 from latechunk.strategies._markdown import (
     block_units,
+    fence_delimiters,
     is_markdown_input,
     lead_in_lines,
     markdown_parser,
@@ -48,14 +49,16 @@ class Recursive(Strategy):
        so a ``#`` in a code fence or front matter is no heading): a chunk does not end with them when they fit at
        the start of the next chunk with the piece after them; of a run of headings the longest tail that fits
        moves on, also when the chunk holds nothing else (issue 36). When even the last heading or title line does
-       not fit with the piece after it, that piece is cut, coarse first (a fence at lines), so that its start
-       does (:func:`~latechunk.strategies._lead_in.split_after_lead_ins`).
+       not fit with the piece after it, that piece is cut, coarse first (a fence at lines, no line of code cut for
+       it), so that its start does (:func:`~latechunk.strategies._lead_in.split_after_lead_ins`).
     3. Markdown blocks (issue 16, parsed with markdown-it-py and mdit-py-plugins): a code fence (also indented,
        in a list item or nested), an admonition (``!!! type "Title"``, ``??? type``) or a content tab
        (``=== "Tab"``) is one unit at the paragraph level: it is cut inside only when it alone exceeds
        ``max_tokens`` (a fence then at lines, a container at its own paragraphs) or when it is the first block
        after a heading or title line that it does not fit with (above), and a container's title line stays with
-       its body. On markdown input (:func:`~latechunk.strategies._markdown.is_markdown_input`) a chunk
+       its body. A fence's opening line stays with its first lines of code and its closing line with its last
+       when they fit the budget together; a closing line that does not fit with its code takes no text after it
+       into its chunk (issue 36: no stray fence line before a heading). On markdown input (:func:`~latechunk.strategies._markdown.is_markdown_input`) a chunk
        of markup alone (a thematic break, front matter, a fence marker, link reference definitions, an HTML
        comment) joins the next chunk, or else the previous one, when the joined chunk fits ``max_tokens``
        (:func:`~latechunk.strategies._common.join_markup_only`).
@@ -126,7 +129,7 @@ class Recursive(Strategy):
             code, containers = block_units(doc.text, md_tokens)
             if code or containers:
                 line_starts = [0] + [m.end() for m in LINE_BREAK.finditer(doc.text)] + [len(doc.text)]
-                splitter.set_blocks(code, containers, line_starts)
+                splitter.set_blocks(code, containers, line_starts, fence_delimiters(doc.text, md_tokens))
         pieces = splitter.pieces(0, splitter.n)
         sticky = None
         if pieces.shape[0] > 1:
@@ -142,10 +145,12 @@ class Recursive(Strategy):
                 heads = [line_starts[min(n, len(line_starts) - 1)] for n in table_delimiter_lines(md_tokens)]
                 pieces = join_table_heads(pieces, splitter.tokens_at_chars(heads), self.max_tokens)
                 sticky = np.isin(pieces[:, 1], sticky_at)
-        chunks = merge_pieces(pieces, self.max_tokens, self.overlap, sticky=sticky)
+        closing = sorted(splitter.before_closing)  # a fence's closing line cut from its code (issue 36)
+        stray = np.isin(pieces[:, 0], closing) if closing else None
+        chunks = merge_pieces(pieces, self.max_tokens, self.overlap, sticky=sticky, alone=stray)
         if chunks.shape[0] > 1 and is_markdown_input(doc):  # no chunk of markup alone (issue 16)
             cuts = (pieces[:, 0], splitter.cuts("paragraph", 0, splitter.n), splitter.cuts("line", 0, splitter.n))
             chunks, _ = join_markup_only(
-                chunks, content_prefix(doc.text, splitter.offs), self.max_tokens, cuts=cuts
+                chunks, content_prefix(doc.text, splitter.offs), self.max_tokens, cuts=cuts, trailing=closing
             )
         return finish(doc, tok, chunks, self.spec, content=splitter.content)
