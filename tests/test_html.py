@@ -1,4 +1,4 @@
-"""latechunk/convert.py and the HTML side of latechunk/io.py (issue 12, item 3): an ``.html`` page is read as the
+"""latechunk/convert.py and the HTML side of latechunk/io/ (issue 12, item 3): an ``.html`` page is read as the
 markdown of its content (headings, lists, tables, code kept; scripts, styles, navigation dropped), the conversion is
 recorded in the Document's metadata and the manifest's document record, and ``heading`` cuts it by ``<h1>``-``<h6>``.
 """
@@ -189,7 +189,7 @@ def test_deeply_nested_html_converts_and_embeds(tmp_path):
 
 
 def test_a_page_that_still_recurses_too_deep_is_skipped_with_its_reason(tmp_path, monkeypatch):
-    import latechunk.io.inputs as io_module  # the module that reads an HTML page (html_to_markdown)
+    import latechunk.io.text as io_module  # the module that converts an HTML page (html_to_markdown)
 
     def recurse(html):
         raise RecursionError("maximum recursion depth exceeded")

@@ -1,4 +1,4 @@
-"""latechunk/io.py: input files, JSONL and parquet as a stream of Document and Skipped (BOM-marked text in UTF-8,
+"""latechunk/io/: input files, JSONL and parquet as a stream of Document and Skipped (BOM-marked text in UTF-8,
 UTF-16 and UTF-32, binary files skipped with a reason, sources relative to the input root, duplicate ids)."""
 
 from __future__ import annotations

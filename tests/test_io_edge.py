@@ -1,4 +1,4 @@
-"""latechunk/io.py edge cases of "nothing is lost": empty JSONL/parquet/Arrow files inside a folder, null or
+"""latechunk/io/ edge cases of "nothing is lost": empty JSONL/parquet/Arrow files inside a folder, null or
 ill-typed ids, non-string titles, markdown files of nothing but front matter, duplicate ids across input roots."""
 
 from __future__ import annotations
