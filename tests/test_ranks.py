@@ -45,10 +45,38 @@ def reference(corpus, tmp_path_factory):
     return out
 
 
+def _terminal() -> tuple[int, int]:
+    """A pseudo-terminal ``(master, slave)`` 120 columns wide (a progress bar shows on a terminal's stderr only)."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    return master, slave
+
+
+def _drain(fd: int, into: list[bytes]) -> None:
+    """Read a pseudo-terminal's master end until its process has closed the other end."""
+    while True:
+        try:
+            data = os.read(fd, 65536)
+        except OSError:  # EIO: no process holds the terminal any more
+            return
+        if not data:
+            return
+        into.append(data)
+
+
 def _spawn_ranks(corpus_dir: Path, model: Path, out: Path, *extra: str, world: int = 2,
                  kill_at: dict[int, str] | None = None, extra_by_rank: dict[int, list[str]] | None = None,
                  quiet: bool = True):
-    procs = []
+    """Run ``world`` ranks of embed; without ``quiet`` each one's stderr is a terminal, so that rank 0 can show
+    its progress bar. Returns ``(exit status, stdout + stderr)`` per rank."""
+    import threading
+
+    procs, terminals = [], []
     args = ARGS if quiet else [a for a in ARGS if a not in ("--quiet", "-q")]
     for rank in range(world):
         env = dict(os.environ, PYTHONPATH=str(REPO), OMP_NUM_THREADS="1", RANK=str(rank), WORLD_SIZE=str(world),
@@ -58,12 +86,25 @@ def _spawn_ranks(corpus_dir: Path, model: Path, out: Path, *extra: str, world: i
             env["LATECHUNK_FAULT_KILL_AT"] = kill_at[rank]
         cmd = [sys.executable, "-m", "latechunk", "embed", str(corpus_dir), "--out", str(out), "--model", str(model),
                *args, *extra, *(extra_by_rank or {}).get(rank, [])]
-        procs.append(subprocess.Popen(cmd, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+        if quiet:
+            procs.append(subprocess.Popen(cmd, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+            continue
+        master, slave = _terminal()
+        procs.append(subprocess.Popen(cmd, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=slave))
+        os.close(slave)
+        chunks: list[bytes] = []
+        reader = threading.Thread(target=_drain, args=(master, chunks), daemon=True)
+        reader.start()
+        terminals.append((len(procs) - 1, master, reader, chunks))
     results = []
     for p in procs:
         o, e = p.communicate(timeout=120)
-        results.append((p.returncode, o.decode() + e.decode()))
-    return results
+        results.append([p.returncode, o.decode() + (e or b"").decode()])
+    for i, master, reader, chunks in terminals:  # the terminal's output, read to its end
+        reader.join(timeout=10)
+        os.close(master)
+        results[i][1] += b"".join(chunks).decode(errors="replace")
+    return [tuple(r) for r in results]
 
 
 def test_dist_env():
