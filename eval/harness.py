@@ -28,6 +28,12 @@
    (:func:`latechunk.titles.document_title`) are counted in the manifest (``titles``).
 7. **Report** (:mod:`eval.report`): ``report.md``, ``results.json``, ``per_query.csv``, ``plot.png``.
 
+The stages, each its own function: :func:`_load_data` (1), :func:`_load_encoder` and :func:`_encode_queries` (2),
+:func:`eval.systems.embed_passes` (3) and :func:`eval.systems.system_inputs` (the systems, fused ones made by
+:func:`latechunk.pipeline.fused_chunk_vectors` from the late and naive vectors of the same chunks),
+:class:`eval.scoring.Scoring` (4, 5), :func:`_comparisons` (6), :func:`_manifest` and
+:func:`eval.report.write_report` (7).
+
 Every number except wall times is a function of the inputs: two runs give identical numbers (flat index, fixed
 bootstrap seed, deterministic batching). Tests: ``tests/test_eval_harness.py``.
 """
@@ -38,13 +44,13 @@ import hashlib
 import itertools
 import json
 import logging
-import math
 import os
 import platform
 import subprocess
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -54,28 +60,17 @@ from latechunk.provenance import versions
 from .cache import load_cached
 from .config import DEFAULT_STRATEGIES, CompareConfig
 from .datasets import EvalDataset, Query
-from .metrics import (
-    DEDUP_PREFIX,
-    DEFAULT_DOC_MEASURES,
-    dedup_scores,
-    doc_metrics,
-    doc_run_from_chunk_run,
-    drop_overlapping,
-    duplicate_slots,
-    facts_protected,
-    mean_over_queries,
-    observed_overlap_multiplier,
-    precision_omega,
-    span_metrics,
-    theoretical_overlap_multiplier,
-)
+from .metrics import DEDUP_PREFIX, DEFAULT_DOC_MEASURES
 from .report import write_report
 from .result import MODE_PAIRS, CompareResult, System
+from .scoring import OMEGA, Scoring, check_same_chunks, chunk_records_sha256
 from .stats import paired_bootstrap
+from .systems import ComparePlan, LatePasses, embed_passes, state_dependent, system_inputs
 
 __all__ = [
     "DEFAULT_STRATEGIES",
     "MODE_PAIRS",
+    "OMEGA",
     "CompareConfig",
     "CompareResult",
     "System",
@@ -86,53 +81,9 @@ __all__ = [
 log = logging.getLogger("latechunk.eval")
 
 
-OMEGA = "PrecisionOmega"
-"""Per-query name of Chroma's precision Ω (a property of the chunks, not of the ranking)."""
-
-
-def chunk_records_sha256(boundaries: Sequence, vectors=None) -> str:
-    """sha256 of a strategy's chunk records: per document its id, then each chunk's token and char span.
-
-    Args:
-        boundaries: The strategy's :class:`~latechunk.types.Boundaries`, one per document, in order; their
-            int32 (n_chunks, 2) token and char spans are hashed as int64.
-        vectors: Its :class:`~latechunk.types.ChunkVectors` (optional): its ``doc_ids``, ``chunk_index`` and
-            ``cu_chunks`` are hashed too, so two systems with the same hash index the same chunks in the same
-            rows.
-
-    Returns:
-        The sha256 hex digest (64 characters).
-    """
-    h = hashlib.sha256()
-    for b in boundaries:
-        h.update(b.doc_id.encode("utf-8") + b"\0")
-        h.update(np.ascontiguousarray(b.token_spans, dtype=np.int64).tobytes())
-        h.update(np.ascontiguousarray(b.char_spans, dtype=np.int64).tobytes())
-    if vectors is not None:
-        h.update("\0".join(vectors.doc_ids).encode("utf-8") + b"\1")
-        h.update(np.ascontiguousarray(vectors.chunk_index, dtype=np.int64).tobytes())
-        h.update(np.ascontiguousarray(vectors.cu_chunks, dtype=np.int64).tobytes())
-    return h.hexdigest()
-
-
 # ----------------------------------------------------------------------------------------------------------
 # Helpers
 # ----------------------------------------------------------------------------------------------------------
-
-
-def _state_dependent(spec: str) -> bool:
-    """True when a strategy's boundaries come from the late token states (``semantic`` with source=late)."""
-    from latechunk.strategies.base import get_strategy
-
-    s = get_strategy(spec)
-    return bool(s.needs_sentence_vectors) and getattr(s, "source", "late") == "late"
-
-
-def _same_boundaries(a: Sequence, b: Sequence) -> bool:
-    return len(a) == len(b) and all(
-        x.doc_id == y.doc_id and np.array_equal(x.token_spans, y.token_spans) and np.array_equal(x.char_spans, y.char_spans)
-        for x, y in zip(a, b)
-    )
 
 
 def _machine() -> dict:
@@ -166,23 +117,113 @@ def _git_state() -> dict:
         return {"commit": "", "dirty": None}
 
 
-def _mean_std(values: dict[str, float]) -> tuple[float, float]:
-    mean = mean_over_queries(values)
-    var = math.fsum((float(v) - mean) ** 2 for v in values.values()) / len(values)
-    return mean, math.sqrt(var)
-
-
-def _label(mode: str, macro_window: int | None, multi: bool, overlap: int | None = None, multi_o: bool = False) -> str:
-    """A system's row label: ``late``, ``late w=256``, ``late w=256 o=32`` (an overlap sweep), ``naive``, ..."""
-    what = f"w={macro_window}" + (f" o={overlap}" if multi_o else "")
-    if mode in ("late", "fused"):
-        return f"{mode} {what}" if multi or multi_o else mode
-    return f"{mode} ({what} cuts)" if (multi or multi_o) and macro_window is not None else mode
-
-
 # ----------------------------------------------------------------------------------------------------------
-# The run
+# The run, in stages
 # ----------------------------------------------------------------------------------------------------------
+
+
+class _Clock:
+    """The run's wall seconds per stage (``manifest["seconds"]``) and, with ``progress``, one stderr line per
+    post-encoding step (no silent minutes)."""
+
+    def __init__(self, progress: bool) -> None:
+        self.t_start = time.perf_counter()
+        self.seconds: dict[str, float] = {}
+        self.progress = progress
+
+    def step(self, msg: str) -> None:
+        if self.progress:
+            print(f"[compare {time.perf_counter() - self.t_start:7.1f}s] {msg}", file=sys.stderr, flush=True)
+
+    def total(self) -> None:
+        self.seconds["total"] = time.perf_counter() - self.t_start
+
+
+@dataclass
+class _Data:
+    """The dataset, parsed once, and the queries scored (``--max-queries``) with their document qrels."""
+
+    ds: EvalDataset
+    cache_info: dict
+    queries: list[Query]
+    qrels: dict
+
+    @property
+    def all_spans(self) -> list:
+        return [s for q in self.queries for s in q.spans]
+
+
+def _load_data(config: CompareConfig, dataset: EvalDataset | None, seconds: dict) -> _Data:
+    """Stage 1: the dataset through the parse cache (or the one given), its queries and their qrels.
+
+    Raises:
+        ValueError: if the queries have neither answer spans nor document qrels.
+    """
+    t0 = time.perf_counter()
+    if dataset is None:
+        ds, cache_info = load_cached(config.dataset, config.cache_dir, config.use_cache)
+    else:
+        ds, cache_info = dataset, {"sha256": "", "cache_hit": False, "cache_file": "", "parse_seconds": 0.0}
+    seconds["load_dataset"] = time.perf_counter() - t0
+    for note in ds.notes:  # what the loader left out (SQuAD v2.0's unanswerable questions)
+        print(f"dataset {ds.name}: {note}", file=sys.stderr)
+    queries: list[Query] = list(ds.queries)[: config.max_queries] if config.max_queries else list(ds.queries)
+    all_qrels = ds.doc_qrels()
+    qrels = {q.query_id: all_qrels[q.query_id] for q in queries if q.query_id in all_qrels}
+    if not any(q.spans for q in queries) and not qrels:
+        raise ValueError(f"dataset {ds.name!r} has neither answer spans nor document qrels for its queries"
+                         + "".join(f"; {n}" for n in ds.notes))
+    return _Data(ds, cache_info, queries, qrels)
+
+
+def _load_encoder(config: CompareConfig, encoder, seconds: dict):
+    """Stage 2: the encoder (one for every macro window: each is a plan passed to it) and the late passes, checked
+    before any work: ``(encoder, passes)``.
+
+    Raises:
+        ValueError: on an encoder of another backend, macro-window sizes or overlaps that repeat once the default
+            is resolved, a window over the model's limit, or a ``--truncate-dim`` above its dimension.
+    """
+    from latechunk.encoder import Encoder
+
+    t0 = time.perf_counter()
+    if encoder is None:
+        encoder = Encoder(config.model, device=config.device, dtype=config.dtype, batch_tokens=config.batch_tokens,
+                          backend=config.backend, compile=config.compile,
+                          trust_remote_code=config.trust_remote_code)
+    elif getattr(encoder, "backend", "torch") != config.backend:
+        raise ValueError(f"the encoder given runs backend {encoder.backend!r}, the config asks for {config.backend!r}")
+    default_size = encoder.macro_window().size  # the model's default window (its sentence-transformers max_seq_length)
+    macro_windows = [w if w is not None else default_size for w in config.macro_windows]
+    if len(set(macro_windows)) != len(macro_windows):
+        raise ValueError(f"window sizes repeat once the default is resolved: {macro_windows}")
+    for w in macro_windows:
+        if w > encoder.max_length:
+            raise ValueError(f"--window {w} exceeds the model's limit of {encoder.max_length} tokens")
+    plans = {}
+    for w in macro_windows:
+        for ov in config.macro_window_overlaps:
+            plan = encoder.macro_window(w, ov)
+            if (plan.size, plan.overlap) in plans:
+                raise ValueError(f"window overlaps repeat once the default is resolved: {list(config.macro_window_overlaps)}")
+            plans[(plan.size, plan.overlap)] = plan
+    for spec in config.index_specs():
+        spec.index_dim(encoder.dim)  # a --truncate-dim above the model's dimension fails before any embedding
+    seconds["load_model"] = time.perf_counter() - t0
+    return encoder, LatePasses(plans, macro_windows)
+
+
+def _encode_queries(encoder, queries: Sequence[Query], seconds: dict) -> tuple[np.ndarray, dict]:
+    """Stage 2b: every query encoded once, with the model's query prompt and pooling: ``(xq, manifest entry)``;
+    every system searches with the same ``xq``."""
+    t0 = time.perf_counter()
+    q_before = dict(encoder.stats)
+    xq = encoder.encode_query([q.text for q in queries], normalize=True)
+    seconds["encode_queries"] = time.perf_counter() - t0
+    xq_info = {"n": int(xq.shape[0]), "dim": int(xq.shape[1]), "kind": "query",
+               "prompt": encoder.query_tokenizer.prefix, "tokens": encoder.stats["tokens"] - q_before["tokens"],
+               "sha256": hashlib.sha256(np.ascontiguousarray(xq, dtype=np.float32).tobytes()).hexdigest()}
+    return xq, xq_info
 
 
 def run_compare(
@@ -219,389 +260,79 @@ def run_compare(
             not depend on the late states) gave other boundaries, or late and naive of one strategy ended up
             with different chunk records (bugs).
     """
-    import faiss
-
-    from latechunk.config import PipelineConfig
-    from latechunk.encoder import Encoder
-    from latechunk.index import build_index, index_bytes, query_transform, search_index
-    from latechunk.models import ModelFacts
-    from latechunk.pipeline import contextual_vectors, embed, fused_vectors, naive_vectors
-    from latechunk.sentences import SentenceSegmenter
-    from latechunk.titles import document_title
-    from latechunk.types import ChunkVectors
-
-    t_start = time.perf_counter()
-    seconds: dict[str, float] = {}
-
-    def step(msg: str) -> None:  # one stderr line per post-encoding step (with progress): no silent minutes
-        if progress:
-            print(f"[compare {time.perf_counter() - t_start:7.1f}s] {msg}", file=sys.stderr, flush=True)
-
-    specs = config.specs()
-    # fused systems are made here from the late and naive systems of the same chunks (late of each pass), so the
-    # embed() calls run late and naive whenever fused is asked for
-    fused = "fused" in config.modes
-    pipe_modes = tuple(m for m in config.modes if m != "fused")
-    if fused:
-        pipe_modes = tuple(dict.fromkeys(("late", *pipe_modes, "naive")))
-
-    def run_config(i: int, w: int | None, ov: int | None) -> PipelineConfig:  # late pass i (naive in the first)
-        return PipelineConfig(tuple(specs), modes=pipe_modes if i == 0 else ("late",),
-                              include_special=config.include_special, macro_window=w,
-                              macro_window_overlap=ov, sentence_workers=config.sentence_workers,
-                              late_pooling=config.late_pooling)
-
-    # the settings that need the model (late pooling, each macro window) against its files, before the dataset is
-    # parsed or a weight loads; embed() checks them again with the loaded encoder
-    facts = encoder.facts if encoder is not None else ModelFacts.read(config.model)
-    for i, (w, ov) in enumerate(config.late_passes()):
-        run_config(i, w, ov).check_model(facts)
-
-    # 1. the dataset, parsed once
-    t0 = time.perf_counter()
-    if dataset is None:
-        ds, cache_info = load_cached(config.dataset, config.cache_dir, config.use_cache)
-    else:
-        ds, cache_info = dataset, {"sha256": "", "cache_hit": False, "cache_file": "", "parse_seconds": 0.0}
-    seconds["load_dataset"] = time.perf_counter() - t0
-    for note in ds.notes:  # what the loader left out (SQuAD v2.0's unanswerable questions)
-        print(f"dataset {ds.name}: {note}", file=sys.stderr)
-    queries: list[Query] = list(ds.queries)[: config.max_queries] if config.max_queries else list(ds.queries)
-    qids = [q.query_id for q in queries]
-    references = {q.query_id: q.spans for q in queries}
-    has_spans = any(q.spans for q in queries)
-    all_qrels = ds.doc_qrels()
-    qrels = {qid: all_qrels[qid] for qid in qids if qid in all_qrels}
-    if not has_spans and not qrels:
-        raise ValueError(f"dataset {ds.name!r} has neither answer spans nor document qrels for its queries"
-                         + "".join(f"; {n}" for n in ds.notes))
-    all_spans = [s for q in queries for s in q.spans]
-
-    # 2. the encoder (one for every macro window: each is a plan passed to it) and the query vectors, once
-    t0 = time.perf_counter()
-    if encoder is None:
-        encoder = Encoder(config.model, device=config.device, dtype=config.dtype, batch_tokens=config.batch_tokens,
-                          backend=config.backend, compile=config.compile,
-                          trust_remote_code=config.trust_remote_code)
-    elif getattr(encoder, "backend", "torch") != config.backend:
-        raise ValueError(f"the encoder given runs backend {encoder.backend!r}, the config asks for {config.backend!r}")
-    base = encoder
-    default_size = base.macro_window().size  # the model's default window (its sentence-transformers max_seq_length)
-    macro_windows = [w if w is not None else default_size for w in config.windows]
-    if len(set(macro_windows)) != len(macro_windows):
-        raise ValueError(f"window sizes repeat once the default is resolved: {macro_windows}")
-    for w in macro_windows:
-        if w > base.max_length:
-            raise ValueError(f"--window {w} exceeds the model's limit of {base.max_length} tokens")
-    # the late passes: (window, overlap) in tokens, defaults resolved and checked before work
-    plans = {}
-    for w in macro_windows:
-        for ov in config.window_overlap:
-            plan = base.macro_window(w, ov)
-            if (plan.size, plan.overlap) in plans:
-                raise ValueError(f"window overlaps repeat once the default is resolved: {list(config.window_overlap)}")
-            plans[(plan.size, plan.overlap)] = plan
-    passes = list(plans)
-    first = passes[0]
-    overlaps = list(dict.fromkeys(ov for _, ov in passes))
-    multi_o = len(overlaps) > 1
-    for spec in config.index_specs():
-        spec.index_dim(base.dim)  # a --truncate-dim above the model's dimension fails before any embedding
-    seconds["load_model"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    q_before = dict(base.stats)
-    xq = base.encode_query([q.text for q in queries], normalize=True)
-    seconds["encode_queries"] = time.perf_counter() - t0
-    xq_info = {"n": int(xq.shape[0]), "dim": int(xq.shape[1]), "kind": "query", "prompt": base.query_tokenizer.prefix,
-               "tokens": base.stats["tokens"] - q_before["tokens"],
-               "sha256": hashlib.sha256(np.ascontiguousarray(xq, dtype=np.float32).tobytes()).hexdigest()}
-
-    # 3. one embed() call per macro window: one late pass for every strategy; naive in the first one's call
-    embeds = {}
-    macro_window_info = []
-    # (mode, spec, window) -> naive/contextual vectors of a further window's cuts (state-dependent strategies)
-    naive_extra: dict[tuple[str, str, int], tuple[np.ndarray, int, int, float]] = {}
-    encoders_of = {"naive": naive_vectors, "contextual": contextual_vectors}
-    text_modes = [m for m in pipe_modes if m != "late"]
-    # one segmenter for every macro window: each document's sentences are segmented once for the comparison
-    segmenter = SentenceSegmenter(workers=config.sentence_workers)  # its workers also end at exit on an error
-    for i, lp in enumerate(passes):
-        w, ov = lp
-        modes = pipe_modes if i == 0 else ("late",)
-        t0 = time.perf_counter()
-        res = embed(list(ds.documents), base, run_config(i, w, ov), progress=progress, segmenter=segmenter)
-        wall = time.perf_counter() - t0
-        if not res.documents:  # nothing to index or score: say so instead of failing deep in a metric
-            segmenter.close()
-            why = "; ".join(f"{s.doc_id}: {s.reason}" for s in res.skipped[:3]) + ("; ..." if len(res.skipped) > 3 else "")
-            raise ValueError(f"dataset {ds.name!r}: no document to embed ({len(ds.documents)} documents"
-                             + (f", all skipped: {why})" if res.skipped else ")"))
-        embeds[lp] = res
-        extra_s = 0.0
-        if i > 0:
-            for spec in specs:
-                if not _state_dependent(spec):
-                    continue
-                for mode in text_modes:  # vectors exactly as embed() makes them, of this window's cuts
-                    t1 = time.perf_counter()
-                    v, tokens, calls = encoders_of[mode](base, res.documents, res.run(spec).boundaries)
-                    naive_extra[(mode, spec, lp)] = (v, tokens, calls, time.perf_counter() - t1)
-                    extra_s += naive_extra[(mode, spec, lp)][3]
-        # a further window re-encodes naive/contextual for the strategies whose cuts depend on it (semantic): say so
-        recut = {m: [sp for sp in specs if (m, sp, lp) in naive_extra] for m in text_modes}
-        recut = {m: v for m, v in recut.items() if v}
-        macro_window_info.append({
-            "window": w, "overlap": ov, "modes": list(modes) + list(recut), "recut": recut,
-            "late_tokens": res.stats.tokens["late"], "late_forward_calls": res.stats.forward_calls["late"],
-            "naive_tokens": res.stats.tokens["naive"]
-            + sum(v[1] for (m, s, ww), v in naive_extra.items() if ww == lp and m == "naive"),
-            "naive_forward_calls": res.stats.forward_calls["naive"]
-            + sum(v[2] for (m, s, ww), v in naive_extra.items() if ww == lp and m == "naive"),
-            **({"contextual_tokens": res.stats.tokens.get("contextual", 0)
-                + sum(v[1] for (m, s, ww), v in naive_extra.items() if ww == lp and m == "contextual"),
-                "contextual_forward_calls": res.stats.forward_calls.get("contextual", 0)
-                + sum(v[2] for (m, s, ww), v in naive_extra.items() if ww == lp and m == "contextual")}
-               if "contextual" in config.modes else {}),
-            "content_tokens": res.stats.content_tokens, "documents_in": res.stats.documents_in,
-            "documents_embedded": len(res.documents),
-            "skipped": [{"doc_id": s.doc_id, "reason": s.reason} for s in res.skipped],
-            "seconds": {**{k: float(v) for k, v in res.stats.seconds.items()}, "naive_extra": extra_s,
-                        "wall": wall + extra_s},
-        })
-        seconds[f"embed_w{w}" + (f"_o{ov}" if multi_o else "")] = wall + extra_s
-    segmenter.close()
-    main = embeds[first]
-    for lp in passes[1:]:
-        if [d.doc_id for d in embeds[lp].documents] != [d.doc_id for d in main.documents]:
-            raise RuntimeError(f"window {lp} embedded other documents than window {first}")
-        for spec in specs:
-            if not _state_dependent(spec) and not _same_boundaries(embeds[lp].run(spec).boundaries,
-                                                                   main.run(spec).boundaries):
-                raise RuntimeError(f"{spec}: window {lp} gave other boundaries than window {first} (a bug)")
-
-    # 4. systems: (strategy, mode, window, overlap) with their boundaries and vectors
-    multi = len(macro_windows) > 1
-    n_content = {t_doc.doc_id: tok.n_content for t_doc, tok in zip(main.documents, main.tokenizations)}
-    sys_inputs = []  # (System, boundaries, ChunkVectors, encode_seconds, tokens, forward_calls)
-    for spec in specs:
-        dep = _state_dependent(spec)
-        if "late" in pipe_modes:  # (fused needs the late systems too; dropped below if not asked for)
-            for w, ov in passes:
-                res = embeds[(w, ov)]
-                run = res.run(spec)
-                late_s = res.stats.seconds["late_encode"]
-                sys_inputs.append((System(spec, "late", w, _label("late", w, multi, ov, multi_o), window_overlap=ov),
-                                   run.boundaries,
-                                   run.vectors["late"], late_s, run.seconds.get("late", late_s) - late_s,
-                                   res.stats.tokens["late"], res.stats.forward_calls["late"]))
-        for mode in text_modes:  # naive, contextual: made in the first window's call (and per window if dep)
-            for i, lp in enumerate(passes if dep else passes[:1]):
-                w, ov = lp
-                res = embeds[lp]
-                run = res.run(spec)
-                if i == 0:
-                    vec = run.vectors[mode]
-                    enc_s, tokens = run.seconds.get(mode, 0.0), run.tokens_encoded.get(mode, 0)
-                    calls = None
-                else:
-                    v, tokens, calls, enc_s = naive_extra[(mode, spec, lp)]
-                    late_vec = run.vectors["late"]
-                    vec = ChunkVectors(v, late_vec.doc_ids, late_vec.chunk_index, late_vec.cu_chunks, mode,
-                                       normalized=True)
-                sys_inputs.append((System(spec, mode, w if dep else None,
-                                          _label(mode, w if dep else None, multi, ov, multi_o),
-                                          window_overlap=ov if dep else None),
-                                   run.boundaries, vec, enc_s, 0.0, tokens, calls))
-
-    if fused:  # late (each pass) + naive of the same chunks: latechunk.pipeline.fused_vectors, as embed makes them
-        made = []
-        for t in sys_inputs:
-            s = t[0]
-            if s.mode != "late":
-                continue
-            dep = _state_dependent(s.strategy)
-            nv = next(u for u in sys_inputs if u[0].mode == "naive" and u[0].strategy == s.strategy
-                      and (u[0].window, u[0].window_overlap) == ((s.window, s.window_overlap) if dep else (None, None)))
-            lv = t[2]
-            vec = ChunkVectors(fused_vectors(lv.vectors, nv[2].vectors, True), lv.doc_ids, lv.chunk_index,
-                               lv.cu_chunks, "fused", normalized=True)
-            made.append((System(s.strategy, "fused", s.window, _label("fused", s.window, multi, s.window_overlap,
-                                                                      multi_o), window_overlap=s.window_overlap),
-                         t[1], vec, t[3] + nv[3], t[4], t[5] + nv[5], None))
-        sys_inputs = [t for t in sys_inputs if t[0].mode in config.modes] + made
-
-    # 5. one index per system, one IndexConfig, one depth; then the metrics
-    ispecs = config.index_specs()  # the main index first, then the other compact-vector settings
-    ispec = ispecs[0]
-    k_max = max(config.ks)
-    depth_span = k_max * (config.dedup_factor if config.dedup else 1)
-    depth = max(depth_span, config.doc_depth if qrels else 0)
-    systems: list[System] = []
-    chunk_cache: dict[str, dict] = {}  # strategy chunk-records hash -> strategy-level figures
-    t_metrics = 0.0
-    step(f"index, search and score {len(sys_inputs)} systems x {len(qids)} queries")
-    for system, boundaries, vec, enc_s, pool_s, tokens, calls in sys_inputs:
-        system.chunks_sha256 = chunk_records_sha256(boundaries, vec)
-        t0 = time.perf_counter()
-        index = build_index(vec.vectors, ispec, dim=base.dim)
-        t_index = time.perf_counter() - t0
-        n_bytes = index_bytes(index)
-        t0 = time.perf_counter()
-        D, I = search_index(index, query_transform(xq, ispec), min(depth, max(index.ntotal, 1)))  # unit-norm
-        t_search = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        # row i of the index = chunk i of the concatenated boundaries
-        row_doc = np.repeat(np.arange(len(boundaries)), [len(b) for b in boundaries])
-        char_spans = np.concatenate([b.char_spans for b in boundaries]) if boundaries else np.zeros((0, 2), np.int32)
-        token_spans = np.concatenate([b.token_spans for b in boundaries]) if boundaries else np.zeros((0, 2), np.int32)
-        doc_ids = [b.doc_id for b in boundaries]
-        chunk_index = vec.chunk_index
-
-        def score(D, I, doc_ids=doc_ids, row_doc=row_doc, char_spans=char_spans, chunk_index=chunk_index):
-            # the per-query metrics of one index's ranking (every setting scored alike)
-            rankings: dict[str, list[tuple]] = {}
-            for qi, qid in enumerate(qids):
-                items = []
-                for score, row in zip(D[qi].tolist(), I[qi].tolist()):
-                    if row < 0:
-                        continue
-                    items.append((doc_ids[row_doc[row]], int(char_spans[row, 0]), int(char_spans[row, 1]),
-                                  int(chunk_index[row]), float(score)))
-                rankings[qid] = items
-            per_query: dict[str, dict[str, float]] = {}
-            if has_spans:
-                span_run = {qid: r[:depth_span] for qid, r in rankings.items()}
-                scored_run = ({qid: drop_overlapping(r, k_max) for qid, r in span_run.items()} if config.dedup
-                              else span_run)
-                for k in config.ks:
-                    m = span_metrics(scored_run, references, k)
-                    m[f"Dup@{k}"] = {qid: float(duplicate_slots(span_run[qid], k)) for qid in m[f"Dup@{k}"]}
-                    per_query.update(m)
-            if qrels:
-                chunk_run = {qid: {(it[0], it[3]): it[4] for it in r} for qid, r in rankings.items()}
-                per_query.update(doc_metrics(qrels, doc_run_from_chunk_run(chunk_run), DEFAULT_DOC_MEASURES))
-            return per_query
-
-        per_query = score(D, I)
-        system.top_hits = {qid: " | ".join(f"{doc_ids[row_doc[r]]}:{int(char_spans[r, 0])}-{int(char_spans[r, 1])}"
-                                           for r in I[qi, :k_max].tolist() if r >= 0)
-                           for qi, qid in enumerate(qids)}
-        compact = {}
-        if len(ispecs) > 1:  # the other compact-vector settings: same vectors, same queries, same scoring
-            k_main = 5 if 5 in config.ks else k_max
-            compact[ispec.label] = _compact_entry(ispec, per_query, n_bytes, index.ntotal, I, I, k_main,
-                                                  time.perf_counter() - t0 + t_search, t_index)
-            for other in ispecs[1:]:
-                t1 = time.perf_counter()
-                idx2 = build_index(vec.vectors, other, dim=base.dim)
-                t_index2 = time.perf_counter() - t1
-                t1 = time.perf_counter()
-                D2, I2 = search_index(idx2, query_transform(xq, other), min(depth, max(idx2.ntotal, 1)))
-                compact[other.label] = _compact_entry(other, score(D2, I2), index_bytes(idx2), idx2.ntotal, I2, I,
-                                                      k_main, time.perf_counter() - t1, t_index2)
-                del idx2
-        system.compact = compact
-        if config.dedup_threshold is not None:  # embed --dedup's index beside this one: NearDup@k, dedup:<metric>
-            extra, n_dropped = dedup_scores(
-                vec.vectors, I, qids, lambda v: search_index(build_index(v, ispec, dim=base.dim),
-                                                             query_transform(xq, ispec), min(depth, max(len(v), 1))),
-                score, config.dedup_threshold, config.ks)
-            per_query.update(extra)
-        # strategy-level figures (independent of the mode): once per chunk-record set
-        fig = chunk_cache.get(system.chunks_sha256)
-        if fig is None:
-            by_doc = {b.doc_id: b.char_spans for b in boundaries}
-            fig = {"omega": {}, "fp": None}
-            if has_spans:
-                fig["omega"] = {q.query_id: precision_omega(by_doc, q.spans) for q in queries if q.spans}
-                fig["fp"] = facts_protected(by_doc, all_spans)
-            chunk_cache[system.chunks_sha256] = fig
-        if fig["omega"]:
-            per_query[OMEGA] = dict(fig["omega"])
-        system.per_query = per_query
-        for name, values in per_query.items():
-            system.aggregates[name], system.std[name] = _mean_std(values)
-        if fig["fp"] is not None:
-            system.aggregates["FactsProtected"] = fig["fp"]
-        t_metrics += time.perf_counter() - t0
-        lengths = (token_spans[:, 1].astype(np.int64) - token_spans[:, 0]) if len(token_spans) else np.zeros(0)
-        char_lengths = (char_spans[:, 1].astype(np.int64) - char_spans[:, 0]) if len(char_spans) else np.zeros(0)
-        strat = _strategy(system.strategy)
-        theo = None
-        if strat.name == "fixed":
-            theo = theoretical_overlap_multiplier(strat.size, strat.overlap)
-        system.costs = {
-            "chunks": len(lengths),
-            "mean_chunk_tokens": float(lengths.mean()) if len(lengths) else 0.0,
-            "mean_chunk_chars": float(char_lengths.mean()) if len(char_lengths) else 0.0,
-            "tokens_encoded": int(tokens),
-            "tokens_encoded_shared": system.mode == "late",
-            "forward_calls": calls,
-            "overlap_observed": observed_overlap_multiplier({b.doc_id: b.token_spans for b in boundaries},
-                                                            {b.doc_id: n_content[b.doc_id] for b in boundaries}),
-            "overlap_theoretical": theo,
-            "index_bytes": n_bytes,
-            "index_ntotal": int(index.ntotal),
-            "seconds_encode": float(enc_s),
-            "seconds_pool": float(pool_s),
-            "seconds": float(enc_s + pool_s),
-            "seconds_index": t_index,
-            "seconds_search": t_search,
-        }
-        if config.dedup_threshold is not None:
-            system.costs["dedup_dropped"] = n_dropped
-        systems.append(system)
-    seconds["index_search_metrics"] = t_metrics
-
-    # identical chunk records for every mode of one strategy (and window, for state-dependent cuts)
-    for s in systems:
-        if s.mode == "late":
-            continue
-        for other in systems:
-            if other is s or other.strategy != s.strategy or other.mode == s.mode:
-                continue
-            same = (s.window is None or (s.window, s.window_overlap) == (other.window, other.window_overlap)
-                    if other.mode == "late" else (s.window, s.window_overlap) == (other.window, other.window_overlap))
-            if same and other.chunks_sha256 != s.chunks_sha256:
-                raise RuntimeError(f"{s.strategy}: {other.mode} ({other.label}) and {s.mode} ({s.label}) index "
-                                   "different chunk records; the comparison would not be fair")
-
+    clock = _Clock(progress)
+    plan = ComparePlan.of(config)
+    plan.check_model(encoder)
+    data = _load_data(config, dataset, clock.seconds)  # 1. the dataset, parsed once
+    base, lp = _load_encoder(config, encoder, clock.seconds)  # 2. the encoder and the query vectors, once
+    xq, xq_info = _encode_queries(base, data.queries, clock.seconds)
+    embeds, pass_info, recut = embed_passes(plan, lp, data.ds, base, progress, clock.seconds)  # 3. the late passes
+    inputs = system_inputs(plan, lp, embeds, recut)  # the systems: strategy x mode x window
+    main = embeds[lp.first]
+    n_content = {d.doc_id: tok.n_content for d, tok in zip(main.documents, main.tokenizations)}
+    scoring = Scoring(config, xq, base.dim, data.queries, data.qrels, n_content)  # 4. and 5.: index, metrics
+    systems, clock.seconds["index_search_metrics"] = scoring.score_all(inputs, clock.step)
+    check_same_chunks(systems)
     metric_names = _metric_order(systems, config.ks)
     headline = [m for m in metric_names if m.startswith(("AR@", "SpanRecall@"))] or [
         m for m in metric_names if m in DEFAULT_DOC_MEASURES]
     main_k = 5 if 5 in config.ks else max(config.ks)
+    t0 = time.perf_counter()  # 6. statistics
+    clock.step(f"paired bootstrap intervals ({config.n_resamples} resamples)")
+    comparisons = _comparisons(systems, config, metric_names, headline, lp.passes)
+    clock.seconds["bootstrap"] = time.perf_counter() - t0
+    clock.total()
+    manifest = _manifest(plan, data, base, lp, main.documents, pass_info, scoring, xq_info, clock.seconds, command)
+    kept = {q.query_id for q in data.queries}
+    ds = data.ds
+    cut_qrels = None if ds.qrels is None else {q: r for q, r in ds.qrels.items() if q in kept}
+    result = CompareResult(config, systems, comparisons, metric_names, headline, main_k, manifest, embeds,
+                           EvalDataset(ds.name, ds.documents, tuple(data.queries), cut_qrels))
+    if out_dir is not None:  # 7. the report
+        t0 = time.perf_counter()
+        write_report(result, out_dir, log=clock.step if progress else None)
+        clock.seconds["report"] = time.perf_counter() - t0
+        clock.total()
+        write_report(result, out_dir, plot=False)  # rewrite results.json/report.md with the final times
+    return result
 
-    # 6. statistics
-    t0 = time.perf_counter()
-    step(f"paired bootstrap intervals ({config.n_resamples} resamples)")
-    comparisons = _comparisons(systems, config, metric_names, headline, passes)
-    seconds["bootstrap"] = time.perf_counter() - t0
-    seconds["total"] = time.perf_counter() - t_start
 
-    manifest = {
+def _manifest(plan: ComparePlan, data: _Data, base, lp: LatePasses, documents: Sequence, pass_info: list[dict],
+              scoring: Scoring, xq_info: dict, seconds: dict, command: str | None) -> dict:
+    """The report's manifest: the command and checkout, the dataset and its hashes, the model, the strategies and
+    modes, the late passes, the index settings and depths, the query vectors, units, the bootstrap, versions,
+    the machine and the seconds per stage (``seconds`` itself, so later stages still show)."""
+    import faiss
+
+    from latechunk.titles import document_title
+
+    config, ds, qrels, ispec = plan.config, data.ds, data.qrels, scoring.ispec
+    all_spans = data.all_spans
+    return {
         "command": command or "",
         "git_commit": (git := _git_state())["commit"],
         "git_dirty": git["dirty"],
-        "dataset": {"spec": config.dataset, "name": ds.name, "sha256": cache_info["sha256"],
+        "dataset": {"spec": config.dataset, "name": ds.name, "sha256": data.cache_info["sha256"],
                     "content_sha256": _dataset_content_sha256(ds),
                     "content_sha256_of": "documents, queries" + (", qrels" if ds.qrels is not None else ""),
-                    "cache_hit": cache_info["cache_hit"],
-                    "cache_file": cache_info["cache_file"], "documents": len(ds.documents),
-                    "queries_total": len(ds.queries), "queries": len(queries),
-                    "queries_with_spans": sum(1 for q in queries if q.spans), "spans": len(all_spans),
+                    "cache_hit": data.cache_info["cache_hit"],
+                    "cache_file": data.cache_info["cache_file"], "documents": len(ds.documents),
+                    "queries_total": len(ds.queries), "queries": len(data.queries),
+                    "queries_with_spans": sum(1 for q in data.queries if q.spans), "spans": len(all_spans),
                     "doc_qrels_queries": len(qrels), "qrels_source": "given" if ds.qrels is not None else "spans",
                     "notes": list(ds.notes)},
-        "model": {**base.describe(plans[first]), "batch_tokens": base.batch_tokens},
-        "strategies": specs,
-        "state_dependent_strategies": [s for s in specs if _state_dependent(s)],
+        "model": {**base.describe(lp.plans[lp.first]), "batch_tokens": base.batch_tokens},
+        "strategies": plan.specs,
+        "state_dependent_strategies": [s for s in plan.specs if state_dependent(s)],
         "modes": list(config.modes),
-        "titles": _title_origins(main.documents, document_title),
+        "titles": _title_origins(documents, document_title),
         "ks": list(config.ks),
-        "windows": macro_window_info,
+        "windows": pass_info,
         "index": {**ispec.to_dict(), "gpu": ispec.gpu, "faiss": getattr(faiss, "__version__", "?"),
-                  "search_depth": depth, "span_depth": depth_span, "doc_depth": config.doc_depth if qrels else 0,
+                  "search_depth": scoring.depth, "span_depth": scoring.depth_span,
+                  "doc_depth": config.doc_depth if qrels else 0,
                   "compact_settings": [{"label": x.label, **x.to_dict(), "faiss_factory": x.faiss_factory}
-                                       for x in ispecs]},
+                                       for x in scoring.ispecs]},
         "dedup": config.dedup,
         "query_vectors": xq_info,
         "units": {"span_metrics": "characters (Python str indices) of the source document",
@@ -614,30 +345,6 @@ def run_compare(
         "machine": _machine(),
         "seconds": seconds,
     }
-    kept = set(qids)
-    cut_qrels = None if ds.qrels is None else {q: r for q, r in ds.qrels.items() if q in kept}
-    result = CompareResult(config, systems, comparisons, metric_names, headline, main_k, manifest, embeds,
-                           EvalDataset(ds.name, ds.documents, tuple(queries), cut_qrels))
-    if out_dir is not None:
-        t0 = time.perf_counter()
-        write_report(result, out_dir, log=step if progress else None)
-        seconds["report"] = time.perf_counter() - t0
-        seconds["total"] = time.perf_counter() - t_start
-        write_report(result, out_dir, plot=False)  # rewrite results.json/report.md with the final times
-    return result
-
-
-def _compact_entry(spec, per_query: dict, n_bytes: int, ntotal: int, I, I_main, k: int, search_s: float,
-                   index_s: float) -> dict:
-    """One compact-vector setting of one system: its metrics (means over queries), index bytes and the mean
-    share of the main index's top-k ids it also returns in its top k."""
-    shared = [len(set(a[:k].tolist()) & set(b[:k].tolist()) - {-1}) / max(1, len(set(b[:k].tolist()) - {-1}))
-              for a, b in zip(np.asarray(I), np.asarray(I_main))]
-    return {"precision": spec.precision, "truncate_dim": spec.truncate_dim, "faiss_factory": spec.faiss_factory,
-            "metrics": {m: mean_over_queries(v) for m, v in per_query.items()},
-            "index_bytes": int(n_bytes), "index_ntotal": int(ntotal),
-            "overlap_k": int(k), "overlap_with_main": float(np.mean(shared)) if shared else 1.0,
-            "seconds_index": float(index_s), "seconds_search_and_score": float(search_s)}
 
 
 def _title_origins(documents: Sequence, document_title) -> dict:
@@ -653,12 +360,6 @@ def _title_origins(documents: Sequence, document_title) -> dict:
         if len(examples) < 5:
             examples.append({"doc_id": d.doc_id, "title": title, "origin": origin})
     return {"origins": {k: v for k, v in counts.items() if v}, "examples": examples}
-
-
-def _strategy(spec: str):
-    from latechunk.strategies.base import get_strategy
-
-    return get_strategy(spec)
 
 
 def _dataset_content_sha256(ds: EvalDataset) -> str:
