@@ -376,6 +376,27 @@ class PieceSplitter:
             keep &= ~((cut > s) & (cut < e))
         return cut[keep]
 
+    def outside_fitting_blocks(self, cut, budget: int) -> np.ndarray:
+        """The cuts that fall inside no markdown block (code block, admonition, content tab) that fits ``budget``:
+        where markup may take the tail of the chunk before it (issue 36: link definitions after a fence that fits
+        took the fence's last lines, cutting it although the cut before the fence was there).
+
+        Args:
+            cut: Sorted content-relative token positions (int array-like).
+            budget: Most tokens per chunk.
+
+        Returns:
+            (m,), int64: ``cut`` without the positions strictly inside a block of at most ``budget`` tokens.
+        """
+        cut = np.asarray(cut, dtype=np.int64).reshape(-1)
+        fit = self.blocks[self.blocks[:, 1] - self.blocks[:, 0] <= budget]
+        if cut.size == 0 or fit.shape[0] == 0:
+            return cut
+        delta = np.zeros(cut.size + 1, dtype=np.int64)
+        np.add.at(delta, np.searchsorted(cut, fit[:, 0], side="right"), 1)  # the first cut after a block's start
+        np.add.at(delta, np.searchsorted(cut, fit[:, 1], side="left"), -1)  # the first cut at or after its end
+        return cut[np.cumsum(delta[:-1]) == 0]
+
     def tokens_at_chars(self, chars) -> np.ndarray:
         """Token cuts at character positions: the allowed cut before the first token that starts at or after
         each position.

@@ -78,8 +78,9 @@ class Heading(Strategy):
        link reference definitions are blocks of their own. On markdown input
        (:func:`~latechunk.strategies._markdown.is_markdown_input`) a chunk of markup alone (front matter, a
        thematic break, a fence marker, link reference definitions, an HTML comment) joins the next chunk, else
-       the previous one (whose tail it may take from a block, paragraph or line cut), within ``max_tokens``,
-       taking that chunk's heading path (:func:`~latechunk.strategies._common.join_markup_only`).
+       the previous one (whose tail it may take from a block, paragraph or line cut, never inside a fence,
+       admonition or tab that fits ``max_tokens``: issue 36), within ``max_tokens``, taking that chunk's heading
+       path (:func:`~latechunk.strategies._common.join_markup_only`).
     4. Tables (BR-008): a table that fits stays whole. A longer one is cut between rows only (a row line is never
        cut unless it alone is over budget); a chunk that starts with body rows gets the header and delimiter lines
        as its ``context`` (``"| Part | Unit | Price |\n|---|---|---|"``), and their tokens count against its
@@ -246,7 +247,10 @@ class Heading(Strategy):
                 content_prefix(text, splitter.offs),
                 self.max_tokens,
                 np.asarray(costs, dtype=np.int64),
-                (block_starts, splitter.cuts("paragraph", 0, n), splitter.cuts("line", 0, n)),
+                tuple(  # never inside a fence or container that fits (issue 36)
+                    splitter.outside_fitting_blocks(c, self.max_tokens)
+                    for c in (block_starts, splitter.cuts("paragraph", 0, n), splitter.cuts("line", 0, n))
+                ),
                 sorted(splitter.before_closing),  # a fence's stray closing line joins no text after it (issue 36)
             )
             paths = [paths[o] for o in owner.tolist()]

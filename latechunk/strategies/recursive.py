@@ -60,8 +60,9 @@ class Recursive(Strategy):
        when they fit the budget together; a closing line that does not fit with its code takes no text after it
        into its chunk (issue 36: no stray fence line before a heading). On markdown input (:func:`~latechunk.strategies._markdown.is_markdown_input`) a chunk
        of markup alone (a thematic break, front matter, a fence marker, link reference definitions, an HTML
-       comment) joins the next chunk, or else the previous one, when the joined chunk fits ``max_tokens``
-       (:func:`~latechunk.strategies._common.join_markup_only`).
+       comment) joins the next chunk, or else the previous one, when the joined chunk fits ``max_tokens``, or
+       takes the previous chunk's tail from a piece, paragraph or line cut that is not inside a fence, admonition
+       or tab that fits ``max_tokens`` (issue 36) (:func:`~latechunk.strategies._common.join_markup_only`).
 
     Cuts fall between tokens, so separators are never duplicated or dropped (BR-002) and each chunk's text is
     the exact slice of its tokens. The one way a chunk can exceed ``max_tokens``: the wordpieces of one
@@ -149,7 +150,10 @@ class Recursive(Strategy):
         stray = np.isin(pieces[:, 0], closing) if closing else None
         chunks = merge_pieces(pieces, self.max_tokens, self.overlap, sticky=sticky, alone=stray)
         if chunks.shape[0] > 1 and is_markdown_input(doc):  # no chunk of markup alone (issue 16)
-            cuts = (pieces[:, 0], splitter.cuts("paragraph", 0, splitter.n), splitter.cuts("line", 0, splitter.n))
+            cuts = tuple(  # never inside a fence or container that fits (issue 36)
+                splitter.outside_fitting_blocks(c, self.max_tokens)
+                for c in (pieces[:, 0], splitter.cuts("paragraph", 0, splitter.n), splitter.cuts("line", 0, splitter.n))
+            )
             chunks, _ = join_markup_only(
                 chunks, content_prefix(doc.text, splitter.offs), self.max_tokens, cuts=cuts, trailing=closing
             )
