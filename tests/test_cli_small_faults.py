@@ -261,3 +261,80 @@ def test_embed_progress_bar_only_on_a_terminal(tmp_path, capsys, monkeypatch):
         ingest(config, encoder, progress=True)
         err = capsys.readouterr().err
         assert ("3 embedded, 3 skipped (6/6 items)" in err) is tty, err
+
+
+def test_ctrl_c_exits_at_once_without_the_interpreters_teardown(monkeypatch, capsys):
+    """Fault 8: after Ctrl-C the message came at once but the process took ~2.5 s to exit under load. What ran
+    then was CPython's finalisation (a full collection and the freeing of torch, transformers and the model: gdb
+    showed finalize_modules -> gc_collect_main), not a thread join. After the message the console script now
+    runs the atexit callbacks (the sentence workers' pipes closed, logs flushed), flushes stdout/stderr and ends
+    with os._exit(130), skipping the teardown. Other exits (an error's 2, --strict's 3) are left as they were."""
+    import atexit
+    import logging
+    import os
+    import sys
+    import warnings
+
+    import pytest
+
+    from latechunk import cli
+
+    class Exited(Exception):
+        pass
+
+    calls = []
+
+    def fake_exit(code):
+        calls.append(("os._exit", code))
+        raise Exited
+
+    monkeypatch.setattr(warnings, "formatwarning", warnings.formatwarning)  # main() sets it for the process
+    monkeypatch.setattr(logging, "basicConfig", lambda **kwargs: None)
+    monkeypatch.setattr(atexit, "_run_exitfuncs", lambda: calls.append(("atexit",)))
+    monkeypatch.setattr(os, "_exit", fake_exit)
+    monkeypatch.setattr(sys, "argv", ["latechunk", "chunk", "docs"])
+    for stop in (KeyboardInterrupt(), SystemExit(130)):  # Ctrl-C, or typer's exit 130 for it
+
+        def interrupted(stop=stop):
+            raise stop
+
+        monkeypatch.setattr(cli, "app", interrupted)
+        calls.clear()
+        with pytest.raises(Exited):
+            cli.main()
+        assert calls == [("atexit",), ("os._exit", 130)], calls
+        assert "interrupted (Ctrl-C)" in capsys.readouterr().err
+    for code in (0, 2, 3):
+
+        def ends(code=code):
+            raise SystemExit(code)
+
+        monkeypatch.setattr(cli, "app", ends)
+        calls.clear()
+        with pytest.raises(SystemExit) as info:
+            cli.main()
+        assert info.value.code == code and calls == []
+
+
+def test_ctrl_c_exit_keeps_atexit_and_buffered_output():
+    """Fault 8, in a real process: exit status 130, the atexit callbacks ran, and what stdout had buffered is out."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = (
+        "import atexit, sys\n"
+        "import latechunk.cli as cli\n"
+        "atexit.register(lambda: print('atexit ran', file=sys.stderr))\n"
+        "def app():\n"
+        "    sys.stdout.write('buffered line')\n"
+        "    raise KeyboardInterrupt\n"
+        "cli.app = app\n"
+        "sys.argv = ['latechunk', 'chunk', 'docs']\n"
+        "cli.main()\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=120,
+                         cwd=Path(__file__).resolve().parents[1])
+    assert res.returncode == 130, res.stderr
+    assert res.stdout == "buffered line"
+    assert res.stderr.splitlines()[-2:] == ["interrupted (Ctrl-C)", "atexit ran"], res.stderr
