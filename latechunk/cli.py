@@ -1141,8 +1141,7 @@ def chunk(
       latechunk chunk README.md docs/guides/ notes.txt -s fixed:size=128,overlap=16 | jq -r .text
     """  # noqa: D301  (\b: click's marker for a paragraph it must not rewrap, the examples)
     from latechunk.config import PipelineConfig
-    from latechunk.ingest.stream import progress_counts
-    from latechunk.io import count_inputs, iter_inputs, missing_inputs_message, require_documents
+    from latechunk.io import iter_inputs, missing_inputs_message, require_documents
     from latechunk.models import ModelSettings, resolve_model_path
     from latechunk.output import chunk_rows, metadata_value
     from latechunk.pipeline import Skipped, chunk_documents, iter_embed
@@ -1198,14 +1197,11 @@ def chunk(
 
     n_skipped = 0
     unshown: list[dict] = []
-    bar, n_items = None, 0  # the progress bar (below) and the input items counted ahead for its total
+    bar: _ChunkBar | None = None  # below
 
-    def counted() -> None:  # an input item done: the bar's postfix counts chunked and skipped ones apart, as embed's
+    def counted() -> None:  # an input item done (chunked or skipped)
         if bar is not None:
-            done = n_docs + n_skipped
-            bar.set_postfix_str(progress_counts(n_docs, n_skipped, 0, done, max(n_items, done), done_as="chunked"),
-                                refresh=False)
-            bar.update(1)  # shows the counts above
+            bar.show(n_docs, n_skipped)
 
     def skip(doc_id: str, reason: str, source: str | None = None) -> None:  # every item not chunked (as embed's)
         nonlocal n_skipped
@@ -1224,22 +1220,14 @@ def chunk(
                 yield d
 
     n_chunks = n_docs = 0
-    from tqdm.auto import tqdm
-
     with contextlib.ExitStack() as stack:
         # written to a temporary name and renamed at the end: a failed run never clobbers an existing file
         tmp = out.with_name(out.name + ".tmp") if out else None
         if tmp is not None:  # Ctrl-C or an error: the temporary file goes too (after it is closed, below)
             stack.push(_remove_on_error(tmp))
         fh = stack.enter_context(open(tmp, "w", encoding="utf-8")) if tmp else sys.stdout
-        # input items done (chunked or skipped), on stderr when it is a terminal (disable=None: off when not a tty)
-        bar = stack.enter_context(tqdm(unit="item", desc="chunk", file=sys.stderr, disable=True if quiet else None,
-                                       leave=False))
-        if not getattr(bar, "disable", False):  # its total: the input items, counted ahead as embed counts them
-            n_items = count_inputs(inputs, fields)
-            bar.total = n_items
-            bar.set_postfix_str(progress_counts(0, 0, 0, 0, n_items, done_as="chunked"), refresh=False)
-            bar.refresh()
+        bar = _ChunkBar(inputs, fields, quiet)
+        stack.callback(bar.close)
 
         def emit(doc, b) -> None:
             nonlocal n_chunks, n_docs
@@ -1281,6 +1269,40 @@ def chunk(
     if out:
         os.replace(tmp, out)
     typer.echo(f"{n_chunks} chunks from {n_docs} documents ({n_skipped} skipped) -> {out or 'stdout'}", err=True)
+
+
+class _ChunkBar:
+    """``chunk``'s progress bar, on stderr when it is a terminal (tqdm's ``disable=None``; none with ``--quiet``):
+    the input items done, its total counted ahead (:func:`latechunk.io.count_inputs`, as embed counts them), its
+    postfix counting the chunked and the skipped ones apart (``"3 chunked, 1 skipped (4/4 items)"``, as embed's:
+    :func:`latechunk.ingest.stream.progress_counts`)."""
+
+    def __init__(self, inputs: list[Path], fields, quiet: bool) -> None:
+        from tqdm.auto import tqdm
+
+        from latechunk.io import count_inputs
+
+        self.bar = tqdm(unit="item", desc="chunk", file=sys.stderr, disable=True if quiet else None, leave=False)
+        self.total = 0
+        if not getattr(self.bar, "disable", False):  # nothing is counted for a bar that is not shown
+            self.total = count_inputs(inputs, fields)
+            self.bar.total = self.total
+            self.show(0, 0, advance=0)
+
+    def show(self, chunked: int, skipped: int, advance: int = 1) -> None:
+        """The counts so far (documents chunked, input items skipped), with the bar moved ``advance`` items."""
+        from latechunk.ingest.stream import progress_counts
+
+        done = chunked + skipped
+        self.bar.set_postfix_str(progress_counts(chunked, skipped, 0, done, max(self.total, done),
+                                                 done_as="chunked"), refresh=False)
+        if advance:
+            self.bar.update(advance)  # shows the counts above
+        else:
+            self.bar.refresh()
+
+    def close(self) -> None:
+        self.bar.close()
 
 
 def _remove_on_error(path: Path):
