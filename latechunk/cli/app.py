@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-import logging
 import os
 import re
 import shlex
@@ -1643,19 +1642,6 @@ def agree(
                    f"{t['residual_a']}, {lab[b]} {t['residual_b']}")
 
 
-def main() -> None:  # pragma: no cover
-    """The ``latechunk`` console script; ``$LATECHUNK_LOG`` sets the log level (default WARNING)."""
-    logging.basicConfig(level=os.environ.get("LATECHUNK_LOG", "WARNING"))
-    warnings.formatwarning = format_warning
-    try:
-        app()
-    except (KeyboardInterrupt, SystemExit) as stop:  # typer turns Ctrl-C into exit 130, silently
-        if isinstance(stop, KeyboardInterrupt) or stop.code == 130:
-            typer.echo(interrupted_message(sys.argv[1:]), err=True)
-            exit_at_once(130)
-        raise
-
-
 def exit_at_once(code: int) -> None:
     """End the process after Ctrl-C without the interpreter's teardown: a trial saw the Ctrl-C message at once and
     the process exit ~2.5 s later under load. What ran then was no thread join or executor shutdown (the
@@ -1714,7 +1700,7 @@ def format_warning(message, category, filename, lineno, line=None) -> str:
     """``warnings.formatwarning`` for the console script: latechunk's own warnings as ``warning: MESSAGE`` (no
     source path or code line: they are meant for the user, not a developer); other libraries' as Python prints
     them."""
-    package = str(Path(__file__).resolve().parent)
+    package = str(Path(__file__).resolve().parents[1])  # latechunk/, this module being latechunk/cli/app.py
     if str(Path(filename).resolve()).startswith(package):
         return f"warning: {message}\n"
     return _DEFAULT_FORMATWARNING(message, category, filename, lineno, line)
@@ -1762,7 +1748,3 @@ def interrupted_message(args: list[str]) -> str:
     shard = _option_value(args, "--group-tokens") or f"{DEFAULT_GROUP_TOKENS:,}"
     return (f"interrupted (Ctrl-C); nothing is kept in {out} (no shard was complete yet: a shard holds about "
             f"{shard} tokens of documents); to start again: {resumed}")
-
-
-if __name__ == "__main__":  # pragma: no cover
-    main()
