@@ -170,7 +170,7 @@ def test_embed_mode_contextual_writes_exact_slices(tmp_path):
 @pytest.fixture(scope="module")
 def compared(tmp_path_factory, encoder):
     from latechunk.eval.harness import run_compare
-    from tests.test_eval_harness import _config, _write_dataset
+    from tests.eval.test_eval_harness import _config, _write_dataset
 
     root = _write_dataset(tmp_path_factory.mktemp("ctx") / "tiny_chroma")
     tmp = tmp_path_factory.mktemp("ctx_out")

@@ -1,5 +1,5 @@
 """Tests of the late-chunking map (eval/plots.py) and of ``compare``'s window-overlap sweep (eval/harness.py,
-eval/config.py, eval/report/): a tiny Chroma-format dataset (tests/test_eval_harness.py's) and a 1-layer random
+eval/config.py, eval/report/): a tiny Chroma-format dataset (tests/eval/test_eval_harness.py's) and a 1-layer random
 BERT, so the numbers mean nothing but every path runs in seconds.
 """
 
@@ -26,7 +26,7 @@ from latechunk.eval.plots import (
 from latechunk.eval.report import load_result, write_report
 from latechunk.models import LoadedModel, ModelSettings
 from tests.models import minilm_parts, tiny_bert
-from tests.test_eval_harness import _write_dataset
+from tests.eval.test_eval_harness import _write_dataset
 
 STRATS = ("fixed:size=16", "fixed:size=32")
 

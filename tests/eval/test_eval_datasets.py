@@ -21,7 +21,7 @@ from latechunk.eval.datasets import (
 )
 from latechunk.types import Document
 
-MINI = Path(__file__).parent / "data" / "eval_mini"
+MINI = Path(__file__).parents[1] / "data" / "eval_mini"
 REAL = data_root()
 
 

@@ -1,7 +1,7 @@
 """compare's report: the boundary agreement of every strategy pair, parse alarms per strategy, and
 ``--dedup-threshold`` (each system on the index ``embed --dedup`` would write, beside the full one, with NearDup@k).
 
-The tiny Chroma-format dataset of tests/test_eval_harness.py, plus a copy of one of its documents under another
+The tiny Chroma-format dataset of tests/eval/test_eval_harness.py, plus a copy of one of its documents under another
 name (so near-duplicate chunks exist); the bundled all-MiniLM-L6-v2 on the CPU, late mode only (quick).
 """
 
@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from latechunk.cli import app
 from latechunk.eval.metrics import near_duplicate_share
-from tests.test_eval_harness import _write_dataset
+from tests.eval.test_eval_harness import _write_dataset
 
 
 def test_near_duplicate_share_counts_hits_that_repeat_a_higher_ranked_one():
@@ -110,7 +110,7 @@ def test_plot_cost_axes_use_a_log_scale_only_over_a_decade(tmp_path, monkeypatch
     monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda self, *a, **k: (figs.append(self), real(self, *a, **k)))
     import copy
 
-    result = load_result(Path(__file__).resolve().parents[1] / "results" / "chroma_precision")
+    result = load_result(Path(__file__).resolve().parents[2] / "results" / "chroma_precision")
     naive = copy.deepcopy(result.systems[0])
     naive.label = naive.mode = "naive"
     result.systems.append(naive)
@@ -142,7 +142,7 @@ def test_plot_category_labels_never_overlap_and_name_no_missing_window(run, turn
     figs = []
     real = matplotlib.figure.Figure.savefig
     monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda self, *a, **k: (figs.append(self), real(self, *a, **k)))
-    result = load_result(Path(__file__).resolve().parents[1] / "results" / run)
+    result = load_result(Path(__file__).resolve().parents[2] / "results" / run)
     write_plot(result, tmp_path / "plot.png")
     fig = figs[-1]
     renderer = _renderer(fig)  # plt.close left it without a canvas that draws
@@ -174,7 +174,7 @@ def test_the_late_passes_table_has_contextual_modes_tokens_and_seconds():
 
     from latechunk.eval.report import load_result, markdown_report
 
-    result = load_result(Path(__file__).resolve().parents[1] / "results" / "contextual_chroma")
+    result = load_result(Path(__file__).resolve().parents[2] / "results" / "contextual_chroma")
     text = markdown_report(result)
     table = text[text.index("## Late passes"):].split("\n\n")[1]
     header, _, row = table.splitlines()[:3]

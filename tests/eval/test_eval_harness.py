@@ -1,5 +1,5 @@
 """Tests of the compare harness (eval/harness.py), its report (eval/report/) and the parse cache (eval/cache.py);
-CompareConfig: tests/test_eval_config.py.
+CompareConfig: tests/eval/test_eval_config.py.
 
 A tiny Chroma-format dataset is written to a temp folder: three documents of a few hundred tokens each and a
 dozen questions whose answers are whole sentences. The bundled all-MiniLM-L6-v2 runs on the CPU.
@@ -263,7 +263,7 @@ def test_cli_compare(tiny_root, tmp_path, monkeypatch):
 
 def test_document_level_dataset(tmp_path):
     """A BEIR-style dataset (qrels, no spans): only the document-level measures, still paired late vs naive."""
-    beir = Path(__file__).parent / "data" / "eval_mini" / "beir"
+    beir = Path(__file__).parents[1] / "data" / "eval_mini" / "beir"
     out = tmp_path / "beir"
     result = run_compare(_config(beir, tmp_path, strategies=("fixed:size=8",), ks=(1,)), out_dir=out,
                          encoder=minilm_encoder())
@@ -349,7 +349,7 @@ def test_squad_v2_file_compares_without_its_unanswerable_questions(tmp_path, cap
     """Trial finding: a SQuAD v2.0 file (questions with no answer) could not be compared from the command line:
     load_squad's error asked for a Python keyword. load_dataset leaves them out, and says so on stderr and in
     the report; the parse cache keeps the note."""
-    payload = json.loads((Path(__file__).parent / "data" / "eval_mini" / "squad_mini.json").read_text())
+    payload = json.loads((Path(__file__).parents[1] / "data" / "eval_mini" / "squad_mini.json").read_text())
     payload["data"][1]["paragraphs"][0]["qas"].append(
         {"id": "h2", "question": "Unanswerable?", "answers": [], "is_impossible": True})
     v2 = tmp_path / "v2.json"
