@@ -461,7 +461,7 @@ class Index:
             jsonl, _ = write_documents(self.path, docs)
             try:
                 config = config_from_settings(settings, [jsonl], self.path, model=self._folder_model(),
-                                              device=self._device)
+                                              device=self._device, trust_remote_code=self._trust_remote_code)
                 result = append(config, encoder, progress=progress)
             except BaseException:
                 jsonl.unlink(missing_ok=True)  # the manifest never lists it

@@ -65,6 +65,12 @@ RECORDED_MODEL_FACTS = frozenset({"sha256", "dim", "max_length", "window", "wind
 records them beside the settings), not settings: :meth:`EmbedConfig.from_dict` with ``recorded=True`` reads past
 them. (``name`` and ``dtype`` are recorded as the encoder resolved them, and read as settings.)"""
 
+RECORDED_RUN_OPTIONS = frozenset({"batch_tokens"})
+"""Keys of run.json's ``model`` block that record how that run ran, not a setting of its output: the token budget
+of a forward batch (batches are padding-invariant, so it never changes a vector; :func:`latechunk.ingest.run_settings`
+records the budget used). :meth:`EmbedConfig.from_dict` with ``recorded=True`` reads past them, and a resumed run or
+an append may use another (:data:`latechunk.ingest.folder.NOT_COMPARED`)."""
+
 _RECORDED = ("strategy", "mode", "normalize", "include_special", "macro_window", "macro_window_overlap",
              "long_documents", "group_tokens", "index", "model")
 """The keys :meth:`EmbedConfig.to_dict` always writes (the others only where they are set)."""
@@ -260,7 +266,7 @@ class EmbedConfig:
                  "another latechunk version?); embed the documents into a new folder")
         model = dict(d.get("model") or {})
         if recorded:
-            model = {k: v for k, v in model.items() if k not in RECORDED_MODEL_FACTS and k != "batch_tokens"}
+            model = {k: v for k, v in model.items() if k not in RECORDED_MODEL_FACTS | RECORDED_RUN_OPTIONS}
         index = d.get("index") or {}
         _known_keys(index, INDEX_RECORD_KEYS, "index settings")
         fields = d.get("record_fields") or {}

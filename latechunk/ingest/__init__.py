@@ -47,7 +47,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from latechunk.config import EmbedConfig, dist_env
+from latechunk.config import RECORDED_MODEL_FACTS, EmbedConfig, dist_env
 from latechunk.ingest.assemble import assemble
 from latechunk.ingest.files import sha256_file, sha256_text, write_json
 from latechunk.ingest.folder import FolderLocked, prepare_output, writer_lock
@@ -69,9 +69,9 @@ def __getattr__(name: str):
 __all__ = ["FolderLocked", "RankError", "check_shard_files", "dist_env", "ingest", "prepare_output", "run_settings", "scan_shards",
            "sha256_file", "sha256_text"]
 
-#: the encoder facts that decide the vectors, recorded in the settings beside the config's model options
-_MODEL_FACTS = ("name", "sha256", "dim", "dtype", "max_length", "window", "window_overlap", "pooling",
-                "document_prompt")
+#: the encoder facts that decide the vectors, recorded in the settings beside the config's model options: the
+#: model's own (:data:`~latechunk.config.RECORDED_MODEL_FACTS`), and its name and dtype as the encoder resolved them
+_MODEL_FACTS = frozenset({"name", "dtype"}) | RECORDED_MODEL_FACTS
 
 
 def run_settings(config: EmbedConfig, encoder) -> dict:
@@ -97,7 +97,8 @@ def run_settings(config: EmbedConfig, encoder) -> dict:
     settings = config.to_dict()
     plan = encoder.macro_window(config.pipeline.macro_window, config.pipeline.macro_window_overlap)
     described = encoder.describe(plan)
-    settings["model"] = {**settings.get("model", {}), **{k: described[k] for k in _MODEL_FACTS if k in described}}
+    # in the order the encoder describes them (run.json's key order)
+    settings["model"] = {**settings.get("model", {}), **{k: v for k, v in described.items() if k in _MODEL_FACTS}}
     if settings["model"].get("batch_tokens") is None:
         settings["model"]["batch_tokens"] = encoder.batch_tokens
     return settings

@@ -31,6 +31,7 @@ Tests: ``tests/test_api.py`` (``Index.add``, ``embed --append``).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
@@ -38,7 +39,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from latechunk.config import EmbedConfig, IndexConfig, ModelConfig, PipelineConfig, RecordFields
+from latechunk.config import EmbedConfig, ModelConfig, RecordFields
 from latechunk.ingest.assemble import ALREADY_INDEXED_REASON, assemble
 from latechunk.ingest.files import commit, sha256_text, tmp_path, write_atomic, write_json
 from latechunk.ingest.folder import (
@@ -88,11 +89,15 @@ def append_settings_diff(old: Mapping, new: Mapping) -> list[str]:
 
     ``inputs_from_out`` may differ (an append has its own inputs), and ``model.name`` where both record the
     same non-empty weight hash (the same model named another way: a folder path instead of its alias).
-    ``index.renormalize`` is left out: it follows ``normalize``, which is compared (and named) itself.
+    A model block that records no ``backend`` ran :class:`~latechunk.config.ModelConfig`'s default (torch: run.json
+    records the backend only when it is another, and older folders not at all), so the difference is named with it.
+    ``index.renormalize`` is left out: it follows ``normalize`` (:class:`~latechunk.config.EmbedConfig`), which is
+    compared (and named) itself.
 
     Args:
         old: The folder's settings (run.json's ``settings``).
-        new: The append's settings (:func:`latechunk.ingest.run_settings`).
+        new: The append's settings (:func:`latechunk.ingest.run_settings`, or :meth:`EmbedConfig.to_dict
+            <latechunk.config.EmbedConfig.to_dict>`).
 
     Returns:
         One line per differing setting (``"strategy was 'fixed:size=256', now 'recursive:max_tokens=256'"``).
@@ -103,10 +108,10 @@ def append_settings_diff(old: Mapping, new: Mapping) -> list[str]:
     ma, mb = dict(a.get("model") or {}), dict(b.get("model") or {})
     if ma.get("sha256") and ma.get("sha256") == mb.get("sha256"):
         mb["name"] = ma.get("name")
-    for m in (ma, mb):  # run.json records the backend only when it is not torch (older folders: none at all)
-        m["backend"] = m.get("backend") or "torch"
+    for m in (ma, mb):
+        m["backend"] = m.get("backend") or ModelConfig.backend
     a["model"], b["model"] = ma, mb
-    for d in (a, b):  # index.renormalize follows normalize (not an option of its own): normalize names it
+    for d in (a, b):
         if isinstance(d.get("index"), dict):
             d["index"] = {k: v for k, v in d["index"].items() if k != "renormalize"}
     return diff_settings(a, b)
@@ -125,10 +130,32 @@ def _read_settings(out: Path) -> tuple[dict, dict]:
     return manifest, settings
 
 
+def _check_remote_code(old: Mapping, config: EmbedConfig) -> None:
+    """Refuse an append without ``trust_remote_code`` into a folder embedded with it: it is asked for again,
+    never taken from run.json (:func:`config_from_settings` leaves it off unless given)."""
+    if (old.get("model") or {}).get("trust_remote_code") and not config.model.trust_remote_code:
+        raise ValueError(f"{config.out} was embedded with --trust-remote-code (its model runs its own Python code to "
+                         "load): pass --trust-remote-code to --append too (in Python: Index.load(..., "
+                         "trust_remote_code=True)); it is never taken from run.json")
+
+
+def _refuse_diff(out: Path, diff: list[str]) -> None:
+    """Refuse an append whose settings differ from the folder's run (``diff``: :func:`append_settings_diff`)."""
+    if diff:
+        raise ValueError(f"--append into {out} with settings that differ from its run (run.json): "
+                         + "; ".join(diff) + f". {_APPEND_HINT}")
+
+
 def check_append_options(config: EmbedConfig, *, force: bool = False, resume: bool = False,
                          world_size: int = 1) -> None:
     """What ``embed --append`` can check before the model loads: the flags, and the settings the options give
     against the folder's run.json (all but the model's facts, which :func:`append` checks once it is loaded).
+
+    The folder's run is read back as its config (:meth:`EmbedConfig.from_dict
+    <latechunk.config.EmbedConfig.from_dict>` with ``recorded=True``) and given the append's own: how the model
+    runs (device, batch budget, ``compile``, sentence workers, index ``gpu``: never settings), the model's name
+    (the same weights may be named by their folder: :func:`append` compares their hash once loaded) and, where
+    the append leaves it to the device (None), the dtype (compared once resolved); any other difference is refused.
 
     Args:
         config: The append's config.
@@ -137,31 +164,29 @@ def check_append_options(config: EmbedConfig, *, force: bool = False, resume: bo
         world_size: Processes of the run (an append runs in one).
 
     Raises:
-        ValueError: naming the conflicting flag, the folder that is not a finished output, or each setting that
-            differs from the folder's.
+        ValueError: naming the conflicting flag, the folder that is not a finished output (or whose run.json
+            this version cannot read back), or each setting that differs from the folder's.
     """
     if force or resume:
         raise ValueError("--append excludes --force and --resume: it adds to a finished output folder")
     if world_size > 1:
         raise ValueError(f"--append runs in one process ($WORLD_SIZE is {world_size})")
     _, old = _read_settings(Path(config.out))
-    new = config.to_dict()
-    mine, theirs = dict(new.pop("model", {})), dict(old.get("model") or {})
-    base = {k: v for k, v in old.items() if k != "model"}
-    keys = ["trust_remote_code", "backend"] + (["dtype"] if mine.get("dtype") is not None else [])
-    new["model"] = {k: mine.get(k) for k in keys}
-    base["model"] = {k: theirs.get(k) for k in keys}
-    if theirs.get("trust_remote_code") and not mine.get("trust_remote_code"):  # asked for again, never implied
-        raise ValueError(f"{config.out} was embedded with --trust-remote-code (its model runs its own Python code to "
-                         "load): pass --trust-remote-code to --append too (it is never taken from run.json)")
-    diff = append_settings_diff(base, new)
-    if diff:
-        raise ValueError(f"--append into {config.out} with settings that differ from its run (run.json): "
-                         + "; ".join(diff) + f". {_APPEND_HINT}")
+    _check_remote_code(old, config)
+    recorded = EmbedConfig.from_dict(old, out=config.out, inputs=config.inputs, recorded=True)
+    m, replace = config.model, dataclasses.replace
+    own = {"name": m.name, "device": m.device, "batch_tokens": m.batch_tokens, "compile": m.compile,
+           **({"dtype": None} if m.dtype is None else {})}
+    expected = replace(recorded, model=replace(recorded.model, **own),
+                       pipeline=replace(recorded.pipeline, sentence_workers=config.pipeline.sentence_workers),
+                       index=replace(recorded.index, gpu=config.index.gpu))
+    if expected != config:
+        _refuse_diff(Path(config.out), append_settings_diff(expected.to_dict(), config.to_dict()))
 
 
 def config_from_settings(settings: Mapping, inputs: Iterable[str | os.PathLike], out: str | os.PathLike, *,
-                         model: str | None = None, device: str = "auto", sentence_workers: int = 0) -> EmbedConfig:
+                         model: str | None = None, device: str = "auto", sentence_workers: int = 0,
+                         trust_remote_code: bool = False) -> EmbedConfig:
     """The :class:`~latechunk.config.EmbedConfig` that repeats a folder's run (its ``run.json`` settings) over
     other inputs: what :meth:`latechunk.Index.add <latechunk.api.Index.add>` appends with.
 
@@ -172,39 +197,18 @@ def config_from_settings(settings: Mapping, inputs: Iterable[str | os.PathLike],
         model: The model to load (default the recorded ``model.name``); e.g. the recorded folder path.
         device: ``auto``, ``cpu``, ``cuda``, ``cuda:N`` (never part of the settings).
         sentence_workers: Sentence-segmentation processes (never changes the output).
+        trust_remote_code: Run the model's own Python code: the caller's choice, never taken from run.json (a
+            folder embedded with it refuses an append without it, :func:`append`).
 
     Returns:
-        The config (``force`` and ``resume`` off).
+        The config (``force`` and ``resume`` off): :meth:`EmbedConfig.from_dict
+        <latechunk.config.EmbedConfig.from_dict>` with ``recorded=True``, the options above replaced.
 
     Raises:
         ValueError: if a setting is missing or invalid (the message names it).
     """
-    try:
-        m = settings["model"]
-        index = settings["index"]
-        from_dict = getattr(IndexConfig, "from_dict", None)
-        index_config = from_dict(index) if from_dict is not None else IndexConfig(
-            factory=index["factory"], ef_construction=index.get("ef_construction", 200),
-            ef_search=index.get("ef_search", 128))
-        return EmbedConfig(
-            inputs=tuple(Path(p) for p in inputs),
-            out=Path(out),
-            model=ModelConfig(name=model or m["name"], device=device, dtype=m.get("dtype"),
-                              trust_remote_code=bool(m.get("trust_remote_code", False)),
-                              backend=m.get("backend", "torch")),
-            pipeline=PipelineConfig(
-                strategies=(settings["strategy"],), modes=(settings["mode"],), normalize=settings["normalize"],
-                include_special=settings["include_special"], macro_window=settings["macro_window"],
-                macro_window_overlap=settings["macro_window_overlap"], long_documents=settings["long_documents"],
-                group_tokens=settings["group_tokens"], sentence_workers=sentence_workers,
-                late_pooling=settings.get("late_pooling")),
-            index=index_config,
-            dedup=settings.get("dedup"),
-            fields=RecordFields.from_dict(settings.get("record_fields") or {}),
-        )
-    except KeyError as err:
-        raise ValueError(f"{out}: run.json's settings lack {err.args[0]!r} (written by another latechunk "
-                         "version?); embed the documents into a new folder") from None
+    return EmbedConfig.from_dict(settings, out=out, inputs=list(inputs), recorded=True).with_overrides(
+        model=model, device=device, sentence_workers=sentence_workers, trust_remote_code=trust_remote_code)
 
 
 def _kept_metadata(doc: Document, fields: RecordFields) -> dict:
@@ -418,10 +422,8 @@ def _append_locked(config: EmbedConfig, encoder, progress: bool) -> AppendResult
     manifest, old = _read_settings(out)
     folder = OutputFolder(out)
     settings = run_settings(config, encoder)
-    diff = append_settings_diff(old, settings)
-    if diff:
-        raise ValueError(f"--append into {out} with settings that differ from its run (run.json): "
-                         + "; ".join(diff) + f". {_APPEND_HINT}")
+    _check_remote_code(old, config)
+    _refuse_diff(out, append_settings_diff(old, settings))
     overlap = _overlapping_input(out, manifest, config.inputs)
     if overlap:
         raise ValueError(overlap)

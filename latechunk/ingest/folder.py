@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from latechunk.config.embed import RECORDED_RUN_OPTIONS
 from latechunk.ingest.files import sha256_file, write_json
 from latechunk.ingest.shards import scan_shards
 from latechunk.output import LOCK_FILE, OUTPUT_FILES, RUN_FORMAT, SHARD_FILE, SHARDS_DIR, OutputFolder
@@ -140,8 +141,9 @@ def check_not_empty(out: Path, entries: Iterable[str] | None = None) -> None:
 
 
 #: run.json keys recorded for the reader but never compared: they do not change a vector (the token budget per
-#: forward batch: batches are padding-invariant), so a resumed run or an append may use another (e.g. a GPU's)
-NOT_COMPARED = frozenset({"model.batch_tokens"})
+#: forward batch: batches are padding-invariant), so a resumed run or an append may use another (e.g. a GPU's);
+#: the model block's :data:`~latechunk.config.embed.RECORDED_RUN_OPTIONS`, which ``EmbedConfig.from_dict`` reads past
+NOT_COMPARED = frozenset(f"model.{k}" for k in RECORDED_RUN_OPTIONS)
 
 
 def diff_settings(old: dict, new: dict, prefix: str = "") -> list[str]:
