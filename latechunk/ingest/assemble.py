@@ -159,74 +159,18 @@ def assemble(out: Path, records: list[dict], settings: dict, index_config: Index
     """
     folder = OutputFolder(out)
     t0 = time.perf_counter()
-
-    shutil.rmtree(folder.ivf_parts_path, ignore_errors=True)  # part files of an assembly that was killed
-    def shard_vectors():
-        for rec in records:
-            yield folder.read_shard_vectors(rec["name"]) if rec["rows"] else _EMPTY
-
-    ivfdata_tmp = tmp_path(folder.ivfdata_path)
-    def stage(msg: str) -> None:  # fault injection: killed with the part files written, before the merge
-        if msg.startswith("merging"):
-            fault("assemble-ivf-merge")
-
-    index, facts = build_batched(index_config, dim, shard_vectors, [int(rec["rows"]) for rec in records],
-                                 ivfdata=ivfdata_tmp, work_dir=folder.ivf_parts_path, progress=stage)
-    # every assembled file is written whole under its .tmp name first: the folder serves its old state (an
-    # --append's) until the commit journal decides the new one, and then a kill between the renames is finished by
-    # the next reader or writer (OutputFolder.finish_commit), so index and chunk table never disagree
-    ivfdata = None
-    if facts.ondisk:  # index.faiss names index.ivfdata (read back with faiss.IO_FLAG_ONDISK_SAME_DIR)
-        set_ondisk_name(index, IVFDATA_FILE)
-        ivfdata = {"file": IVFDATA_FILE, "bytes": ivfdata_tmp.stat().st_size, "sha256": sha256_file(ivfdata_tmp)}
-        flush(ivfdata_tmp)
-    folder.write_index(index, tmp_path(folder.index_path))
-    flush(tmp_path(folder.index_path))
-    ntotal = int(index.ntotal)
-    del index
-    fault("assemble-index.tmp")
-
-    def tables():
-        for i, rec in enumerate(records):
-            yield folder.read_shard_table(rec["name"])
-            if i == 0:
-                fault("assemble-chunks.tmp")
-
-    write_chunk_table(tables(), tmp_path(folder.chunks_path))
-    flush(tmp_path(folder.chunks_path))
-
-    documents = [d for rec in records for d in rec["documents"]]
-    skipped = [s for rec in records for s in rec["skipped"]]
-    n_in = records[-1]["inputs"][1] if records else 0
-    if len(documents) + len(skipped) != n_in:
-        raise RuntimeError(f"accounting: {n_in} input items but {len(documents)} embedded + {len(skipped)} skipped")
+    ntotal, facts, ivfdata = _write_index(folder, records, index_config, dim)
+    _write_chunks(folder, records)
+    documents, skipped, n_in = _accounted(records, ntotal)
     # an append's items already in the index (same id and text) are counted, not listed: the shard records keep
     # them, and a folder re-appended every night would otherwise list every unchanged document again each time
     skipped, already, repeated = compact_skipped(skipped)
     n_chunks = sum(d["chunks"] for d in documents)
-    if n_chunks != ntotal:
-        raise RuntimeError(f"accounting: {n_chunks} chunks listed but {ntotal} vectors in the index")
     seconds: dict[str, float] = {}
     for rec in records:
         for key, v in rec["stats"]["seconds"].items():
             seconds[key] = seconds.get(key, 0.0) + v
-    header = {k: v for k, v in header.items() if k not in ("alarms", "alarms_unchecked", "unknown_tokens", "dedup")}
-    rows = alarm_rows(documents)
-    header["alarms"] = [a.to_dict() for a in parse_alarms(rows)]
-    unchecked = alarms_unchecked(rows)
-    if unchecked:  # an empty alarm list would otherwise read as "all documents look alike"
-        header["alarms_unchecked"] = unchecked
-    header["unknown_tokens"] = unknown_token_notes(documents)
-    if settings.get("dedup") is not None:
-        dropped = [x for rec in records for x in rec.get("dedup", [])]
-        # drops of a chunk like one of its own document's (overlapping windows) whose text no kept chunk holds;
-        # a copy of another document's chunk is what dedup is for
-        lost = [x for x in dropped if x.get("uncovered_chars") and x["duplicate_of"]["doc_id"] == x["doc_id"]]
-        # each character once, per document (dropped chunks overlap: their own counts would count it again)
-        uncovered = [int(d["uncovered_chars"]) for d in documents if d.get("uncovered_chars")]
-        header["dedup"] = {"threshold": settings["dedup"], "chunks_dropped": len(dropped),
-                           "chunks_with_uncovered_text": len(lost), "uncovered_chars": sum(uncovered),
-                           "documents_with_uncovered_text": len(uncovered), "dropped": dropped}
+    header = _checks_header(header, records, documents, settings)
     run_now = folder.read_run() if run is None else run
     shards = [{"name": r["name"], "inputs": r["inputs"], "rows": r["rows"],
                "sha256": sha256_file(folder.shard_path(r["shard"], "json"))} for r in records]
@@ -256,17 +200,116 @@ def assemble(out: Path, records: list[dict], settings: dict, index_config: Index
         shards=shards,
         seconds={k: round(v, 3) for k, v in seconds.items()} | {"total": round(time.time() - t_start, 3)},
     )
+    _commit(folder, manifest, run, ivfdata is not None)
+    return manifest
+
+
+def _write_index(folder: OutputFolder, records: list[dict], index_config: IndexConfig, dim: int
+                 ) -> tuple[int, object, dict | None]:
+    """:func:`assemble`'s first step: the index of every shard's vectors, written whole to ``index.faiss.tmp``
+    (an IVF index's lists to ``index.ivfdata.tmp``), flushed.
+
+    Returns:
+        ``(ntotal, facts, ivfdata)``: the vectors indexed, the build's facts
+        (:func:`latechunk.index.build_batched`), and the manifest's ``ivfdata`` record (file, bytes, sha256) of an
+        on-disk index, else None.
+    """
+    shutil.rmtree(folder.ivf_parts_path, ignore_errors=True)  # part files of an assembly that was killed
+    def shard_vectors():
+        for rec in records:
+            yield folder.read_shard_vectors(rec["name"]) if rec["rows"] else _EMPTY
+
+    ivfdata_tmp = tmp_path(folder.ivfdata_path)
+    def stage(msg: str) -> None:  # fault injection: killed with the part files written, before the merge
+        if msg.startswith("merging"):
+            fault("assemble-ivf-merge")
+
+    index, facts = build_batched(index_config, dim, shard_vectors, [int(rec["rows"]) for rec in records],
+                                 ivfdata=ivfdata_tmp, work_dir=folder.ivf_parts_path, progress=stage)
+    # every assembled file is written whole under its .tmp name first: the folder serves its old state (an
+    # --append's) until the commit journal decides the new one, and then a kill between the renames is finished by
+    # the next reader or writer (OutputFolder.finish_commit), so index and chunk table never disagree
+    ivfdata = None
+    if facts.ondisk:  # index.faiss names index.ivfdata (read back with faiss.IO_FLAG_ONDISK_SAME_DIR)
+        set_ondisk_name(index, IVFDATA_FILE)
+        ivfdata = {"file": IVFDATA_FILE, "bytes": ivfdata_tmp.stat().st_size, "sha256": sha256_file(ivfdata_tmp)}
+        flush(ivfdata_tmp)
+    folder.write_index(index, tmp_path(folder.index_path))
+    flush(tmp_path(folder.index_path))
+    ntotal = int(index.ntotal)
+    del index
+    fault("assemble-index.tmp")
+    return ntotal, facts, ivfdata
+
+
+def _write_chunks(folder: OutputFolder, records: list[dict]) -> None:
+    """:func:`assemble`'s second step: the shard tables concatenated into ``chunks.parquet.tmp``, flushed."""
+    def tables():
+        for i, rec in enumerate(records):
+            yield folder.read_shard_table(rec["name"])
+            if i == 0:
+                fault("assemble-chunks.tmp")
+
+    write_chunk_table(tables(), tmp_path(folder.chunks_path))
+    flush(tmp_path(folder.chunks_path))
+
+
+def _accounted(records: list[dict], ntotal: int) -> tuple[list[dict], list[dict], int]:
+    """The shard records' documents and skipped items, and the input items they account for, checked against
+    the input items consumed and the ``ntotal`` vectors indexed.
+
+    Raises:
+        RuntimeError: if they do not add up (a bug).
+    """
+    documents = [d for rec in records for d in rec["documents"]]
+    skipped = [s for rec in records for s in rec["skipped"]]
+    n_in = records[-1]["inputs"][1] if records else 0
+    if len(documents) + len(skipped) != n_in:
+        raise RuntimeError(f"accounting: {n_in} input items but {len(documents)} embedded + {len(skipped)} skipped")
+    n_chunks = sum(d["chunks"] for d in documents)
+    if n_chunks != ntotal:
+        raise RuntimeError(f"accounting: {n_chunks} chunks listed but {ntotal} vectors in the index")
+    return documents, skipped, n_in
+
+
+def _checks_header(header: dict, records: list[dict], documents: list[dict], settings: dict) -> dict:
+    """``header`` with the accounts made from the shard records (``alarms``, ``alarms_unchecked``,
+    ``unknown_tokens``, and ``dedup`` for a ``--dedup`` run) in place of an earlier assembly's (see
+    :func:`assemble`)."""
+    header = {k: v for k, v in header.items() if k not in ("alarms", "alarms_unchecked", "unknown_tokens", "dedup")}
+    rows = alarm_rows(documents)
+    header["alarms"] = [a.to_dict() for a in parse_alarms(rows)]
+    unchecked = alarms_unchecked(rows)
+    if unchecked:  # an empty alarm list would otherwise read as "all documents look alike"
+        header["alarms_unchecked"] = unchecked
+    header["unknown_tokens"] = unknown_token_notes(documents)
+    if settings.get("dedup") is not None:
+        dropped = [x for rec in records for x in rec.get("dedup", [])]
+        # drops of a chunk like one of its own document's (overlapping windows) whose text no kept chunk holds;
+        # a copy of another document's chunk is what dedup is for
+        lost = [x for x in dropped if x.get("uncovered_chars") and x["duplicate_of"]["doc_id"] == x["doc_id"]]
+        # each character once, per document (dropped chunks overlap: their own counts would count it again)
+        uncovered = [int(d["uncovered_chars"]) for d in documents if d.get("uncovered_chars")]
+        header["dedup"] = {"threshold": settings["dedup"], "chunks_dropped": len(dropped),
+                           "chunks_with_uncovered_text": len(lost), "uncovered_chars": sum(uncovered),
+                           "documents_with_uncovered_text": len(uncovered), "dropped": dropped}
+    return header
+
+
+def _commit(folder: OutputFolder, manifest: dict, run: dict | None, ondisk: bool) -> None:
+    """:func:`assemble`'s last step: ``manifest.json.tmp`` (and a new ``run.json.tmp``) written whole, then every
+    assembled file renamed into place through the commit journal (:meth:`OutputFolder.begin_commit`), manifest
+    last; an ``index.ivfdata`` of another index type is removed unless the index is on disk (``ondisk``)."""
     manifest_tmp = tmp_path(folder.manifest_path)
     manifest_tmp.write_bytes(folder.json_bytes(manifest, indent=2))
     flush(manifest_tmp)
     fault("assemble-manifest.tmp")
-    renamed = [IVFDATA_FILE] if ivfdata else []
+    renamed = [IVFDATA_FILE] if ondisk else []
     if run is not None:
         run_tmp = tmp_path(folder.run_path)
         run_tmp.write_bytes(folder.json_bytes(run))
         flush(run_tmp)
         renamed.append(RUN_FILE)
     folder.begin_commit([*renamed, CHUNKS_FILE, INDEX_FILE, MANIFEST_FILE],
-                        remove=[] if ivfdata else [IVFDATA_FILE],  # an index.ivfdata of another index type
+                        remove=[] if ondisk else [IVFDATA_FILE],  # an index.ivfdata of another index type
                         after_first=lambda: fault("commit-renamed-1"))
-    return manifest
