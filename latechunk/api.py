@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import sys
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -78,7 +79,8 @@ class LateChunker:
         device: ``"auto"`` (CUDA when present), ``"cpu"``, ``"cuda"``, ``"cuda:N"``, ``"mps"``.
         normalize: L2-normalise every chunk vector.
         trust_remote_code: Run the model repository's own code (only for models that need it).
-        progress: Show a progress bar (documents) in :meth:`map`.
+        progress: Show a progress bar (documents) in :meth:`map` (on stderr when it is a terminal; in a
+            notebook, its widget).
         backend: ``"torch"`` (default), ``"onnx"`` or ``"onnx-int8"``: ONNX Runtime on the CPU
             (:class:`~latechunk.encoder.Encoder`'s ``backend``; not for a model given as an Encoder).
         dtype: ``"float32"``, ``"bfloat16"`` or ``"float16"`` (or ``"fp32"``, ``"bf16"``, ``"fp16"``) for the
@@ -220,7 +222,7 @@ class LateChunker:
         if self.progress:
             from tqdm.auto import tqdm
 
-            bar = tqdm(total=total, unit="doc", desc="chunk")
+            bar = tqdm(total=total, unit="doc", desc="chunk", file=sys.stderr, disable=None)  # on a terminal only
         groups = iter_embed(self._items(documents), self.encoder, self.config, segmenter=self._sentences())
         try:
             with contextlib.closing(groups):  # an early stop ends the prefetch thread

@@ -24,6 +24,7 @@ Tests: ``tests/test_encoder.py``.
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -456,7 +457,7 @@ class Encoder(SentenceTransformerEncode):
             macro_window: The macro-window plan; default :meth:`macro_window`.
             allow_windows: If False, a document longer than the macro window raises instead of being
                 encoded in several macro windows.
-            progress: Show a progress bar (tokens).
+            progress: Show a progress bar (tokens; on stderr when it is a terminal).
 
         Yields:
             One :class:`StateBatch` per forward batch (length-sorted token-budget batches, longest first, so
@@ -499,7 +500,8 @@ class Encoder(SentenceTransformerEncode):
         if progress:
             from tqdm.auto import tqdm
 
-            bar = tqdm(total=sum(lengths), unit="tok", desc="encode", leave=False)
+            bar = tqdm(total=sum(lengths), unit="tok", desc="encode", leave=False, file=sys.stderr,
+                       disable=None)  # on a terminal only
         try:
             for batch in self._batches(lengths):
                 states, longest = self._forward_packed([all_rows[i] for i in batch])
@@ -533,7 +535,7 @@ class Encoder(SentenceTransformerEncode):
                 overlap).
             allow_windows: If False, a document longer than the macro window raises instead of being
                 encoded in several macro windows.
-            progress: Show a progress bar (tokens).
+            progress: Show a progress bar (tokens; on stderr when it is a terminal).
 
         Returns:
             list of (n_tokens_i, dim) float32 tensors on ``self.device``; row p is the state of token p of the

@@ -44,7 +44,7 @@ def export_folder(folder: str | os.PathLike, target: str, *, collection: str = D
         batch_size: Rows read and written per batch (Chroma: one add takes at most its client's
             ``get_max_batch_size()``).
         overwrite: Replace a collection of that name that already holds rows (else that is an error).
-        progress: Show a progress bar (rows).
+        progress: Show a progress bar (rows; on stderr when it is a terminal).
         client: An open client of that store to use instead of opening PATH (a ``lancedb`` connection, a
             ``QdrantClient`` or a Chroma client); it is left open, and PATH is then only the name the result
             carries (the client's own folder or server is written). Local Qdrant allows one client per folder,

@@ -4,6 +4,7 @@ id (:func:`latechunk.export.export_folder`'s ``sync=True`` says what is added, r
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -63,7 +64,9 @@ def _sync(source: _Source, store: str, path: Path, client, collection: str, sett
         target.set_metadata({**meta, "latechunk.sync": f"{source.manifest_sha256} {started} {source.folder.path}"})
         counts = {"added": 0, "rewritten": 0, "renumbered": 0, "deleted": 0, "unchanged": 0}
         seen: set[str] = set()
-        with tqdm(total=source.rows, unit="vec", desc=f"sync {store}", disable=not progress) as bar:
+        # on stderr when it is a terminal only (disable=None), and only when asked
+        with tqdm(total=source.rows, unit="vec", desc=f"sync {store}", file=sys.stderr,
+                  disable=None if progress else True) as bar:
             for b in source.batches(batch_size):
                 keep, moved = [], []
                 for i, cid in enumerate(b.chunk_ids):

@@ -5,6 +5,7 @@ part way.
 from __future__ import annotations
 
 import contextlib
+import sys
 from pathlib import Path
 
 from latechunk.export.chroma import _chroma
@@ -21,7 +22,9 @@ def _write(source, store: str, path: Path, client, collection: str, overwrite: b
 
     writer = _WRITERS[store](source, path, client, collection, overwrite, settings or {})  # refuses a non-empty one
     try:
-        with tqdm(total=source.rows, unit="vec", desc=f"export {store}", disable=not progress) as bar:
+        # on stderr when it is a terminal only (disable=None), and only when asked
+        with tqdm(total=source.rows, unit="vec", desc=f"export {store}", file=sys.stderr,
+                  disable=None if progress else True) as bar:
             for b in source.batches(batch_size):
                 writer.write(b)
                 bar.update(len(b.chunk_ids))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import random
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -274,7 +275,8 @@ def _plan_documents(examples: Sequence[TrainExample], encoder: Encoder, strategy
     if progress:
         from tqdm.auto import tqdm
 
-        it = tqdm(it, total=len(docs), desc="chunk", unit="doc", leave=False)
+        it = tqdm(it, total=len(docs), desc="chunk", unit="doc", leave=False, file=sys.stderr,
+                  disable=None)  # on a terminal only
     for doc in it:
         tok = encoder.tokenizer(doc)
         if tok.n_content == 0:

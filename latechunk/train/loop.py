@@ -11,6 +11,7 @@ import json
 import math
 import random
 import shutil
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -213,7 +214,8 @@ class _Run:
         if progress:
             from tqdm.auto import tqdm
 
-            bar = tqdm(total=self.total, desc="train", unit="step", initial=start)
+            bar = tqdm(total=self.total, desc="train", unit="step", initial=start, file=sys.stderr,
+                       disable=None)  # on a terminal only
         t0 = time.perf_counter()
         try:
             for epoch in range(start // per, config.epochs):
@@ -289,7 +291,7 @@ def train(config: TrainConfig, progress: bool = True, log: Callable[[str], None]
 
     Args:
         config: The settings.
-        progress: Show progress bars (chunking, steps with the running loss).
+        progress: Show progress bars (chunking, steps with the running loss; on stderr when it is a terminal).
         log: Called with one line per phase (data, plan, saved); default silent.
         checkpoint_every: Every this many optimiser steps (and at the end of each epoch), the run's state
             (weights, AdamW and schedule state, the data order, every random generator, the losses so far) is
