@@ -139,7 +139,7 @@ def test_reused_documents_fill_shards_of_the_usual_size_and_a_resume_reuses_agai
     import sys
     from pathlib import Path
 
-    repo = Path(__file__).resolve().parents[1]
+    repo = Path(__file__).resolve().parents[2]
     corpus = tmp_path / "corpus.jsonl"
     records = [{"id": f"d{i}", "text": f"Note {i} is about topic {i % 7} and the river. " * 6} for i in range(40)]
     _write(corpus, records)

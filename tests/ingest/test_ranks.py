@@ -24,7 +24,7 @@ from latechunk.cli import app
 from latechunk.ingest import dist_env
 from tests.corpus import ARGS, assert_same_output, make_corpus
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 runner = CliRunner()
 pytestmark = pytest.mark.usefixtures("one_thread")
 
