@@ -1,7 +1,8 @@
 """Span machinery shared by the built-in strategies.
 
 Positions here are *content-relative*: ``p`` in ``[0, n_content]`` names the cut before content token ``p``
-(document position ``tok.content_start + p``). :func:`finish` shifts them back and builds the Boundaries.
+(document position ``tok.content_start + p``). :func:`~latechunk.strategies._split.finish` shifts them back and
+builds the Boundaries.
 
 A cut between two tokens is *allowed* when the right token starts strictly after the left token starts (or the
 left one has zero-width offsets) and not before it ends, so the two sides of a cut never share a character: one character split into several wordpieces
@@ -17,23 +18,27 @@ content, and the budget holds for the tokens a chunk keeps.
 
 from __future__ import annotations
 
+import functools
 import re
 from numbers import Integral
+from typing import ClassVar
 
 import numpy as np
 
 from latechunk.sentences import LINE_BREAK, PARAGRAPH_BREAK, SentenceSegmenter
 from latechunk.strategies._fences import keep_delimiters
-from latechunk.strategies._markdown import content_counts
-from latechunk.strategies._markup_join import join_markup_only
-from latechunk.strategies.base import make_boundaries
+from latechunk.strategies._markdown import block_units, fence_delimiters
+from latechunk.strategies._markup_join import content_prefix, join_markup_only
+from latechunk.strategies._split import MarkupJoin, content_offsets, finish, with_trimmed_ends
 from latechunk.tokenize import ContentTokens, content_tokens
-from latechunk.types import Boundaries, Document, Tokenization
+from latechunk.types import Tokenization
 
 __all__ = [
     "MAX_SENTENCES",
     "MAX_TOKENS",
+    "PieceBudget",
     "PieceSplitter",
+    "SentenceRuns",
     "allowed_cuts",
     "check_int",
     "check_size_overlap",
@@ -127,18 +132,34 @@ def or_fresh_segmenter(sentences: SentenceSegmenter | None) -> SentenceSegmenter
     return SentenceSegmenter() if sentences is None else sentences
 
 
-def content_offsets(tok: Tokenization) -> np.ndarray:
-    """The character offsets of the content tokens (the frame left out).
+class PieceBudget:
+    """What ``recursive`` and ``heading`` share as strategies: a ``max_tokens`` budget (with ``overlap``) filled
+    with pieces cut coarse first (paragraphs, lines, sentences, tokens: :class:`PieceSplitter`), and LangChain's
+    names for the two. Mixed in before :class:`~latechunk.strategies.base.Strategy` by a class with a
+    ``max_tokens`` field."""
 
-    Args:
-        tok: The document's tokenization.
+    aliases: ClassVar[dict[str, str]] = {"chunk_size": "max_tokens", "size": "max_tokens", "chunk_overlap": "overlap"}
 
-    Returns:
-        (n_content, 2), int32, read-only: a view of ``tok.offsets`` (no copy: 8 bytes a token of a long document).
-        Half-open ``[start, end)`` character offsets into the document text; row p is content token p (document
-        token ``tok.content_start + p``).
-    """
-    return tok.offsets[tok.content_start : tok.content_end]
+    def sentence_paragraphs(self) -> int | None:
+        """Paragraphs with a line of more than ``max_tokens`` tokens: only such a line reaches the sentence level.
+
+        Returns:
+            ``max_tokens``.
+        """
+        return self.max_tokens
+
+
+class SentenceRuns:
+    """What ``sentence_window`` and ``semantic`` share as strategies: their chunks are runs of whole sentences.
+    Mixed in before :class:`~latechunk.strategies.base.Strategy`."""
+
+    def sentence_paragraphs(self) -> int | None:
+        """Every paragraph: a chunk is made of whole sentences, wherever it is.
+
+        Returns:
+            0 (the sentences of every paragraph).
+        """
+        return 0
 
 
 def allowed_cuts(offs: np.ndarray, content: ContentTokens | None = None) -> np.ndarray:
@@ -338,6 +359,40 @@ class PieceSplitter:
         self.after_opening: frozenset[int] = frozenset()  # cuts after a fence's opening line
         self.before_closing: frozenset[int] = frozenset()  # cuts before a fence's closing line
 
+    @functools.cached_property
+    def line_starts(self) -> np.ndarray:
+        """(n_lines + 1,), int64. The character where each line starts (line breaks as
+        :data:`latechunk.sentences.LINE_BREAK`, markdown-it's), then ``len(text)``."""
+        ends = np.fromiter((m.end() for m in LINE_BREAK.finditer(self.text)), dtype=np.int64, count=-1)
+        return np.concatenate([[0], ends, [len(self.text)]])
+
+    def tokens_at_lines(self, lines) -> np.ndarray:
+        """:meth:`tokens_at_chars` of the first characters of 0-based ``lines`` (a line past the last: the end).
+
+        Args:
+            lines: 0-based line numbers (int iterable), as markdown-it's token maps give them.
+
+        Returns:
+            (m,), int64. Sorted unique content-relative allowed cuts strictly inside ``(0, n)``.
+        """
+        last = self.line_starts.shape[0] - 1
+        return self.tokens_at_chars([int(self.line_starts[min(int(line), last)]) for line in lines])
+
+    def set_markdown_blocks(self, md_tokens) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+        """:meth:`set_blocks` from the document's markdown parse: its code blocks, admonitions and content tabs,
+        and its fences' delimiter lines.
+
+        Args:
+            md_tokens: ``markdown_parser().parse(markdown_source(text))``.
+
+        Returns:
+            ``(code, containers)`` of :func:`~latechunk.strategies._markdown.block_units`.
+        """
+        code, containers = block_units(self.text, md_tokens)
+        if code or containers:  # a fence is a code block: without one there is no delimiter line either
+            self.set_blocks(code, containers, self.line_starts, fence_delimiters(self.text, md_tokens))
+        return code, containers
+
     def set_blocks(self, code, containers, line_starts, delimiters=((), ())) -> None:
         """Keep paragraph-level cuts out of markdown blocks, and fence delimiter lines with their code (see the
         class docstring).
@@ -396,6 +451,28 @@ class PieceSplitter:
         np.add.at(delta, np.searchsorted(cut, fit[:, 0], side="right"), 1)  # the first cut after a block's start
         np.add.at(delta, np.searchsorted(cut, fit[:, 1], side="left"), -1)  # the first cut at or after its end
         return cut[np.cumsum(delta[:-1]) == 0]
+
+    def markup_join(self, units: np.ndarray, budget: int, cost: np.ndarray | None = None) -> MarkupJoin:
+        """How a chunk of markup alone joins a neighbour when a strategy cuts with this splitter (issue 36): it may
+        take the previous chunk's tail from a cut at ``units``, else at a paragraph, else at a line, never inside a
+        fence, admonition or tab that fits ``budget`` (:meth:`outside_fitting_blocks`); a fence's closing line cut
+        from its code joins no text after it (``trailing``).
+
+        Args:
+            units: Sorted content-relative starts of the strategy's units (its pieces, its blocks): the coarsest
+                cuts.
+            budget: Most tokens per chunk.
+            cost: (k,), int, or None. Extra tokens each chunk costs (a table header context).
+
+        Returns:
+            The :class:`~latechunk.strategies._split.MarkupJoin`; its cuts are found only when a join is tried.
+        """
+
+        def cuts() -> tuple[np.ndarray, ...]:
+            coarse_first = (units, self.cuts("paragraph", 0, self.n), self.cuts("line", 0, self.n))
+            return tuple(self.outside_fitting_blocks(c, budget) for c in coarse_first)
+
+        return MarkupJoin(budget, cost, cuts, sorted(self.before_closing))
 
     def tokens_at_chars(self, chars) -> np.ndarray:
         """Token cuts at character positions: the allowed cut before the first token that starts at or after
@@ -513,83 +590,3 @@ class PieceSplitter:
             prev = i + 1
         parts.append(p[prev:])
         return np.concatenate(parts)
-
-
-def content_prefix(text: str, offs: np.ndarray) -> np.ndarray:
-    """Prefix counts of the content tokens that carry content, not markup alone
-    (:func:`latechunk.strategies._markdown.content_counts`).
-
-    Args:
-        text: The document text.
-        offs: (n, 2), int. Character offsets of the content tokens (:func:`content_offsets`).
-
-    Returns:
-        (n + 1,), int64. ``c[b] - c[a]``: tokens of ``[a, b)`` that cover a content character.
-    """
-    counts = content_counts(text)
-    offs = np.clip(np.asarray(offs, dtype=np.int64), 0, len(text))
-    carries = counts[offs[:, 1]] > counts[offs[:, 0]]
-    return np.concatenate([[0], np.cumsum(carries)]).astype(np.int64)
-
-
-def with_trimmed_ends(points: np.ndarray, content: ContentTokens) -> np.ndarray:
-    """Cut points with the ends of the token spans that start or end there once trimmed of whitespace tokens
-    (:func:`~latechunk.strategies.base.trim_token_spans`): for each point ``p``, also the first content token at
-    or after it and one past the last content token before it.
-
-    Args:
-        points: Content-relative token positions in ``[0, n]`` (int array).
-        content: The document's :class:`~latechunk.tokenize.ContentTokens` (n content tokens).
-
-    Returns:
-        Sorted unique int64 content-relative positions, a superset of ``points``.
-    """
-    points = np.asarray(points, dtype=np.int64).reshape(-1)
-    mask = content.mask
-    n = mask.shape[0]
-    if mask.all() or points.size == 0:
-        return np.unique(points)
-    idx = np.arange(n + 1, dtype=np.int64)
-    next_content = np.minimum.accumulate(np.where(np.append(mask, True), idx, n)[::-1])[::-1]
-    after_last = np.maximum.accumulate(np.concatenate([[0], np.where(mask, idx[1:], 0)]))
-    return np.unique(np.concatenate([points, next_content[points], after_last[points]]))
-
-
-def finish(
-    doc: Document,
-    tok: Tokenization,
-    spans: np.ndarray,
-    spec: str,
-    heading_paths: tuple[tuple[str, ...], ...] | None = None,
-    contexts: tuple[str, ...] | None = None,
-    content: ContentTokens | None = None,
-) -> Boundaries:
-    """Shift content-relative spans to document positions and build the Boundaries.
-
-    A document without a content token (only whitespace tokens, from a byte-level BPE or SentencePiece
-    tokenizer) gets no chunks, as one without tokens does (BR-004, BR-023).
-
-    Args:
-        doc: The document.
-        tok: Its tokenization.
-        spans: (n_chunks, 2), int. Half-open content-relative token spans.
-        spec: The strategy's canonical SPEC, stored in the Boundaries.
-        heading_paths: Per chunk, heading titles outermost first; None: none.
-        contexts: Per chunk, extra embedding context (never part of the chunk text); None: none.
-        content: ``content_tokens(doc.text, tok)`` if the strategy has it; None: computed here.
-
-    Returns:
-        The :class:`~latechunk.types.Boundaries` (token spans shifted by ``tok.content_start``; char spans
-        from the token offsets).
-
-    Raises:
-        ValueError: as :func:`~latechunk.strategies.base.make_boundaries` (an empty span, a span outside the
-            content tokens, per-chunk tuples of the wrong length).
-    """
-    spans = np.asarray(spans, dtype=np.int64).reshape(-1, 2)
-    content = content_tokens(doc.text, tok) if content is None else content
-    if spans.shape[0] and not content.any:
-        spans = spans[:0]
-        heading_paths = () if heading_paths is not None else None
-        contexts = () if contexts is not None else None
-    return make_boundaries(doc, tok, spans + tok.content_start, spec, heading_paths, contexts, content)

@@ -1,13 +1,32 @@
 """Markup-only chunks joined to a neighbour (issue 16): a chunk of front matter, a thematic break, a fence marker,
-link reference definitions or an HTML comment alone carries nothing to embed. Re-exported by
-:mod:`latechunk.strategies._common`.
+link reference definitions or an HTML comment alone carries nothing to embed (:func:`content_prefix` says which
+tokens carry content). Re-exported by :mod:`latechunk.strategies._common`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["join_markup_only"]
+from latechunk.strategies._markdown import content_counts
+
+__all__ = ["content_prefix", "join_markup_only"]
+
+
+def content_prefix(text: str, offs: np.ndarray) -> np.ndarray:
+    """Prefix counts of the content tokens that carry content, not markup alone
+    (:func:`latechunk.strategies._markdown.content_counts`).
+
+    Args:
+        text: The document text.
+        offs: (n, 2), int. Character offsets of the content tokens (:func:`~latechunk.strategies._split.content_offsets`).
+
+    Returns:
+        (n + 1,), int64. ``c[b] - c[a]``: tokens of ``[a, b)`` that cover a content character.
+    """
+    counts = content_counts(text)
+    offs = np.clip(np.asarray(offs, dtype=np.int64), 0, len(text))
+    carries = counts[offs[:, 1]] > counts[offs[:, 0]]
+    return np.concatenate([[0], np.cumsum(carries)]).astype(np.int64)
 
 
 def join_markup_only(
@@ -30,7 +49,7 @@ def join_markup_only(
     Args:
         spans: (k, 2), int. Chunk token spans, starts strictly increasing (they may overlap).
         content: (n + 1,), int. Prefix counts of the tokens that carry content
-            (:func:`~latechunk.strategies._common.content_prefix`): chunk ``[a, b)`` is markup-only when
+            (:func:`content_prefix`): chunk ``[a, b)`` is markup-only when
             ``content[b] == content[a]``.
         budget: Most tokens per joined chunk; None: no limit.
         cost: (k,), int or None. Extra tokens chunk i costs (a table header context); a joined chunk costs the

@@ -2,7 +2,9 @@
 
 A strategy sees a :class:`Document` and its :class:`Tokenization`, never a model; it returns :class:`Boundaries`.
 Strategies are frozen dataclasses whose fields are their parameters (validated in ``__post_init__``), registered
-by name with :func:`register` so the CLI can list them.
+by name with :func:`register` so the CLI can list them. :meth:`Strategy.split` is a template method: a strategy
+gives its own rule in :meth:`Strategy._chunk_spans` (the :class:`ChunkSpans` of a :class:`SplitInput`), and
+``split`` does the steps every strategy shares (:mod:`latechunk.strategies._split`).
 """
 
 from __future__ import annotations
@@ -17,12 +19,24 @@ from typing import Any, ClassVar
 import numpy as np
 
 from latechunk.sentences import SentenceSegmenter
-from latechunk.tokenize import ContentTokens, char_spans_from_token_spans, content_tokens
+from latechunk.strategies._markup_join import join_markup_only
+from latechunk.strategies._split import (
+    ChunkSpans,
+    MarkupJoin,
+    SentenceVectors,
+    SplitInput,
+    finish,
+    make_boundaries,
+    trim_token_spans,
+)
 from latechunk.types import Boundaries, Document, Tokenization
 
 __all__ = [
     "SentenceVectors",
     "Strategy",
+    "SplitInput",
+    "ChunkSpans",
+    "MarkupJoin",
     "expand_spec",
     "get_strategy",
     "make_boundaries",
@@ -32,16 +46,14 @@ __all__ = [
     "trim_token_spans",
 ]
 
-# (doc, tok, sentence_token_spans (n, 2) int32) -> (n, dim) float32 sentence vectors
-SentenceVectors = Callable[[Document, Tokenization, np.ndarray], np.ndarray]
-
 _REGISTRY: dict[str, type[Strategy]] = {}
 
 
 class Strategy(ABC):
     """One chunking strategy. Subclasses are frozen dataclasses; their fields are the parameters.
 
-    Each field should carry ``metadata={"help": "..."}`` for ``latechunk strategies``.
+    Each field should carry ``metadata={"help": "..."}`` for ``latechunk strategies``. A subclass gives its own rule
+    in :meth:`_chunk_spans`; :meth:`split`, which calls it, is the same for every strategy.
     """
 
     name: ClassVar[str] = ""
@@ -50,7 +62,6 @@ class Strategy(ABC):
     #: True when split() needs sentence vectors (``semantic``); the pipeline then passes ``sentence_vectors``
     needs_sentence_vectors: ClassVar[bool] = False
 
-    @abstractmethod
     def split(
         self,
         doc: Document,
@@ -58,7 +69,16 @@ class Strategy(ABC):
         sentence_vectors: SentenceVectors | None = None,
         sentences: SentenceSegmenter | None = None,
     ) -> Boundaries:
-        """Cut ``doc`` into chunks.
+        """Cut ``doc`` into chunks: the strategy's own rule (:meth:`_chunk_spans`, told in its class docstring),
+        then the steps every strategy shares.
+
+        1. A strategy with :attr:`needs_sentence_vectors` refuses a call without ``sentence_vectors``.
+        2. The strategy's :meth:`_chunk_spans` of the document (:class:`SplitInput`).
+        3. On markdown input with more than one chunk, a chunk of markup alone joins a neighbour as the
+           strategy's :class:`MarkupJoin` says (:func:`~latechunk.strategies._markup_join.join_markup_only`),
+           taking that neighbour's heading path and context.
+        4. The spans shifted to document positions and made :class:`Boundaries`
+           (:func:`~latechunk.strategies._split.finish`).
 
         Args:
             doc: The document.
@@ -68,7 +88,43 @@ class Strategy(ABC):
                 segmented once (the pipeline passes it); None: a fresh in-process one for this call.
 
         Returns:
-            Boundaries whose token spans cover content tokens only and whose char spans are exact slices.
+            Boundaries whose token spans cover content tokens only and whose char spans are exact slices: int32
+            (n_chunks, 2) half-open token spans (positions in ``tok``) and char spans, with heading paths and
+            contexts where the strategy gives them; no chunk for a document without a content token.
+
+        Raises:
+            ValueError: if the strategy needs sentence vectors and ``sentence_vectors`` is None; on a ``markdown``
+                metadata value that is not a flag, where the strategy reads it; as the strategy's own rule (e.g.
+                ``semantic``'s malformed sentence vectors).
+            ImportError: as the strategy's own rule (``code``: a grammar that is not installed).
+        """
+        if self.needs_sentence_vectors and sentence_vectors is None:
+            raise ValueError(
+                f"{self.name}: split() needs sentence_vectors, a callable (doc, tok, sentence_token_spans (m, 2) "
+                "int32) -> (m, dim) sentence vectors; the pipeline passes it (latechunk chunk/embed with a model)"
+            )
+        given = SplitInput(doc, tok, sentence_vectors, sentences)
+        chunks = self._chunk_spans(given)
+        spans = np.asarray(chunks.spans, dtype=np.int64).reshape(-1, 2)
+        paths, contexts, join = chunks.heading_paths, chunks.contexts, chunks.markup
+        if join is not None and given.joins_markup(spans):
+            spans, owner = join_markup_only(spans, given.carried, join.budget, join.cost, join.cuts(), join.trailing)
+            paths = None if paths is None else tuple(paths[o] for o in owner.tolist())
+            contexts = None if contexts is None else tuple(contexts[o] for o in owner.tolist())
+        return finish(doc, tok, spans, self.spec, paths, contexts, given.content)
+
+    @abstractmethod
+    def _chunk_spans(self, given: SplitInput) -> ChunkSpans:
+        """The strategy's own rule: its chunks of ``given.doc`` as content-relative token spans, with their
+        heading paths and contexts, and how its chunks of markup alone may join a neighbour (:meth:`split` makes
+        that join and the Boundaries).
+
+        Args:
+            given: The document, its tokenization and content tokens, the run's sentence segmenter and the
+                sentence vectors.
+
+        Returns:
+            The :class:`ChunkSpans`.
         """
 
     def sentence_paragraphs(self) -> int | None:
@@ -347,97 +403,3 @@ def expand_spec(spec: str) -> list[str]:
                 "every two '|'"
             )
     return [f"{name}:" + ",".join(f"{k}={v}" for k, v in zip(keys, combo)) for combo in itertools.product(*choices)]
-
-
-def make_boundaries(
-    doc: Document,
-    tok: Tokenization,
-    token_spans: np.ndarray | list[tuple[int, int]],
-    strategy: str,
-    heading_paths: tuple[tuple[str, ...], ...] | None = None,
-    contexts: tuple[str, ...] | None = None,
-    content: ContentTokens | None = None,
-) -> Boundaries:
-    """Build :class:`Boundaries` from content token spans; char spans come from the token offsets.
-
-    The char spans hold no whitespace at either end, so whitespace-only tokens (byte-level BPE, SentencePiece;
-    some zero-width under ``trim_offsets``) at either end of a span that lie outside its char span are dropped
-    from the token span (:func:`trim_token_spans`): a chunk's token span and char span then hold the same
-    content, and a chunk ``"a"`` followed by a newline token is one token, not two (issue 36). Such tokens
-    between two chunks belong to neither; a whitespace token between two of a chunk's characters stays in it.
-
-    Args:
-        doc: The document.
-        tok: Its tokenization.
-        token_spans: (n, 2), int. Half-open token positions into ``tok``, inside the content tokens.
-        strategy: The SPEC of the strategy, stored in the Boundaries.
-        heading_paths: n tuples of heading titles, outermost first; ``None`` = none.
-        contexts: n strings of extra embedding context (never part of the chunk text); ``None`` = none.
-        content: ``latechunk.tokenize.content_tokens(doc.text, tok)`` if the caller has it; None: computed.
-
-    Returns:
-        Boundaries with ``char_spans = char_spans_from_token_spans(doc.text, tok, token_spans)`` and the token
-        spans trimmed to them (never longer than given), both int32 (n, 2).
-
-    Raises:
-        ValueError: if a span is empty or outside the content tokens, or the per-chunk tuples have the wrong
-            length.
-    """
-    ts = np.asarray(token_spans, dtype=np.int32).reshape(-1, 2)
-    content = content_tokens(doc.text, tok) if content is None else content
-    cs = char_spans_from_token_spans(doc.text, tok, ts, content)
-    return Boundaries(
-        doc_id=doc.doc_id,
-        token_spans=trim_token_spans(tok, ts, cs, content),
-        char_spans=cs,
-        heading_paths=heading_paths or (),
-        contexts=contexts or (),
-        strategy=strategy,
-    )
-
-
-def trim_token_spans(tok: Tokenization, token_spans: np.ndarray, char_spans: np.ndarray,
-                     content: ContentTokens) -> np.ndarray:
-    """Token spans without the whitespace-only tokens at their ends that lie outside their char spans.
-
-    A token at either end of a span is dropped when it covers no non-whitespace character (``content.mask`` is
-    False) and is not strictly inside the char span ``[s, e)`` (``s < start`` and ``end < e``; for a zero-width
-    token at ``p``, ``s < p < e``). A span that holds no content token (only a caller's own spans can be so) is
-    kept as it is.
-
-    Args:
-        tok: The document's tokenization.
-        token_spans: (n, 2), int. Half-open token positions into ``tok``, inside the content tokens.
-        char_spans: (n, 2), int. Their char spans (:func:`~latechunk.tokenize.char_spans_from_token_spans`).
-        content: The document's :class:`~latechunk.tokenize.ContentTokens`.
-
-    Returns:
-        (n, 2), int32. The trimmed token spans: each inside the one given, non-empty, holding every content
-        token of the one given.
-    """
-    ts = np.asarray(token_spans, dtype=np.int64).reshape(-1, 2)
-    out = ts.astype(np.int32, copy=True)
-    if ts.shape[0] == 0 or content.mask.all():  # WordPiece: no whitespace tokens, nothing to trim
-        return out
-    c0 = tok.content_start
-    mask = content.mask
-    offs = tok.offsets[c0 : tok.content_end].astype(np.int64)
-    rel = ts - c0
-    odd = np.flatnonzero(~mask[rel[:, 0]] | ~mask[rel[:, 1] - 1])
-    for i in odd.tolist():
-        a, b = rel[i].tolist()
-        if not mask[a:b].any():
-            continue
-        s, e = (int(x) for x in char_spans[i])
-        while not mask[a] and not _strictly_inside(offs[a], s, e):
-            a += 1
-        while not mask[b - 1] and not _strictly_inside(offs[b - 1], s, e):
-            b -= 1
-        out[i] = (a + c0, b + c0)
-    return out
-
-
-def _strictly_inside(off, s: int, e: int) -> bool:
-    """Whether a token at offsets ``off`` lies strictly inside ``[s, e)`` (a zero-width one at ``p``: s < p < e)."""
-    t0, t1 = int(off[0]), int(off[1])
-    return s < t0 < e if t1 <= t0 else s < t0 and t1 < e

@@ -9,7 +9,6 @@ to a budget; here a definition is kept whole as one chunk, and the budget is in 
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
@@ -17,10 +16,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from latechunk.sentences import SentenceSegmenter
-from latechunk.strategies._common import PieceSplitter, check_int, finish, merge_pieces, snap_table
-from latechunk.strategies.base import SentenceVectors, Strategy, register
-from latechunk.types import Boundaries, Document, Tokenization
+from latechunk.strategies._common import PieceSplitter, check_int, merge_pieces, snap_table
+from latechunk.strategies.base import ChunkSpans, SplitInput, Strategy, register
+from latechunk.types import Document
 
 __all__ = ["LANGUAGES", "SUFFIX_LANGUAGES", "Code", "language_of", "parse_tree"]
 
@@ -276,43 +274,34 @@ class Code(Strategy):
                 "(or leave it empty: from the file suffix)"
             )
 
-    def split(
-        self,
-        doc: Document,
-        tok: Tokenization,
-        sentence_vectors: SentenceVectors | None = None,
-        sentences: SentenceSegmenter | None = None,
-    ) -> Boundaries:
-        """Cut ``doc`` at its definitions (see the class docstring).
+    def _chunk_spans(self, given: SplitInput) -> ChunkSpans:
+        """Definitions, and long definitions cut at their members (see the class docstring); a document in no
+        supported language is cut as ``recursive:max_tokens=<max_tokens>`` cuts it.
 
         Args:
-            doc: The document (source code; any other text is cut as ``recursive``).
-            tok: Its whole-document tokenization.
-            sentence_vectors: Unused (no sentence vectors needed).
-            sentences: The run's sentence segmenter (only for a document cut as ``recursive``); None: a fresh
-                in-process one.
+            given: The document (source code; any other text is cut as ``recursive``), its content tokens and the
+                run's sentence segmenter (only for a document cut as ``recursive``).
 
         Returns:
-            Boundaries: int32 (n_chunks, 2) half-open token spans over content tokens (positions in ``tok``),
-            their exact int32 (n_chunks, 2) char spans, and each chunk's heading path (enclosing definition names).
+            The chunks with each one's heading path (enclosing definition names); no chunk of markup alone is
+            joined in source code.
 
         Raises:
             ImportError: if the grammar of the document's language is not installed.
         """
-        language = self.language or language_of(doc)
+        language = self.language or language_of(given.doc)
         if not language:
-            from latechunk.strategies.recursive import Recursive
+            from latechunk.strategies.recursive import Recursive  # here: the registry keeps its order
 
-            b = Recursive(max_tokens=self.max_tokens).split(doc, tok, sentences=sentences)
-            return dataclasses.replace(b, strategy=self.spec)
-        splitter = PieceSplitter(doc.text, tok, self.max_tokens, sentences)
+            return Recursive(max_tokens=self.max_tokens)._chunk_spans(given)
+        splitter = PieceSplitter(given.doc.text, given.tok, self.max_tokens, given.sentences, given.content)
         if splitter.n == 0:
-            return finish(doc, tok, np.zeros((0, 2), np.int64), self.spec, content=splitter.content)
-        tree = parse_tree(doc.text, language)
-        run = _Run(self, splitter, _DEFINITIONS[language], _byte_to_char(doc.text))
+            return ChunkSpans(np.zeros((0, 2), np.int64))
+        tree = parse_tree(given.doc.text, language)
+        run = _Run(self, splitter, _DEFINITIONS[language], _byte_to_char(given.doc.text))
         out = run.level([None, *tree.root_node.children], 0, splitter.n, ())
         spans = np.asarray([(a, b) for a, b, _ in out], dtype=np.int64).reshape(-1, 2)
-        return finish(doc, tok, spans, self.spec, tuple(p for _, _, p in out), content=splitter.content)
+        return ChunkSpans(spans, tuple(p for _, _, p in out))
 
 
 class _Run:

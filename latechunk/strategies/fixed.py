@@ -7,20 +7,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from latechunk.sentences import SentenceSegmenter
-from latechunk.strategies._common import (
-    allowed_cuts,
-    check_size_overlap,
-    content_offsets,
-    content_prefix,
-    finish,
-    join_markup_only,
-    strided_spans,
-)
-from latechunk.strategies._markdown import is_markdown_input
-from latechunk.strategies.base import SentenceVectors, Strategy, register
-from latechunk.tokenize import content_tokens
-from latechunk.types import Boundaries, Document, Tokenization
+from latechunk.strategies._common import allowed_cuts, check_size_overlap, join_markup_only, strided_spans
+from latechunk.strategies.base import ChunkSpans, SplitInput, Strategy, register
 
 __all__ = ["Fixed"]
 
@@ -59,39 +47,27 @@ class Fixed(Strategy):
     def __post_init__(self) -> None:
         check_size_overlap("fixed", "size", self.size, self.overlap)
 
-    def split(
-        self,
-        doc: Document,
-        tok: Tokenization,
-        sentence_vectors: SentenceVectors | None = None,
-        sentences: SentenceSegmenter | None = None,
-    ) -> Boundaries:
-        """Cut ``doc`` into fixed-size chunks (see the class docstring).
+    def _chunk_spans(self, given: SplitInput) -> ChunkSpans:
+        """Fixed-size windows of content tokens (see the class docstring); on markdown input a window of markup
+        alone is joined or widened here (:meth:`_no_markup_only`), not by ``split``.
 
         Args:
-            doc: The document.
-            tok: Its whole-document tokenization.
-            sentence_vectors: Unused (``fixed`` reads no sentence vectors).
-            sentences: Unused (``fixed`` reads no sentences).
+            given: The document and its content tokens (no sentences, no sentence vectors are read).
 
         Returns:
-            Boundaries: int32 (n_chunks, 2) token spans over content tokens and their exact char spans.
+            The windows; no heading paths, no contexts.
         """
-        offs = content_offsets(tok)
-        n = offs.shape[0]
-        content = content_tokens(doc.text, tok)
-        allowed = allowed_cuts(offs, content)
-        spans = (strided_spans(0, n, self.size, self.overlap) if allowed.all()
-                 else self._spans_whole_chars(allowed, content.mask))
-        if spans.shape[0] > 1 and is_markdown_input(doc):
-            spans = self._no_markup_only(doc.text, offs, spans, allowed)
-        return finish(doc, tok, spans, self.spec, content=content)
+        allowed = allowed_cuts(given.offs, given.content)
+        spans = (strided_spans(0, given.offs.shape[0], self.size, self.overlap) if allowed.all()
+                 else self._spans_whole_chars(allowed, given.content.mask))
+        if given.joins_markup(spans):
+            spans = self._no_markup_only(given.carried, spans, allowed)
+        return ChunkSpans(spans)
 
-    def _no_markup_only(self, text, offs, spans, allowed):
+    def _no_markup_only(self, content, spans, allowed):
         """Markdown input (issue 16): a window of markup alone joins a neighbour when the two fit ``size``, else
         it starts earlier, taking in the text before it up to ``size`` tokens (never before the previous
         window's start, so starts still increase and every token stays covered)."""
-        content = content_prefix(text, offs)
         spans, _ = join_markup_only(spans, content, self.size)
         flags = content[spans[:, 1]] == content[spans[:, 0]]
         if not flags[1:].any():

@@ -8,39 +8,30 @@ from typing import ClassVar
 
 import numpy as np
 
-from latechunk.sentences import LINE_BREAK, SentenceSegmenter
 from latechunk.strategies._common import (
+    PieceBudget,
     PieceSplitter,
     check_int,
     check_size_overlap,
-    content_offsets,
-    content_prefix,
-    finish,
-    join_markup_only,
     merge_pieces,
-    or_fresh_segmenter,
     snap_table,
 )
 from latechunk.strategies._lead_in import split_after_lead_ins
 from latechunk.strategies._markdown import (
-    block_units,
-    fence_delimiters,
     heading_plain_text,
-    is_markdown_input,
     lead_in_lines,
     markdown_parser,
     markdown_source,
     reference_runs,
 )
-from latechunk.strategies.base import SentenceVectors, Strategy, register
-from latechunk.types import Boundaries, Document, Tokenization
+from latechunk.strategies.base import ChunkSpans, SplitInput, Strategy, register
 
 __all__ = ["Heading"]
 
 
 @register("heading")
 @dataclass(frozen=True)
-class Heading(Strategy):
+class Heading(PieceBudget, Strategy):
     r"""Markdown sections as chunks (parsed with markdown-it-py, CommonMark + GFM tables).
 
     1. Sections: a top-level ATX (``## Title``) or setext (``Title`` over ``===``/``---``) heading whose level is
@@ -105,11 +96,6 @@ class Heading(Strategy):
     """
 
     bet: ClassVar[str] = "the author's sections are the facts"
-    aliases: ClassVar[dict[str, str]] = {
-        "chunk_size": "max_tokens",
-        "size": "max_tokens",
-        "chunk_overlap": "overlap",
-    }
 
     max_tokens: int = field(
         default=256, metadata={"help": "most tokens per chunk (1..1,000,000); longer sections are cut"}
@@ -132,43 +118,25 @@ class Heading(Strategy):
                 raise ValueError(f"heading: levels must be in 1..6, got levels={levels}")
         object.__setattr__(self, "levels", tuple(sorted({int(lv) for lv in levels})))
 
-    def sentence_paragraphs(self) -> int | None:
-        """Paragraphs with a line of more than ``max_tokens`` tokens: only such a line is cut at sentences.
-
-        Returns:
-            ``max_tokens``.
-        """
-        return self.max_tokens
-
-    def split(
-        self,
-        doc: Document,
-        tok: Tokenization,
-        sentence_vectors: SentenceVectors | None = None,
-        sentences: SentenceSegmenter | None = None,
-    ) -> Boundaries:
-        """Cut ``doc`` into sections, and long sections into pieces (see the class docstring).
+    def _chunk_spans(self, given: SplitInput) -> ChunkSpans:
+        """Sections, and long sections cut into pieces (see the class docstring).
 
         Args:
-            doc: The document (Markdown, or plain text: then one section with the empty heading path).
-            tok: Its whole-document tokenization.
-            sentence_vectors: Unused (no sentence vectors needed).
-            sentences: The run's sentence segmenter (for over-long lines); None: a fresh in-process one.
+            given: The document (Markdown, or plain text: then one section with the empty heading path), its
+                content tokens and the run's sentence segmenter (for over-long lines).
 
         Returns:
-            Boundaries: int32 (n_chunks, 2) half-open token spans over content tokens (positions in ``tok``)
-            and their exact int32 (n_chunks, 2) char spans, with each chunk's ``heading_paths`` entry and,
-            for a chunk of table body rows, the table header as its ``contexts`` entry.
+            The chunks with each one's heading path and, for a chunk of table body rows, the table header as its
+            context; on markdown input a chunk of markup alone may take the tail of the chunk before it from a
+            block, paragraph or line cut (:meth:`~latechunk.strategies._common.PieceSplitter.markup_join`).
         """
-        text = doc.text
-        offs = content_offsets(tok)
-        n = int(offs.shape[0])
+        text = given.doc.text
+        n = int(given.offs.shape[0])
         if n == 0:
-            return finish(doc, tok, np.zeros((0, 2), np.int64), self.spec)
-        splitter = PieceSplitter(text, tok, self.max_tokens, or_fresh_segmenter(sentences))
+            return ChunkSpans(np.zeros((0, 2), np.int64))
+        splitter = PieceSplitter(text, given.tok, self.max_tokens, given.sentences, given.content)
         tok_starts = splitter.content.keys  # whitespace tokens before a line stay with the line above (BR-023)
-        line_starts = np.fromiter((m.end() for m in LINE_BREAK.finditer(text)), dtype=np.int64, count=-1)
-        line_starts = np.concatenate([[0], line_starts, [len(text)]])
+        line_starts = splitter.line_starts
         n_lines = line_starts.shape[0] - 1
         snapped = snap_table(splitter.allowed)
 
@@ -179,8 +147,7 @@ class Heading(Strategy):
         md_env: dict = {}  # the link reference definitions, for the headings' reference-style links (issue 36)
         md_tokens = markdown_parser().parse(markdown_source(text), md_env)  # front matter, marks: BR-022, BR-025
         references = md_env.get("references")
-        code, containers = block_units(text, md_tokens)
-        splitter.set_blocks(code, containers, line_starts, fence_delimiters(text, md_tokens))
+        code, _ = splitter.set_markdown_blocks(md_tokens)
         blocks = []  # (start token, index into md_tokens)
         sections = []  # [start token, token after the heading line(s), heading path]
         stack: list[tuple[int, str]] = []
@@ -226,10 +193,8 @@ class Heading(Strategy):
         block_starts = np.asarray([b[0] for b in blocks], dtype=np.int64)
         block_md = [b[1] for b in blocks]
         # a heading, an admonition's or tab's title line, a table's header stay with what follows (issue 16)
-        lead_in = lead_in_lines(text, md_tokens)
-        sticky_at = splitter.tokens_at_chars([int(line_starts[min(ln, n_lines)]) for ln in lead_in])
-        titles = lead_in_lines(text, md_tokens, tables=False)  # the piece after them may be cut (issue 36)
-        title_at = splitter.tokens_at_chars([int(line_starts[min(ln, n_lines)]) for ln in titles])
+        sticky_at = splitter.tokens_at_lines(lead_in_lines(text, md_tokens))
+        title_at = splitter.tokens_at_lines(lead_in_lines(text, md_tokens, tables=False))  # may be cut (issue 36)
         spans, paths, contexts, costs = [], [], [], []
         for start, end, heads in merged:
             chunks, ctx, cost = self._section(
@@ -241,21 +206,10 @@ class Heading(Strategy):
             paths.extend(heads[max(int(a), 0)][1] for a in at.tolist())
             contexts.extend(ctx)
         out = np.concatenate(spans) if spans else np.zeros((0, 2), np.int64)
-        if is_markdown_input(doc) and out.shape[0] > 1:  # no chunk of markup alone (issue 16)
-            out, owner = join_markup_only(
-                out,
-                content_prefix(text, splitter.offs),
-                self.max_tokens,
-                np.asarray(costs, dtype=np.int64),
-                tuple(  # never inside a fence or container that fits (issue 36)
-                    splitter.outside_fitting_blocks(c, self.max_tokens)
-                    for c in (block_starts, splitter.cuts("paragraph", 0, n), splitter.cuts("line", 0, n))
-                ),
-                sorted(splitter.before_closing),  # a fence's stray closing line joins no text after it (issue 36)
-            )
-            paths = [paths[o] for o in owner.tolist()]
-            contexts = [contexts[o] for o in owner.tolist()]
-        return finish(doc, tok, out, self.spec, tuple(paths), tuple(contexts), splitter.content)
+        markup = None
+        if given.markdown:  # asked of every document with content: a bad `markdown` flag raises for each one
+            markup = splitter.markup_join(block_starts, self.max_tokens, np.asarray(costs, dtype=np.int64))
+        return ChunkSpans(out, tuple(paths), tuple(contexts), markup)
 
     def _section(
         self, text, splitter, md_tokens, block_starts, block_md, tok_at_line, start, end, sticky_at=None, title_at=None

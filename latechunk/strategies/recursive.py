@@ -7,35 +7,22 @@ from typing import ClassVar
 
 import numpy as np
 
-from latechunk.sentences import LINE_BREAK, SentenceSegmenter
-from latechunk.strategies._common import (
-    PieceSplitter,
-    check_size_overlap,
-    content_prefix,
-    finish,
-    join_markup_only,
-    merge_pieces,
-    or_fresh_segmenter,
-)
+from latechunk.strategies._common import PieceBudget, PieceSplitter, check_size_overlap, merge_pieces
 from latechunk.strategies._lead_in import join_table_heads, split_after_lead_ins
 from latechunk.strategies._markdown import (
-    block_units,
-    fence_delimiters,
-    is_markdown_input,
     lead_in_lines,
     markdown_parser,
     markdown_source,
     table_delimiter_lines,
 )
-from latechunk.strategies.base import SentenceVectors, Strategy, register
-from latechunk.types import Boundaries, Document, Tokenization
+from latechunk.strategies.base import ChunkSpans, SplitInput, Strategy, register
 
 __all__ = ["Recursive"]
 
 
 @register("recursive")
 @dataclass(frozen=True)
-class Recursive(Strategy):
+class Recursive(PieceBudget, Strategy):
     r"""Recursive separator splitting, the rule of LangChain's ``RecursiveCharacterTextSplitter``, in tokens.
 
     1. The content tokens are cut into pieces of at most ``max_tokens`` tokens, coarse separators first: blank
@@ -79,11 +66,6 @@ class Recursive(Strategy):
     """
 
     bet: ClassVar[str] = "facts end at paragraphs, then sentences"
-    aliases: ClassVar[dict[str, str]] = {
-        "chunk_size": "max_tokens",
-        "size": "max_tokens",
-        "chunk_overlap": "overlap",
-    }
 
     max_tokens: int = field(default=256, metadata={"help": "most tokens per chunk (1..1,000,000)"})
     overlap: int = field(
@@ -96,65 +78,34 @@ class Recursive(Strategy):
     def __post_init__(self) -> None:
         check_size_overlap("recursive", "max_tokens", self.max_tokens, self.overlap)
 
-    def sentence_paragraphs(self) -> int | None:
-        """Paragraphs with a line of more than ``max_tokens`` tokens: only such a line is cut at sentences.
-
-        Returns:
-            ``max_tokens``.
-        """
-        return self.max_tokens
-
-    def split(
-        self,
-        doc: Document,
-        tok: Tokenization,
-        sentence_vectors: SentenceVectors | None = None,
-        sentences: SentenceSegmenter | None = None,
-    ) -> Boundaries:
-        """Cut ``doc`` into chunks (see the class docstring).
+    def _chunk_spans(self, given: SplitInput) -> ChunkSpans:
+        """Pieces cut coarse first, merged greedily up to ``max_tokens`` (see the class docstring).
 
         Args:
-            doc: The document.
-            tok: Its whole-document tokenization.
-            sentence_vectors: Unused (no sentence vectors needed).
-            sentences: The run's sentence segmenter (for over-long lines); None: a fresh in-process one.
+            given: The document, its content tokens and the run's sentence segmenter (for over-long lines).
 
         Returns:
-            Boundaries: int32 (n_chunks, 2) half-open token spans over content tokens (positions in ``tok``)
-            and their exact int32 (n_chunks, 2) char spans.
+            The merged chunks, no heading paths; on markdown input a chunk of markup alone may take the tail of
+            the chunk before it from a piece, paragraph or line cut (:meth:`~latechunk.strategies._common.PieceSplitter.markup_join`).
         """
-        splitter = PieceSplitter(doc.text, tok, self.max_tokens, or_fresh_segmenter(sentences))
-        line_starts = md_tokens = None
+        text = given.doc.text
+        splitter = PieceSplitter(text, given.tok, self.max_tokens, given.sentences, given.content)
+        md_tokens = None
         if splitter.n > self.max_tokens:  # fences, admonitions and tabs stay whole when they fit (issue 16)
-            md_tokens = markdown_parser().parse(markdown_source(doc.text))
-            code, containers = block_units(doc.text, md_tokens)
-            if code or containers:
-                line_starts = [0] + [m.end() for m in LINE_BREAK.finditer(doc.text)] + [len(doc.text)]
-                splitter.set_blocks(code, containers, line_starts, fence_delimiters(doc.text, md_tokens))
+            md_tokens = markdown_parser().parse(markdown_source(text))
+            splitter.set_markdown_blocks(md_tokens)
         pieces = splitter.pieces(0, splitter.n)
         sticky = None
         if pieces.shape[0] > 1:
-            lines = lead_in_lines(doc.text, md_tokens)
+            lines = lead_in_lines(text, md_tokens)
             if lines:
-                if line_starts is None:
-                    line_starts = [0] + [m.end() for m in LINE_BREAK.finditer(doc.text)] + [len(doc.text)]
-                chars = [line_starts[min(n, len(line_starts) - 1)] for n in lines]
-                sticky_at = splitter.tokens_at_chars(chars)
-                titles = lead_in_lines(doc.text, md_tokens, tables=False)  # issue 36
-                title_at = splitter.tokens_at_chars([line_starts[min(n, len(line_starts) - 1)] for n in titles])
+                sticky_at = splitter.tokens_at_lines(lines)
+                title_at = splitter.tokens_at_lines(lead_in_lines(text, md_tokens, tables=False))  # issue 36
                 pieces, _ = split_after_lead_ins(splitter, pieces, title_at, self.max_tokens)
-                heads = [line_starts[min(n, len(line_starts) - 1)] for n in table_delimiter_lines(md_tokens)]
-                pieces = join_table_heads(pieces, splitter.tokens_at_chars(heads), self.max_tokens)
+                heads = splitter.tokens_at_lines(table_delimiter_lines(md_tokens))
+                pieces = join_table_heads(pieces, heads, self.max_tokens)
                 sticky = np.isin(pieces[:, 1], sticky_at)
         closing = sorted(splitter.before_closing)  # a fence's closing line cut from its code (issue 36)
         stray = np.isin(pieces[:, 0], closing) if closing else None
         chunks = merge_pieces(pieces, self.max_tokens, self.overlap, sticky=sticky, alone=stray)
-        if chunks.shape[0] > 1 and is_markdown_input(doc):  # no chunk of markup alone (issue 16)
-            cuts = tuple(  # never inside a fence or container that fits (issue 36)
-                splitter.outside_fitting_blocks(c, self.max_tokens)
-                for c in (pieces[:, 0], splitter.cuts("paragraph", 0, splitter.n), splitter.cuts("line", 0, splitter.n))
-            )
-            chunks, _ = join_markup_only(
-                chunks, content_prefix(doc.text, splitter.offs), self.max_tokens, cuts=cuts, trailing=closing
-            )
-        return finish(doc, tok, chunks, self.spec, content=splitter.content)
+        return ChunkSpans(chunks, markup=splitter.markup_join(pieces[:, 0], self.max_tokens))

@@ -12,19 +12,15 @@ import numpy as np
 from latechunk.sentences import SentenceSegmenter
 from latechunk.strategies._common import (
     PieceSplitter,
+    SentenceRuns,
     check_int,
-    content_offsets,
-    content_prefix,
-    finish,
-    join_markup_only,
     merge_pieces,
     or_fresh_segmenter,
     with_trimmed_ends,
 )
-from latechunk.strategies._markdown import is_markdown_input
-from latechunk.strategies.base import SentenceVectors, Strategy, register
+from latechunk.strategies.base import ChunkSpans, MarkupJoin, SplitInput, Strategy, register
 from latechunk.tokenize import ContentTokens, content_tokens
-from latechunk.types import Boundaries, Document, Tokenization
+from latechunk.types import Document, Tokenization
 
 __all__ = ["Semantic"]
 
@@ -44,7 +40,7 @@ def _consecutive_cosine(vectors: np.ndarray) -> np.ndarray:
 
 @register("semantic")
 @dataclass(frozen=True)
-class Semantic(Strategy):
+class Semantic(SentenceRuns, Strategy):
     """Percentile breakpoints between sentences (Greg Kamradt, "5 Levels of Text Splitting", 2024,
     https://github.com/FullStackRetrieval-com/RetrievalTutorials, level 4; LangChain ``SemanticChunker`` with
     ``breakpoint_threshold_type="percentile"``).
@@ -165,52 +161,29 @@ class Semantic(Strategy):
         object.__setattr__(copy, "_content_limit", int(content_limit))
         return copy
 
-    def sentence_paragraphs(self) -> int | None:
-        """Every paragraph: each sentence is a unit here.
-
-        Returns:
-            0 (the sentences of every paragraph).
-        """
-        return 0
-
-    def split(
-        self,
-        doc: Document,
-        tok: Tokenization,
-        sentence_vectors: SentenceVectors | None = None,
-        sentences: SentenceSegmenter | None = None,
-    ) -> Boundaries:
-        """Cut ``doc`` at low-similarity sentence boundaries (see the class docstring).
+    def _chunk_spans(self, given: SplitInput) -> ChunkSpans:
+        """Runs of sentences cut at low similarity, then re-cut and joined to fit (see the class docstring).
 
         Args:
-            doc: The document.
-            tok: Its whole-document tokenization.
-            sentence_vectors: ``(doc, tok, sentence_token_spans)`` -> sentence vectors: spans (m, 2) int32 in
-                ``tok``'s positions, vectors (m, dim) float; called once per document of 2 or more sentences.
-            sentences: The run's sentence segmenter; None: a fresh in-process one.
+            given: The document, its content tokens, the run's sentence segmenter, and ``sentence_vectors``
+                (``(doc, tok, sentence_token_spans)`` -> sentence vectors: spans (m, 2) int32 in ``tok``'s
+                positions, vectors (m, dim) float), called once per document of 2 or more sentences.
 
         Returns:
-            Boundaries: int32 (n_chunks, 2) half-open token spans over content tokens (positions in ``tok``)
-            and their exact int32 (n_chunks, 2) char spans.
+            The chunks; on markdown input a chunk of markup alone may take the tail of the chunk before it from a
+            sentence start.
 
         Raises:
-            ValueError: if ``sentence_vectors`` is None, or returns an array that is not (m, dim) or holds NaN
-                or inf.
+            ValueError: if ``sentence_vectors`` returns an array that is not (m, dim) or holds NaN or inf.
         """
-        if sentence_vectors is None:
-            raise ValueError(
-                "semantic: split() needs sentence_vectors, a callable (doc, tok, sentence_token_spans (m, 2) int32) "
-                "-> (m, dim) sentence vectors; the pipeline passes it (latechunk chunk/embed with a model)"
-            )
-        sentences = or_fresh_segmenter(sentences)
-        content = content_tokens(doc.text, tok)
-        sent = sentences.token_spans(doc, tok, content.keys)
+        doc, tok = given.doc, given.tok
+        sent = given.sentences.token_spans(doc, tok, given.content.keys)
         m = sent.shape[0]
         rel = sent.astype(np.int64) - tok.content_start
         if m <= 1:  # nothing to compare: no sentence vectors asked for, no percentile of an empty list (BR-010)
             groups = rel
         else:
-            vectors = np.asarray(sentence_vectors(doc, tok, sent))
+            vectors = np.asarray(given.sentence_vectors(doc, tok, sent))
             if vectors.ndim != 2 or vectors.shape[0] != m:
                 raise ValueError(
                     f"semantic: sentence_vectors returned shape {vectors.shape} for {m} sentences; "
@@ -224,12 +197,9 @@ class Semantic(Strategy):
             group_starts = np.concatenate([[0], cut_after + 1])
             group_ends = np.append(cut_after + 1, m)
             groups = np.stack([rel[group_starts, 0], rel[group_ends - 1, 1]], axis=1)
-        markdown = is_markdown_input(doc)
-        carried = content_prefix(doc.text, content_offsets(tok)) if markdown else None
-        groups = self._fit(doc.text, tok, rel, groups, sentences, content, carried)
-        if markdown and groups.shape[0] > 1:  # no chunk of markup alone (issue 16)
-            groups, _ = join_markup_only(groups, carried, self.limit, cuts=(rel[:, 0],))
-        return finish(doc, tok, groups, self.spec, content=content)
+        carried = given.carried if given.markdown else None
+        groups = self._fit(doc.text, tok, rel, groups, given.sentences, given.content, carried)
+        return ChunkSpans(groups, markup=MarkupJoin(self.limit, cuts=lambda: (rel[:, 0],)))
 
     def cut_points(
         self, doc: Document, tok: Tokenization, sentences: SentenceSegmenter | None = None

@@ -7,28 +7,15 @@ from typing import ClassVar
 
 import numpy as np
 
-from latechunk.sentences import SentenceSegmenter
-from latechunk.strategies._common import (
-    MAX_SENTENCES,
-    check_int,
-    content_offsets,
-    content_prefix,
-    finish,
-    join_markup_only,
-    or_fresh_segmenter,
-    strided_spans,
-)
-from latechunk.strategies._markdown import is_markdown_input
-from latechunk.strategies.base import SentenceVectors, Strategy, register
-from latechunk.tokenize import content_tokens
-from latechunk.types import Boundaries, Document, Tokenization
+from latechunk.strategies._common import MAX_SENTENCES, SentenceRuns, check_int, strided_spans
+from latechunk.strategies.base import ChunkSpans, MarkupJoin, SplitInput, Strategy, register
 
 __all__ = ["SentenceWindow"]
 
 
 @register("sentence_window")
 @dataclass(frozen=True)
-class SentenceWindow(Strategy):
+class SentenceWindow(SentenceRuns, Strategy):
     """Sliding windows of ``2 * window + 1`` sentences, moved by ``stride`` sentences.
 
     Window k holds sentences ``[k * stride, k * stride + 2 * window + 1)``: its middle sentence with ``window``
@@ -69,39 +56,19 @@ class SentenceWindow(Strategy):
                 f"sentence is skipped, got window={self.window}, stride={self.stride}"
             )
 
-    def sentence_paragraphs(self) -> int | None:
-        """Every paragraph: each sentence is a unit here.
-
-        Returns:
-            0 (the sentences of every paragraph).
-        """
-        return 0
-
-    def split(
-        self,
-        doc: Document,
-        tok: Tokenization,
-        sentence_vectors: SentenceVectors | None = None,
-        sentences: SentenceSegmenter | None = None,
-    ) -> Boundaries:
-        """Cut ``doc`` into sentence windows (see the class docstring).
+    def _chunk_spans(self, given: SplitInput) -> ChunkSpans:
+        """Windows of sentences (see the class docstring).
 
         Args:
-            doc: The document.
-            tok: Its whole-document tokenization.
-            sentence_vectors: Unused (no sentence vectors needed).
-            sentences: The run's sentence segmenter; None: a fresh in-process one.
+            given: The document, its content tokens and the run's sentence segmenter.
 
         Returns:
-            Boundaries: int32 (n_chunks, 2) token spans (from a window's first sentence's first token to its
-            last sentence's last token) and their exact char spans; none for a document without sentences.
+            The windows, each from its first sentence's first token to its last sentence's last token; none for a
+            document without sentences. A window of markup alone joins a neighbour with no token budget.
         """
-        content = content_tokens(doc.text, tok)
-        sent = or_fresh_segmenter(sentences).token_spans(doc, tok, content.keys).astype(np.int64)
-        sent -= tok.content_start
+        sent = given.sentences.token_spans(given.doc, given.tok, given.content.keys).astype(np.int64)
+        sent -= given.tok.content_start
         m = sent.shape[0]
         w = strided_spans(0, m, 2 * self.window + 1, 2 * self.window + 1 - self.stride)
         spans = np.stack([sent[w[:, 0], 0], sent[w[:, 1] - 1, 1]], axis=1) if m else w
-        if spans.shape[0] > 1 and is_markdown_input(doc):  # no window of markup alone (issue 16)
-            spans, _ = join_markup_only(spans, content_prefix(doc.text, content_offsets(tok)), None)
-        return finish(doc, tok, spans, self.spec, content=content)
+        return ChunkSpans(spans, markup=MarkupJoin(budget=None))
