@@ -24,7 +24,7 @@ from latechunk.titles import first_heading
 from latechunk.types import Document
 from tests.invariants import check_boundaries
 
-DOCS_SITE = Path(__file__).parent / "data" / "docs_site"
+DOCS_SITE = Path(__file__).parents[1] / "data" / "docs_site"
 STRATEGIES = ["fixed", "recursive", "heading", "sentence_window", "semantic"]
 
 UPGRADING = ('## Upgrading\n\nStop the service before you replace the binary on the host machine.\n\n'
