@@ -54,6 +54,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
@@ -181,7 +182,7 @@ def _timed(fn: Callable[[], object]) -> float:
     return time.perf_counter() - t0
 
 
-def main(argv: Sequence[str] | None = None) -> dict:
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--corpora", nargs="+", default=list(CORPORA), help="Chroma corpus ids (default: all five)")
     ap.add_argument("--data", type=Path, default=DATA, help="folder of the Chroma corpora")
@@ -212,6 +213,12 @@ def main(argv: Sequence[str] | None = None) -> dict:
     ap.add_argument("--skip", nargs="*", default=[], help="system names to leave out (e.g. chonkie 'latechunk late x5')")
     ap.add_argument("--out", type=Path, default=REPO / "results" / "peers.md", help="markdown table to write")
     ap.add_argument("--note", default="", help="a line written under the table (e.g. how loaded the machine was)")
+    return ap
+
+
+def _parse(argv: Sequence[str] | None) -> tuple[argparse.Namespace, list[int]]:
+    """The command line and its ``--budgets`` as integers; ``SystemExit`` (argparse's usage error) on a bad value."""
+    ap = _parser()
     args = ap.parse_args(argv)
     if not 0 < args.fraction <= 1:
         ap.error(f"--fraction must be in (0, 1], got {args.fraction}")
@@ -223,16 +230,14 @@ def main(argv: Sequence[str] | None = None) -> dict:
         ap.error(f"--budgets must be a comma list of positive integers, got {args.budgets!r}")
     if args.batch_tokens not in (None, "best") and not (args.batch_tokens.isdigit() and int(args.batch_tokens) > 0):
         ap.error(f"--batch-tokens must be a positive integer or 'best', got {args.batch_tokens!r}")
+    return args, budgets
 
-    import torch
 
-    from latechunk.config import PipelineConfig
-    from latechunk.encoder import Encoder, cpu_bf16_isa
-    from latechunk.pipeline import embed
-
-    if CHONKIE not in args.skip:
+def _sentence_transformer_class(skip: Sequence[str]):
+    """``SentenceTransformer``, after checking chonkie imports (unless skipped); ``SystemExit`` naming the extra."""
+    if CHONKIE not in skip:
         try:
-            import chonkie
+            import chonkie  # noqa: F401
         except ImportError as err:
             raise SystemExit(f"bench_peers needs the extra [bench] (or --skip 'chonkie LateChunker'): pip install "
                              f"'latechunk[bench]' ({err})") from err
@@ -240,165 +245,252 @@ def main(argv: Sequence[str] | None = None) -> dict:
         from sentence_transformers import SentenceTransformer
     except ImportError as err:
         raise SystemExit(f"bench_peers needs the extra [bench]: pip install 'latechunk[bench]' ({err})") from err
+    return SentenceTransformer
+
+
+@dataclass
+class _Bench:
+    """latechunk's side of the bench: documents, encoders (by backend name), macro window, raw forward inputs."""
+
+    args: argparse.Namespace
+    budgets: list[int]
+    docs: list
+    enc: object  # latechunk.encoder.Encoder, latechunk's default dtype
+    mw: object  # latechunk.macro_window.MacroWindow
+    rows: list[np.ndarray]  # raw_rows of the corpus
+    corpus_tokens: int
+    fair: bool  # the fairness rows: on the CPU with a 16-bit latechunk default, the peers in that dtype too
+    raw_encs: dict = field(default_factory=dict)  # dtype name -> encoder of the raw forward
+    best: dict[str, int] = field(default_factory=dict)  # dtype name -> best raw batch size
+    encoders: dict = field(default_factory=dict)  # backend name -> encoder of the latechunk rows
+    stock_linear: bool = False
+    compile_s: float | None = None
+
+    @property
+    def lc_dtype(self) -> str:
+        return str(self.enc.dtype).removeprefix("torch.")
+
+    @property
+    def best_bs(self) -> int:
+        return self.best[self.lc_dtype]
+
+    def config(self, specs, modes=("late",)):
+        from latechunk.config import PipelineConfig
+
+        return PipelineConfig(tuple(specs), modes=modes, macro_window=self.mw.size,
+                              macro_window_overlap=self.mw.overlap)
+
+    def late(self, specs, backend="torch", modes=("late",)) -> Callable[[], object]:
+        """One latechunk run (``embed``) over the documents, to be timed."""
+        from latechunk.pipeline import embed
+
+        e = self.encoders[backend]
+        cfg = self.config(specs, modes)
+        return lambda: embed(self.docs, e, cfg)
+
+
+def _load(args: argparse.Namespace, budgets: list[int]) -> _Bench:
+    """The documents, latechunk's encoder, its raw rows, and the best raw batch size per dtype."""
+    import torch
+
+    from latechunk.encoder import Encoder
 
     docs = load_documents(args.corpora, args.fraction, args.data)
     enc = Encoder(args.model, device=args.device)  # latechunk's default dtype (default_dtype)
-    lc_dtype = str(enc.dtype).removeprefix("torch.")
-    # the fairness rows: on the CPU with a 16-bit latechunk default, the peers in that dtype too
     fair = enc.device.type == "cpu" and enc.dtype != torch.float32
     mw = enc.macro_window(args.window, args.overlap)
     toks = [enc.tokenizer(d) for d in docs]
-    corpus_tokens = sum(len(t) for t in toks)
-    rows = raw_rows(toks, mw.size)
+    b = _Bench(args, budgets, docs, enc, mw, raw_rows(toks, mw.size), sum(len(t) for t in toks), fair)
     sizes = [int(x) for x in args.batch_sizes.split(",")]
-    raw_encs = {lc_dtype: enc}  # the raw forward in latechunk's dtype, and (fairness) in the peers' fp32
+    b.raw_encs = {b.lc_dtype: enc}  # the raw forward in latechunk's dtype, and (fairness) in the peers' fp32
     if fair:
-        raw_encs["float32"] = Encoder(args.model, device=args.device, dtype="float32")
-    best: dict[str, int] = {}
-    for dt, e in raw_encs.items():
-        raw_forward(e, rows[:2], 2)  # warm-up
-        pick = {b: _timed(lambda b=b, e=e: raw_forward(e, rows, b)) for b in sizes}
-        best[dt] = min(pick, key=pick.get)
-    best_bs = best[lc_dtype]
+        b.raw_encs["float32"] = Encoder(args.model, device=args.device, dtype="float32")
+    for dt, e in b.raw_encs.items():
+        raw_forward(e, b.rows[:2], 2)  # warm-up
+        pick = {bs: _timed(lambda bs=bs, e=e: raw_forward(e, b.rows, bs)) for bs in sizes}
+        b.best[dt] = min(pick, key=pick.get)
     if args.batch_tokens == "best":
-        enc.batch_tokens = best_bs * mw.size
+        enc.batch_tokens = b.best_bs * mw.size
     elif args.batch_tokens is not None:
         enc.batch_tokens = int(args.batch_tokens)
-    encoders = {"torch": enc}
+    return b
+
+
+def _add_encoders(b: _Bench) -> None:
+    """latechunk's further encoders (``--onnx``, ``--budgets``, ``--stock-linear``, ``--compile``) into
+    ``b.encoders``; the compile's warm-up pass timed into ``b.compile_s``."""
+    from latechunk.encoder import Encoder
+    from latechunk.pipeline import embed
+
+    args, enc, lc_dtype = b.args, b.enc, b.lc_dtype
+    b.encoders = {"torch": enc}
     if args.onnx:
         for backend in ("onnx", "onnx-int8"):
-            encoders[backend] = Encoder(args.model, device="cpu", backend=backend, batch_tokens=enc.batch_tokens)
+            b.encoders[backend] = Encoder(args.model, device="cpu", backend=backend, batch_tokens=enc.batch_tokens)
 
-    for b in budgets:  # the same loaded model (shared weights) at another token budget per batch
-        encoders[f"bt={b}"] = Encoder(enc.loaded, device=args.device, dtype=lc_dtype, batch_tokens=b)
-    stock_linear = args.stock_linear and enc.onednn_linear  # elsewhere latechunk already runs the stock linear
-    if args.stock_linear and not stock_linear:
+    for bt in b.budgets:  # the same loaded model (shared weights) at another token budget per batch
+        b.encoders[f"bt={bt}"] = Encoder(enc.loaded, device=args.device, dtype=lc_dtype, batch_tokens=bt)
+    b.stock_linear = args.stock_linear and enc.onednn_linear  # elsewhere latechunk already runs the stock linear
+    if args.stock_linear and not b.stock_linear:
         print(f"--stock-linear: latechunk's oneDNN linear is off here ({lc_dtype} on {enc.device}): no extra row")
-    if stock_linear:  # the same loaded model, nn.Linear as PyTorch runs it (BLAS addmm)
-        encoders["stock"] = Encoder(enc.loaded, device=args.device, dtype=lc_dtype, batch_tokens=enc.batch_tokens,
-                                    onednn_linear=False)
+    if b.stock_linear:  # the same loaded model, nn.Linear as PyTorch runs it (BLAS addmm)
+        b.encoders["stock"] = Encoder(enc.loaded, device=args.device, dtype=lc_dtype, batch_tokens=enc.batch_tokens,
+                                      onednn_linear=False)
 
-    compile_s = None
     if args.compile:  # the one forward faster than torch's eager one left to try on the CPU (issue 15)
         ec = Encoder(args.model, device=args.device, batch_tokens=enc.batch_tokens, compile=True)  # embed --compile
-        encoders["compiled"] = ec
+        b.encoders["compiled"] = ec
         t_c = time.perf_counter()
-        embed(docs, ec, PipelineConfig((args.strategy,), modes=("late",), macro_window=mw.size,
-                                       macro_window_overlap=mw.overlap))  # compiles every batch shape once
-        compile_s = time.perf_counter() - t_c
+        embed(b.docs, ec, b.config((args.strategy,)))  # compiles every batch shape once
+        b.compile_s = time.perf_counter() - t_c
 
-    def late(specs, backend="torch", modes=("late",)):
-        e = encoders[backend]
-        cfg = PipelineConfig(tuple(specs), modes=modes, macro_window=mw.size, macro_window_overlap=mw.overlap)
-        return lambda: embed(docs, e, cfg)
 
-    st = SentenceTransformer(enc.path, device=str(enc.device))
-    st.max_seq_length = mw.size
+@dataclass
+class _Peers:
+    """The peers over the same model: sentence-transformers (its default dtype, and ``st16`` in latechunk's 16-bit
+    dtype for the fairness rows), chonkie's late chunker over ``st``, and latechunk's chunk texts for ``st naive``."""
+
+    st: object
+    dtype: str  # st's
+    st16: object | None
+    chonk: object | None
+    chunk_size: int
+    texts: list[str]
+
+
+def _peers(b: _Bench, sentence_transformer) -> _Peers:
+    from latechunk.pipeline import embed
+
+    args, enc = b.args, b.enc
+    st = sentence_transformer(enc.path, device=str(enc.device))
+    st.max_seq_length = b.mw.size
     if enc.device.type == "cuda":  # 16-bit like latechunk's bf16 default; float16, as chonkie hands numpy its states
         st = st.half()
     peer_dtype = str(next(st.parameters()).dtype).removeprefix("torch.")
     st16 = None
-    if fair and "st naive (same spans) " + short_dtype(enc.dtype) not in args.skip:
-        st16 = SentenceTransformer(enc.path, device=str(enc.device), model_kwargs={"torch_dtype": enc.dtype})
-        st16.max_seq_length = mw.size
+    if b.fair and "st naive (same spans) " + short_dtype(enc.dtype) not in args.skip:
+        st16 = sentence_transformer(enc.path, device=str(enc.device), model_kwargs={"torch_dtype": enc.dtype})
+        st16.max_seq_length = b.mw.size
     chunk_size = int(args.strategy.split("size=")[1].split(",")[0]) if "size=" in args.strategy else 256
     chonk = None
-    if CHONKIE not in args.skip or (fair and CHONKIE_16 not in args.skip):
+    if CHONKIE not in args.skip or (b.fair and CHONKIE_16 not in args.skip):
         import chonkie
         from chonkie.embeddings.sentence_transformer import SentenceTransformerEmbeddings
 
         chonk = chonkie.LateChunker(embedding_model=SentenceTransformerEmbeddings(st), chunk_size=chunk_size)
+    spans = embed(b.docs, enc, b.config((args.strategy,)))
+    texts = [d.text[s:e] for d, bd in zip(spans.documents, spans.run(args.strategy).boundaries)
+             for s, e in bd.char_spans]
+    return _Peers(st, peer_dtype, st16, chonk, chunk_size, texts)
+
+
+def _raw_name(b: _Bench, dt: str) -> str:
+    """``"raw model(...) bs=4"`` when it is the only raw row and fp32 (as before), else with the dtype."""
+    tag = "" if dt == "float32" and not b.fair else f" {short_dtype(dt)}"
+    return f"raw model(...){tag} bs={b.best[dt]}"
+
+
+def _systems(b: _Bench, p: _Peers) -> tuple[dict[str, Callable[[], object]], dict[str, str]]:
+    """The systems to time (name -> call) and their dtypes (name -> column text), ``--skip`` left out."""
+    import torch
+
+    args, enc, lc_dtype, sd, docs, strategy = b.args, b.enc, b.lc_dtype, short_dtype(b.enc.dtype), b.docs, b.args.strategy
+    raw_key, chonk, st, st16, texts = _raw_name(b, lc_dtype), p.chonk, p.st, p.st16, p.texts
 
     def chonkie_autocast():
         with torch.autocast(enc.device.type, dtype=enc.dtype):
             return [chonk.chunk(d.text) for d in docs]
-    spans = embed(docs, enc, PipelineConfig((args.strategy,), modes=("late",), macro_window=mw.size,
-                                            macro_window_overlap=mw.overlap))
-    texts = [d.text[s:e] for d, b in zip(spans.documents, spans.run(args.strategy).boundaries) for s, e in b.char_spans]
 
-    def raw_name(dt: str) -> str:  # "raw model(...) bs=4" when it is the only raw row and fp32 (as before)
-        tag = "" if dt == "float32" and not fair else f" {short_dtype(dt)}"
-        return f"raw model(...){tag} bs={best[dt]}"
-
-    sd = short_dtype(enc.dtype)
-    raw_key = raw_name(lc_dtype)
-    systems: dict[str, Callable[[], object]] = {raw_key: lambda: raw_forward(enc, rows, best_bs)}
+    systems: dict[str, Callable[[], object]] = {raw_key: lambda: raw_forward(enc, b.rows, b.best_bs)}
     dtypes: dict[str, str] = {raw_key: lc_dtype}
-    if fair:
-        e32 = raw_encs["float32"]
-        systems[raw_name("float32")] = lambda: raw_forward(e32, rows, best["float32"])
-        dtypes[raw_name("float32")] = "float32"
-        ac_key = f"raw model(...) {sd} autocast bs={best_bs}"
-        systems[ac_key] = lambda: raw_forward(e32, rows, best_bs, autocast=enc.dtype)
+    if b.fair:
+        e32 = b.raw_encs["float32"]
+        systems[_raw_name(b, "float32")] = lambda: raw_forward(e32, b.rows, b.best["float32"])
+        dtypes[_raw_name(b, "float32")] = "float32"
+        ac_key = f"raw model(...) {sd} autocast bs={b.best_bs}"
+        systems[ac_key] = lambda: raw_forward(e32, b.rows, b.best_bs, autocast=enc.dtype)
         dtypes[ac_key] = f"{lc_dtype} (autocast)"
     systems |= {
-        "latechunk late": late([args.strategy]),
-        "latechunk late x5": late(FIVE),
-        "latechunk naive": late([args.strategy], modes=("naive",)),
+        "latechunk late": b.late([strategy]),
+        "latechunk late x5": b.late(FIVE),
+        "latechunk naive": b.late([strategy], modes=("naive",)),
         CHONKIE: lambda: [chonk.chunk(d.text) for d in docs],
         "st naive (same spans)": lambda: st.encode(texts, batch_size=32),
     }
     dtypes |= {"latechunk late": lc_dtype, "latechunk late x5": lc_dtype, "latechunk naive": lc_dtype,
-               CHONKIE: peer_dtype, "st naive (same spans)": peer_dtype}
-    if fair:
+               CHONKIE: p.dtype, "st naive (same spans)": p.dtype}
+    if b.fair:
         systems[CHONKIE_16] = chonkie_autocast
         dtypes[CHONKIE_16] = f"{lc_dtype} (autocast)"
         if st16 is not None:
             systems[f"st naive (same spans) {sd}"] = lambda: st16.encode(texts, batch_size=32)
             dtypes[f"st naive (same spans) {sd}"] = lc_dtype
     if args.onnx:
-        systems["latechunk late onnx"] = late([args.strategy], "onnx")
-        systems["latechunk late onnx-int8"] = late([args.strategy], "onnx-int8")
+        systems["latechunk late onnx"] = b.late([strategy], "onnx")
+        systems["latechunk late onnx-int8"] = b.late([strategy], "onnx-int8")
         dtypes |= {"latechunk late onnx": "float32 (ORT)", "latechunk late onnx-int8": "int8 (ORT dynamic)"}
-    for b in budgets:
-        systems[f"latechunk late bt={b}"] = late([args.strategy], f"bt={b}")
-        dtypes[f"latechunk late bt={b}"] = lc_dtype
-    if stock_linear:
-        systems["latechunk late stock linear"] = late([args.strategy], "stock")
+    for bt in b.budgets:
+        systems[f"latechunk late bt={bt}"] = b.late([strategy], f"bt={bt}")
+        dtypes[f"latechunk late bt={bt}"] = lc_dtype
+    if b.stock_linear:
+        systems["latechunk late stock linear"] = b.late([strategy], "stock")
         dtypes["latechunk late stock linear"] = f"{lc_dtype} (BLAS addmm)"
     if args.compile:
-        systems["latechunk late compiled"] = late([args.strategy], "compiled")
+        systems["latechunk late compiled"] = b.late([strategy], "compiled")
         dtypes["latechunk late compiled"] = f"{lc_dtype} (torch.compile)"
     systems = {k: v for k, v in systems.items() if k not in args.skip}
     dtypes = {k: v for k, v in dtypes.items() if k in systems}
+    return systems, dtypes
+
+
+def _medians(systems: dict[str, Callable[[], object]], rounds: int) -> dict[str, float]:
+    """Median seconds per system over ``rounds`` interleaved rounds."""
     times: dict[str, list[float]] = {k: [] for k in systems}
-    for _ in range(args.rounds):
+    for _ in range(rounds):
         for name, fn in systems.items():
             times[name].append(_timed(fn))
-    med = {k: statistics.median(v) for k, v in times.items()}
+    return {k: statistics.median(v) for k, v in times.items()}
 
-    # padding of latechunk's forward batches (one late pass, counted by the encoder)
+
+def _forward_counts(b: _Bench) -> tuple[float, int]:
+    """Padding fraction of latechunk's forward batches and the real tokens through the model (one late pass,
+    counted by the encoder)."""
+    enc = b.enc
     for k in enc.stats:
         enc.stats[k] = 0 if k != "seconds" else 0.0
-    late([args.strategy])()
-    padding = 1 - enc.stats["tokens"] / max(enc.stats["padded_tokens"], 1)
-    through = enc.stats["tokens"]
-    raw_tokens = sum(len(r) for r in rows)
+    b.late([b.args.strategy])()
+    return 1 - enc.stats["tokens"] / max(enc.stats["padded_tokens"], 1), enc.stats["tokens"]
 
+
+def _table(med: dict[str, float], dtypes: dict[str, str], raw_key: str, corpus_tokens: int, rounds: int) -> str:
     lines = [
-        f"| system | dtype | seconds (median of {args.rounds}) | corpus tokens/s | vs raw | vs chonkie |",
+        f"| system | dtype | seconds (median of {rounds}) | corpus tokens/s | vs raw | vs chonkie |",
         "| --- | --- | ---: | ---: | ---: | ---: |",
     ]
     for name, s in med.items():
         vs_raw = f"{med[raw_key] / s:.2f}" if raw_key in med else "-"
         vs_ch = f"{med[CHONKIE] / s:.2f}" if CHONKIE in med else "-"
         lines.append(f"| {name} | {dtypes[name]} | {s:.2f} | {corpus_tokens / s:,.0f} | {vs_raw} | {vs_ch} |")
-    table = "\n".join(lines)
-    legend = (f"vs raw: against `{raw_key}` (the raw forward in latechunk's dtype, {lc_dtype}); vs chonkie: against "
-              f"`{CHONKIE}` at its default ({peer_dtype}); ratios > 1 are faster. The raw rows run `model(...)` as a user "
-              f"calls it (PyTorch's stock linear" + (", while latechunk runs its oneDNN linear" if enc.onednn_linear
-                                                   else "") + ").")
-    cmd = "python3 scripts/bench_peers.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    return "\n".join(lines)
+
+
+def _facts(b: _Bench, p: _Peers, padding: float, through: int) -> dict[str, str]:
+    """The report's lines above the table: machine, versions, setup, dtypes, padding, work (by those keys)."""
+    import torch
+
+    from latechunk.encoder import cpu_bf16_isa
+
+    args, enc, mw, lc_dtype, corpus_tokens, peer_dtype = b.args, b.enc, b.mw, b.lc_dtype, b.corpus_tokens, p.dtype
     threads = torch.get_num_threads()
     machine = (f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, {threads} torch threads, "
                f"device {enc.device}" + (f" ({torch.cuda.get_device_name()})" if enc.device.type == "cuda" else ""))
     versions = (f"latechunk {_ver('latechunk')}, torch {torch.__version__}, transformers {_ver('transformers')}, "
                 f"sentence-transformers {_ver('sentence-transformers')}, chonkie {_ver('chonkie')}, "
                 f"onnxruntime {_ver('onnxruntime')}, Python {platform.python_version()}")
-    setup = (f"{len(docs)} documents ({', '.join(args.corpora)}; first {args.fraction:g} of each), {corpus_tokens:,} "
+    setup = (f"{len(b.docs)} documents ({', '.join(args.corpora)}; first {args.fraction:g} of each), {corpus_tokens:,} "
              f"corpus tokens; model {enc.name}; strategy {args.strategy}; macro window {mw.size}, overlap "
-             f"{mw.overlap}; latechunk batch_tokens {enc.batch_tokens}, oneDNN linear {'on' if enc.onednn_linear else 'off'}; chonkie chunk_size {chunk_size}, "
-             f"max_seq_length {st.max_seq_length}")
+             f"{mw.overlap}; latechunk batch_tokens {enc.batch_tokens}, oneDNN linear {'on' if enc.onednn_linear else 'off'}; chonkie chunk_size {p.chunk_size}, "
+             f"max_seq_length {p.st.max_seq_length}")
     env = os.environ.get("LATECHUNK_CPU_DTYPE")
     dtype_line = (f"dtypes: latechunk {lc_dtype} (its default here: bf16 on CUDA and on CPUs with AMX or "
                   f"AVX-512 BF16, else fp32; cpu_bf16_isa() = {cpu_bf16_isa()}"
@@ -407,39 +499,82 @@ def main(argv: Sequence[str] | None = None) -> dict:
                                                      else "") + ")"
                   + (f"; fairness rows in {lc_dtype}: raw forwards, chonkie under torch.autocast (it cannot take a "
                      f"{lc_dtype} model: numpy has no bfloat16), sentence-transformers loaded in {lc_dtype}"
-                     if fair else ""))
+                     if b.fair else ""))
     pad_line = (f"padding in latechunk's forward batches (late, one strategy): {padding:.2%} of {enc.stats['padded_tokens']:,} "
                 f"padded tokens ({through:,} real)")
     attn = getattr(enc, "attention", "-")
+    raw_tokens = sum(len(r) for r in b.rows)
     work_line = (f"tokens through the model (late, one strategy): {through:,} = {through / corpus_tokens:.4f}x the corpus's "
                  f"{corpus_tokens:,} tokens (raw forward: {raw_tokens:,}; frames of extra windows and a last window "
                  f"pushed back to be full); attention implementation {attn}")
-    target_lines = targets(med, raw_key, lc_dtype)
+    return {"machine": machine, "versions": versions, "setup": setup, "dtypes": dtype_line, "padding": pad_line,
+            "work": work_line}
+
+
+def _target_lines(b: _Bench, med: dict[str, float], raw_key: str) -> list[str]:
+    """:func:`targets`, and the lines of ``--stock-linear`` and ``--compile`` where their rows ran."""
+    target_lines = targets(med, raw_key, b.lc_dtype)
     if "latechunk late stock linear" in med and "latechunk late" in med:
         target_lines.append(f"oneDNN linear: latechunk late {med['latechunk late stock linear'] / med['latechunk late']:.2f}x "
                             "itself with PyTorch's stock linear (BLAS addmm)")
-    if compile_s is not None and "latechunk late compiled" in med:
-        target_lines.append(f"torch.compile: warm-up pass (compiling each batch shape) {compile_s:.1f} s, then "
+    if b.compile_s is not None and "latechunk late compiled" in med:
+        target_lines.append(f"torch.compile: warm-up pass (compiling each batch shape) {b.compile_s:.1f} s, then "
                             f"{med['latechunk late'] / med['latechunk late compiled']:.2f}x latechunk late (eager), "
                             + (f"{med[CHONKIE] / med['latechunk late compiled']:.2f}x chonkie" if CHONKIE in med
                                else "chonkie not run")
-                            + ("" if encoders["compiled"].compiled else
+                            + ("" if b.encoders["compiled"].compiled else
                                " (the compile FAILED, see the warning: the row ran eager)"))
-    report = "\n".join([f"machine: {machine}", f"versions: {versions}", f"setup: {setup}", dtype_line, pad_line,
-                        work_line, "", table, "", legend, "", *target_lines])
+    return target_lines
+
+
+def _write(args: argparse.Namespace, cmd: str, facts: dict[str, str], table: str, legend: str,
+           target_lines: list[str]) -> None:
+    """The markdown report at ``args.out`` (folders made)."""
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    body = [f"# latechunk beside its peers ({time.strftime('%Y-%m-%d')})", "", f"Command: `{cmd}`", "",
+            f"- machine: {facts['machine']}", f"- versions: {facts['versions']}", f"- setup: {facts['setup']}",
+            f"- {facts['dtypes']}", f"- {facts['padding']}", f"- {facts['work']}"]
+    if args.note:
+        body.append(f"- note: {args.note}")
+    args.out.write_text("\n".join(body + ["", table, "", legend, "", "Targets (issue 15, CPU):", "",
+                                            *(f"- {t}" for t in target_lines), ""]), encoding="utf-8")
+
+
+def main(argv: Sequence[str] | None = None) -> dict:
+    """Run the bench (see the module docstring), print the report and write ``--out``.
+
+    Returns:
+        ``median_s`` (system -> seconds), ``dtypes`` (system -> dtype column), ``dtype`` (latechunk's),
+        ``corpus_tokens``, ``padding`` (fraction), ``best_batch_size``, ``batch_tokens``, ``model_tokens``,
+        ``targets`` (lines).
+    """
+    args, budgets = _parse(argv)
+    sentence_transformer = _sentence_transformer_class(args.skip)
+    b = _load(args, budgets)
+    _add_encoders(b)
+    p = _peers(b, sentence_transformer)
+    raw_key = _raw_name(b, b.lc_dtype)
+    systems, dtypes = _systems(b, p)
+    med = _medians(systems, args.rounds)
+    padding, through = _forward_counts(b)
+
+    table = _table(med, dtypes, raw_key, b.corpus_tokens, args.rounds)
+    legend = (f"vs raw: against `{raw_key}` (the raw forward in latechunk's dtype, {b.lc_dtype}); vs chonkie: against "
+              f"`{CHONKIE}` at its default ({p.dtype}); ratios > 1 are faster. The raw rows run `model(...)` as a user "
+              f"calls it (PyTorch's stock linear" + (", while latechunk runs its oneDNN linear" if b.enc.onednn_linear
+                                                   else "") + ").")
+    cmd = "python3 scripts/bench_peers.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    facts = _facts(b, p, padding, through)
+    target_lines = _target_lines(b, med, raw_key)
+    report = "\n".join([*(f"{k}: {facts[k]}" for k in ("machine", "versions", "setup")), facts["dtypes"],
+                        facts["padding"], facts["work"], "", table, "", legend, "", *target_lines])
     print(report)
     if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        body = [f"# latechunk beside its peers ({time.strftime('%Y-%m-%d')})", "", f"Command: `{cmd}`", "",
-                f"- machine: {machine}", f"- versions: {versions}", f"- setup: {setup}", f"- {dtype_line}",
-                f"- {pad_line}", f"- {work_line}"]
-        if args.note:
-            body.append(f"- note: {args.note}")
-        args.out.write_text("\n".join(body + ["", table, "", legend, "", "Targets (issue 15, CPU):", "",
-                                                *(f"- {t}" for t in target_lines), ""]), encoding="utf-8")
+        _write(args, cmd, facts, table, legend, target_lines)
         print(f"written: {args.out}")
-    return {"median_s": med, "dtypes": dtypes, "dtype": lc_dtype, "corpus_tokens": corpus_tokens, "padding": padding, "best_batch_size": best_bs,
-            "batch_tokens": enc.batch_tokens, "model_tokens": through, "targets": target_lines}
+    return {"median_s": med, "dtypes": dtypes, "dtype": b.lc_dtype, "corpus_tokens": b.corpus_tokens,
+            "padding": padding, "best_batch_size": b.best_bs, "batch_tokens": b.enc.batch_tokens,
+            "model_tokens": through, "targets": target_lines}
 
 
 if __name__ == "__main__":
