@@ -24,7 +24,7 @@ from latechunk.types import Document
 from tests.invariants import check_boundaries, check_chunk_rows
 
 runner = CliRunner()
-# LATECHUNK_EXAMPLES=2000 for a longer hunt (as tests/test_strategies.py)
+# LATECHUNK_EXAMPLES=2000 for a longer hunt (as tests/strategies/strategy_helpers.py)
 EXAMPLES = int(os.environ.get("LATECHUNK_EXAMPLES", "60"))
 
 # three functions and a class; each definition well over the default min_tokens (24)
