@@ -19,7 +19,8 @@ if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
 # The CPU default dtype depends on the CPU (bf16 where it has AMX, latechunk.encoder.default_dtype): the tests pin
-# float32 (their reference values are fp32; the same on every CI machine); tests/test_dtype_default.py tests the rule.
+# float32 (their reference values are fp32; the same on every CI machine); tests/encoder/test_dtype_default.py tests
+# the rule.
 os.environ.setdefault("LATECHUNK_CPU_DTYPE", "float32")
 
 # CI: hypothesis draws the same examples every run (a red CI is then reproducible); locally it explores.

@@ -12,7 +12,7 @@ control characters, empty and whitespace-only texts, long texts that need macro 
 The encoder is a tiny random BERT (1 layer, dim 32) with 64-token macro windows, so a few hundred characters
 already span several windows. The default run tries ``FUZZ_EXAMPLES`` (100) examples per strategy; the ``slow``
 test (CI's second step, ``pytest -m slow``) runs ``SLOW_EXAMPLES`` (1,000) per strategy, so CI stays well under 30
-minutes; ``LATECHUNK_FUZZ_SLOW_EXAMPLES=10000 pytest -m slow tests/test_fuzz.py`` is the long run recorded in
+minutes; ``LATECHUNK_FUZZ_SLOW_EXAMPLES=10000 pytest -m slow tests/pipeline/test_fuzz.py`` is the long run recorded in
 results/fuzz_slow.md. ``LATECHUNK_FUZZ_EXAMPLES`` overrides the default count.
 """
 

@@ -1,7 +1,7 @@
 """latechunk.pipeline: late and naive vectors of many strategies from one pass (one pass per document for many
 strategies, exact means, identical records), and the pipeline side of the cases BR-004 and BR-011 of
-``../shared/cases/README.md`` (encoder side, BR-012..BR-014: tests/test_encoder.py; export, BR-015:
-tests/test_index.py)."""
+``../shared/cases/README.md`` (encoder side, BR-012..BR-014: tests/encoder/test_encoder.py; export, BR-015:
+tests/index/test_index.py)."""
 
 from __future__ import annotations
 
@@ -220,7 +220,7 @@ def test_br011_special_tokens_never_in_pooled_span(encoder):
     np.testing.assert_allclose(run.vectors["late"].vectors, ref, atol=1e-6)
 
 
-# --- groups over the small corpus of tests/corpus.py (what ranks build on: tests/test_ranks.py) ------------------
+# --- groups over the small corpus of tests/corpus.py (what ranks build on: tests/ingest/test_ranks.py) -----------
 
 
 @pytest.fixture(scope="module")
