@@ -7,7 +7,8 @@ its files (each file's path relative to the dataset root, then its bytes, in sor
 same name always give the same key, wherever the folder lies; a changed byte, or a copy under another name
 (``cp -r ds/chroma ds/harbor``), gives a new key. The cache file is plain JSON of the dataset (no pickle anywhere), written to a temp name and renamed.
 ``*.pkl`` files left in the cache folder by the earlier pickle-based cache are never read: they are removed when
-the cache folder is opened (one log line). Tests: ``tests/test_eval_harness.py``, ``tests/test_fixes_io_encoder.py``.
+the cache folder is opened (one log line). Tests: ``tests/eval/test_eval_harness.py``,
+``tests/test_fixes_io_encoder.py``.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ with, their defaults and checks defined there once) plus its sweeps (strategies,
 index precisions and dimensions) and the evaluation's own settings (cut-offs, dedup, bootstrap).
 
 Read by :mod:`.harness` (which runs it) and :mod:`.report` (which reads it back from ``results.json``); it imports
-neither. Tests: ``tests/test_eval_config.py``.
+neither. Tests: ``tests/eval/test_eval_config.py``.
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ The stages, each its own function: :func:`_load_data` (1), :func:`_load_encoder`
 :func:`eval.report.write_report` (7).
 
 Every number except wall times is a function of the inputs: two runs give identical numbers (flat index, fixed
-bootstrap seed, deterministic batching). Tests: ``tests/test_eval_harness.py``.
+bootstrap seed, deterministic batching). Tests: ``tests/eval/test_eval_harness.py``.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Several ``latechunk compare`` report folders of one dataset and model (e.g. one run per window overlap) are read
 back (:func:`latechunk.eval.report.load_result`), merged (:func:`latechunk.eval.plots.merge_results`) and drawn:
 ``map.png`` (late − naive per chunk size x macro window x overlap), ``frontier.png`` (quality vs encoder cost)
-and ``map.md`` (the same numbers as tables). Tests: ``tests/test_eval_plots.py``.
+and ``map.md`` (the same numbers as tables). Tests: ``tests/eval/test_eval_plots.py``.
 """
 
 from __future__ import annotations

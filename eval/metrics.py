@@ -11,7 +11,7 @@ Inputs are plain Python/numpy values; nothing here knows about models, indexes o
 
 Every unit is a character (a Python ``str`` index) of the source document. Per-query values are returned in
 ``{query_id: value}`` dicts and averaged with :func:`mean_over_queries`. Nothing is rounded and no input is
-mutated. Tests: ``tests/test_eval_metrics.py``.
+mutated. Tests: ``tests/eval/test_eval_metrics.py``.
 
 Chroma's span-overlap metrics (Smith & Troynikov, "Evaluating Chunking Strategies for Retrieval", Chroma 2024,
 https://research.trychroma.com/evaluating-chunking) are replicated from their code,

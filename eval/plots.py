@@ -21,7 +21,7 @@ back and draws them (matplotlib, Agg backend); it computes no metric:
 :func:`short_spec` (a SPEC without its default parameters) lives here so that :mod:`.report`, which draws the map
 into its folder, can import this module without a cycle.
 
-Tests: ``tests/test_eval_plots.py``.
+Tests: ``tests/eval/test_eval_plots.py``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """What a comparison produces: one :class:`System` per strategy x mode x window, gathered in a :class:`CompareResult`.
 
 Built by :mod:`.harness`, written and read back by :mod:`.report`; this module imports neither. Tests:
-``tests/test_eval_harness.py``.
+``tests/eval/test_eval_harness.py``.
 """
 
 from __future__ import annotations

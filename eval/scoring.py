@@ -5,7 +5,7 @@ with the same query vectors to one depth, and scored by the same code (:class:`S
 Chroma's span metrics and duplicate slots at each k, document-level measures through ir_measures where the dataset
 has qrels, precision Ω and facts protected (once per set of chunk records), the other compact-vector settings
 (``System.compact``) and ``--dedup-threshold``'s deduplicated index, and the system's costs. Metrics come from
-:mod:`eval.metrics` only. Tests: ``tests/test_eval_harness.py``, ``tests/test_fused.py``.
+:mod:`eval.metrics` only. Tests: ``tests/eval/test_eval_harness.py``, ``tests/pipeline/test_fused.py``.
 """
 
 from __future__ import annotations

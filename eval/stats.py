@@ -4,7 +4,7 @@ Method: the paired (percentile) bootstrap of the mean per-query difference (Efro
 Introduction to the Bootstrap", Chapman & Hall 1993, ch. 13 and 16), as used for IR significance testing by
 Sakai ("Evaluating evaluation metrics based on the bootstrap", SIGIR 2006; "Statistical reform in information
 retrieval?", SIGIR Forum 48(1), 2014). Queries are resampled with replacement, keeping each query's A and B
-scores together. Tests: ``tests/test_eval_stats.py``.
+scores together. Tests: ``tests/eval/test_eval_stats.py``.
 """
 
 from __future__ import annotations

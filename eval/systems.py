@@ -7,8 +7,8 @@ first one's call; a strategy whose boundaries depend on the late states gets its
 for each further pass, from that pass's boundaries) and checks that every other strategy got the same boundaries
 from each pass. :func:`system_inputs` turns them into one :class:`~eval.scoring.SystemInput` per system (strategy x
 mode x window), fused ones made by the pipeline (:func:`latechunk.pipeline.fused_chunk_vectors`) from the late and
-naive vectors of the same chunks. Tests: ``tests/test_eval_harness.py``, ``tests/test_fused.py``,
-``tests/test_eval_plots.py``.
+naive vectors of the same chunks. Tests: ``tests/eval/test_eval_harness.py``, ``tests/pipeline/test_fused.py``,
+``tests/eval/test_eval_plots.py``.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Every loader returns an :class:`EvalDataset`. Units: a span is ``(doc_id, char_s
 character offsets (Python ``str`` indices, Unicode code points) into ``Document.text``; every loader checks
 ``text[char_start:char_end]`` against the annotated answer text and raises ``ValueError`` on a mismatch.
 
-Formats read (tests: ``tests/test_eval_datasets.py``):
+Formats read (tests: ``tests/eval/test_eval_datasets.py``):
 
 - **Chroma** (Smith & Troynikov, "Evaluating Chunking Strategies for Retrieval", Chroma 2024,
   https://research.trychroma.com/evaluating-chunking): ``corpora/*.md`` (one document per file) and

@@ -6,7 +6,8 @@ Confidence intervals of a single system's mean (the plot's error bars) use the s
 comparisons, paired against zero. Two diagnostics of the chunks themselves are added to the manifest here, from
 the result's pipeline runs, by :func:`add_diagnostics` (before ``results.json`` is written): parse alarms per
 strategy (:func:`latechunk.alarms.parse_alarms`) and the boundary agreement of every strategy pair
-(:func:`latechunk.agree.agreement_report`). Tests: ``tests/test_eval_harness.py``, ``tests/test_eval_report.py``.
+(:func:`latechunk.agree.agreement_report`). Tests: ``tests/eval/test_eval_harness.py``,
+``tests/eval/test_eval_report.py``.
 
 The package, by concern: ``formatting.py`` (how a value, an interval and a column name print; the Markdown
 table), ``tables.py`` (report.md's tables), ``markdown.py`` (:func:`markdown_report`, section by section),

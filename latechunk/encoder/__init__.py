@@ -15,7 +15,7 @@ Loading is :mod:`latechunk.models`; this package runs what it loads, one module 
 Every name is importable from ``latechunk.encoder`` as it was from the one module before. Patch a function where
 it is used (e.g. ``latechunk.encoder.isa.cpu_has_bf16_matmul``, which :func:`default_dtype` calls).
 
-Tests: ``tests/test_encoder.py``.
+Tests: ``tests/encoder/test_encoder.py``.
 """
 
 from latechunk.encoder.attention import _set_attention as _set_attention

@@ -1,6 +1,6 @@
 """The attention implementation an encoder runs a Hugging Face model with (varlen flash-attention-2 or SDPA).
 
-Tests: ``tests/test_encoder_overlap.py``.
+Tests: ``tests/encoder/test_encoder_overlap.py``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Forward batches: the token budget per batch and the blocks of token states a batch gives back.
 
 Batches are length-sorted and filled greedily up to a budget of padded tokens (``rows * longest``); the budget
-never changes a vector (batches are padding-invariant, ``tests/test_encoder.py``).
+never changes a vector (batches are padding-invariant, ``tests/encoder/test_encoder.py``).
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def default_batch_tokens(device: torch.device) -> int:
     Chroma corpora, 80,630 tokens, three interleaved rounds, ``scripts/bench_peers.py --budgets``;
     ``results/peers.md``, "batch budget"): fp32 12.0-12.8 s at 1,024-4,096 tokens against 13.7 s at 16,384;
     bf16 7.05 s at 4,096 (the fastest) against 8.0 s at 16,384 (a batch's activations outgrow the caches). The
-    budget never changes a vector (batches are padding-invariant, ``tests/test_encoder.py``).
+    budget never changes a vector (batches are padding-invariant, ``tests/encoder/test_encoder.py``).
 
     Args:
         device: Where the encoder runs.

@@ -18,7 +18,7 @@ The sentence-transformers methods are :class:`~latechunk.encoder.st_encode.Sente
 class of :class:`Encoder`; the device and dtype rules are :mod:`latechunk.encoder.isa`, the batch budget
 :mod:`latechunk.encoder.batching`, the oneDNN linears :mod:`latechunk.encoder.linears` and the attention choice
 :mod:`latechunk.encoder.attention`.
-Tests: ``tests/test_encoder.py``.
+Tests: ``tests/encoder/test_encoder.py``.
 """
 
 from __future__ import annotations

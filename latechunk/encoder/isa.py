@@ -2,7 +2,7 @@
 
 :func:`default_dtype` picks bf16 on CUDA and on CPUs that multiply bf16 matrices in hardware (:func:`cpu_bf16_isa`:
 Intel AMX or AVX-512 BF16), else fp32; ``$LATECHUNK_CPU_DTYPE`` overrides the CPU rule. Tests:
-``tests/test_dtype_default.py``.
+``tests/encoder/test_dtype_default.py``.
 """
 
 from __future__ import annotations

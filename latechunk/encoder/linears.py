@@ -1,6 +1,6 @@
 """Every ``nn.Linear`` of an fp32 CPU forward through oneDNN (:class:`OneDNNLinear`), and when an encoder does so.
 
-Tests: ``tests/test_encoder.py`` (``OneDNNLinear``, ``_want_onednn_linear``).
+Tests: ``tests/encoder/test_encoder.py`` (``OneDNNLinear``, ``_want_onednn_linear``).
 """
 
 from __future__ import annotations

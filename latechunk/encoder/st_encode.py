@@ -2,7 +2,7 @@
 ``encode_document``, ``prompts``, ``default_prompt_name`` (:class:`SentenceTransformerEncode`, a base class of
 the Encoder), so code written for a ``SentenceTransformer`` can take an Encoder.
 
-Tests: ``tests/test_encoder.py``.
+Tests: ``tests/encoder/test_encoder.py``.
 """
 
 from __future__ import annotations

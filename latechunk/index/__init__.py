@@ -42,7 +42,7 @@ Lee, "Binary and Scalar Embedding Quantization", Hugging Face blog, 2024).
 FAISS: Johnson, Douze & Jégou, "Billion-scale similarity search with GPUs" (https://github.com/facebookresearch/faiss);
 index factory strings: https://github.com/facebookresearch/faiss/wiki/The-index-factory.
 
-Tests: ``tests/test_index.py``.
+Tests: ``tests/index/test_index.py``.
 
 The package, by concern: ``codes.py`` (float32 rows, compact codes, :func:`query_transform`, :func:`index_bytes`),
 ``build.py`` (an index in memory: :func:`new_index`, :func:`check_factory`, training, :func:`build_index`,

@@ -74,7 +74,7 @@ The package, one module per concern:
 Every public name is importable from ``latechunk.io`` as it was from the one module before. Patch a seam in the
 module that defines it (``latechunk.io.text.html_to_markdown``: an HTML page is converted there).
 
-Tests: ``tests/test_io*.py``, ``tests/test_html.py``.
+Tests: ``tests/test_io*.py``, ``tests/io/test_html.py``.
 """
 
 from latechunk.io.arrow import ARROW_BATCH_ROWS as ARROW_BATCH_ROWS

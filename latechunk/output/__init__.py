@@ -43,7 +43,7 @@ The package, one module per concern:
 Every name is importable from ``latechunk.output`` as it was from the one module before. Patch a seam in the
 module that defines it (``latechunk.output.tables.read_chunk_table``: :class:`OutputFolder` reads through it).
 
-Tests: ``tests/test_output.py``.
+Tests: ``tests/output/test_output.py``.
 """
 
 from latechunk.output.durable import _identity as _identity

@@ -2,7 +2,7 @@
 
 The layout these names make is :mod:`latechunk.output`'s docstring; this module only defines them, once.
 
-Tests: ``tests/test_output.py``.
+Tests: ``tests/output/test_output.py``.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 One place makes a chunk record, with its citation fields (:data:`~latechunk.output.layout.SOURCE_COLUMNS`:
 :func:`source_metadata`, :func:`section_text`, :func:`metadata_text`).
 
-Tests: ``tests/test_output.py``, ``tests/test_contexts.py``.
+Tests: ``tests/output/test_output.py``, ``tests/test_contexts.py``.
 """
 
 from __future__ import annotations

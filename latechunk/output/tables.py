@@ -1,6 +1,6 @@
 """The chunk table: its schema, made from records, read and written as parquet files, older files filled.
 
-Tests: ``tests/test_output.py`` (patch :func:`read_chunk_table` here: :class:`~latechunk.output.OutputFolder`
+Tests: ``tests/output/test_output.py`` (patch :func:`read_chunk_table` here: :class:`~latechunk.output.OutputFolder`
 reads through this module).
 """
 

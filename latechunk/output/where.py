@@ -1,6 +1,6 @@
 """``--where`` and ``Index.search(where=...)``: conditions parsed, values matched, the rows that meet them.
 
-Tests: ``tests/test_metadata_fields.py``.
+Tests: ``tests/output/test_metadata_fields.py``.
 """
 
 from __future__ import annotations

@@ -44,8 +44,8 @@ group's work: ``_Run``), :mod:`~latechunk.pipeline.stream` (:func:`iter_embed`, 
 importable from ``latechunk.pipeline`` as it was from the one module before; patch a seam where it is defined (e.g.
 ``latechunk.pipeline.sums._SegmentSums``).
 
-Tests: ``tests/test_pipeline.py``, ``tests/test_contextual.py``, ``tests/test_fused.py``,
-``tests/test_encoder_overlap.py``, ``tests/test_tokenize_slices.py``.
+Tests: ``tests/pipeline/test_pipeline.py``, ``tests/pipeline/test_contextual.py``, ``tests/pipeline/test_fused.py``,
+``tests/encoder/test_encoder_overlap.py``, ``tests/test_tokenize_slices.py``.
 """
 
 from latechunk.pipeline.group_runner import GroupRunner

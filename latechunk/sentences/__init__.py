@@ -36,9 +36,9 @@ Every name is importable from ``latechunk.sentences`` as it was from the one mod
 module that defines it: every caller reads it from there (``latechunk.sentences.segment._segment_paragraph``,
 ``latechunk.sentences.pysbd_segmenter._pysbd_segmenter``).
 
-Tested in ``tests/test_sentences.py`` (against stock pysbd on real corpora and generated text; the gate's premise on
-pysbd's own patterns; workers against one process),
-``tests/test_strategies.py`` and ``tests/test_cases_strategies.py`` (BR-009).
+Tested in ``tests/sentences/test_sentences.py`` (against stock pysbd on real corpora and generated text; the
+gate's premise on pysbd's own patterns; workers against one process),
+``tests/strategies/`` and ``tests/test_cases_strategies.py`` (BR-009).
 """
 
 from latechunk.sentences.cache import _DocumentSentences as _DocumentSentences

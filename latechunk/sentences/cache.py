@@ -4,7 +4,7 @@
 strategy of a run); :class:`_SentenceCache` holds them by text, least recently used out first, bounded in
 characters; :func:`_long_line_paragraphs` says which paragraphs hold a line longer than a token budget.
 
-Tests: ``tests/test_sentences.py``.
+Tests: ``tests/sentences/test_sentences.py``.
 """
 
 from __future__ import annotations

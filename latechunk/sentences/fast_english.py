@@ -1,6 +1,6 @@
 """pysbd's English rules with a faster, output-identical abbreviation pass: :func:`_fast_english`.
 
-Tests: ``tests/test_sentences.py`` (against stock pysbd on real corpora and generated text).
+Tests: ``tests/sentences/test_sentences.py`` (against stock pysbd on real corpora and generated text).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ def _fast_english():
     match only where a whitespace-delimited token starts with it and a period (one set lookup per abbreviation),
     unless the line holds a character that case-folds to an ASCII letter (``İ ı ſ K``); then its last letter must
     stand right before some period. The rest is pysbd's
-    code unchanged; ``tests/test_sentences.py`` checks
+    code unchanged; ``tests/sentences/test_sentences.py`` checks
     the output against stock pysbd on real corpora and on generated text. Any other pysbd version gets stock
     pysbd.
     """
@@ -43,7 +43,7 @@ def _fast_english():
     # only their own upper and lower case letters, in a line without any of the characters below
     plain = frozenset(a for a in stripped_all if re.fullmatch(r"[a-z0-9]+", a))
     # the only characters that re's IGNORECASE matches to an ASCII letter or digit other than its own two cases
-    # (checked over all of Unicode in tests/test_sentences.py): İ ı (i), ſ (s), the Kelvin sign (k)
+    # (checked over all of Unicode in tests/sentences/test_sentences.py): İ ı (i), ſ (s), the Kelvin sign (k)
     case_folds_to_ascii = re.compile(_CASE_FOLDS_TO_ASCII)
 
     class FastAbbreviationReplacer(English.AbbreviationReplacer):

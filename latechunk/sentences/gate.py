@@ -5,7 +5,8 @@
 of :data:`_PROBES` and the linear-time equivalents of :data:`_LINEAR_PATTERNS`. Active only while
 :class:`latechunk.sentences.pysbd_segmenter._FastProcess` runs.
 
-Tests: ``tests/test_sentences.py`` (the gate's premise on pysbd's own patterns), ``tests/test_regex_linear.py``.
+Tests: ``tests/sentences/test_sentences.py`` (the gate's premise on pysbd's own patterns),
+``tests/test_regex_linear.py``.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ The fast one (pysbd 0.3.4 only) is stock pysbd with the faster abbreviation pass
 (:mod:`~latechunk.sentences.fast_english`), its regex calls through the gate
 (:mod:`~latechunk.sentences.gate`) and no pysbd call at all for a block without the characters pysbd acts on (:class:`_FastProcess`).
 
-Tests: ``tests/test_sentences.py`` (both paths against stock pysbd).
+Tests: ``tests/sentences/test_sentences.py`` (both paths against stock pysbd).
 """
 
 from __future__ import annotations
@@ -39,7 +39,8 @@ class _FastProcess:
     ``!!!``: ``!``/``?``; ``"(...)"``: ``)``; the placeholders are replaced before pysbd sees the text); a line is
     then processed further only if it holds a sentence end (``check_for_punctuation``); and what is left is
     ``post_process_segments``: ``strip()`` unless the line ends a quotation (:data:`_PYSBD_QUOTE_END`).
-    ``tests/test_sentences.py`` checks both paths against stock pysbd on real corpora and on generated text."""
+    ``tests/sentences/test_sentences.py`` checks both paths against stock pysbd on real corpora and on generated
+    text."""
 
     def __init__(self, processor) -> None:
         self.processor = processor

@@ -6,7 +6,7 @@ pysbd's placeholder characters (:data:`PYSBD_PLACEHOLDERS`) replaced one for one
 sentence after the previous one (the BR-001 fault of pysbd's ``char_span``). pysbd is called through
 :func:`latechunk.sentences.pysbd_segmenter._pysbd_segmenter` (patch it there).
 
-Tests: ``tests/test_sentences.py``, ``tests/test_regex_linear.py`` (patch :func:`_segment_paragraph`,
+Tests: ``tests/sentences/test_sentences.py``, ``tests/test_regex_linear.py`` (patch :func:`_segment_paragraph`,
 :func:`_segment_block` and :data:`_BLOCK_MAX_CHARS` here: every caller reads them from this module).
 """
 
@@ -32,7 +32,7 @@ _SPACE = re.compile(r"\s")
 #: sentence end, ``ȹ`` a line break, ``☉ ☈ ☇ ☄`` ``?!``/``!?``/``??``/``!!``, ``☏ ƪ ♟ ♝`` ellipses, ``♬ ♭``
 #: Arabic comma and colon, ``ᓰ ᓱ ᓳ ᓴ ᓷ ᓸ ⎋`` (inside ``&..&``) quoted or bracketed punctuation and ``'``. Read
 #: from its ``lang/common/*.py``, ``processor.py``, ``lists_item_replacer.py``, ``punctuation_replacer.py`` and
-#: ``abbreviation_replacer.py``; ``tests/test_sentences.py`` scans pysbd's source for any it does not list.
+#: ``abbreviation_replacer.py``; ``tests/sentences/test_sentences.py`` scans pysbd's source for any it does not list.
 PYSBD_PLACEHOLDERS = "∯∮♨☝✂⌬ȸȹ☉☈☇☄☏ƪ♟♝♬♭ᓰᓱᓳᓴᓷᓸ⎋"
 #: one character for one character, so every offset stays: the separators \x1c-\x1f become a space, and each
 #: placeholder a stand-in pysbd gives no meaning to, of the same regex class (``\w`` or not), so that word

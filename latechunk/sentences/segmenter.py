@@ -1,6 +1,6 @@
 """:class:`SentenceSegmenter`: a run's sentences (char spans, token spans), with its cache and workers.
 
-Tests: ``tests/test_sentences.py``, ``tests/test_strategies.py``.
+Tests: ``tests/sentences/test_sentences.py``, ``tests/strategies/``.
 """
 
 from __future__ import annotations

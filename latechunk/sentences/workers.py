@@ -3,7 +3,7 @@
 The workers import only :mod:`latechunk.sentences` (numpy and pysbd), never the caller's script, torch or a
 tokenizer; :func:`default_workers` is the CLI's default count.
 
-Tests: ``tests/test_sentences.py`` (workers against one process, Ctrl-C, no main guard).
+Tests: ``tests/sentences/test_sentences.py`` (workers against one process, Ctrl-C, no main guard).
 """
 
 from __future__ import annotations
