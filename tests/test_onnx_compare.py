@@ -14,8 +14,8 @@ pytest.importorskip("onnx")
 from latechunk.cli import app
 from latechunk.eval.config import CompareConfig
 from latechunk.eval.harness import run_compare
-from tests.models import save_tiny_bert
 from tests.eval.test_eval_harness import _write_dataset
+from tests.models import save_tiny_bert
 
 runner = CliRunner()
 

@@ -25,8 +25,8 @@ from latechunk.eval.plots import (
 )
 from latechunk.eval.report import load_result, write_report
 from latechunk.models import LoadedModel, ModelSettings
-from tests.models import minilm_parts, tiny_bert
 from tests.eval.test_eval_harness import _write_dataset
+from tests.models import minilm_parts, tiny_bert
 
 STRATS = ("fixed:size=16", "fixed:size=32")
 

@@ -14,8 +14,8 @@ from latechunk.config import PipelineConfig
 from latechunk.eval.harness import run_compare
 from latechunk.pipeline import embed, fused_chunk_vectors, fused_vectors
 from latechunk.types import ChunkVectors, Document
-from tests.models import minilm_encoder
 from tests.eval.test_eval_harness import _config, _write_dataset
+from tests.models import minilm_encoder
 
 DOCS = [Document("a", "Late chunking pools token states per chunk. The encoder reads the document once. " * 12),
         Document("b", "The river flooded the valley in spring. The levees broke at Mounds Landing. " * 10)]
