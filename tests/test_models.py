@@ -154,7 +154,7 @@ def test_real_hub_unreachable_here_fails_fast(hub_env, monkeypatch, tmp_path):
 
 def test_offline_flag_fails_without_probing_an_uncached_model(hub_env, monkeypatch, tmp_path):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setattr(models.loading, "hub_reachable", lambda *a, **k: pytest.fail("probed while offline"))
+    monkeypatch.setattr(models.resolve, "hub_reachable", lambda *a, **k: pytest.fail("probed while offline"))
     from huggingface_hub import constants
 
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "empty_cache"))
@@ -235,12 +235,12 @@ def test_probe_memo_belongs_to_the_probe(hub_env, monkeypatch):
 
 def test_probe_switch_off_keeps_the_id_without_asking(hub_env, monkeypatch):
     monkeypatch.setenv(HUB_PROBE_ENV_VAR, "0")
-    monkeypatch.setattr(models.loading, "hub_reachable", lambda *a, **k: pytest.fail("probed with the probe switched off"))
+    monkeypatch.setattr(models.resolve, "hub_reachable", lambda *a, **k: pytest.fail("probed with the probe switched off"))
     assert resolve_model_path("acme/some-model") == "acme/some-model"
 
 
 def test_local_paths_and_default_model_never_probe(hub_env, monkeypatch):
-    monkeypatch.setattr(models.loading, "hub_reachable", lambda *a, **k: pytest.fail("probed for a local model"))
+    monkeypatch.setattr(models.resolve, "hub_reachable", lambda *a, **k: pytest.fail("probed for a local model"))
     folder = resolve_model_path(None)
     assert Path(folder).is_dir() and resolve_model_path(folder) == folder
 
