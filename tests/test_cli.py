@@ -610,9 +610,10 @@ def test_hnsw_options_for_an_index_they_do_not_set_are_refused(tmp_path):
     for extra, words in ((["--ef-search", "64"], "--ef-search sets an HNSW index, but the index is Flat"),
                          (["--index", "flat", "--ef-construction", "80", "--ef-search", "64"],
                           "--ef-construction and --ef-search set an HNSW index"),
-                         (["--index", "HNSW16", "--hnsw-m", "8"], ("--hnsw-m sets M of --index hnsw, but the index "
-                                                                  "is HNSW16 (its M is in the string)")),
-                         (["--hnsw-m", "8"], "--hnsw-m sets M of --index hnsw, but the index is Flat")):
+                         # --hnsw-m's rule is EmbedConfig.with_overrides' (issue 37 §1)
+                         (["--index", "HNSW16", "--hnsw-m", "8"], ("(--hnsw-m) sets M of index 'hnsw' (--index hnsw), "
+                                                                  "but the index is HNSW16")),
+                         (["--hnsw-m", "8"], "(--hnsw-m) sets M of index 'hnsw' (--index hnsw), but the index is Flat")):
         out = tmp_path / "o"
         res = _run("embed", src, "--out", out, "--device", "cpu", "-q", *extra)
         assert res.exit_code == 2 and words in " ".join(res.output.split()), (extra, res.output)

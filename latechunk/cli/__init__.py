@@ -2,8 +2,13 @@
 agree).
 
 Run ``latechunk COMMAND --help`` for each command's options. The console script (``latechunk``, pyproject.toml)
-and ``python -m latechunk`` call :func:`main`, which runs :data:`app`. Every name the module ``latechunk/cli.py``
-had stays importable from here.
+and ``python -m latechunk`` call :func:`main`, which runs :data:`app`. The package, one module per concern:
+:mod:`~latechunk.cli.app` (the Typer app, ``_fail``), :mod:`~latechunk.cli.commands` (one module per command,
+each registered here in :data:`COMMANDS`' order), :mod:`~latechunk.cli.options` (the options several commands share,
+renamed options' old spellings), :mod:`~latechunk.cli.messages` (what the commands print about their inputs),
+:mod:`~latechunk.cli.config_file` (``embed --config``), :mod:`~latechunk.cli.script` (warnings and Ctrl-C in the
+console script). What ``embed`` does with its folder is decided below the command line, by
+:mod:`latechunk.ingest.plan`. Every public name the module ``latechunk/cli.py`` had stays importable from here.
 """
 
 from __future__ import annotations
@@ -15,14 +20,38 @@ import warnings
 
 import typer
 
-from latechunk.cli.app import (  # noqa: F401  (re-exported: the names latechunk/cli.py had)
-    _DEFAULT_FORMATWARNING,
-    _EMBED_DEFAULTS,
-    _ID_FIELD_HELP,
-    _LONG_SECTION_CHARS,
+from latechunk.cli.app import STRICT_EXIT_CODE, _fail, _root, _version_callback, app  # noqa: F401
+from latechunk.cli.commands.agree import agree
+from latechunk.cli.commands.chunk import (  # noqa: F401
+    _check_chunk_output,
+    _ChunkBar,
+    _remove_on_error,
+    _stdout_file,
+    chunk,
+)
+from latechunk.cli.commands.compare import compare
+from latechunk.cli.commands.embed import _append, _check_engine, _check_index_dim, embed  # noqa: F401
+from latechunk.cli.commands.export import export
+from latechunk.cli.commands.reindex import reindex
+from latechunk.cli.commands.search import _LONG_SECTION_CHARS, search  # noqa: F401
+from latechunk.cli.commands.strategies import strategies
+from latechunk.cli.commands.train import train
+from latechunk.cli.commands.verify import verify
+from latechunk.cli.messages import (  # noqa: F401
     _MAX_SKIPPED_SHOWN,
+    _check_strict,
+    _documents_line,
+    _print_ingest_notes,
+    _print_skipped,
+    _print_unshown,
+    _warn_changed,
+    _warn_vanished,
+    skipped_line,
+    unknown_tokens_line,
+)
+from latechunk.cli.options import (  # noqa: F401
+    _ID_FIELD_HELP,
     _RECORDED,
-    STRICT_EXIT_CODE,
     ChunkDeviceOpt,
     ChunkEncodingErrorsOpt,
     ChunkIdFieldOpt,
@@ -43,52 +72,27 @@ from latechunk.cli.app import (  # noqa: F401  (re-exported: the names latechunk
     TitleFieldOpt,
     TruncateDimOpt,
     TrustRemoteCodeOpt,
-    _append,
-    _check_chunk_output,
-    _check_engine,
     _check_hnsw_options,
-    _check_index_dim,
-    _check_strict,
-    _ChunkBar,
-    _documents_line,
-    _fail,
-    _finished_run_note,
-    _interrupted_append,
-    _kept_shards,
     _metadata_fields,
-    _option_value,
-    _print_ingest_notes,
-    _print_skipped,
-    _print_unshown,
-    _recorded_model_hint,
-    _remove_on_error,
-    _resolve_embed_options,
-    _root,
     _sentence_workers,
-    _stdout_file,
-    _version_callback,
-    _warn_changed,
-    _warn_vanished,
-    agree,
-    app,
-    chunk,
-    compare,
-    embed,
+)
+from latechunk.cli.script import (  # noqa: F401
+    _DEFAULT_FORMATWARNING,
+    _kept_shards,
+    _option_value,
     exit_at_once,
-    export,
-    format_hits,
     format_warning,
     interrupted_message,
-    reindex,
-    search,
-    skipped_line,
-    snippet,
-    strategies,
-    train,
-    unknown_tokens_line,
-    verify,
-    visible,
 )
+from latechunk.console import format_hits, snippet, visible  # noqa: F401  (kept importable here)
+from latechunk.ingest.plan import finished_run_note as _finished_run_note  # noqa: F401
+from latechunk.ingest.plan import interrupted_append_shards as _interrupted_append  # noqa: F401
+from latechunk.ingest.plan import recorded_model_hint as _recorded_model_hint  # noqa: F401
+
+#: the commands, in the order `latechunk --help` lists them
+COMMANDS = (embed, verify, reindex, search, chunk, strategies, compare, train, export, agree)
+for _command in COMMANDS:
+    app.command()(_command)
 
 
 def main() -> None:  # pragma: no cover

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import warnings
 
-__all__ = ["RENAMED", "renamed"]
+__all__ = ["RENAMED", "RENAMED_OPTIONS", "renamed"]
 
 RENAMED: dict[str, str] = {
     "TrainConfig.precision": "TrainConfig.dtype",
@@ -24,8 +24,25 @@ RENAMED: dict[str, str] = {
     "CompareConfig.from_options(window=)": "CompareConfig.from_options(macro_window=)",
     "CompareConfig.from_options(window_overlap=)": "CompareConfig.from_options(macro_window_overlap=)",
 }
-"""Old name -> new name, for every setting renamed in the Python API (the command-line options follow when the
-CLI is renamed)."""
+"""Old name -> new name, for every setting renamed in the Python API (the command-line options:
+:data:`RENAMED_OPTIONS`)."""
+
+RENAMED_OPTIONS: dict[str, str] = {
+    "embed --window": "--macro-window",
+    "embed --window-overlap": "--macro-window-overlap",
+    "compare --window": "--macro-window",
+    "compare --window-overlap": "--macro-window-overlap",
+    "compare --dedup": "--dedup-overlap",
+    "train --window": "--macro-window",
+    "train --window-overlap": "--macro-window-overlap",
+    "train --precision": "--dtype",
+}
+"""``"COMMAND --old-option"`` -> its new name, for every command-line option renamed so that one name has one
+meaning: the macro window and its overlap are ``--macro-window`` and ``--macro-window-overlap`` in every command;
+``compare``'s filter of overlapping results is ``--dedup-overlap`` (``embed --dedup`` is a cosine threshold on chunk
+vectors, as ``compare --dedup-threshold``); ``train``'s autocast dtype is ``--dtype`` (``--precision`` is the
+index's storage). The old spelling keeps working, hidden from ``--help``, with a one-line deprecation message on
+stderr, until the next release."""
 
 
 def renamed(old: str, new: str, stacklevel: int = 3) -> None:
