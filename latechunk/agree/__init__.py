@@ -25,15 +25,7 @@ Tests: ``tests/test_agree.py``.
 """
 
 from latechunk.agree.matching import CONTEXT_CHARS as CONTEXT_CHARS
-from latechunk.agree.matching import (
-    DEFAULT_TOLERANCE,
-    Agreement,
-    Cut,
-    Match,
-    Residual,
-    agreement,
-    cuts_of,
-)
+from latechunk.agree.matching import DEFAULT_TOLERANCE, Agreement, Cut, Match, Residual, agreement, cuts_of
 from latechunk.agree.matching import _check_boundaries as _check_boundaries
 from latechunk.agree.matching import _cut_array as _cut_array
 from latechunk.agree.matching import _distance as _distance
@@ -44,24 +36,13 @@ from latechunk.agree.matching import _space_codes as _space_codes
 from latechunk.agree.report import _labels as _labels
 from latechunk.agree.report import _pairwise as _pairwise
 from latechunk.agree.report import _share as _share
-from latechunk.agree.report import (
-    agreement_markdown,
-    agreement_report,
-    summarize,
-)
-from latechunk.agree.run import (
-    AgreeRun,
-    run_agree,
-)
+from latechunk.agree.report import agreement_markdown, agreement_report, summarize
+from latechunk.agree.run import AgreeRun, run_agree
 from latechunk.agree.view import _CSS as _CSS
 from latechunk.agree.view import PALETTE as PALETTE
 from latechunk.agree.view import _page as _page
 from latechunk.agree.view import _slug as _slug
-from latechunk.agree.view import (
-    render_document_html,
-    render_index_html,
-    write_html,
-)
+from latechunk.agree.view import render_document_html, render_index_html, write_html
 
 __all__ = [
     "DEFAULT_TOLERANCE",

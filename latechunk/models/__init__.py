@@ -26,18 +26,11 @@ Tests: ``tests/test_models.py``; safety of loading: ``tests/test_safety.py``.
 
 from latechunk.models.dtypes import _DTYPE_ALIASES as _DTYPE_ALIASES
 from latechunk.models.dtypes import DTYPE_NAMES as DTYPE_NAMES
-from latechunk.models.dtypes import (
-    canonical_dtype,
-)
-from latechunk.models.facts import (
-    ModelFacts,
-)
+from latechunk.models.dtypes import canonical_dtype
+from latechunk.models.facts import ModelFacts
 from latechunk.models.facts import _FileTokenizer as _FileTokenizer
 from latechunk.models.facts import _local_file as _local_file
-from latechunk.models.loading import (
-    LoadedModel,
-    weight_hash,
-)
+from latechunk.models.loading import LoadedModel, weight_hash
 from latechunk.models.loading import _from_pretrained as _from_pretrained
 from latechunk.models.loading import _load_model as _load_model
 from latechunk.models.loading import _load_tokenizer as _load_tokenizer
@@ -60,12 +53,7 @@ from latechunk.models.resolve import _hub_offline as _hub_offline
 from latechunk.models.resolve import _resolve_hub_id as _resolve_hub_id
 from latechunk.models.resolve import _truthy as _truthy
 from latechunk.models.settings import _POOLING_FLAGS as _POOLING_FLAGS
-from latechunk.models.settings import (
-    ModelSettings,
-    config_input_limit,
-    default_window,
-    input_limit,
-)
+from latechunk.models.settings import ModelSettings, config_input_limit, default_window, input_limit
 from latechunk.models.settings import _pooling_mode as _pooling_mode
 from latechunk.models.settings import _read_json as _read_json
 
