@@ -285,7 +285,8 @@ def plan_embed(inputs: Sequence[str | Path], out: str | Path, given: Mapping | N
         note(f"--resume: {out} holds no run to continue (no run.json); starting a new run with the options given "
              "(embed's defaults for the others)")
     base, model = _recorded_config(folder, inputs, out, resume=resume)
-    config = base.with_overrides({"model": model, **given, **(run or {}), "force": force, "resume": resume})
+    config = base.with_overrides({"model": model, "trust_remote_code": False, **given, **(run or {}), "force": force,
+                                  "resume": resume})  # trust_remote_code: only when asked for, never the folder's
     if reuse is not None:
         _check_reuse(config, reuse, given_dedup="dedup" in given, append=append, engine=engine,
                      world_size=world_size)
