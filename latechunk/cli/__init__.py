@@ -85,9 +85,21 @@ from latechunk.cli.script import (  # noqa: F401
     interrupted_message,
 )
 from latechunk.console import format_hits, snippet, visible  # noqa: F401  (kept importable here)
-from latechunk.ingest.plan import finished_run_note as _finished_run_note  # noqa: F401
-from latechunk.ingest.plan import interrupted_append_shards as _interrupted_append  # noqa: F401
-from latechunk.ingest.plan import recorded_model_hint as _recorded_model_hint  # noqa: F401
+
+#: the names of embed's policy helpers that moved to latechunk.ingest.plan, imported on first use (PEP 562: the
+#: command line's start-up imports no latechunk.ingest)
+_MOVED_TO_PLAN = {"_finished_run_note": "finished_run_note", "_interrupted_append": "interrupted_append_shards",
+                  "_recorded_model_hint": "recorded_model_hint"}
+
+
+def __getattr__(name: str):
+    """The old names of :mod:`latechunk.ingest.plan`'s helpers, on first access."""
+    if name in _MOVED_TO_PLAN:
+        from latechunk.ingest import plan
+
+        return getattr(plan, _MOVED_TO_PLAN[name])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 #: the commands, in the order `latechunk --help` lists them
 COMMANDS = (embed, verify, reindex, search, chunk, strategies, compare, train, export, agree)

@@ -156,6 +156,10 @@ def test_chunk_search_export_agree_defaults_are_their_functions():
     export, signature = _defaults("export"), inspect.signature(export_folder).parameters
     assert (export["collection"], export["batch_size"]) == (signature["collection"].default,
                                                              signature["batch_size"].default)
+    from latechunk.cli.commands import export as export_command
+    from latechunk.export.chroma import DEFAULT_HNSW
+
+    assert export_command.DEFAULT_HNSW == DEFAULT_HNSW  # what --hnsw-m, --hnsw-ef, --hnsw-ef-construction say
     tolerance = next(p for p in COMMANDS["agree"].params if p.name == "tolerance")
     assert f"Default: {DEFAULT_TOLERANCE}." in tolerance.help
 

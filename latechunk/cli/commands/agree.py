@@ -8,7 +8,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from latechunk.agree import DEFAULT_TOLERANCE
 from latechunk.cli.app import _fail
 from latechunk.cli.messages import skipped_line
 from latechunk.cli.options import (
@@ -20,6 +19,9 @@ from latechunk.cli.options import (
 )
 from latechunk.console import visible
 
+#: latechunk.agree.DEFAULT_TOLERANCE for --help, written here so that the start-up does not import latechunk.agree
+#: (tests/cli/ checks they agree)
+_TOLERANCE_SHOWN = 2
 #: the strategies agree compares when --strategies is not given
 DEFAULT_AGREE_STRATEGIES = ("heading", "semantic")
 _DEFAULT_SHOWN = " ".join(DEFAULT_AGREE_STRATEGIES)
@@ -28,7 +30,7 @@ _DEFAULT_SHOWN = " ".join(DEFAULT_AGREE_STRATEGIES)
 def agree(
     inputs: Annotated[list[Path], typer.Argument(metavar="INPUT", help=".md/.txt, source code, .html files, folders, .jsonl, .parquet or .arrow (id/text), Hugging Face save_to_disk folders.")],
     strategies: Annotated[Optional[list[str]], typer.Option("--strategies", "-s", help=f"Two or more SPECs, in one value split on spaces or repeated (default: \"{_DEFAULT_SHOWN}\"). Every pair is compared.")] = None,
-    tolerance: Annotated[Optional[int], typer.Option("--tolerance", help=f"Tokens: two cuts at most this far apart are one cut (430 and 431: the same boundary named from either side); whitespace between two cuts never counts. Default: {DEFAULT_TOLERANCE}.")] = None,
+    tolerance: Annotated[Optional[int], typer.Option("--tolerance", help=f"Tokens: two cuts at most this far apart are one cut (430 and 431: the same boundary named from either side); whitespace between two cuts never counts. Default: {_TOLERANCE_SHOWN}.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object (documents, cuts, matched pairs, residuals with their text, totals).")] = False,
     html_dir: Annotated[Optional[Path], typer.Option("--html", help="Write an HTML view here: index.html and one page per document, each strategy's cuts in its own colour, residuals highlighted.")] = None,
     force: Annotated[bool, typer.Option("--force", help="Write --html into a folder that is not empty.")] = False,
@@ -46,7 +48,7 @@ def agree(
 
     Example: latechunk agree policy.md --strategies "heading semantic" --html agree-view
     """
-    from latechunk.agree import run_agree, summarize, write_html
+    from latechunk.agree import DEFAULT_TOLERANCE, run_agree, summarize, write_html
     from latechunk.io import iter_inputs, missing_inputs_message, require_documents
 
     specs = [s for v in (strategies or DEFAULT_AGREE_STRATEGIES) for s in v.split()]

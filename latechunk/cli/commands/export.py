@@ -9,8 +9,12 @@ from typing import Annotated, Optional
 import typer
 
 from latechunk.cli.app import _fail
-from latechunk.export.chroma import DEFAULT_HNSW
-from latechunk.export.common import DEFAULT_BATCH_SIZE, DEFAULT_COLLECTION
+
+#: export_folder's defaults and Chroma's HNSW settings (latechunk.export.common, latechunk.export.chroma), written
+#: here so that the command line's start-up does not import the export package (tests/cli/ checks they agree)
+DEFAULT_COLLECTION = "latechunk"
+DEFAULT_BATCH_SIZE = 1024
+DEFAULT_HNSW = {"max_neighbors": 32, "ef_construction": 256, "ef_search_min": 128, "ef_search_max": 1024}
 
 
 def export(

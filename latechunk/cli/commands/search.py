@@ -3,7 +3,6 @@ rows) and print the hits."""
 
 from __future__ import annotations
 
-import inspect
 import json
 import shutil
 import sys
@@ -12,13 +11,13 @@ from typing import Annotated, Optional
 
 import typer
 
-from latechunk.api_index import Index
 from latechunk.cli.app import _fail
 from latechunk.cli.options import DeviceOpt, TrustRemoteCodeOpt
 from latechunk.console import format_hits, visible
 
-#: search's -k: Index.search's own default (the one definition)
-_DEFAULT_K = inspect.signature(Index.search).parameters["k"].default
+#: search's -k: Index.search's default k, written here so that the start-up does not import the API (tests/cli/
+#: checks they agree)
+_DEFAULT_K = 5
 #: a section context longer than this (characters) that is a whole document without headings gets a note
 _LONG_SECTION_CHARS = 20_000
 
@@ -45,6 +44,7 @@ def search(
       latechunk search out/docs "cache folder" --expand section --json | jq -r '.[0].text'
       latechunk search out/notes "heron" --where lang=en --where tags=birds
     """  # noqa: D301  (\b: click's marker for a paragraph it must not rewrap, the examples)
+    from latechunk.api import Index
     from latechunk.output import parse_where
 
     try:
