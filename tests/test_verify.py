@@ -1,4 +1,4 @@
-"""`latechunk verify DIR` (latechunk/verify.py): a clean output passes; each fault is caught, one test per fault."""
+"""`latechunk verify DIR` (latechunk/verify/): a clean output passes; each fault is caught, one test per fault."""
 
 from __future__ import annotations
 

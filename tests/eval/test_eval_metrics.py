@@ -1,4 +1,4 @@
-"""Tests of eval/metrics.py on tiny fixtures whose expected values were computed by hand (see the comments).
+"""Tests of eval/metrics/ on tiny fixtures whose expected values were computed by hand (see the comments).
 
 Each ratio of integer character counts is one float division, so it equals ``float(Fraction(...))`` exactly.
 """
