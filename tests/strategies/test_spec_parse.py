@@ -146,7 +146,7 @@ def test_embed_refuses_a_bad_spec_with_exit_2_before_the_model_loads(tmp_path):
         ("fixed:size=64,,overlap=2", "strategy spec 'fixed:size=64,,overlap=2': empty setting between commas"),
         (f"fixed:size={HUGE}", f"strategy spec 'fixed:size={HUGE}': size must be at most 1,000,000 tokens"),
     ]
-    from tests.test_cli import _cli_in_a_fresh_process
+    from tests.cli.test_cli import _cli_in_a_fresh_process
 
     calls = [["embed", str(tmp_path / "docs"), "--out", str(tmp_path / "out"), "-q", "--strategy", spec]
              for spec, _ in cases]

@@ -159,7 +159,7 @@ def test_compare_table_fits_the_terminal(tmp_path, monkeypatch):
     import latechunk.eval.harness
     from latechunk.eval.report import load_result, print_table
 
-    result = load_result(Path(__file__).resolve().parents[1] / "results" / "chroma_full")
+    result = load_result(Path(__file__).resolve().parents[2] / "results" / "chroma_full")
     monkeypatch.setattr(latechunk.eval.harness, "run_compare", lambda *args, **kwargs: result)
     for columns in (80, 120):
         out = tmp_path / f"rep{columns}"

@@ -334,7 +334,7 @@ def test_ctrl_c_exit_keeps_atexit_and_buffered_output():
         "cli.main()\n"
     )
     res = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=120,
-                         cwd=Path(__file__).resolve().parents[1])
+                         cwd=Path(__file__).resolve().parents[2])
     assert res.returncode == 130, res.stderr
     assert res.stdout == "buffered line"
     assert res.stderr.splitlines()[-2:] == ["interrupted (Ctrl-C)", "atexit ran"], res.stderr

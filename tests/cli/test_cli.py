@@ -1,4 +1,4 @@
-"""latechunk/cli.py: embed -> search on real data, bad input listed, bad parameters rejected before work, `chunk`
+"""latechunk/cli/: embed -> search on real data, bad input listed, bad parameters rejected before work, `chunk`
 and `embed` hand out the same records (the callers' own slices, token spans covering them)."""
 
 from __future__ import annotations
@@ -309,7 +309,7 @@ def test_utf16_file_is_embedded_and_verifies(tmp_path):
     assert _run("verify", out).exit_code == 0
 
 
-# (the macro-window plan's own checks: tests/test_macro_window.py, tests/test_encoder.py)
+# (the macro-window plan's own checks: tests/test_macro_window.py, tests/encoder/test_encoder.py)
 def test_cli_rejects_a_tiny_window_before_work(tmp_path):
     src = tmp_path / "a.md"
     src.write_text("Some text about rivers and the sea.\n", encoding="utf-8")

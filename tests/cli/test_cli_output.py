@@ -164,7 +164,7 @@ def test_compare_table_prints_names_literally():
 
     from latechunk.eval.report import load_result, print_table
 
-    folder = Path(__file__).resolve().parents[1] / "results" / "chroma_precision"
+    folder = Path(__file__).resolve().parents[2] / "results" / "chroma_precision"
     result = load_result(folder)
     result.manifest["dataset"]["name"] = "docs [/v2] [bold]x"
     result.systems[0].label = "late [/y]"
@@ -181,7 +181,7 @@ def test_compare_table_marks_the_late_pass_the_strategies_share():
 
     from latechunk.eval.report import load_result, print_table
 
-    result = load_result(Path(__file__).resolve().parents[1] / "results" / "chroma_full")
+    result = load_result(Path(__file__).resolve().parents[2] / "results" / "chroma_full")
     buf = io.StringIO()
     print_table(result, console=Console(file=buf, width=400, color_system=None))
     rows = [line for line in buf.getvalue().splitlines() if "│ late" in line or "│ naive" in line]
