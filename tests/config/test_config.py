@@ -1,4 +1,4 @@
-"""latechunk/config.py: ModelConfig, PipelineConfig, IndexConfig and EmbedConfig are frozen and validated once
+"""latechunk/config/: ModelConfig, PipelineConfig, IndexConfig and EmbedConfig are frozen and validated once
 (one test per error), ``to_dict()`` round trips, and every check of a setting lives in its config: the command
 line reports exactly the config's message, before any work."""
 
