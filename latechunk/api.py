@@ -17,7 +17,7 @@ By concern: this module holds :class:`LateChunker`; :mod:`latechunk.api_index` h
 :mod:`latechunk.api_types` what the API takes and gives (:class:`Chunk`, :class:`Hit`, :class:`Context`,
 :class:`AddResult`, the input items made Documents). Every name is importable from here.
 
-Tests: ``tests/test_api.py``.
+Tests: ``tests/api/test_api.py``.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ searches it (the query encoded by the model recorded in the manifest, with its q
 :meth:`Index.add` appending to it (:mod:`latechunk.ingest.append`, the Python side of
 ``latechunk embed --append``). torch, FAISS and pyarrow are imported only inside the methods that need them.
 
-:class:`Index` is importable from :mod:`latechunk.api` and ``latechunk``. Tests: ``tests/test_api.py``.
+:class:`Index` is importable from :mod:`latechunk.api` and ``latechunk``. Tests: ``tests/api/test_api.py``.
 """
 
 from __future__ import annotations

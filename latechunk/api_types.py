@@ -5,7 +5,7 @@ result), :class:`Context` (hits widened to their context) and :class:`AddResult`
 
 Importing this module loads neither torch nor FAISS (``from latechunk import Chunk, Hit`` stays light). Every
 name here is importable from :mod:`latechunk.api` (and the public ones from ``latechunk``). Tests:
-``tests/test_api.py``.
+``tests/api/test_api.py``.
 """
 
 from __future__ import annotations

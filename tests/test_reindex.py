@@ -18,7 +18,7 @@ from latechunk.config import IndexConfig
 from latechunk.ingest.reindex import reindex
 from latechunk.output import OutputFolder
 from latechunk.verify import verify_output
-from tests.test_api import _embed
+from tests.api.test_api import _embed
 
 runner = CliRunner()
 DOCS = {

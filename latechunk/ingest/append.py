@@ -26,7 +26,7 @@ again) removes the shards the manifest does not list and carries on. One writer 
 folder's writer lock (:func:`~latechunk.ingest.folder.writer_lock`), and a second writer fails at once. An append
 that embeds no document leaves the folder as it was (no shard; no skipped entries added).
 
-Tests: ``tests/test_api.py`` (``Index.add``, ``embed --append``).
+Tests: ``tests/api/test_api.py`` (``Index.add``, ``embed --append``).
 """
 
 from __future__ import annotations
