@@ -27,7 +27,8 @@ Besides run.json's keys it takes ``inputs`` (paths as on the command line, relat
 block's ``gpu``. The file is read as :meth:`EmbedConfig.from_dict <latechunk.config.EmbedConfig.from_dict>` reads
 settings (not ``recorded``), so an unknown key or a bad value fails before any work, naming the file and the key.
 The options it gives count as given on the command line (``--append`` and ``--resume`` compare them with the
-folder's run.json); an option given on the command line overrides the file's.
+folder's run.json); an option given on the command line overrides the file's. ``[model] trust_remote_code = true``
+is taken from the file, which the user names on the command line (never from a folder's run.json).
 """
 
 from __future__ import annotations
