@@ -35,7 +35,7 @@ Guarantees:
 - memory stays flat in the corpus size: inputs are streamed, one group is in memory at a time, and assembly reads
   one shard at a time (vectors memory-mapped). What grows is the FAISS index and the manifest's document lines.
 
-Tests: ``tests/test_ingest.py`` (SIGKILL at three points, resume, compare with an uninterrupted run),
+Tests: ``tests/ingest/test_ingest.py`` (SIGKILL at three points, resume, compare with an uninterrupted run),
 ``tests/test_multiprocess.py`` (two ranks against one process, a killed rank, resume with two ranks).
 """
 

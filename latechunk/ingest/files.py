@@ -1,7 +1,7 @@
 """Files that exist whole or not at all: sha256, fsync, atomic commit, JSON writes, and the fault-injection hook.
 
 Every file of an output folder is written to ``NAME.tmp``, flushed to disk and ``os.replace``-d onto ``NAME``
-(atomic on POSIX), then the folder entry is flushed too. The kill tests (``tests/test_ingest.py``,
+(atomic on POSIX), then the folder entry is flushed too. The kill tests (``tests/ingest/test_ingest.py``,
 ``tests/test_multiprocess.py``) stop a run at named events through :func:`fault`.
 """
 

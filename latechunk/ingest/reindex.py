@@ -12,7 +12,7 @@ each reindex under ``reindexed`` (from, to, when, versions). ``verify``, ``searc
 :class:`latechunk.Index` read the folder as before. One writer at a time (the folder's writer lock); a reindex that is
 killed leaves the folder in its old state or its new one, never a mix.
 
-Tests: ``tests/test_reindex.py``.
+Tests: ``tests/ingest/test_reindex.py``.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Also a file's identity for the commit journal (:func:`_identity`) and the bytes of the folder's JSON files.
 
-Tests: ``tests/output/test_output.py``, ``tests/test_ingest.py``.
+Tests: ``tests/output/test_output.py``, ``tests/ingest/test_ingest.py``.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 The commit of an assembly is :class:`OutputFolder`'s base :class:`~latechunk.output.journal.CommitJournal`;
 chunk table files are read through :mod:`latechunk.output.tables`.
 
-Tests: ``tests/output/test_output.py``, ``tests/test_ingest.py``.
+Tests: ``tests/output/test_output.py``, ``tests/ingest/test_ingest.py``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The commit of an assembly: the journal (``commit.json``) that renames the assembled files into place.
 
-Tests: ``tests/test_ingest.py`` (kills between the renames, late readers, copies without file times).
+Tests: ``tests/ingest/test_ingest.py`` (kills between the renames, late readers, copies without file times).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The manifest of an output folder (``manifest.json``): :func:`build_manifest`.
 
-Tests: ``tests/output/test_output.py``, ``tests/test_ingest.py``.
+Tests: ``tests/output/test_output.py``, ``tests/ingest/test_ingest.py``.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Sharded, resumable ingest (latechunk/ingest/: folder policy, streaming + resume, shards, assembly); the input
-readers it streams from: tests/test_io.py; several ranks: tests/test_ranks.py.
+readers it streams from: tests/io/test_io.py; several ranks: tests/ingest/test_ranks.py.
 
 The main test kills `python -m latechunk embed` with SIGKILL at three different points of one run over the Chroma
 corpus, resumes each time, and checks that the result equals an uninterrupted run: same ids in the same order,
@@ -27,7 +27,7 @@ from latechunk.tokenize import DocumentTokenizer
 from tests.corpus import ARGS, PARTS, assert_same_output, make_corpus
 from tests.invariants import check_chunk_rows
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 runner = CliRunner()
 pytestmark = pytest.mark.usefixtures("one_thread")
 
