@@ -44,7 +44,7 @@ exported for cosine similarity (equal to their inner product, which FAISS ranks 
 shards' float32 ones as the index holds them before quantisation (``--precision`` is the FAISS index's own): after
 ``--truncate-dim N`` their first N dimensions, renormalised as the index's (:func:`latechunk.index.query_transform`).
 
-Tests: ``tests/test_export.py``, ``tests/export/test_export_sync.py`` (chunk ids, ``--sync``).
+Tests: ``tests/export/test_export.py``, ``tests/export/test_export_sync.py`` (chunk ids, ``--sync``).
 
 The package, by concern: ``common.py`` (the stores, fields, collection keys, :class:`ExportResult`,
 :func:`parse_target`), ``source.py`` (the folder read as batches of rows), ``store.py`` (what a store gives:
