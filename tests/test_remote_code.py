@@ -9,7 +9,7 @@ import json
 
 import pytest
 from models import save_tiny_remote_code
-from test_train import _squad
+from tests.train.test_train import _squad
 from typer.testing import CliRunner
 
 from latechunk import Index

@@ -57,7 +57,7 @@ the defaults), :mod:`~latechunk.train.data` (examples, documents planned once), 
 ``latechunk.train`` as it was from the one module before; patch a seam where it is used (e.g.
 ``latechunk.train.loop._after_step``, ``latechunk.train.forward._cpu_has_amx``).
 
-Tests: ``tests/test_train.py``, ``tests/train/test_train_precision.py``, ``tests/train/test_trained_on.py``.
+Tests: ``tests/train/test_train.py``, ``tests/train/test_train_precision.py``, ``tests/train/test_trained_on.py``.
 """
 
 from latechunk.train.checkpoint import _OPTION_NAMES as _OPTION_NAMES

@@ -1,7 +1,7 @@
 """Checkpoints of an unfinished training run (``--checkpoint-every``, ``--resume``): written atomically in
 safetensors (no pickle), read back, and the ``--out`` folder checked before a run starts.
 
-Tests: ``tests/test_train.py``, ``tests/test_safety.py``.
+Tests: ``tests/train/test_train.py``, ``tests/test_safety.py``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The settings of a training run (:class:`TrainConfig`), what it did (:class:`TrainResult`) and their defaults.
 
-Tests: ``tests/test_train.py``.
+Tests: ``tests/train/test_train.py``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """What ``latechunk train`` trains on: examples (a dataset's answer spans or the inverse cloze task), the record
 of what a model was trained on, and each document planned once (tokens, chunks, macro-window inputs).
 
-Tests: ``tests/test_train.py``, ``tests/train/test_trained_on.py``.
+Tests: ``tests/train/test_train.py``, ``tests/train/test_trained_on.py``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The training forward: autocast precision, padded forwards with gradients, the model's own pooling of short
 inputs, and the late-pooled chunk vectors of a step's macro windows; the model loaded for training.
 
-Tests: ``tests/test_train.py``, ``tests/train/test_train_precision.py``.
+Tests: ``tests/train/test_train.py``, ``tests/train/test_train_precision.py``.
 """
 
 from __future__ import annotations

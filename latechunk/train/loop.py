@@ -2,7 +2,7 @@
 the optimiser and its schedule (:func:`_optimiser`), the epochs of optimiser steps with their checkpoints
 (:class:`_Run`), and the saved folder (:func:`_save_model`). The method is described in :mod:`latechunk.train`.
 
-Tests: ``tests/test_train.py``.
+Tests: ``tests/train/test_train.py``.
 """
 
 from __future__ import annotations

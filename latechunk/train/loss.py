@@ -1,7 +1,7 @@
 """The training loss: InfoNCE over cosine similarities, the fused vectors of a step's targets, and the
 candidates left out of an inverse-cloze query's softmax.
 
-Tests: ``tests/test_train.py``.
+Tests: ``tests/train/test_train.py``.
 """
 
 from __future__ import annotations

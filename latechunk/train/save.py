@@ -1,6 +1,6 @@
 """The trained model folder: the base model's input limits kept, and the usual file modes.
 
-Tests: ``tests/test_train.py``.
+Tests: ``tests/train/test_train.py``.
 """
 
 from __future__ import annotations
