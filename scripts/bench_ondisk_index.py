@@ -16,7 +16,7 @@ Run (about 10-20 minutes on 2 loaded cores; 1.6 GB of shards plus the index on d
     python3 scripts/bench_ondisk_index.py --rows 1000000 --dim 384 --shards 20 --index IVF1024,PQ32 \\
         --dir /tmp/ondisk_bench --record results/ondisk_index.md
 
-``tests/test_index_factory.py`` uses :func:`write_synthetic_folder` and :func:`assemble_folder` at 20k x 32.
+``tests/index/test_index_factory.py`` uses :func:`write_synthetic_folder` and :func:`assemble_folder` at 20k x 32.
 """
 
 from __future__ import annotations

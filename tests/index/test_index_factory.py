@@ -38,7 +38,7 @@ from latechunk.output import read_output
 from latechunk.verify import verify_output
 from tests.scripts import load_script
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 ROWS, DIM, SHARDS = 6000, 32, 5
 #: 4-bit PQ codes (16 centroids per sub-quantizer): the same on-disk path, a 16x cheaper PQ training
 PQ = "IVF64,PQ8x4"
