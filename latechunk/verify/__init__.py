@@ -35,7 +35,7 @@ lists, the self-search), :mod:`~latechunk.verify.sources` (the inputs read again
 :mod:`~latechunk.verify.problems` (the problem lines). Every name is importable from ``latechunk.verify`` as it was
 from the one module before.
 
-Tests: ``tests/test_verify.py`` (one test per fault), ``tests/test_verify_rows.py``.
+Tests: ``tests/verify/test_verify.py`` (one test per fault), ``tests/verify/test_verify_rows.py``.
 """
 
 from latechunk.verify.folder import verify_output

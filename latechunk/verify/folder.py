@@ -2,7 +2,7 @@
 (:mod:`~latechunk.verify.shards`), IVF lists (:mod:`~latechunk.verify.ivf`) and sources
 (:mod:`~latechunk.verify.sources`).
 
-Part of :mod:`latechunk.verify`; tests: ``tests/test_verify.py`` (one test per fault).
+Part of :mod:`latechunk.verify`; tests: ``tests/verify/test_verify.py`` (one test per fault).
 """
 
 from __future__ import annotations

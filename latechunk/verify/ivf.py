@@ -2,7 +2,7 @@
 sha256, and a seeded sample of the vectors finds itself among its :data:`SELF_SEARCH_K` nearest at the index's
 ``nprobe`` (:func:`latechunk.index.self_search`; reported, not checked, for a lossy PQ code).
 
-Part of :mod:`latechunk.verify`; tests: ``tests/test_verify.py``.
+Part of :mod:`latechunk.verify`; tests: ``tests/verify/test_verify.py``.
 """
 
 from __future__ import annotations

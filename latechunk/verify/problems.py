@@ -1,6 +1,6 @@
 """The problem lines of ``latechunk verify``, at most :data:`MAX_PER_KIND` per kind.
 
-Part of :mod:`latechunk.verify`; tests: ``tests/test_verify.py``.
+Part of :mod:`latechunk.verify`; tests: ``tests/verify/test_verify.py``.
 """
 
 from __future__ import annotations

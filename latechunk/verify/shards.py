@@ -4,7 +4,7 @@ manifest's, chunks.parquet is the concatenation of the shard tables (read with :
 belongs to its document (:func:`_check_rows`), and the vectors are finite, unit-norm where normalised, and held by
 the index (:func:`_check_vectors`).
 
-Part of :mod:`latechunk.verify`; tests: ``tests/test_verify.py``, ``tests/test_verify_rows.py``.
+Part of :mod:`latechunk.verify`; tests: ``tests/verify/test_verify.py``, ``tests/verify/test_verify_rows.py``.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 which roots to read once each and how many items they should hold (:func:`_runs_of_roots`), and the inputs read
 again: text hashes, chunk texts as exact slices, titles, headers, urls and citations as the source gives them now.
 
-Part of :mod:`latechunk.verify`; tests: ``tests/test_verify.py``.
+Part of :mod:`latechunk.verify`; tests: ``tests/verify/test_verify.py``.
 """
 
 from __future__ import annotations
