@@ -21,7 +21,7 @@ The package, one module per concern: :mod:`~latechunk.models.dtypes` (:func:`can
 :func:`weight_hash`). Every name is importable from ``latechunk.models`` as it was from the one module before;
 patch a seam where it is used (e.g. ``latechunk.models.resolve.hub_reachable``).
 
-Tests: ``tests/test_models.py``; safety of loading: ``tests/test_safety.py``.
+Tests: ``tests/model_loading/test_models.py``; safety of loading: ``tests/model_loading/test_safety.py``.
 """
 
 from latechunk.models.dtypes import _DTYPE_ALIASES as _DTYPE_ALIASES

@@ -1,6 +1,6 @@
 """The dtypes an encoder runs in and the names a user may give them (:func:`canonical_dtype`).
 
-Part of :mod:`latechunk.models`; tests: ``tests/test_models.py``.
+Part of :mod:`latechunk.models`; tests: ``tests/model_loading/test_models.py``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """What a run's checks need to know about a model (:class:`ModelFacts`: its pooling, input limit and document
 frame), read from its files alone: no torch, no weights, so a bad option fails in about a second.
 
-Part of :mod:`latechunk.models`; tests: ``tests/test_models.py``, ``tests/config/test_config.py``.
+Part of :mod:`latechunk.models`; tests: ``tests/model_loading/test_models.py``, ``tests/config/test_config.py``.
 """
 
 from __future__ import annotations

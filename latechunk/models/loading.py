@@ -2,7 +2,7 @@
 them; the repository's own code only when asked), and the sha256 of its weight files (:func:`weight_hash`, recorded
 in the manifest); :class:`latechunk.encoder.Encoder` runs it.
 
-Part of :mod:`latechunk.models`; tests: ``tests/test_models.py``; safety of loading: ``tests/test_safety.py``.
+Part of :mod:`latechunk.models`; tests: ``tests/model_loading/test_models.py``; safety of loading: ``tests/model_loading/test_safety.py``.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@
   :data:`HUB_PROBE_TIMEOUT_S`), so an unreachable hub fails in seconds instead of minutes of download retries.
   Its answers are remembered by the probe object itself (a run owns one), never in a module global.
 
-Part of :mod:`latechunk.models`; tests: ``tests/test_models.py`` (they patch :func:`hub_reachable` here).
+Part of :mod:`latechunk.models`; tests: ``tests/model_loading/test_models.py`` (they patch :func:`hub_reachable` here).
 """
 
 from __future__ import annotations

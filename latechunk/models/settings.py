@@ -1,7 +1,7 @@
 """A model's own embedding settings from its sentence-transformers files (:class:`ModelSettings`), its input
 limit (:func:`config_input_limit`, :func:`input_limit`) and its default macro window (:func:`default_window`).
 
-Part of :mod:`latechunk.models`; tests: ``tests/test_models.py``.
+Part of :mod:`latechunk.models`; tests: ``tests/model_loading/test_models.py``.
 """
 
 from __future__ import annotations

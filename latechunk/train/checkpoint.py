@@ -1,7 +1,7 @@
 """Checkpoints of an unfinished training run (``--checkpoint-every``, ``--resume``): written atomically in
 safetensors (no pickle), read back, and the ``--out`` folder checked before a run starts.
 
-Tests: ``tests/train/test_train.py``, ``tests/test_safety.py``.
+Tests: ``tests/train/test_train.py``, ``tests/model_loading/test_safety.py``.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def _save_checkpoint(out: Path, model, opt, sched, order: random.Random, info: d
     """Write ``out/.checkpoint/state.safetensors`` atomically (a temporary file, then a rename: a kill while it
     writes leaves the previous checkpoint): the model's weights, AdamW's state and the torch/numpy random
     generators as tensors, everything else (``info``, AdamW's parameter groups, the schedule, the Python random
-    generators) as JSON in the file's metadata. No pickle (``tests/test_safety.py``)."""
+    generators) as JSON in the file's metadata. No pickle (``tests/model_loading/test_safety.py``)."""
     import torch
     from safetensors.torch import save_file
 

@@ -13,7 +13,7 @@ from latechunk.encoder import Encoder
 from latechunk.models import LoadedModel, resolve_model_path
 from tests.models import minilm_loaded, tiny_bert
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 CHECKED = ("latechunk", "kernels", "scripts", "eval")
 
 
