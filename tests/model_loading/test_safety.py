@@ -99,6 +99,7 @@ def test_remote_code_only_on_explicit_flag_with_a_warning(tmp_path, monkeypatch)
 
     import transformers
 
+    loaded = minilm_loaded()  # before from_pretrained is replaced: the shared cached MiniLM must stay the real one
     rec = _Recorder()
     monkeypatch.setattr(transformers.AutoModel, "from_pretrained", rec)
     folder = _model_folder(tmp_path, "model.safetensors")
@@ -106,7 +107,7 @@ def test_remote_code_only_on_explicit_flag_with_a_warning(tmp_path, monkeypatch)
         LoadedModel.load(str(folder), trust_remote_code=True)
     assert rec.kwargs and all(k["trust_remote_code"] is True for k in rec.kwargs)
     with pytest.raises(ValueError, match="already loaded"):  # remote code only ever runs when loading
-        Encoder(minilm_loaded(), device="cpu", trust_remote_code=True)
+        Encoder(loaded, device="cpu", trust_remote_code=True)
     for fn in (Encoder, LoadedModel.load):
         assert inspect.signature(fn).parameters["trust_remote_code"].default is False
     from latechunk import cli
