@@ -9,11 +9,11 @@ import json
 
 import pytest
 from models import save_tiny_remote_code
-from tests.train.test_train import _squad
 from typer.testing import CliRunner
 
 from latechunk import Index
 from latechunk.cli import app
+from tests.train.test_train import _squad
 
 runner = CliRunner()
 pytestmark = pytest.mark.filterwarnings("ignore:trust_remote_code=True:UserWarning")  # the warning asked for
