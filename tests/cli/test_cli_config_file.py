@@ -53,7 +53,8 @@ name = "{tiny_model.as_posix()}"
 dtype = "float32"
 
 [index]
-factory = "HNSW16"
+index = "hnsw"
+hnsw_m = 16
 precision = "int8"
 
 [record_fields]
@@ -125,3 +126,42 @@ def test_with_append_the_files_settings_are_compared_with_the_folders(tmp_path, 
     assert res.exit_code == 2 and "strategy (--strategy) was 'fixed:size=16,overlap=0', now 'fixed:size=8" in said
     res = _embed(new, "--out", out, "--config", config, "--append")
     assert res.exit_code == 0 and "appended 1/1 documents" in res.output, res.output
+
+
+@pytest.mark.parametrize(("text", "key", "instead"), [
+    ('[index]\nfactory = "hnsw"\n', "index.factory", "set index"),
+    ('[index]\nmetric = "l2"\n', "index.metric", "set precision"),
+    ('[index]\nmetric = "cosine"\n', "index.metric", "set precision"),
+    ("[index]\nrenormalize = false\n", "index.renormalize", "set normalize"),
+    ("[index]\nrescore_multiplier = 9\n", "index.rescore_multiplier", "set precision"),
+    ("[index]\nntotal = 3\n", "index.ntotal", "leave it out"),
+    ('inputs_from_out = ["x"]\n', "inputs_from_out", "set inputs"),
+    ("[model]\nwindow = 64\n", "model.window", "set macro_window"),
+])
+def test_a_recorded_or_derived_key_is_refused_naming_what_to_set(tmp_path, docs, text, key, instead):
+    config = _toml(tmp_path / "run.toml", text)
+    res = _embed(docs, "--out", tmp_path / "o", "--config", config)
+    said = " ".join(res.output.split())
+    assert res.exit_code == 2 and f"--config {config}: {key}: " in said and instead in said, res.output
+    assert not (tmp_path / "o").exists()
+
+
+def test_the_unknown_key_error_lists_only_settable_keys(tmp_path, docs):
+    res = _embed(docs, "--out", tmp_path / "o", "--config", _toml(tmp_path / "run.toml", "bogus = 1\n"))
+    said = " ".join(res.output.split())
+    assert res.exit_code == 2 and "macro_window_overlap" in said and "inputs_from_out" not in said, res.output
+    res = _embed(docs, "--out", tmp_path / "o", "--config", _toml(tmp_path / "run.toml", "[index]\nbogus = 1\n"))
+    said = " ".join(res.output.split())
+    assert res.exit_code == 2 and "hnsw_m" in said and "factory" not in said and "metric" not in said, res.output
+
+
+def test_index_and_hnsw_m_set_the_index(tmp_path, docs, tiny_model):
+    config = _toml(tmp_path / "run.toml", f'[model]\nname = "{tiny_model.as_posix()}"\n[index]\nindex = "hnsw"\n'
+                   "hnsw_m = 8\nef_search = 16\n")
+    res = _embed(docs, "--out", tmp_path / "a", "--config", config)
+    assert res.exit_code == 0, res.output
+    assert (_settings(tmp_path / "a")["index"]["factory"], _settings(tmp_path / "a")["index"]["ef_search"]) == (
+        "HNSW8", 16)
+    res = _embed(docs, "--out", tmp_path / "b", "--config", _toml(tmp_path / "m.toml", "[index]\nhnsw_m = 8\n"))
+    said = " ".join(res.output.split())
+    assert res.exit_code == 2 and "index.hnsw_m: " in said and 'index = "hnsw"' in said, res.output
