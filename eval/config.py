@@ -263,9 +263,10 @@ class CompareConfig:
                 else:
                     macro_window_overlap = value if macro_window_overlap is None else macro_window_overlap
         ks = tuple(_to_int(v, "k") for v in _split_list(k, "k"))
-        wins = tuple(_to_int(v, "window") for v in _split_list(macro_window, "window")) or (None,)
+        wins = tuple(_to_int(v, "macro-window") for v in _split_list(macro_window, "macro-window")) or (None,)
         overlaps = ((macro_window_overlap,) if isinstance(macro_window_overlap, int) else
-                    tuple(_to_int(v, "window-overlap") for v in _split_list(macro_window_overlap, "window-overlap"))
+                    tuple(_to_int(v, "macro-window-overlap")
+                          for v in _split_list(macro_window_overlap, "macro-window-overlap"))
                     or (None,))
         dims = truncate_dim if isinstance(truncate_dim, int) else _split_list(truncate_dim, "truncate-dim")
         kwargs["precision"] = tuple(_split_list(precision, "precision")) or (DEFAULT_PRECISION,)

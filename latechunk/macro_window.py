@@ -128,19 +128,20 @@ class MacroWindow:
                 outside ``[0, size - n_frame)``; the message names the values and the bound.
         """
         if max_length is not None and self.size > max_length:
-            raise ValueError(f"macro window={self.size} exceeds max_length={max_length} (the model input limit; "
+            raise ValueError(f"macro_window={self.size} exceeds max_length={max_length} (the model input limit; "
                              "the window is --macro-window on the command line, macro_window= in Python)")
         minimum = n_frame + MIN_WINDOW_CONTENT_TOKENS
         if self.size < minimum:
             raise ValueError(
-                f"window={self.size} is too small: the minimum is {minimum} tokens ({n_frame} frame tokens: "
-                f"special tokens and instruction prefix, + at least {MIN_WINDOW_CONTENT_TOKENS} content tokens)"
+                f"macro_window={self.size} is too small: the minimum is {minimum} tokens ({n_frame} frame tokens: "
+                f"special tokens and instruction prefix, + at least {MIN_WINDOW_CONTENT_TOKENS} content tokens; "
+                "--macro-window on the command line)"
             )
         capacity = self.capacity(n_frame)
         if not 0 <= self.overlap < capacity:
             raise ValueError(
-                f"window_overlap={self.overlap} must be >= 0 and < {capacity}, the window's content tokens "
-                f"(window={self.size} minus {n_frame} frame tokens)"
+                f"macro_window_overlap={self.overlap} must be >= 0 and < {capacity}, the window's content tokens "
+                f"(macro_window={self.size} minus {n_frame} frame tokens; --macro-window-overlap on the command line)"
             )
 
     def plan(self, n_content: int, n_frame: int) -> list[PlannedWindow]:

@@ -65,22 +65,22 @@ def test_default_resolves_size_to_the_model_default_window_and_no_overlap():
     assert MacroWindow.default(512, FRAME, default_size=8192) == MacroWindow(512, 0)  # capped at the limit
     assert MacroWindow.default(512, FRAME, size=128, default_size=256) == MacroWindow(128, 0)  # a size wins
     assert MacroWindow.default(512, FRAME, size=128, overlap=32) == MacroWindow(128, 32)
-    with pytest.raises(ValueError, match="window_overlap=126 must be >= 0 and < 126"):
+    with pytest.raises(ValueError, match="macro_window_overlap=126 must be >= 0 and < 126"):
         MacroWindow.default(512, FRAME, size=128, overlap=126)
 
 
 def test_one_validation_names_the_bound():
     minimum = FRAME + MIN_WINDOW_CONTENT_TOKENS
-    with pytest.raises(ValueError, match="window=513 exceeds max_length=512"):
+    with pytest.raises(ValueError, match="macro_window=513 exceeds max_length=512"):
         MacroWindow(513, 0).check(FRAME, 512)
     MacroWindow(513, 0).check(FRAME)  # no model bound given
     for bad in (3, minimum - 1):
-        with pytest.raises(ValueError, match=rf"window={bad} is too small: the minimum is {minimum} tokens"):
+        with pytest.raises(ValueError, match=rf"macro_window={bad} is too small: the minimum is {minimum} tokens"):
             MacroWindow.default(512, FRAME, size=bad)
     MacroWindow(minimum, MIN_WINDOW_CONTENT_TOKENS - 1).check(FRAME, 512)
-    with pytest.raises(ValueError, match=r"window_overlap=16 must be >= 0 and < 16"):
+    with pytest.raises(ValueError, match=r"macro_window_overlap=16 must be >= 0 and < 16"):
         MacroWindow(minimum, MIN_WINDOW_CONTENT_TOKENS).check(FRAME, 512)
-    with pytest.raises(ValueError, match=r"window_overlap=-1 must be >= 0"):
+    with pytest.raises(ValueError, match=r"macro_window_overlap=-1 must be >= 0"):
         MacroWindow(128, -1).plan(1000, FRAME)  # the plan goes through the same check
     with pytest.raises(TypeError, match="MacroWindow.size must be an int"):
         MacroWindow(128.0, 0)  # type: ignore[arg-type]

@@ -368,9 +368,9 @@ def test_bad_options_fail_slowly_every_option_check_runs_before_torch_is_importe
     embed = ["embed", doc, "--out", tmp_path / "o"]
     cases = [
         ([*embed, "--strategy", "fixd:size=256"], "unknown strategy 'fixd'"),
-        ([*embed, "--window", "3"], "window=3 is too small: the minimum is 18 tokens"),
-        ([*embed, "--macro-window", "600"], "window=600 exceeds max_length=512"),
-        ([*embed, "--window", "64", "--window-overlap", "62"], "window_overlap=62 must be >= 0 and < 62"),
+        ([*embed, "--window", "3"], "macro_window=3 is too small: the minimum is 18 tokens"),
+        ([*embed, "--macro-window", "600"], "macro_window=600 exceeds max_length=512"),
+        ([*embed, "--window", "64", "--window-overlap", "62"], "macro_window_overlap=62 must be >= 0 and < 62"),
         ([*embed, "--late-pooling", "cls"], "--late-pooling) must be one of ['mean']"),
         ([*embed, "--model", cls_model], "--late-pooling mean"),
         (["embed", doc, "--out", full], "exists and is not empty"),

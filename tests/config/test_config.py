@@ -320,7 +320,7 @@ try:
     PipelineConfig(("fixed",), macro_window=3).check_model(ModelFacts.read(None))
     raise SystemExit("--window 3 was accepted")
 except ValueError as err:
-    assert "window=3 is too small" in str(err), err
+    assert "macro_window=3 is too small" in str(err), err
 heavy = sorted(m for m in ("torch", "transformers") if m in sys.modules)
 assert not heavy, heavy
 print("ok")

@@ -50,8 +50,8 @@ def test_sentence_workers_below_0_names_the_option():
         CompareConfig(dataset="chroma", sentence_workers=-1)
 
 
-@pytest.mark.parametrize("option, value", [("k", "1,,5"), ("window", "128|"), ("modes", "late,"),
-                                           ("window_overlap", "|0")])
+@pytest.mark.parametrize("option, value", [("k", "1,,5"), ("macro_window", "128|"), ("modes", "late,"),
+                                           ("macro_window_overlap", "|0")])
 def test_an_empty_list_value_is_refused_naming_the_option(option, value):
     """`--k 1,,5` and `--window '128|'` were read as `1,5` and `128`; `fixed:size=64,,overlap=2` was already
     refused, so the list options now are too."""

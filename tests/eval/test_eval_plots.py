@@ -73,7 +73,7 @@ def test_overlap_option_parses_and_is_checked():
         CompareConfig.from_options(dataset="x", window_overlap="0|0")
     with pytest.raises(ValueError, match="window overlaps must be integers >= 0"):
         CompareConfig(dataset="x", window_overlap=(-1,))
-    with pytest.raises(ValueError, match="--window-overlap: 'a' is not an integer"):
+    with pytest.raises(ValueError, match="--macro-window-overlap: 'a' is not an integer"):
         CompareConfig.from_options(dataset="x", window_overlap="0|a")
     with pytest.raises(ValueError, match="needs late mode"):
         CompareConfig(dataset="x", modes=("naive",), window_overlap=(0, 8))
@@ -185,7 +185,7 @@ def test_cli_compare_takes_an_overlap_sweep_and_rejects_a_bad_one():
     from latechunk.cli import app
 
     res = CliRunner().invoke(app, ["compare", "--dataset", "xquad", "--window-overlap", "0|x"])
-    assert res.exit_code != 0 and "--window-overlap: 'x' is not an integer" in res.output
+    assert res.exit_code != 0 and "--macro-window-overlap: 'x' is not an integer" in res.output
     res = CliRunner().invoke(app, ["compare", "--dataset", "xquad", "--modes", "naive", "--window-overlap", "0|32"])
     assert res.exit_code != 0 and "needs late mode" in res.output
     res = CliRunner().invoke(app, ["compare", "--help"], env={"COLUMNS": "200"})
