@@ -62,6 +62,36 @@ def _kept_shards(out: Path) -> str:
     return (f"{len(records):,} complete shard(s): the first {int(records[-1]['inputs'][1]):,} input items, "
             f"{sum(int(r.get('rows', 0)) for r in records):,} chunks")
 
+def _config_file(args: list[str]) -> dict:
+    """The settings of the command line's ``--config FILE`` (:func:`latechunk.cli.config_file.read_config_file`),
+    or ``{}`` when none is given or it cannot be read."""
+    path = _option_value(args, "--config")
+    if path is None:
+        return {}
+    from latechunk.cli.config_file import read_config_file
+
+    try:
+        return read_config_file(path)
+    except ValueError:
+        return {}
+
+
+def _group_tokens(args: list[str], out: Path) -> int | str:
+    """The tokens of documents per shard of an interrupted embed, resolved as the run resolves them: the command
+    line's ``--group-tokens``, else its ``--config`` file's ``group_tokens``, else the settings of ``out``'s
+    run.json (a resumed run), else :data:`~latechunk.config.DEFAULT_GROUP_TOKENS`."""
+    given = _option_value(args, "--group-tokens")
+    if given is not None:
+        return int(given) if given.isdigit() else given
+    tokens = _config_file(args).get("group_tokens")
+    if tokens is None:
+        import json
+
+        with contextlib.suppress(OSError, ValueError, KeyError, AttributeError, TypeError):
+            tokens = json.loads((out / "run.json").read_text(encoding="utf-8"))["settings"].get("group_tokens")
+    return tokens if isinstance(tokens, int) and not isinstance(tokens, bool) else DEFAULT_GROUP_TOKENS
+
+
 _DEFAULT_FORMATWARNING = warnings.formatwarning
 
 def format_warning(message, category, filename, lineno, line=None) -> str:
@@ -92,6 +122,8 @@ def interrupted_message(args: list[str]) -> str:
     """
     command = args[0] if args else ""
     out = _option_value(args, "--out", "-o")
+    if out is None and command == "embed":
+        out = _config_file(args).get("out")
     if command not in ("embed", "train") or out is None:
         return "interrupted (Ctrl-C)"
     given = shlex.join(["latechunk", *args])
@@ -112,6 +144,8 @@ def interrupted_message(args: list[str]) -> str:
     kept = _kept_shards(Path(out))
     if kept:
         return f"interrupted (Ctrl-C); kept in {out}: {kept}; to continue: {resumed}"
-    shard = _option_value(args, "--group-tokens") or f"{DEFAULT_GROUP_TOKENS:,}"
-    return (f"interrupted (Ctrl-C); nothing is kept in {out} (no shard was complete yet: a shard holds about "
-            f"{shard} tokens of documents); to start again: {resumed}")
+    tokens = _group_tokens(args, Path(out))
+    shard = f"{tokens:,}" if isinstance(tokens, int) else str(tokens)
+    where = f"nothing is kept in {out}" if Path(out).is_dir() else f"nothing is kept: {out} was not created"
+    return (f"interrupted (Ctrl-C); {where} (no shard was complete yet: a shard holds about {shard} tokens of "
+            f"documents); to start again: {resumed}")
