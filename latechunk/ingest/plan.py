@@ -95,7 +95,8 @@ def finished_run_note(out: Path) -> str:
         return ""
     try:
         counts = folder.read_manifest().get("counts", {}) or {}
-        what = f"{counts.get('documents_embedded', '?')} documents, {counts.get('chunks', '?')} chunks"
+        what = ", ".join(f"{n} {word}{'' if n == 1 else 's'}" for n, word in (
+            (counts.get("documents_embedded", "?"), "document"), (counts.get("chunks", "?"), "chunk")))
     except (ValueError, OSError) as err:  # damaged: verify says what is wrong
         what = f"its manifest.json does not read: {err}"
     return (f"--resume: {out} holds a finished run ({what}); there is nothing to continue and the folder is left as "

@@ -67,7 +67,7 @@ def legacy_hint(data: bytes) -> str:
 
 #: invalid byte offsets a reason names (then ", ..." and the count)
 _SHOWN_OFFSETS = 5
-_REPLACE_ADVICE = "--encoding-errors replace reads it with U+FFFD in their place"
+_REPLACE_ADVICE = "--encoding-errors replace reads it with U+FFFD for each invalid byte"
 #: appended to a legacy 8-bit file's reason under ``--encoding-errors replace``, which is for UTF-8 text with a few
 #: invalid bytes: read with it, a Windows-1252 file would have U+FFFD for each of its accented letters
 LEGACY_UNDER_REPLACE = (" (not read with --encoding-errors replace, which is for UTF-8 text with a few invalid "

@@ -285,6 +285,26 @@ def _save_model(run: _Run, st, what: str, resumed: bool, say: Callable[[str], No
         "candidates as not whole in its macro windows)")
 
 
+def _check_macro_window(config: TrainConfig) -> None:
+    """The macro window against the model's files (:class:`~latechunk.models.ModelFacts`: no torch, no weights),
+    before the corpus is read, as embed and compare check it; where the files do not tell the model's limit or
+    frame, or the model does not resolve, the loaded encoder checks it (:func:`_plan`).
+
+    Raises:
+        ValueError: as :meth:`MacroWindow.check <latechunk.macro_window.MacroWindow.check>`.
+    """
+    from latechunk.macro_window import MacroWindow
+    from latechunk.models import ModelFacts
+
+    try:
+        facts = ModelFacts.read(config.model)
+    except ValueError:  # the loader names what is wrong with the model
+        return
+    if facts.input_limit is not None and facts.document_frame is not None:
+        MacroWindow.default(facts.input_limit, facts.document_frame, config.macro_window,
+                            config.macro_window_overlap, default_size=facts.default_window)
+
+
 def train(config: TrainConfig, progress: bool = True, log: Callable[[str], None] | None = None, *,
           checkpoint_every: int = DEFAULT_CHECKPOINT_EVERY, resume: bool = False) -> TrainResult:
     """Fine-tune a model for late chunking and save it as a sentence-transformers folder (see the module doc).
@@ -317,6 +337,7 @@ def train(config: TrainConfig, progress: bool = True, log: Callable[[str], None]
     if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int) or checkpoint_every < 0:
         raise ValueError(f"--checkpoint-every must be an integer >= 0 (0: no checkpoints), got {checkpoint_every!r}")
     state = _check_out(out, config, resume)
+    _check_macro_window(config)
     random.seed(config.seed)
     np.random.seed(config.seed)
     torch.manual_seed(config.seed)

@@ -480,4 +480,4 @@ def test_latin1_text_is_skipped_with_a_hint_to_convert_it(tmp_path):
     (tmp_path / "blob.txt").write_bytes(b"ok \xff\x81\x8d\x8f\x90\x9d junk")  # bytes cp1252 leaves undefined
     text, reason = read_text_file(tmp_path / "blob.txt")
     assert text is None and reason == ("invalid UTF-8 at byte 3: 6 bytes not UTF-8 (at bytes 3, 4, 5, 6, 7, ...); "
-                                       "--encoding-errors replace reads it with U+FFFD in their place"), reason
+                                       "--encoding-errors replace reads it with U+FFFD for each invalid byte"), reason

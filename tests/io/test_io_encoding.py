@@ -96,7 +96,7 @@ def test_one_bad_jsonl_line_is_named_by_its_byte_offsets_not_called_a_legacy_fil
     bad = items["c.jsonl:2"]
     assert isinstance(bad, Skipped)
     assert bad.reason == (f"invalid UTF-8 in line 2: 1 byte not UTF-8 (at byte {at}) in otherwise valid UTF-8 text; "
-                          "--encoding-errors replace reads it with U+FFFD in their place")
+                          "--encoding-errors replace reads it with U+FFFD for each invalid byte")
     items = _items(tmp_path / "c.jsonl", REPLACE)
     assert items["b"].text == "bad \ufffd byte"
     assert items["b"].metadata["degraded"] == f"line 2: 1 byte not UTF-8 (at byte {at}) read as U+FFFD"
@@ -126,7 +126,7 @@ def test_one_bad_table_value_loses_only_its_row(tmp_path, kind):
     items = _items(path)
     assert [type(i).__name__ for i in items.values()] == ["Document", "Skipped", "Document"]  # c was lost before
     assert items[f"t.{kind}:1"].reason == ("invalid UTF-8 in column 'text': 1 byte not UTF-8 (at byte 4); "
-                                           "--encoding-errors replace reads it with U+FFFD in their place")
+                                           "--encoding-errors replace reads it with U+FFFD for each invalid byte")
     items = _items(path, REPLACE)
     assert items["b"].text == "bad \ufffd two" and items["c"].text == "three" and items["a"].text == "café one"
     assert items["b"].metadata["degraded"] == "column 'text': 1 byte not UTF-8 (at byte 4) read as U+FFFD"

@@ -13,7 +13,7 @@ from typing import Annotated, Optional
 import typer
 
 from latechunk.cli.app import _fail
-from latechunk.cli.messages import _MAX_SKIPPED_SHOWN, _print_unshown, skipped_line
+from latechunk.cli.messages import _MAX_SKIPPED_SHOWN, _print_unshown, plural, skipped_line
 from latechunk.cli.options import (
     ChunkDeviceOpt,
     ChunkEncodingErrorsOpt,
@@ -78,8 +78,8 @@ def chunk(
     _print_unshown(run.unshown, None)
     if run.documents == 0:  # every input had a document, but none was chunked (see the reasons above)
         _fail(f"no document was chunked from {', '.join(str(p) for p in inputs)} (the reasons are above)", code=1)
-    typer.echo(f"{run.chunks} chunks from {run.documents} documents ({run.skipped} skipped) -> {out or 'stdout'}",
-               err=True)
+    typer.echo(f"{plural(run.chunks, 'chunk')} from {plural(run.documents, 'document')} ({run.skipped} skipped) "
+               f"-> {out or 'stdout'}", err=True)
 
 
 def _prepare(inputs: list[Path], strategy: str, model: str | None, out: Path | None, device: str, force: bool,
@@ -94,7 +94,7 @@ def _prepare(inputs: list[Path], strategy: str, model: str | None, out: Path | N
     Raises:
         ValueError: naming what is wrong.
     """
-    from latechunk.config import RecordFields
+    from latechunk.config import RecordFields, _nested_input
     from latechunk.io import missing_inputs_message, require_documents
     from latechunk.strategies import get_strategy
 
@@ -103,6 +103,9 @@ def _prepare(inputs: list[Path], strategy: str, model: str | None, out: Path | N
     missing = [str(p) for p in inputs if not p.exists()]
     if missing:
         raise ValueError(missing_inputs_message(missing))
+    nested = _nested_input(tuple(inputs))  # embed's check: an input given twice, or inside an input folder
+    if nested:
+        raise ValueError(nested)
     if out is not None:
         if out.is_dir():
             raise ValueError(f"--out {out} is a folder; chunk writes one JSONL file (e.g. --out "

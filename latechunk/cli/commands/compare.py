@@ -83,6 +83,10 @@ def compare(
     from latechunk.eval.harness import CompareConfig, run_compare
     from latechunk.eval.report import print_alarms, print_table
 
+    words = [s for v in (*(strategies or []), *(more_strategies or [])) for s in v.split()]
+    if number := next((w for w in words if _is_number(w)), None):  # `--dedup 0.95`: --dedup takes no value
+        _fail(f"--dedup in compare is an overlap filter switch (now --dedup-overlap); for a cosine threshold use "
+              f"--dedup-threshold {number}")
     if more_strategies and not strategies:
         _fail(f"unexpected extra argument(s) {' '.join(more_strategies)!r}: SPECs go after --strategies")
     given = {"macro_window": renamed_value("compare", "--window", macro_window, old_window),
@@ -93,7 +97,7 @@ def compare(
              "truncate_dim": truncate_dim, "doc_depth": doc_depth, "dtype": dtype, "backend": backend,
              "n_resamples": resamples, "seed": seed, "max_queries": max_queries, "late_pooling": late_pooling}
     try:  # --strategies "a b", --strategies a --strategies b and --strategies a b all give [a, b]
-        specs = [s for v in (*(strategies or []), *(more_strategies or [])) for s in v.split()]
+        specs = words
         config = CompareConfig.from_options(dataset=dataset, model=model, strategies=specs or None, device=device,
                                             compile=compile, use_cache=not no_cache,
                                             sentence_workers=_sentence_workers(sentence_workers),
@@ -114,6 +118,15 @@ def compare(
     print_table(result, report=out / "report.md")  # fitted to the terminal; report.md has every column
     print_alarms(result)  # plain text on stderr, as embed prints its alarms
     typer.echo(f"report: {out / 'report.md'} ({result.manifest['seconds']['total']:.1f} s)")
+
+
+def _is_number(word: str) -> bool:
+    """Whether ``word`` (a strategy SPEC as given) reads as a number, as in ``--dedup 0.95``."""
+    try:
+        float(word)
+    except ValueError:
+        return False
+    return any(c.isdigit() for c in word)  # not nan, inf
 
 
 def _warn_trained_on(model: str | None, dataset: str) -> None:

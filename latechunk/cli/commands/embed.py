@@ -23,6 +23,7 @@ from latechunk.cli.messages import (
     _print_skipped,
     _warn_changed,
     _warn_vanished,
+    plural,
 )
 from latechunk.cli.options import (
     BackendOpt,
@@ -298,7 +299,7 @@ def _print_summary(plan, manifest: dict, *, quiet: bool, strict: bool) -> None:
     config, out = plan.config, plan.out
     c = manifest["counts"]
     typer.echo(
-        f"embedded {_documents_line(c['documents_embedded'], c['documents_in'], manifest['skipped'])} -> {c['chunks']} chunks "
+        f"embedded {_documents_line(c['documents_embedded'], c['documents_in'], manifest['skipped'])} -> {plural(c['chunks'], 'chunk')} "
         f"({config.mode}, {config.strategy.spec}, {c['tokens_encoded']} tokens encoded, {manifest['seconds']['total']:.1f} s"
         f"{'; the whole run, its interrupted part included' if plan.resumed else ''}) into {out}"
     )
@@ -430,8 +431,9 @@ def _append(config, encoder, quiet: bool, strict: bool = False) -> None:
         _fail(f"nothing appended to {config.out}: none of the {len(res.skipped)} input item(s) was embedded "
               "(the reasons are above); the folder is unchanged", code=1)
     c = res.manifest["counts"]
-    typer.echo(f"appended {_documents_line(len(res.documents), len(res.documents) + len(res.skipped), res.skipped)} -> {res.chunks} "
-               f"chunks into {config.out} (now {c['chunks']} chunks from {c['documents_embedded']} documents)")
+    typer.echo(f"appended {_documents_line(len(res.documents), len(res.documents) + len(res.skipped), res.skipped)} -> "
+               f"{plural(res.chunks, 'chunk')} into {config.out} (now {plural(c['chunks'], 'chunk')} from "
+               f"{plural(c['documents_embedded'], 'document')})")
     _print_skipped(others, config.out / "manifest.json")
     if already:
         typer.secho(f"skipped {already:,} document(s) already in the index (same id and text; counted in the "

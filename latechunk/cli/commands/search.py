@@ -12,6 +12,7 @@ from typing import Annotated, Optional
 import typer
 
 from latechunk.cli.app import _fail
+from latechunk.cli.messages import plural
 from latechunk.cli.options import DeviceOpt, TrustRemoteCodeOpt
 from latechunk.console import format_hits, visible
 
@@ -83,7 +84,7 @@ def search(
         _fail(str(err))
     if len(idx) == 0:  # nothing to search: say why, give the empty result, load no model
         c = manifest.get("counts", {})
-        typer.secho(f"{out} holds 0 vectors ({c.get('documents_embedded', 0)} documents embedded, "
+        typer.secho(f"{out} holds 0 vectors ({plural(c.get('documents_embedded', 0), 'document')} embedded, "
                     f"{c.get('documents_skipped', 0)} skipped: see {out / 'manifest.json'}): no results",
                     fg=typer.colors.YELLOW, err=True)
         if as_json:
