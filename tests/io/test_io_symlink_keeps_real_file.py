@@ -93,11 +93,17 @@ def test_symlink_keeps_real_file_embed_manifest(tree):
 
 
 def test_symlink_keeps_real_file_chunk_link_first(tree):
+    """``chunk docs/ a.md`` (docs/ holds a link to a.md and is read first) keeps a.md and names the link skipped;
+    ``chunk link_to_a.md a.md`` is refused before any work, as ``embed`` refuses it (one input given again)."""
     from latechunk.cli import app
 
     out = tree / "c.jsonl"
-    res = CliRunner().invoke(app, ["chunk", str(tree / "link_to_a.md"), str(tree / "a.md"), "--out", str(out)])
+    res = CliRunner().invoke(app, ["chunk", str(tree / "docs"), str(tree / "a.md"), "--out", str(out)])
     assert res.exit_code == 0, res.output
     rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
-    assert {r["doc_id"] for r in rows} == {"a.md"}
-    assert "link_to_a.md" in res.output and "same file as a.md" in res.output
+    assert "a.md" in {r["doc_id"] for r in rows} and "outside.md" not in {r["doc_id"] for r in rows}
+    assert "outside.md" in res.output and "same file as a.md" in res.output
+    twice = CliRunner().invoke(app, ["chunk", str(tree / "link_to_a.md"), str(tree / "a.md"),
+                                     "--out", str(tree / "d.jsonl")])
+    assert twice.exit_code == 2 and "given again" in twice.output, twice.output
+    assert not (tree / "d.jsonl").exists()
