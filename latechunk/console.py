@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 import textwrap
 
-__all__ = ["format_hits", "heading_path_text", "snippet", "visible"]
+__all__ = ["format_hits", "heading_path_text", "plural", "snippet", "visible"]
 
 _WORD = re.compile(r"\w{3,}")
 
@@ -173,3 +173,9 @@ def format_hits(results: list[dict], query: str, *, expand: str | None = None, w
             lines += [(INDENT + p, False) for p in parts]
         lines.append(("", False))
     return lines
+
+
+def plural(n: int | str, word: str, many: str | None = None) -> str:
+    """``"1 chunk"``, ``"3 chunks"``: the count and ``word``, or ``many`` (default ``word + "s"``) when ``n != 1``
+    (a count that is not a number, such as ``"?"``, takes the plural)."""
+    return f"{n} {word if n == 1 else (many or word + 's')}"

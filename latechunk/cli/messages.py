@@ -16,11 +16,6 @@ from latechunk.console import visible
 #: skipped items printed one per line; the rest are counted (all of them are in the manifest)
 _MAX_SKIPPED_SHOWN = 50
 
-def plural(n: int, word: str, many: str | None = None) -> str:
-    """``"1 chunk"``, ``"3 chunks"``: the count and ``word``, or ``many`` (default ``word + "s"``) when ``n != 1``."""
-    return f"{n} {word if n == 1 else (many or word + 's')}"
-
-
 def _check_strict(skipped: list[dict], where: Path) -> None:
     """``embed --strict``: exit :data:`STRICT_EXIT_CODE` when ``skipped`` (skip records) holds a document that was
     read and not embedded; entries never read as documents (:func:`latechunk.io.is_not_read`) do not count."""

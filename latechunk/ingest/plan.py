@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from latechunk.config import EmbedConfig
+from latechunk.console import plural
 from latechunk.output import SHARD_FILE, OutputFolder
 
 __all__ = ["EmbedPlan", "check_finished", "finished_run_note", "interrupted_append_shards", "plan_embed",
@@ -95,8 +96,8 @@ def finished_run_note(out: Path) -> str:
         return ""
     try:
         counts = folder.read_manifest().get("counts", {}) or {}
-        what = ", ".join(f"{n} {word}{'' if n == 1 else 's'}" for n, word in (
-            (counts.get("documents_embedded", "?"), "document"), (counts.get("chunks", "?"), "chunk")))
+        what = (f"{plural(counts.get('documents_embedded', '?'), 'document')}, "
+                f"{plural(counts.get('chunks', '?'), 'chunk')}")
     except (ValueError, OSError) as err:  # damaged: verify says what is wrong
         what = f"its manifest.json does not read: {err}"
     return (f"--resume: {out} holds a finished run ({what}); there is nothing to continue and the folder is left as "

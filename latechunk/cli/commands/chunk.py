@@ -13,7 +13,7 @@ from typing import Annotated, Optional
 import typer
 
 from latechunk.cli.app import _fail
-from latechunk.cli.messages import _MAX_SKIPPED_SHOWN, _print_unshown, plural, skipped_line
+from latechunk.cli.messages import _MAX_SKIPPED_SHOWN, _print_unshown, skipped_line
 from latechunk.cli.options import (
     ChunkDeviceOpt,
     ChunkEncodingErrorsOpt,
@@ -26,7 +26,7 @@ from latechunk.cli.options import (
     _metadata_fields,
 )
 from latechunk.config import DEFAULT_MODE, DEFAULT_STRATEGY
-from latechunk.console import visible
+from latechunk.console import plural, visible
 
 
 def chunk(

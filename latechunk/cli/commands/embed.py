@@ -23,7 +23,6 @@ from latechunk.cli.messages import (
     _print_skipped,
     _warn_changed,
     _warn_vanished,
-    plural,
 )
 from latechunk.cli.options import (
     BackendOpt,
@@ -57,6 +56,7 @@ from latechunk.config import (
     DEFAULT_MODE,
     DEFAULT_STRATEGY,
 )
+from latechunk.console import plural
 
 #: embed's options that are settings of the run (:data:`latechunk.config.EMBED_OPTIONS` names): each one given
 #: replaces the default or, with --resume, --append and --reuse, the folder's recorded setting

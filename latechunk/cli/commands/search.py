@@ -12,9 +12,8 @@ from typing import Annotated, Optional
 import typer
 
 from latechunk.cli.app import _fail
-from latechunk.cli.messages import plural
 from latechunk.cli.options import DeviceOpt, TrustRemoteCodeOpt
-from latechunk.console import format_hits, visible
+from latechunk.console import format_hits, plural, visible
 
 #: search's -k: Index.search's default k, written here so that the start-up does not import the API (tests/cli/
 #: checks they agree)
