@@ -34,6 +34,7 @@ from latechunk.cli.commands.embed import _append, _check_engine, _check_index_di
 from latechunk.cli.commands.export import export
 from latechunk.cli.commands.reindex import reindex
 from latechunk.cli.commands.search import _LONG_SECTION_CHARS, search  # noqa: F401
+from latechunk.cli.commands.serve import serve
 from latechunk.cli.commands.strategies import strategies
 from latechunk.cli.commands.train import train
 from latechunk.cli.commands.verify import verify
@@ -102,7 +103,7 @@ def __getattr__(name: str):
 
 
 #: the commands, in the order `latechunk --help` lists them
-COMMANDS = (embed, verify, reindex, search, chunk, strategies, compare, train, export, agree)
+COMMANDS = (embed, verify, reindex, search, chunk, strategies, compare, train, export, agree, serve)
 for _command in COMMANDS:
     app.command()(_command)
 
