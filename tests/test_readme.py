@@ -1,5 +1,5 @@
-"""The README's Python examples run as written: every ```python block, each in a fresh namespace, in order (a
-block right after a ``<!-- not run -->`` line is skipped); the API example's objects are what its comments say."""
+"""The README's examples run as written (every ```bash and ```python block, in order, by tests/docs/examples.py,
+the runner of the docs' examples) and do what their comments say; CI runs the README's test command first."""
 
 from __future__ import annotations
 
@@ -7,39 +7,49 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pytest
+
+from tests.docs.examples import has_data, run_page
 
 README = Path(__file__).resolve().parents[1] / "README.md"
+MAX_BYTES = 15_000
 
 
-def python_blocks() -> list[str]:
-    """The README's ```python blocks, less those marked ``<!-- not run -->`` on the line before."""
+
+def test_readme_is_a_front_page():
+    """Issue 40: at most 15,000 bytes, opening with the two set-up commands, pointing to the docs."""
     text = README.read_text(encoding="utf-8")
-    return [m.group(2) for m in re.finditer(r"(<!-- not run -->\n)?```python\n(.*?)```", text, flags=re.DOTALL)
-            if not m.group(1)]
+    assert len(text.encode()) <= MAX_BYTES
+    first = re.search(r"```bash\n(.*?)```", text, flags=re.DOTALL).group(1).splitlines()
+    assert first[0].startswith("bash scripts/setup.sh && latechunk embed ") and "pytest" in first[1]
+    assert text.index("```bash") < text.index("## ")  # the set-up block comes before every section
+    for heading in ("## Quickstart on your own folder", "## Which strategy, which mode", "## Commands", "## Results",
+                    "## Citation", "## License"):
+        assert heading in text, heading
+    from latechunk.cli import app
+
+    names = [c.name or c.callback.__name__ for c in app.registered_commands if not c.hidden]
+    commands = text[text.index("## Commands"):text.index("## Results")]
+    missing = [n for n in names if f"`latechunk {n}" not in commands]
+    assert not missing, f"commands without their line in README.md's Commands: {missing}"
 
 
-def test_readme_python_examples_run_as_written(monkeypatch, tmp_path):
-    monkeypatch.chdir(tmp_path)
-    blocks = python_blocks()
-    assert blocks, "README.md has no ```python block"
-    api = None
-    for code in blocks:
-        namespace: dict = {"__name__": "__readme__"}
-        exec(compile(code, "README.md", "exec"), namespace)  # noqa: S102  (our own README)
-        if "chunker" in namespace and "index" in namespace:
-            api = namespace
-    assert api is not None, "README.md has no Python API example (a block with `chunker` and `index`)"
-    # the API example's objects are what its comments say
-    text, chunks, index = api["text"], api["chunks"], api["index"]
+@pytest.mark.skipif(not has_data(), reason="the bundled data (../shared/data or $LATECHUNK_DATA) is absent")
+def test_readme_examples_run_as_written(tmp_path):
+    run = run_page(README, tmp_path)
+    ns = run.namespace
+    # the folder the quickstart's first command wrote is what the Python block loaded
+    assert (run.work / "out" / "my_docs" / "index.faiss").is_file()
+    assert (run.work / "out" / "chroma" / "chunks.parquet").is_file()
+    hits, index = ns["hits"], ns["index"]
+    assert 1 <= len(hits) <= 3 and hits == sorted(hits, key=lambda h: -h.score)
+    assert hits[0].doc_id == "guide/configure.md"  # the page that says where the cache is
+    assert len(index) == index.manifest["counts"]["chunks"]
+    chunker, chunks = ns["chunker"], ns["chunks"]
+    assert chunker.strategy.startswith("fixed:size=64")
+    text = "Mount Etna in Sicily erupts almost every year. It is Europe's most active volcano."
     assert chunks and all(c.text == text[c.char_start:c.char_end] for c in chunks)
     assert all(c.embedding.dtype == np.float32 and abs(float(np.linalg.norm(c.embedding)) - 1) < 1e-5 for c in chunks)
-    # the default strategy (recursive) records no heading path: only `heading` does (the README says so), so the
-    # example's `c.heading_path` is () for every chunk, "# Volcanoes" above it or not
-    assert api["chunker"].strategy.startswith("recursive:")
-    assert [c.heading_path for c in chunks] == [()] * len(chunks)
-    hits = api["hits"]
-    assert hits and hits[0].doc_id == "volcanoes.md" and "Etna" in hits[0].text
-    assert len(index) == index.manifest["counts"]["chunks"]
 
 
 def test_ci_runs_the_readme_test_command_first_in_a_fresh_venv(tmp_path):
