@@ -126,11 +126,10 @@ async def _read_body(request: Request, limit: int) -> bytes:
     too_large = BadRequest(f"the request body is larger than this server's limit of {limit:,} bytes "
                            "(--max-body-bytes)", status=413, code="body_too_large")
     if length is not None:
-        try:
-            if int(length) > limit:
-                raise too_large
-        except ValueError:
-            raise BadRequest("bad Content-Length header", code="invalid_header") from None
+        if not length.strip().isdigit():
+            raise BadRequest(f"bad Content-Length header: {length[:40]!r}", code="invalid_header")
+        if int(length) > limit:
+            raise too_large
     chunks, n = [], 0
     async for part in request.stream():
         n += len(part)

@@ -13,7 +13,8 @@ A job whose future is already done when its turn comes (its client timed out or 
 job's result for a client that went away is dropped; so a disconnected client never stalls the queue. Where a
 merged batch raises, each of its jobs is run again alone, so one bad request fails alone.
 
-Tests: ``tests/serve/test_serve_batcher.py``.
+Tests: ``tests/serve/test_serve_bad_input.py`` (queue, timeouts, disconnects),
+``tests/serve/test_serve_http.py``.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ batcher), frozen and validated once; the command line's defaults are its field d
 :class:`~latechunk.config.PipelineConfig` (built by :func:`latechunk.serve.app.create_app`'s caller). Nothing here
 imports torch or FastAPI.
 
-Tests: ``tests/serve/test_serve_limits.py``.
+Tests: ``tests/serve/test_serve_bad_input.py``, ``tests/serve/test_serve_cli.py``.
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ Tests: ``tests/serve/test_serve_cli.py``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 import time
@@ -70,6 +71,15 @@ def _uvicorn_server(app, config: ServeConfig, log_level: str = "info"):
             app.state.draining = True
             app.state.ready = False
             super().handle_exit(sig, frame)
+
+        @contextlib.contextmanager
+        def capture_signals(self):
+            """uvicorn's, without raising the signal again once the shutdown is done: a drained server exits 0."""
+            with super().capture_signals():
+                yield
+                captured = getattr(self, "_captured_signals", None)
+                if isinstance(captured, list):
+                    captured.clear()
 
     cfg = uvicorn.Config(app, host=config.host, port=config.port, log_level=log_level, access_log=False,
                          lifespan="on", timeout_graceful_shutdown=int(max(1, config.shutdown_timeout)),

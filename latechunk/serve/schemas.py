@@ -208,7 +208,7 @@ def parse_body(raw: bytes, model: type[BaseModel]) -> BaseModel:
         msg = err.msg if isinstance(err, json.JSONDecodeError) else str(err)
         raise BadRequest(f"the request body is not valid JSON: {msg}{where}", code="invalid_json") from None
     except RecursionError:
-        raise BadRequest("the request body is nested too deeply", code="invalid_json") from None
+        raise BadRequest("the request body's JSON is nested too deeply", code="invalid_json") from None
     if not isinstance(obj, dict):
         raise BadRequest(f"the request body must be a JSON object, got {type(obj).__name__}", code="invalid_json")
     try:

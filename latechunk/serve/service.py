@@ -18,7 +18,7 @@ them):
 - ``/v1/search``: :meth:`Index.search_rows <latechunk.api_index.Index.search_rows>` (what ``search --json``
   prints), widened by :func:`latechunk.contexts.expand_hits` with ``expand``.
 
-Tests: ``tests/serve/test_serve_http.py``, ``tests/serve/test_serve_late.py``, ``tests/serve/test_serve_chunk.py``.
+Tests: ``tests/serve/test_serve_http.py``, ``tests/serve/test_serve_search.py``.
 """
 
 from __future__ import annotations
