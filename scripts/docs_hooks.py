@@ -5,6 +5,8 @@
   can never disagree with ``--help`` and nothing generated is committed.
 - The plots of ``results/`` that the pages show (:data:`IMAGES`) are added to the site from where they are, under
   ``img/``, instead of being copied into docs/ (the repository does not grow).
+- A page another engineer writes (:data:`OPTIONAL_PAGES`: ``how-to/serve.md``) joins its nav section once it
+  exists, so ``mkdocs build --strict`` passes before and after it lands.
 """
 
 from __future__ import annotations
@@ -31,6 +33,9 @@ IMAGES = {
 
 #: the nav section the generated command pages are appended to (its index page is the generated index)
 CLI_SECTION = "Command line"
+#: pages another engineer writes, put in the nav by :func:`on_nav` once they exist (page -> its nav section), so
+#: the strict build passes before and after they land
+OPTIONAL_PAGES = {"how-to/serve.md": "How-to guides"}
 
 _generated: dict[str, str] = {}
 
@@ -44,6 +49,10 @@ def on_files(files, config):
         if rel != f"{CLI_DIR}/index.md":
             file.inclusion = InclusionLevel.NOT_IN_NAV  # on_nav puts them there; mkdocs would warn before it
         files.append(file)
+    for rel in OPTIONAL_PAGES:
+        file = files.get_file_from_path(rel)
+        if file is not None:
+            file.inclusion = InclusionLevel.NOT_IN_NAV  # on_nav puts it there
     for rel, source in IMAGES.items():
         files.append(File.generated(config, rel, abs_src_path=str(ROOT / source)))
     return files
@@ -61,6 +70,13 @@ def on_nav(nav, config, files):
         page = file.page or Page(None, file, config)  # made by get_navigation for a file outside the nav
         page.parent = section
         section.children.append(page)
+    for rel, title in OPTIONAL_PAGES.items():
+        file = files.get_file_from_path(rel)
+        target = _find_section(nav.items, title)
+        if file is not None and target is not None and file.page not in target.children:
+            page = file.page or Page(None, file, config)
+            page.parent = target
+            target.children.append(page)
     nav.pages[:] = [p for p in _pages(nav.items)]  # reading order, for the previous/next links
     for before, after in zip(nav.pages, nav.pages[1:]):
         before.next_page, after.previous_page = after, before

@@ -105,7 +105,8 @@ def __getattr__(name: str):
 #: the commands, in the order `latechunk --help` lists them
 COMMANDS = (embed, verify, reindex, search, chunk, strategies, compare, train, export, agree, serve)
 for _command in COMMANDS:
-    app.command()(_command)
+    # a command module's EPILOG (its examples) is printed under its help
+    app.command(epilog=getattr(sys.modules[_command.__module__], "EPILOG", None))(_command)
 
 
 def main() -> None:  # pragma: no cover

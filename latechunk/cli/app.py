@@ -10,8 +10,9 @@ import typer
 
 app = typer.Typer(
     help=(
-        "Late chunking: encode each document once, pool one vector per chunk from its token states.\n\n"
-        "Typical use: `latechunk embed docs/ --out idx` then `latechunk search idx \"question\"`."
+        "Late chunking: encode each document once, pool one vector per chunk from its token states. Typical "
+        "use: `latechunk embed docs/ --out idx`, then `latechunk search idx \"question\"`; see "
+        "docs/getting-started.md."
     ),
     no_args_is_help=True,
     add_completion=False,

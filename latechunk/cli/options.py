@@ -19,7 +19,7 @@ ModelOpt = Annotated[
 ]
 DeviceOpt = Annotated[str, typer.Option("--device", help="auto (CUDA when present), cpu, cuda, cuda:N.")]
 TrustRemoteCodeOpt = Annotated[bool, typer.Option("--trust-remote-code", help="Run the model repository's own Python code (only for models that need it, such as jina-embeddings-v2; never implied by a folder or a file).")]
-CompileOpt = Annotated[bool, typer.Option("--compile", help="Run the model through torch.compile (--backend torch): each new batch shape compiles on its first forward, then runs 0.97-1.15x the eager speed on CPUs (results/peers.md), so it pays on large corpora only. Same vectors to float rounding, so not recorded in run.json; a failed compile warns and runs eager.")]
+CompileOpt = Annotated[bool, typer.Option("--compile", help="Run the model through torch.compile (--backend torch): after a compile per batch shape, 0.97-1.15x the eager speed on CPUs, so it pays on large corpora only. Same vectors to float rounding (not recorded in run.json); see docs/reference/settings.md.")]
 SentenceWorkersOpt = Annotated[
     Optional[int],
     typer.Option("--sentence-workers", help="Processes that segment sentences (pysbd) ahead of the split; 0: in the "
@@ -28,9 +28,8 @@ SentenceWorkersOpt = Annotated[
 MacroWindowOpt = Annotated[
     Optional[int],
     typer.Option("--macro-window", help="Macro-window size in tokens, frame included (at least the frame + 16): "
-                 "longer documents are encoded in consecutive macro windows. Default: the model's "
-                 "sentence-transformers max_seq_length (256 for the bundled all-MiniLM-L6-v2), else its input limit. "
-                 "(Old name: --window.)"),
+                 "longer documents are encoded in consecutive macro windows (old name: --window). Default: the "
+                 "model's max_seq_length (256 for the bundled MiniLM); see docs/concepts/macro-windows.md."),
 ]
 LatePoolingOpt = Annotated[
     Optional[str],
@@ -40,14 +39,14 @@ LatePoolingOpt = Annotated[
 ]
 MacroWindowOverlapOpt = Annotated[
     Optional[int],
-    typer.Option("--macro-window-overlap", help="Content tokens shared by consecutive macro windows. Default: "
-                 f"{DEFAULT_WINDOW_OVERLAP} (each token encoded once; chosen by measurement: results/map.md). (Old "
-                 "name: --window-overlap.)"),
+    typer.Option("--macro-window-overlap", help="Content tokens shared by consecutive macro windows (old name: "
+                 f"--window-overlap). Default: {DEFAULT_WINDOW_OVERLAP}, each token encoded once; see "
+                 "docs/concepts/macro-windows.md."),
 ]
 
 #: embed's help for an option that run.json records: --resume, --append and --reuse take it from there when not given
 _RECORDED = "Recorded in run.json: --resume, --append and --reuse keep it."
-_ID_FIELD_HELP = "JSONL field or table column (parquet, Arrow, datasets) holding a record's id. Default: id, else _id, else doc_id."
+_ID_FIELD_HELP = "JSONL field or table column (parquet, Arrow, datasets) holding a record's id (default: id, else _id, else doc_id)."
 _FIELDS = RecordFields()
 IdFieldOpt = Annotated[Optional[str], typer.Option("--id-field", metavar="NAME", show_default=False, help=f"{_ID_FIELD_HELP} {_RECORDED}")]
 TextFieldOpt = Annotated[Optional[str], typer.Option("--text-field", metavar="NAME", show_default=False, help=f"Field or column holding a record's text, e.g. body or contents.  [default: {_FIELDS.text}]")]

@@ -27,6 +27,13 @@ DEFAULT_AGREE_STRATEGIES = ("heading", "semantic")
 _DEFAULT_SHOWN = " ".join(DEFAULT_AGREE_STRATEGIES)
 
 
+#: the examples under the command's help (the command's epilog, registered by latechunk.cli)
+EPILOG = (
+    '\b\nExample:\n'
+    '  latechunk agree policy.md --strategies "heading semantic" --html agree-view\n'
+)
+
+
 def agree(
     inputs: Annotated[list[Path], typer.Argument(metavar="INPUT", help=".md/.txt, source code, .html files, folders, .jsonl, .parquet or .arrow (id/text), Hugging Face save_to_disk folders.")],
     strategies: Annotated[Optional[list[str]], typer.Option("--strategies", "-s", help=f"Two or more SPECs, in one value split on spaces or repeated (default: \"{_DEFAULT_SHOWN}\"). Every pair is compared.")] = None,
@@ -40,14 +47,8 @@ def agree(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
     trust_remote_code: TrustRemoteCodeOpt = False,
 ) -> None:
-    """Where strategies cut alike: each one's cuts, the matched pairs and the residuals, per document and in total.
-
-    A cut is the boundary between two consecutive chunks. The cuts of two strategies are matched one to one,
-    greedy by distance, within --tolerance tokens; a cut left over (a residual) is printed with the text around
-    it. All strategies come from one late pass (`semantic` pools its sentence vectors from it).
-
-    Example: latechunk agree policy.md --strategies "heading semantic" --html agree-view
-    """
+    """Where strategies cut alike: their cuts, matched pairs and residuals (cuts left over, with their text),
+    per document and in total, from one late pass. See docs/how-to/check.md."""
     from latechunk.agree import DEFAULT_TOLERANCE, run_agree, summarize, write_html
     from latechunk.io import iter_inputs, missing_inputs_message, require_documents
 

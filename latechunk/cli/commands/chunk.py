@@ -28,6 +28,13 @@ from latechunk.cli.options import (
 from latechunk.config import DEFAULT_MODE, DEFAULT_STRATEGY
 from latechunk.console import plural, visible
 
+#: the examples under the command's help (the command's epilog, registered by latechunk.cli)
+EPILOG = (
+    '\b\nExamples:\n'
+    '  latechunk chunk docs/ --strategy heading --out chunks.jsonl\n'
+    '  latechunk chunk README.md docs/guides/ notes.txt -s fixed:size=128,overlap=16 | jq -r .text\n'
+)
+
 
 def chunk(
     inputs: Annotated[list[Path], typer.Argument(metavar="INPUT", help=".md/.txt/.rst, source code, .html files, folders of them, .jsonl (id/text), .parquet or .arrow (id/text), Hugging Face save_to_disk folders: read as embed reads them.")],
@@ -44,22 +51,9 @@ def chunk(
     encoding_errors: ChunkEncodingErrorsOpt = None,
     trust_remote_code: TrustRemoteCodeOpt = False,
 ) -> None:
-    """Cut documents into chunks and write one JSON record per chunk (JSONL), streamed document by document:
-    doc_id, chunk_index, its char span (char_start, char_end) and token span (token_start, token_end), text,
-    heading_path, title, source, metadata and more. Nothing is embedded and no index is written (that is
-    `embed`); needs the model's tokenizer only, except `semantic`.
-
-    Give files, folders (read as `embed` reads them: every supported file under them, doc ids relative to the
-    folder) or both, all in one call: the tokenizer loads once, so a folder costs about one start-up, not one per
-    file. Every input not chunked is listed on stderr with its reason (an unsupported type, an empty file, a
-    repeated doc id), then a summary line. Documents are tokenized exactly as `embed` tokenizes them (the model's
-    document prompt included), so the token spans of a chunk are the same in both commands.
-
-    \b
-    Examples:
-      latechunk chunk docs/ --strategy heading --out chunks.jsonl
-      latechunk chunk README.md docs/guides/ notes.txt -s fixed:size=128,overlap=16 | jq -r .text
-    """  # noqa: D301  (\b: click's marker for a paragraph it must not rewrap, the examples)
+    """Cut documents into chunk records, one JSON line per chunk (JSONL: doc_id, chunk_index, char_start,
+    char_end, token_start, token_end, text, heading_path, ...), with the tokenizer only (semantic runs the
+    model); files and folders in one call cost one start-up. See docs/concepts/strategies.md."""
     try:
         fields, strat, source = _prepare(inputs, strategy, model, out, device, force, trust_remote_code,
                                          id=id_field, text=text_field, title=title_field,

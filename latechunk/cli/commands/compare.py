@@ -41,15 +41,22 @@ def _shown(name: str) -> str:
     return ",".join(map(str, value)) if isinstance(value, tuple) else str(value)
 
 
+#: the examples under the command's help (the command's epilog, registered by latechunk.cli)
+EPILOG = (
+    '\b\nExample:\n'
+    '  latechunk compare --dataset chroma --strategies "fixed recursive heading sentence_window semantic" --k 5\n'
+)
+
+
 def compare(
-    dataset: Annotated[str, typer.Option("--dataset", "-d", help="chroma, xquad (bundled, under $LATECHUNK_DATA), or a path: a Chroma folder (corpora/*.md or *.txt and questions_df.csv with character spans), a BEIR folder (corpus.jsonl, queries.jsonl, qrels/test.tsv) or a SQuAD v1.1/v2.0 .json. Blank, unanswerable and repeated questions are left out and counted in the report.")],
+    dataset: Annotated[str, typer.Option("--dataset", "-d", help="chroma, xquad (bundled, under $LATECHUNK_DATA), or a path: a Chroma folder (corpora/ and questions_df.csv), a BEIR folder (corpus.jsonl, queries.jsonl, qrels/) or a SQuAD .json. Blank, unanswerable and repeated questions are left out and counted; see docs/how-to/compare.md.")],
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Report folder (report.md, results.json, per_query.csv, plot.png). Default: compare-<dataset>.")] = None,
     model: ModelOpt = None,
     strategies: Annotated[Optional[list[str]], typer.Option("--strategies", "-s", help=f"SPEC (repeatable; several SPECs in one value split on spaces, or several words after it); sweeps: fixed:size=128|256. Default: the five text strategies ({', '.join(DEFAULT_STRATEGIES)}).")] = None,
     modes: Annotated[Optional[str], typer.Option("--modes", show_default=False, help=f"Comma list of late, naive, contextual (naive with a [title > section path] header) and fused (late + naive vectors summed).  [default: {','.join(DEFAULT_MODES)}]")] = None,
     k: Annotated[Optional[str], typer.Option("--k", "-k", show_default=False, help=f"Comma list of cut-offs.  [default: {_shown('ks')}]")] = None,
-    macro_window: Annotated[Optional[str], typer.Option("--macro-window", metavar="TEXT", help="Late macro-window size in tokens; sweep with 128|256|512 (one late pass each). Default: the model's sentence-transformers max_seq_length (256 for all-MiniLM-L6-v2), else its limit. (Old name: --window.)")] = None,
-    macro_window_overlap: Annotated[Optional[str], typer.Option("--macro-window-overlap", metavar="TEXT", help=f"Content tokens shared by consecutive macro windows; sweep with 0|32|64 (one late pass per window and overlap; the report then draws the late - naive map). Default: {DEFAULT_WINDOW_OVERLAP}. (Old name: --window-overlap.)")] = None,
+    macro_window: Annotated[Optional[str], typer.Option("--macro-window", metavar="TEXT", help="Late macro-window size in tokens; sweep with 128|256|512, one late pass each (old name: --window). Default: the model's max_seq_length (256 for all-MiniLM-L6-v2), else its limit.")] = None,
+    macro_window_overlap: Annotated[Optional[str], typer.Option("--macro-window-overlap", metavar="TEXT", help=f"Content tokens shared by consecutive macro windows; sweep with 0|32|64, one late pass per window and overlap, and the report draws the late - naive map (old name: --window-overlap). Default: {DEFAULT_WINDOW_OVERLAP}.")] = None,
     dedup_overlap: Annotated[bool, typer.Option("--dedup-overlap", help="Drop a retrieved chunk that overlaps an earlier retrieved chunk of the same document (by char offsets) before scoring. (Old name: --dedup.)")] = _COMPARE_DEFAULTS["dedup"],
     dedup_threshold: Annotated[Optional[float], typer.Option("--dedup-threshold", metavar="THRESHOLD", help="Also score every system on the index `embed --dedup THRESHOLD` would write (near-duplicate chunks dropped), with NearDup@k (share of a query's top k that are near-duplicates of a higher-ranked hit). Default: off.")] = None,
     index: Annotated[Optional[str], typer.Option("--index", show_default=False, help=f"flat (exact inner product), hnsw (HNSW{DEFAULT_HNSW_M}) or another faiss index_factory string without IVF, the same for every system.  [default: {DEFAULT_INDEX}]")] = None,
@@ -76,10 +83,8 @@ def compare(
     old_window_overlap: Annotated[Optional[str], deprecated_option("compare", "--window-overlap")] = None,
     old_dedup: Annotated[bool, deprecated_option("compare", "--dedup")] = False,
 ) -> None:
-    """Compare strategies and modes (late, naive, contextual, fused) on one dataset with one harness; write a report folder.
-
-    Example: latechunk compare --dataset chroma --strategies "fixed recursive heading sentence_window semantic" --k 5
-    """
+    """Compare strategies and modes (late, naive, contextual, fused) on one dataset with one harness, paired
+    intervals included; write a report folder. See docs/how-to/compare.md."""
     from latechunk.eval.harness import CompareConfig, run_compare
     from latechunk.eval.report import print_alarms, print_table
 

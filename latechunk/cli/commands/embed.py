@@ -68,6 +68,15 @@ _SETTINGS = ("model", "strategy", "mode", "dtype", "macro_window", "macro_window
 _RUN_OPTIONS = ("device", "compile", "trust_remote_code", "force", "resume")
 
 
+#: the examples under the command's help (the command's epilog, registered by latechunk.cli)
+EPILOG = (
+    '\b\nExamples:\n'
+    '  latechunk embed my_docs/ --out out/my_docs --strategy heading\n'
+    '  latechunk embed corpus.jsonl --out idx/new --reuse idx/current\n'
+    '  torchrun --nproc-per-node 4 -m latechunk embed docs/ --out idx   (one process per GPU)\n'
+)
+
+
 def embed(
     ctx: typer.Context,
     inputs: Annotated[Optional[list[Path]], typer.Argument(metavar="INPUT", show_default=False, help=".md/.txt files, source code (.py/.js/.ts/.go/.rs/.java), .html (as markdown), folders of them, .jsonl (id/text), BEIR corpus.jsonl, .parquet or .arrow (id/text), Hugging Face save_to_disk folders. Default: the --config file's inputs.")] = None,
@@ -83,7 +92,7 @@ def embed(
     batch_tokens: Annotated[Optional[int], typer.Option(show_default=False, help="Token budget per forward batch (padded tokens). It never changes a vector, so --resume and --append take their own device's default unless given.  [default: 4096 on the CPU, 16384 on a GPU]")] = None,
     backend: BackendOpt = None,
     compile: CompileOpt = False,
-    index: Annotated[Optional[str], typer.Option("--index", show_default=False, help=f"A faiss index_factory string (Flat, HNSW32, IVF4096,Flat, IVF1024,PQ32, ...) or an alias, flat (= Flat) or hnsw (= HNSW{{--hnsw-m}}); inner product, checked against the model's dimension before anything is encoded. IVF indexes are trained on a seeded sample and merged on disk (search them with --nprobe).  [default: {DEFAULT_INDEX}]")] = None,
+    index: Annotated[Optional[str], typer.Option("--index", show_default=False, help=f"A faiss index_factory string (Flat, HNSW32, IVF4096,Flat, IVF1024,PQ32, ...) or flat or hnsw (= HNSW{{--hnsw-m}}); inner product, checked against the model's dimension first. IVF indexes are built on disk; see docs/how-to/indexes-beyond-ram.md.  [default: {DEFAULT_INDEX}]")] = None,
     hnsw_m: Annotated[Optional[int], typer.Option(show_default=False, help=f"With --index hnsw: graph degree M.  [default: {DEFAULT_HNSW_M}]")] = None,
     ef_construction: Annotated[Optional[int], typer.Option(show_default=False, help=f"HNSW: build beam width.  [default: {DEFAULT_EF_CONSTRUCTION}]")] = None,
     ef_search: Annotated[Optional[int], typer.Option(show_default=False, help=f"HNSW: search beam width.  [default: {DEFAULT_EF_SEARCH}]")] = None,
@@ -101,7 +110,7 @@ def embed(
     group_tokens: Annotated[Optional[int], typer.Option("--group-tokens", hidden=True, show_default=False, help=f"Tokens per pipeline group = per shard (bounds memory).  [default: {DEFAULT_GROUP_TOKENS}]")] = None,
     sentence_workers: SentenceWorkersOpt = None,
     late_pooling: LatePoolingOpt = None,
-    dedup: Annotated[Optional[float], typer.Option("--dedup", metavar="THRESHOLD", help="Drop a chunk whose cosine to an earlier kept chunk is >= THRESHOLD (0 < THRESHOLD <= 1), each listed in manifest.json's dedup. Recorded in run.json: --resume and --append keep it (--reuse refuses an OLD embedded with it). Default: off.")] = None,
+    dedup: Annotated[Optional[float], typer.Option("--dedup", metavar="THRESHOLD", help="Drop a chunk whose cosine to an earlier kept chunk is >= THRESHOLD (0 < THRESHOLD <= 1; default off), each listed in manifest.json's dedup. Recorded in run.json: --resume and --append keep it (--reuse refuses an OLD embedded with it).")] = None,
     id_field: IdFieldOpt = None,
     text_field: TextFieldOpt = None,
     title_field: TitleFieldOpt = None,
@@ -114,18 +123,8 @@ def embed(
     old_window: Annotated[Optional[int], deprecated_option("embed", "--window")] = None,
     old_window_overlap: Annotated[Optional[int], deprecated_option("embed", "--window-overlap")] = None,
 ) -> None:
-    """Chunk and embed documents; write a FAISS index, the chunk table and a manifest.
-
-    The output is written in checksummed shards (DIR/shards), each renamed into place when complete, then
-    assembled; after a crash or kill, `--resume` continues where the run stopped. Check a folder with
-    `latechunk verify DIR`. Settings can come from a file: `--config run.toml` (run.json's keys).
-
-    Several GPUs: `torchrun --nproc-per-node N -m latechunk embed ...` or `accelerate launch -m latechunk embed ...`
-    (one process per GPU, from $RANK/$WORLD_SIZE/$LOCAL_RANK): each encodes every N-th shard, rank 0 assembles.
-    A Ray cluster: `--engine ray --ray-address auto` (same shards, resumable with --resume either way).
-
-    Example: latechunk embed ../shared/data/chroma_chunking_eval/corpora --out out/chroma --strategy fixed:size=256
-    """
+    """Chunk and embed documents into an output folder: a FAISS index, the chunk table and a manifest, written
+    in checksummed shards that --resume continues after a crash. See docs/concepts/output-folder.md."""
     options = dict(locals())  # every parameter, by name (the settings given are taken from it below)
     options["macro_window"] = renamed_value("embed", "--window", macro_window, old_window)
     options["macro_window_overlap"] = renamed_value("embed", "--window-overlap", macro_window_overlap,

@@ -17,6 +17,14 @@ DEFAULT_BATCH_SIZE = 1024
 DEFAULT_HNSW = {"max_neighbors": 32, "ef_construction": 256, "ef_search_min": 128, "ef_search_max": 1024}
 
 
+#: the examples under the command's help (the command's epilog, registered by latechunk.cli)
+EPILOG = (
+    '\b\nExamples:\n'
+    '  latechunk export out/chroma --to qdrant:out/qdrant --collection chroma_eval\n'
+    '  latechunk embed CORPUS --out new --reuse old && latechunk export new --to qdrant:store --sync\n'
+)
+
+
 def export(
     out: Annotated[Path, typer.Argument(metavar="DIR", help="A folder written by `latechunk embed`.")],
     to: Annotated[str, typer.Option("--to", "-t", help="lancedb:PATH, qdrant:PATH or chroma:PATH (a local folder; "
@@ -30,20 +38,8 @@ def export(
     hnsw_ef_construction: Annotated[Optional[int], typer.Option("--hnsw-ef-construction", min=1, help=f"Chroma only: HNSW ef_construction (default: {DEFAULT_HNSW['ef_construction']}; Chroma's own: 100).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
-    """Export an output folder's vectors and chunk records to LanceDB, Qdrant or Chroma (shard by shard).
-
-    A row's id is its chunk id (a UUID of the model and settings, the document's id and text hash, and the chunk's
-    spans: the same chunk gets the same id in every rebuilt folder), with its vector id (row of chunks.parquet),
-    doc id, char and token spans, heading path, strategy, text and the sha256 of manifest.json; cosine distance for
-    normalised vectors, inner product for --no-normalize ones. Chroma's HNSW index gets settings sized to the
-    collection (--hnsw-ef, --hnsw-m, --hnsw-ef-construction change them).
-    Query the store with vectors made as the run's: its model with its query prompt, normalised
-    (`latechunk.Index.load(DIR).encoder.encode_query(queries)`), cut to --truncate-dim when the run set it.
-    An export that fails drops what it made; a killed one leaves a collection the next export names incomplete.
-    Example: latechunk export out/chroma --to qdrant:out/qdrant --collection chroma_eval
-
-    Daily update: latechunk embed CORPUS --out new --reuse old && latechunk export new --to qdrant:store --sync
-    """
+    """Export an output folder's vectors and chunk records to LanceDB, Qdrant or Chroma, one row per chunk id;
+    --sync updates a collection in place. See docs/how-to/export.md."""
     from latechunk.export import export_folder
 
     given = {"ef_search": hnsw_ef, "max_neighbors": hnsw_m, "ef_construction": hnsw_ef_construction}

@@ -18,6 +18,12 @@ from latechunk.config import (
     IndexConfig,
 )
 
+#: the examples under the command's help (the command's epilog, registered by latechunk.cli)
+EPILOG = (
+    '\b\nExample:\n'
+    '  latechunk reindex out/chroma --index hnsw --precision int8\n'
+)
+
 
 def reindex(
     out: Annotated[Path, typer.Argument(metavar="DIR", help="A finished output folder of `latechunk embed`.")],
@@ -29,14 +35,8 @@ def reindex(
     truncate_dim: Annotated[Optional[int], typer.Option("--truncate-dim", show_default=False, help="Keep the first N dimensions (Matryoshka models), as embed's --truncate-dim; 0: every dimension. Default: the folder's.")] = None,
     gpu: Annotated[str, typer.Option("--index-gpu", help="Build a flat float32 index on GPU FAISS: auto (when present), on, off.")] = IndexConfig.gpu,
 ) -> None:
-    """Build an output folder's FAISS index again with other settings, from the vectors its shards keep.
-
-    No document is read and no model loaded: trying HNSW instead of flat, int8 instead of float32 or fewer
-    dimensions costs the index build, not the encoding. Options not given keep the folder's settings; the new
-    ones go into run.json and the manifest (under `reindexed` too), so search, verify, export and --append use
-    them. With no option it builds a missing or damaged index.faiss again, and it removes the temp files of a
-    killed write. Example: `latechunk reindex out/chroma --index hnsw --precision int8`.
-    """
+    """Build an output folder's FAISS index again with other settings, from the vectors its shards keep: no
+    document read, no model loaded. See docs/how-to/compact-vectors.md."""
     from latechunk.ingest.reindex import reindex as run_reindex
     from latechunk.output import OutputFolder
 

@@ -22,6 +22,15 @@ _DEFAULT_K = 5
 _LONG_SECTION_CHARS = 20_000
 
 
+#: the examples under the command's help (the command's epilog, registered by latechunk.cli)
+EPILOG = (
+    '\b\nExamples:\n'
+    '  latechunk search out/docs "how do I set the cache folder" -k 3\n'
+    '  latechunk search out/docs "cache folder" --expand section --json | jq -r \'.[0].text\'\n'
+    '  latechunk search out/notes "heron" --where lang=en --where tags=birds\n'
+)
+
+
 def search(
     out: Annotated[Path, typer.Argument(metavar="DIR", help="A folder written by `latechunk embed`.")],
     query: Annotated[str, typer.Argument(metavar="QUERY", help="The query text (embedded with the model's query prompt).")],
@@ -31,19 +40,11 @@ def search(
     model: Annotated[Optional[str], typer.Option("--model", "-m", help="Model for the query. Default: the model the index was built with (from its manifest).")] = None,
     expand: Annotated[Optional[str], typer.Option("--expand", metavar="section|neighbors:N|document", help="Give each hit's context for a generator instead of the chunk alone: its heading section, N chunks on each side, or the document, reassembled from the chunk table; hits of one document whose contexts overlap or touch are merged (best score kept, hits listed).")] = None,
     nprobe: Annotated[Optional[int], typer.Option("--nprobe", show_default=False, help="IVF indexes (--index IVF1024,PQ32, ...): inverted lists probed per query; more is slower and closer to exact (nlist: every list). An error for other index types.  [default: the index's: min(16, nlist)]")] = None,
-    where: Annotated[Optional[list[str]], typer.Option("--where", metavar="FIELD=VALUE", show_default=False, help="Only chunks whose FIELD equals VALUE (as text or as a number; a list field: any of its items): a metadata field embed --metadata-fields kept (metadata.NAME for one named like a column) or a column (doc_id, source, title, url, section, header, heading_path). Repeat it for conditions that must all hold.")] = None,
+    where: Annotated[Optional[list[str]], typer.Option("--where", metavar="FIELD=VALUE", show_default=False, help="Only chunks whose FIELD equals VALUE (as text or number; a list field: any item): a field embed --metadata-fields kept (metadata.NAME) or a column (doc_id, source, title, url, section, header, heading_path). Repeat it for conditions that must all hold; see docs/how-to/search.md.")] = None,
     trust_remote_code: TrustRemoteCodeOpt = False,
 ) -> None:
-    """Search an index: per hit, its rank, doc id, char span and score on one line, then its heading path and a
-    snippet around the query's words (with --expand: of its context). Text is printed as written (brackets
-    included); on a terminal the snippet is wrapped to its width, piped every field stays on one line.
-
-    \b
-    Examples:
-      latechunk search out/docs "how do I set the cache folder" -k 3
-      latechunk search out/docs "cache folder" --expand section --json | jq -r '.[0].text'
-      latechunk search out/notes "heron" --where lang=en --where tags=birds
-    """  # noqa: D301  (\b: click's marker for a paragraph it must not rewrap, the examples)
+    """Search an index: per hit, its rank, doc id, char span and score, then its heading path and a snippet
+    around the query's words (--json: the records). See docs/how-to/search.md."""
     from latechunk.api import Index
     from latechunk.output import parse_where
 

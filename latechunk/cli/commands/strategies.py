@@ -8,7 +8,8 @@ import typer
 
 
 def strategies() -> None:
-    """List the chunking strategies, what each bets about where a fact ends, and their parameters."""
+    """List the chunking strategies, what each bets about where a fact ends, and their parameters. See
+    docs/concepts/strategies.md."""
     from latechunk.strategies import registry
     from latechunk.strategies.base import _fmt
 

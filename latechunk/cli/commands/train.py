@@ -29,6 +29,15 @@ from latechunk.train.config import DEFAULT_DTYPE, DEFAULT_WARMUP, TrainConfig
 _DEFAULTS = {name: p.default for name, p in inspect.signature(TrainConfig.__init__).parameters.items()}
 
 
+#: the examples under the command's help (the command's epilog, registered by latechunk.cli)
+EPILOG = (
+    '\b\nExamples:\n'
+    '  latechunk train --dataset xquad --out models/minilm-late --strategy fixed:size=64 --macro-window 256\n'
+    '  latechunk train --ict my_docs/ --out models/minilm-ict\n'
+    '  latechunk train --dataset xquad --out models/minilm-late --resume   (a killed run goes on)\n'
+)
+
+
 def train(
     ctx: typer.Context,
     out: Annotated[Path, typer.Option("--out", "-o", help="The model folder to write (new or empty): a sentence-transformers folder that --model loads in embed, compare and LateChunker.")],
@@ -48,7 +57,7 @@ def train(
     max_queries: Annotated[Optional[int], typer.Option("--max-queries", help="Train on at most N queries (after the seeded shuffle). Default: all.")] = _DEFAULTS["max_queries"],
     seed: Annotated[int, typer.Option("--seed", help="Seed of the shuffle, dropout and the inverse-cloze draw.")] = _DEFAULTS["seed"],
     device: DeviceOpt = "auto",
-    dtype: Annotated[str, typer.Option("--dtype", help="auto, float32 or bfloat16: the dtype the forward and backward are autocast to (weights, optimiser state and loss stay float32); auto: bfloat16 on CUDA and on CPUs with AMX or AVX-512 BF16, else float32. Recorded in latechunk_train.json. (Old name: --precision.)")] = DEFAULT_DTYPE,
+    dtype: Annotated[str, typer.Option("--dtype", help="auto, float32 or bfloat16: the dtype the forward and backward are autocast to (weights, optimiser state and loss stay float32; auto: bfloat16 on CUDA and bf16-capable CPUs), recorded in latechunk_train.json. Old name: --precision.")] = DEFAULT_DTYPE,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
     trust_remote_code: TrustRemoteCodeOpt = False,
     checkpoint_every: Annotated[int, typer.Option("--checkpoint-every", min=0, help="Write the run's state to OUT/.checkpoint every N steps and at each epoch's end, replacing the last (removed when the run ends); 0: never.")] = DEFAULT_CHECKPOINT_EVERY,
@@ -57,14 +66,8 @@ def train(
     old_window_overlap: Annotated[Optional[int], deprecated_option("train", "--window-overlap")] = None,
     old_precision: Annotated[Optional[str], deprecated_option("train", "--precision")] = None,
 ) -> None:
-    """Fine-tune a model for late chunking: queries pulled toward the late-pooled vector of the chunk holding
-    their answer (InfoNCE against in-batch and in-sequence negatives; arXiv:2409.04701, arXiv:2505.24782).
-
-    Example: latechunk train --dataset xquad --out models/minilm-late --strategy fixed:size=64 --macro-window 256,
-    then latechunk compare --dataset chroma --model models/minilm-late ...
-
-    A run that is killed continues with the same command and --resume (from its last checkpoint).
-    """
+    """Fine-tune a model for late chunking: each query pulled toward the late-pooled vector of the chunk holding
+    its answer, from answer spans (--dataset) or your own documents (--ict). See docs/how-to/train.md."""
     from latechunk.train import train as run_train
 
     macro_window = renamed_value("train", "--window", macro_window, old_window)

@@ -15,14 +15,8 @@ def verify(
     inputs: Annotated[Optional[list[Path]], typer.Option("--inputs", "-i", help="Where the source inputs are now, repeated for each input in the order they were embedded (--inputs a --inputs b), or once per distinct input; the folder's own appended/*.jsonl need not be given (default: the paths recorded in the manifest).")] = None,
     no_sources: Annotated[bool, typer.Option("--no-sources", help="Skip re-reading and hashing the source documents.")] = False,
 ) -> None:
-    """Check an output folder: index against chunk table against manifest against shards and source files.
-
-    Prints each problem found and exits 1 if there is any, 0 when everything agrees. Checks: every vector against
-    its shard (within the index's storage precision), every row of chunks.parquet against its manifest record
-    and, unless --no-sources, against its source document read again (exact slices, changed, gone or new
-    sources); shard hashes; stray temp files of a write that never finished; for IVF indexes, that sampled rows
-    sit in their list and find themselves (self-recall@10, checked for Flat/SQ codes, reported for lossy PQ).
-    """
+    """Check an output folder: index against chunk table, manifest, shards and source files; print each
+    problem and exit 1 on any. See docs/how-to/check.md."""
     from latechunk.verify import verify_output
 
     if not out.exists():  # as search and Index.load say it
