@@ -39,7 +39,7 @@ DEFAULT_INDEX_GPU = "off"
 _MODEL_OPTIONS = {"model": "name", "device": "device", "dtype": "dtype", "batch_tokens": "batch_tokens",
                   "backend": "backend", "compile": "compile", "trust_remote_code": "trust_remote_code"}
 """Old flat settings -> the :class:`~latechunk.config.ModelConfig` field that holds them."""
-_PIPELINE_OPTIONS = ("modes", "include_special", "sentence_workers", "late_pooling")
+_PIPELINE_OPTIONS = ("modes", "include_special", "sentence_workers", "late_pooling", "macro_window_align")
 """Old flat settings that are :class:`~latechunk.config.PipelineConfig` fields of the same name."""
 _INDEX_OPTIONS = {"ef_construction": "ef_construction", "ef_search": "ef_search", "index_gpu": "gpu"}
 """Old flat settings -> the :class:`~latechunk.config.IndexConfig` field that holds them."""
@@ -52,7 +52,7 @@ _OWN = {"strategies": DEFAULT_STRATEGIES, "ks": (1, 5, 10), "macro_windows": (No
 ``dataset`` and the three configs)."""
 _RENAMED = {"windows": "macro_windows", "window_overlap": "macro_window_overlaps"}
 """Old keyword -> new field (:mod:`latechunk.config.names`): accepted with a DeprecationWarning."""
-_RECORD = ("dataset", "model", "strategies", "modes", "ks", "windows", "window_overlap", "dedup", "dedup_factor",
+_RECORD = ("dataset", "model", "strategies", "modes", "ks", "windows", "window_overlap", "macro_window_align", "dedup", "dedup_factor",
            "dedup_threshold", "doc_depth", "index", "hnsw_m", "ef_construction", "ef_search", "index_gpu",
            "precision", "truncate_dim", "device", "dtype", "batch_tokens", "backend", "compile", "include_special",
            "n_resamples", "confidence", "seed", "max_queries", "use_cache", "cache_dir", "sentence_workers",
@@ -211,6 +211,8 @@ class CompareConfig:
     sentence_workers = property(lambda self: self.pipeline_config.sentence_workers,
                                 doc="``pipeline_config.sentence_workers``.")
     late_pooling = property(lambda self: self.pipeline_config.late_pooling, doc="``pipeline_config.late_pooling``.")
+    macro_window_align = property(lambda self: self.pipeline_config.macro_window_align,
+                                  doc="``pipeline_config.macro_window_align``.")
     ef_construction = property(lambda self: self.index_config.ef_construction,
                                doc="``index_config.ef_construction``.")
     ef_search = property(lambda self: self.index_config.ef_search, doc="``index_config.ef_search``.")

@@ -81,7 +81,8 @@ class ComparePlan:
         c = self.config
         return PipelineConfig(tuple(self.specs), modes=self.pipe_modes if i == 0 else ("late",),
                               include_special=c.include_special, macro_window=w, macro_window_overlap=ov,
-                              sentence_workers=c.sentence_workers, late_pooling=c.late_pooling)
+                              sentence_workers=c.sentence_workers, late_pooling=c.late_pooling,
+                              macro_window_align=c.macro_window_align)
 
     def check_model(self, encoder) -> None:
         """The settings that need the model (late pooling, each macro window) against its files, before the

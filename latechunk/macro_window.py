@@ -15,8 +15,11 @@ Tests: ``tests/test_macro_window.py``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
+
+import numpy as np
 
 __all__ = ["DEFAULT_WINDOW_OVERLAP", "MIN_WINDOW_CONTENT_TOKENS", "MacroWindow", "PlannedWindow"]
 
@@ -144,17 +147,25 @@ class MacroWindow:
                 f"(macro_window={self.size} minus {n_frame} frame tokens; --macro-window-overlap on the command line)"
             )
 
-    def plan(self, n_content: int, n_frame: int) -> list[PlannedWindow]:
+    def plan(self, n_content: int, n_frame: int, ends: Sequence[int] | np.ndarray | None = None
+             ) -> list[PlannedWindow]:
         """Cut a document's content tokens into overlapping windows.
 
-        Windows start every ``capacity - overlap`` tokens; the last one is pushed back to end at the document's
-        end, so it is full. A token lying in two windows takes its state from the one where it has the most
-        context on both sides: for consecutive windows ``[a0, b0)`` and ``[a1, b1)`` the switch is at the midpoint
-        of the overlap, ``p > (a1 + b0 - 1) / 2`` goes to the later window (ties to the earlier one).
+        Without ``ends`` (token-aligned windows): windows start every ``capacity - overlap`` tokens; the last one
+        is pushed back to end at the document's end, so it is full. A token lying in two windows takes its state
+        from the one where it has the most context on both sides: for consecutive windows ``[a0, b0)`` and
+        ``[a1, b1)`` the switch is at the midpoint of the overlap, ``p > (a1 + b0 - 1) / 2`` goes to the later
+        window (ties to the earlier one).
+
+        With ``ends`` (chunk-aligned windows, :meth:`plan_aligned`): each window keeps its states up to the last
+        of ``ends`` it holds, so a chunk that ends at one of them and fits a window is pooled from one window
+        (one context) instead of from two cut at an arbitrary token.
 
         Args:
             n_content: The document's content tokens (frame excluded), ``>= 0``.
             n_frame: Its frame tokens (special tokens and instruction prefix).
+            ends: Content-token positions where a window may stop keeping states (chunk ends), any order;
+                positions outside ``(0, n_content)`` are ignored. ``None``: token-aligned windows.
 
         Returns:
             One :class:`PlannedWindow` per model input, in content-token units; a single ``(0, n_content,
@@ -168,6 +179,8 @@ class MacroWindow:
         capacity = self.capacity(n_frame)
         if n_content <= capacity:
             return [PlannedWindow(0, n_content, 0, n_content)]
+        if ends is not None:
+            return self.plan_aligned(n_content, n_frame, ends)
         stride = capacity - self.overlap
         starts = list(range(0, n_content - capacity, stride)) + [n_content - capacity]
         if len(starts) > 1 and starts[-1] == starts[-2]:
@@ -178,5 +191,47 @@ class MacroWindow:
         for i, (a, b) in enumerate(wins):
             keep_end = (wins[i + 1][0] + b - 1) // 2 + 1 if i + 1 < len(wins) else n_content
             out.append(PlannedWindow(a, b, keep_start, keep_end))
+            keep_start = keep_end
+        return out
+
+    def plan_aligned(self, n_content: int, n_frame: int, ends: Sequence[int] | np.ndarray) -> list[PlannedWindow]:
+        """Chunk-aligned windows: each window keeps the states of whole chunks (issue 38).
+
+        Token-aligned windows (:meth:`plan` without ``ends``) cut a document every ``capacity`` tokens, so a chunk
+        that crosses a cut is pooled from two model inputs, i.e. from two contexts cut at an arbitrary place. Here
+        window ``i`` keeps ``[keep_start, e)`` with ``e`` the last of ``ends`` in ``(keep_start, keep_start +
+        capacity - overlap]``, and starts ``overlap`` tokens before ``keep_start`` (left context for its first
+        kept token; it reads ``[keep_start - overlap, keep_start - overlap + capacity)``, clipped to the document,
+        so right context beyond ``e`` too). Where no end falls in that range (a chunk longer than a window), the
+        window keeps all it can and the chunk is cut by tokens as in :meth:`plan`. The last window is pushed
+        back to end at the document's end (full). Cost: a window keeps at most ``capacity - overlap`` tokens, as
+        in :meth:`plan`, and fewer when it stops at a chunk end; so a few more windows than :meth:`plan` (measured
+        in results/issue38.md).
+
+        Args:
+            n_content: The document's content tokens (frame excluded), ``> capacity``.
+            n_frame: Its frame tokens (special tokens and instruction prefix).
+            ends: Content-token positions where a window may stop keeping states, any order.
+
+        Returns:
+            :class:`PlannedWindow` list whose ``[keep_start, keep_end)`` ranges tile ``[0, n_content)``, each
+            inside its window's ``[start, end)``.
+        """
+        capacity = self.capacity(n_frame)
+        step = capacity - self.overlap
+        e = np.unique(np.asarray(ends, dtype=np.int64).reshape(-1))
+        e = e[(e > 0) & (e < n_content)]
+        out: list[PlannedWindow] = []
+        keep_start = 0
+        while keep_start < n_content:
+            start = max(keep_start - self.overlap, 0)
+            if start + capacity >= n_content:  # the last window: pushed back to end at the document's end
+                start = n_content - capacity
+                out.append(PlannedWindow(start, n_content, keep_start, n_content))
+                break
+            limit = min(keep_start + step, start + capacity)
+            k = int(np.searchsorted(e, limit, side="right")) - 1
+            keep_end = int(e[k]) if k >= 0 and e[k] > keep_start else limit
+            out.append(PlannedWindow(start, start + capacity, keep_start, keep_end))
             keep_start = keep_end
         return out

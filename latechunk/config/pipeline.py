@@ -34,6 +34,14 @@ LATE_POOLINGS: tuple[str, ...] = ("mean",)
 """Values of ``late_pooling`` / ``--late-pooling``: ``mean`` mean-pools token states even for a model whose own
 pooling is not mean (CLS, last token, max); unset, such a model is refused in late mode."""
 
+MACRO_WINDOW_ALIGNS: tuple[str, ...] = ("tokens", "chunks")
+"""Values of ``macro_window_align`` / ``--macro-window-align``: where a macro window stops keeping token states
+(:class:`PipelineConfig`)."""
+
+DEFAULT_MACRO_WINDOW_ALIGN = "tokens"
+"""Macro windows cut by tokens unless asked otherwise (measured in results/issue38.md)."""
+
+
 @dataclass(frozen=True)
 class PipelineConfig:
     """What :func:`latechunk.pipeline.iter_embed` computes: strategies x modes, and how late vectors are pooled.
@@ -51,6 +59,11 @@ class PipelineConfig:
             256 for all-MiniLM-L6-v2, else its input limit).
         macro_window_overlap: Content tokens shared by consecutive macro windows; ``None`` =
             :data:`~latechunk.macro_window.DEFAULT_WINDOW_OVERLAP` (0, chosen by measurement: results/map.md).
+        macro_window_align: Where a macro window stops keeping token states when a document needs several
+            (:data:`MACRO_WINDOW_ALIGNS`): ``"chunks"``: at a chunk end (every strategy's, when several share
+            the pass; :meth:`MacroWindow.plan_aligned <latechunk.macro_window.MacroWindow.plan_aligned>`), so a
+            chunk that fits a window is pooled from one context; ``"tokens"``: every window's worth of tokens,
+            wherever that falls. ``None`` = :data:`DEFAULT_MACRO_WINDOW_ALIGN`.
         long_documents: ``"windows"``: a document longer than the macro window is encoded in overlapping macro
             windows; ``"skip"``: it is skipped with its token count (never silently truncated).
         group_tokens: Documents are processed in groups of about this many tokens (bounds memory; one group is
@@ -71,6 +84,7 @@ class PipelineConfig:
     include_special: bool = False
     macro_window: int | None = None
     macro_window_overlap: int | None = None
+    macro_window_align: str | None = None
     long_documents: str = "windows"
     group_tokens: int = DEFAULT_GROUP_TOKENS
     sentence_workers: int = 0
@@ -93,6 +107,11 @@ class PipelineConfig:
             _positive_int("macro_window", self.macro_window)
         if self.macro_window_overlap is not None:
             _positive_int("macro_window_overlap", self.macro_window_overlap, minimum=0)
+        if self.macro_window_align is None:
+            object.__setattr__(self, "macro_window_align", DEFAULT_MACRO_WINDOW_ALIGN)
+        _require(self.macro_window_align in MACRO_WINDOW_ALIGNS,
+                 f"macro_window_align (--macro-window-align) must be one of {list(MACRO_WINDOW_ALIGNS)}, "
+                 f"got {self.macro_window_align!r}")
         _require(self.long_documents in ("windows", "skip"),
                  f"long_documents must be 'windows' or 'skip', got {self.long_documents!r}")
         _positive_int("group_tokens", self.group_tokens)

@@ -409,13 +409,16 @@ class Encoder(SentenceTransformerEncode):
         return budget_batches(lengths, self.batch_tokens)
 
     def model_inputs(
-        self, tok: Tokenization, macro_window: MacroWindow | None = None
+        self, tok: Tokenization, macro_window: MacroWindow | None = None, ends: np.ndarray | None = None
     ) -> tuple[list[np.ndarray], list[PlannedWindow]]:
         """The model inputs of one document: one row when it fits one macro window, else one per macro window.
 
         Args:
             tok: The document's tokenization.
             macro_window: The plan; default :meth:`macro_window`.
+            ends: Document token positions where a macro window may stop keeping states (chunk ends): chunk-aligned
+                windows (:meth:`MacroWindow.plan_aligned <latechunk.macro_window.MacroWindow.plan_aligned>`);
+                ``None``: token-aligned windows.
 
         Returns:
             ``(rows, plan)``: rows are (len_i,) int64 token-id arrays, each ``lead + content[a:b] + trail``;
@@ -429,7 +432,8 @@ class Encoder(SentenceTransformerEncode):
         mw = macro_window or self.macro_window()
         n_frame = tok.n_lead + tok.n_trail
         mw.check(n_frame, self.max_length)
-        plan = mw.plan(tok.n_content, n_frame)
+        content_ends = None if ends is None else np.asarray(ends, dtype=np.int64) - tok.content_start
+        plan = mw.plan(tok.n_content, n_frame, content_ends)
         if len(plan) == 1:
             return [tok.input_ids], plan
         lead = tok.input_ids[: tok.n_lead]
@@ -443,6 +447,7 @@ class Encoder(SentenceTransformerEncode):
         macro_window: MacroWindow | None = None,
         allow_windows: bool = True,
         progress: bool = False,
+        window_ends: Sequence[np.ndarray | None] | None = None,
     ) -> Iterator[StateBatch]:
         """Token states of many documents, one forward batch at a time (memory bounded by one batch).
 
@@ -458,6 +463,9 @@ class Encoder(SentenceTransformerEncode):
             allow_windows: If False, a document longer than the macro window raises instead of being
                 encoded in several macro windows.
             progress: Show a progress bar (tokens; on stderr when it is a terminal).
+            window_ends: Per document, the token positions where a macro window may stop keeping states (its
+                chunk ends: chunk-aligned windows, see :meth:`model_inputs`), or ``None`` (token-aligned); ``None``
+                for all: token-aligned windows everywhere.
 
         Yields:
             One :class:`StateBatch` per forward batch (length-sorted token-budget batches, longest first, so
@@ -479,7 +487,7 @@ class Encoder(SentenceTransformerEncode):
                     f"document {d} has {len(tok)} tokens, more than max_length={mw.size}; "
                     "turn macro windows on or shorten it (latechunk never truncates silently)"
                 )
-            rows, plan = self.model_inputs(tok, mw)
+            rows, plan = self.model_inputs(tok, mw, None if window_ends is None else window_ends[d])
             if len(plan) == 1:
                 all_rows.append(rows[0])
                 keeps.append((d, 0, len(tok), 0))

@@ -33,6 +33,7 @@ class _Entry:
     tok: Tokenization | None = None  # None for a skipped item
     skip: Skipped | None = None  # set when the item is (or becomes) skipped
     pre: list[Boundaries | None] | None = None  # per strategy; None where the split needs sentence vectors
+    window_ends: np.ndarray | None = None  # where a chunk-aligned macro window may stop (None: token-aligned)
 
 
 def _item_batches(items: Iterable[Document | Skipped], max_chars: int = 1 << 18,

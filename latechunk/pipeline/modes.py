@@ -33,8 +33,12 @@ from latechunk.types import Boundaries, ChunkVectors, Document, Tokenization
 
 
 # ------------------------------------------------------------------------------------------------ late
-def _pool_spans(b: Boundaries, tok: Tokenization, include_special: bool) -> np.ndarray:
-    spans = b.token_spans.astype(np.int64, copy=True)
+def _pool_spans(b: Boundaries, tok: Tokenization, include_special: bool, pooled: np.ndarray | None = None
+                ) -> np.ndarray:
+    """The token spans late mode pools for ``b``'s chunks: ``pooled`` (a strategy's
+    :meth:`~latechunk.strategies.base.Strategy.pool_spans`) or the chunks' own, the frame added at the ends with
+    ``include_special``."""
+    spans = (b.token_spans if pooled is None else pooled).astype(np.int64, copy=True)
     if include_special and len(spans):
         # jina's convention: the first chunk absorbs the lead frame, the last the trail frame
         spans[0, 0] = 0

@@ -156,7 +156,8 @@ class _Run:
         sums = None
         if self.config.needs_token_states and live:
             meter.start_pass([e.item for e in live], [e.tok for e in live])
-            sums = self._late_pass([e.tok for e in live], points, g.stats, progress, meter)
+            sums = self._late_pass([e.tok for e in live], points, g.stats, progress, meter,
+                                   [e.window_ends for e in live])
         kept = self._split_after_pass(live, sums, g.stats)
         self._keep(g, entries, kept)
         spans: dict[tuple[str, int], np.ndarray] = {}  # (spec, kept index) -> pooled token spans
@@ -222,9 +223,11 @@ class _Run:
         """The token spans late mode pools, per ``(spec, kept index)``, and their segment ranges in the sums
         (:meth:`_locate`, which may add a second pass): ``(sums, spans, ranges)``."""
         t0 = time.perf_counter()
-        spans = {(s.spec, k): _pool_spans(per[j], e.tok, self.config.include_special)
+        spans = {(s.spec, k): _pool_spans(per[j], e.tok, self.config.include_special,
+                                          s.pool_spans(per[j], e.item, e.tok, self.segmenter))
                  for k, (_, e, per) in enumerate(kept) for j, s in enumerate(self.strats)}
-        sums, ranges = self._locate(sums, [i for i, _, _ in kept], [e.tok for _, e, _ in kept], spans, stats)
+        sums, ranges = self._locate(sums, [i for i, _, _ in kept], [e.tok for _, e, _ in kept], spans, stats,
+                                    [e.window_ends for _, e, _ in kept])
         stats.seconds["pool"] += time.perf_counter() - t0
         return sums, spans, ranges
 
@@ -302,6 +305,10 @@ class _Run:
         tok, cfg = e.tok, self.config
         n = len(tok)
         ends: list[np.ndarray] = [np.asarray([0, n], dtype=np.int64)]
+        # chunk-aligned macro windows stop only where every strategy of the pass may end a chunk
+        align = cfg.macro_window_align == "chunks"
+        shared: np.ndarray | None = None
+        points: np.ndarray | None = None
         for j, s in enumerate(self.strats):
             b = e.pre[j]
             if b is None and not _reads_late_sentences(s):
@@ -309,23 +316,32 @@ class _Run:
                                        sentences=self.segmenter)
             if b is not None:
                 if late:
-                    ends.append(_pool_spans(b, tok, cfg.include_special).reshape(-1))
+                    ends.append(_pool_spans(b, tok, cfg.include_special,
+                                            s.pool_spans(b, e.item, tok, self.segmenter)).reshape(-1))
+                if align:
+                    shared = _shared_ends(shared, b.token_spans[:, 1])
                 continue
             cuts = s.cut_points(e.item, tok, self.segmenter)
             if cuts is None:
-                return np.arange(n + 1, dtype=np.int64)
+                points = np.arange(n + 1, dtype=np.int64)
+                continue
             ends.append(np.asarray(cuts, dtype=np.int64).reshape(-1))
-        return np.unique(np.concatenate(ends))
+            if align:
+                shared = _shared_ends(shared, ends[-1])
+        e.window_ends = shared if align else None
+        return points if points is not None else np.unique(np.concatenate(ends))
 
     def _late_pass(self, toks: list[Tokenization], points: list[np.ndarray], stats: PipelineStats,
-                   progress: bool, meter: _TextMeter | None) -> _SegmentSums:
+                   progress: bool, meter: _TextMeter | None,
+                   window_ends: list[np.ndarray | None] | None = None) -> _SegmentSums:
         """One streamed late pass over ``toks``: the sums of token states between consecutive ``points`` of
-        each document, pooled one forward batch at a time."""
+        each document, pooled one forward batch at a time; ``window_ends`` per document: where a chunk-aligned
+        macro window may stop keeping states (``None``: token-aligned windows)."""
         enc = self.encoder
         before = dict(enc.stats)
         t0 = time.perf_counter()
         sums = _SegmentSums(points, enc.dim, enc.device)
-        for batch in enc.iter_token_states(toks, self.macro_window, progress=progress):
+        for batch in enc.iter_token_states(toks, self.macro_window, progress=progress, window_ends=window_ends):
             sums.add(batch)
             if meter is not None:
                 meter.encoded(batch.blocks)
@@ -335,12 +351,13 @@ class _Run:
         return sums
 
     def _locate(self, sums: _SegmentSums, docs: list[int], toks: list[Tokenization],
-                spans: dict[tuple[str, int], np.ndarray], stats: PipelineStats
+                spans: dict[tuple[str, int], np.ndarray], stats: PipelineStats,
+                window_ends: list[np.ndarray | None] | None = None
                 ) -> tuple[_SegmentSums, dict[tuple[str, int], np.ndarray]]:
         """Where each span lies in ``sums`` (segment ranges); ``docs[k]`` is kept document k's index in
         ``sums``. A document whose chunks end where its cut points did not say (a strategy's
         :meth:`Strategy.cut_points` missed one) is encoded once more, cut at its actual chunk ends, so its
-        vectors are exact all the same."""
+        vectors are exact all the same (in the same macro windows: ``window_ends[k]``, as the first pass)."""
         ranges: dict[tuple[str, int], np.ndarray] = {}
         again: list[int] = []
         for k, i in enumerate(docs):
@@ -355,9 +372,17 @@ class _Run:
                     len(again), ", ".join(str(k) for k in again[:5]))
         points = [np.unique(np.concatenate([np.asarray([0, len(toks[k])], np.int64)]
                                            + [spans[s.spec, k].reshape(-1) for s in self.strats])) for k in again]
-        extra = self._late_pass([toks[k] for k in again], points, stats, False, None)
+        extra = self._late_pass([toks[k] for k in again], points, stats, False, None,
+                                None if window_ends is None else [window_ends[k] for k in again])
         merged = _SegmentSums.concat(sums, extra)
         for m, k in enumerate(again):
             for s in self.strats:
                 ranges[s.spec, k] = merged.locate(len(sums.points) + m, spans[s.spec, k])
         return merged, ranges
+
+
+def _shared_ends(shared: np.ndarray | None, ends: np.ndarray) -> np.ndarray:
+    """The token positions in both ``shared`` (``None``: everything) and ``ends``: where a chunk-aligned macro
+    window may stop for every strategy seen so far (sorted, unique int64)."""
+    ends = np.unique(np.asarray(ends, dtype=np.int64))
+    return ends if shared is None else np.intersect1d(shared, ends, assume_unique=True)

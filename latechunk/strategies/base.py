@@ -150,6 +150,25 @@ class Strategy(ABC):
         """
         return self
 
+    def pool_spans(self, b: Boundaries, doc: Document, tok: Tokenization,
+                   sentences: SentenceSegmenter | None = None) -> np.ndarray:
+        """The token spans late mode pools for this strategy's chunks: by default each chunk's own token span.
+
+        A strategy whose *indexing unit* differs from its *context unit* (``sentence_window:late_unit=sentence``:
+        index a sentence's late vector, return its window) overrides this; the chunk record (text, char and token
+        spans) stays the context unit, and naive mode still encodes the chunk text.
+
+        Args:
+            b: The chunks :meth:`split` returned for ``doc``.
+            doc: The document.
+            tok: Its whole-document tokenization.
+            sentences: The run's sentence segmenter; None: a fresh in-process one.
+
+        Returns:
+            (n_chunks, 2) int64 half-open document token positions, row i for chunk i, each non-empty.
+        """
+        return b.token_spans.astype(np.int64)
+
     def cut_points(
         self, doc: Document, tok: Tokenization, sentences: SentenceSegmenter | None = None
     ) -> np.ndarray | None:
@@ -171,8 +190,10 @@ class Strategy(ABC):
 
     @property
     def spec(self) -> str:
-        """Canonical SPEC string: ``name:key=value,...`` with every parameter, in field order."""
-        params = ",".join(f"{f.name}={_fmt(getattr(self, f.name))}" for f in dataclasses.fields(self))  # type: ignore[arg-type]
+        """Canonical SPEC string: ``name:key=value,...`` with every parameter, in field order (a parameter added
+        after a strategy's first release is left out at its default, so earlier SPECs stay canonical)."""
+        params = ",".join(f"{f.name}={_fmt(getattr(self, f.name))}" for f in dataclasses.fields(self)  # type: ignore[arg-type]
+                          if not (f.metadata.get("omit_default") and getattr(self, f.name) == f.default))
         return f"{self.name}:{params}" if params else self.name
 
     def to_dict(self) -> dict[str, Any]:
