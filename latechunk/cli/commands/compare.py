@@ -57,6 +57,7 @@ def compare(
     k: Annotated[Optional[str], typer.Option("--k", "-k", show_default=False, help=f"Comma list of cut-offs.  [default: {_shown('ks')}]")] = None,
     macro_window: Annotated[Optional[str], typer.Option("--macro-window", metavar="TEXT", help="Late macro-window size in tokens; sweep with 128|256|512, one late pass each (old name: --window). Default: the model's max_seq_length (256 for all-MiniLM-L6-v2), else its limit.")] = None,
     macro_window_overlap: Annotated[Optional[str], typer.Option("--macro-window-overlap", metavar="TEXT", help=f"Content tokens shared by consecutive macro windows; sweep with 0|32|64, one late pass per window and overlap, and the report draws the late - naive map (old name: --window-overlap). Default: {DEFAULT_WINDOW_OVERLAP}.")] = None,
+    macro_window_align: Annotated[Optional[str], typer.Option("--macro-window-align", metavar="tokens|chunks", show_default=False, help="Where a macro window stops when a document needs several: chunks (at a chunk end of every strategy, so a chunk is pooled from one window) or tokens.  [default: tokens]")] = None,
     dedup_overlap: Annotated[bool, typer.Option("--dedup-overlap", help="Drop a retrieved chunk that overlaps an earlier retrieved chunk of the same document (by char offsets) before scoring. (Old name: --dedup.)")] = _COMPARE_DEFAULTS["dedup"],
     dedup_threshold: Annotated[Optional[float], typer.Option("--dedup-threshold", metavar="THRESHOLD", help="Also score every system on the index `embed --dedup THRESHOLD` would write (near-duplicate chunks dropped), with NearDup@k (share of a query's top k that are near-duplicates of a higher-ranked hit). Default: off.")] = None,
     index: Annotated[Optional[str], typer.Option("--index", show_default=False, help=f"flat (exact inner product), hnsw (HNSW{DEFAULT_HNSW_M}) or another faiss index_factory string without IVF, the same for every system.  [default: {DEFAULT_INDEX}]")] = None,
@@ -100,7 +101,8 @@ def compare(
              "dedup": renamed_value("compare", "--dedup", dedup_overlap, old_dedup),
              "modes": modes, "k": k, "dedup_threshold": dedup_threshold, "index": index, "precision": precision,
              "truncate_dim": truncate_dim, "doc_depth": doc_depth, "dtype": dtype, "backend": backend,
-             "n_resamples": resamples, "seed": seed, "max_queries": max_queries, "late_pooling": late_pooling}
+             "n_resamples": resamples, "seed": seed, "max_queries": max_queries, "late_pooling": late_pooling,
+             "macro_window_align": macro_window_align}
     try:  # --strategies "a b", --strategies a --strategies b and --strategies a b all give [a, b]
         specs = words
         config = CompareConfig.from_options(dataset=dataset, model=model, strategies=specs or None, device=device,
