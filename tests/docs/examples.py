@@ -8,7 +8,7 @@ the commands run as written:
   "your own folder" of the quickstarts;
 - ``scripts/`` and ``tests/``: links to the repository's, so ``python3 scripts/...`` and ``tests/data/...`` work;
 - ``../shared/data``: ``TMP/shared/data``, with XQuAD linked and, under ``chroma_chunking_eval/corpora``, **a
-  subset** of Chroma's corpora (``chatlogs.md`` and ``state_of_the_union.md``, 89 KB of its 1.44 MB), so the
+  subset** of Chroma's corpora (``chatlogs.md``, 40 KB of its 1.44 MB), so the
   README's first command embeds in seconds; ``$LATECHUNK_DATA`` points there.
 
 Bash blocks run with ``bash -euo pipefail``; the Python blocks of a page share one namespace, in page order. The
@@ -18,6 +18,7 @@ explicit substitutions (:data:`SUBSTITUTIONS`), each for a reason:
   the test command itself is not run inside the tests (CI step 1, ``.ci/run``, runs it verbatim);
 - ``--dataset chroma`` and ``--dataset xquad`` become the tiny datasets of ``tests/data/eval_mini/`` in the same
   formats (a Chroma folder, a SQuAD file), so ``compare`` and ``train`` run in seconds, not minutes;
+- ``latechunk train`` gets ``--max-queries 16`` (its inverse-cloze or labelled queries cut to 16);
 - a line that starts ``latechunk serve`` is not run in the block: the runner starts it in the background on a free
   loopback port (``--host 127.0.0.1 --port P`` added), waits for ``/health``, rewrites ``http://127.0.0.1:8000``
   in the page's later blocks to that port, and stops the server at the end of the page.
@@ -45,8 +46,8 @@ EVAL_MINI = ROOT / "tests" / "data" / "eval_mini"
 #: the languages whose blocks are run, and those only shown
 RUN_LANGUAGES = ("bash", "python")
 SHOWN_LANGUAGES = ("text", "toml", "json", "mermaid", "yaml")
-#: the Chroma corpora the README's first command embeds here (the two smallest)
-CORPUS_SUBSET = ("chatlogs.md", "state_of_the_union.md")
+#: the Chroma corpus the README's first command embeds here (the smallest, 40 KB of the 1.44 MB)
+CORPUS_SUBSET = ("chatlogs.md",)
 SERVER_URL = "http://127.0.0.1:8000"
 
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)```(?P<lang>[\w-]*)[^\n]*\n(?P<body>.*?)^(?P=indent)```[ \t]*$",
@@ -59,6 +60,7 @@ SUBSTITUTIONS: tuple[tuple[str, str, str], ...] = (
     ("bash scripts/setup.sh && ", "", "the test environment is the set-up"),
     ("--dataset chroma", f"--dataset {EVAL_MINI / 'chroma'}", "a tiny Chroma-format folder instead of 472 questions"),
     ("--dataset xquad", f"--dataset {EVAL_MINI / 'squad_mini.json'}", "a tiny SQuAD file instead of 1,190 questions"),
+    ("latechunk train ", "latechunk train --max-queries 16 ", "16 training queries: seconds, not minutes"),
 )
 
 

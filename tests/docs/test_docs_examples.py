@@ -23,10 +23,16 @@ from tests.docs.examples import (
 
 #: every page with a block to run; README.md is run by tests/test_readme.py, which also checks what it printed
 RUNNABLE = [p for p in pages()[1:] if any(b.lang in RUN_LANGUAGES for b in blocks(p))]
+#: pages whose examples take longer (many commands, compare and train runs): `slow`, run by .ci/run's slow step;
+#: the pages a newcomer reads first stay in the default run
+SLOW = {"concepts/late-vs-naive.md", "how-to/check.md", "how-to/choose-strategy.md", "how-to/compact-vectors.md",
+        "how-to/compare.md", "how-to/export.md", "how-to/indexes-beyond-ram.md", "how-to/train.md",
+        "how-to/update-index.md"}
+PARAMS = [pytest.param(p, marks=pytest.mark.slow) if p.relative_to(DOCS).as_posix() in SLOW else p for p in RUNNABLE]
 
 
 @pytest.mark.skipif(not has_data(), reason="the bundled data (../shared/data or $LATECHUNK_DATA) is absent")
-@pytest.mark.parametrize("page", RUNNABLE, ids=[str(p.relative_to(ROOT)) for p in RUNNABLE])
+@pytest.mark.parametrize("page", PARAMS, ids=[str(p.relative_to(ROOT)) for p in RUNNABLE])
 def test_every_example_of_the_page_runs(page, tmp_path):
     if needs_server(page) and not serve_available():
         pytest.skip("the page starts `latechunk serve`, which this checkout does not have")
@@ -55,6 +61,11 @@ def test_the_substitutions_are_the_documented_ones():
     assert substitute("bash scripts/setup.sh && latechunk embed x --out y") == "latechunk embed x --out y"
     assert substitute("bash scripts/setup.sh && python3 -m pytest -q").startswith(":")
     assert substitute("latechunk embed my_docs/ --out out/a") == "latechunk embed my_docs/ --out out/a"
+    assert substitute("latechunk train --ict my_docs/ --out m") == "latechunk train --max-queries 16 --ict my_docs/ --out m"
+
+
+def test_every_slow_page_exists():
+    assert all((DOCS / rel).is_file() for rel in SLOW)
 
 
 def test_a_failing_block_fails_the_page(tmp_path):
