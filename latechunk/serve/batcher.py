@@ -236,11 +236,46 @@ class Batcher:
         for k, job in enumerate(jobs):
             groups.setdefault((job.window.size, job.window.overlap), []).append(k)
         for ks in groups.values():
+            window = jobs[ks[0]].window
             toks = [t for k in ks for t in jobs[k].toks]
-            out = self.encoder.token_states(toks, jobs[ks[0]].window)
+            out: list = [None] * len(toks)
+            for bucket in length_buckets([min(len(t), window.size) for t in toks]):
+                for i, s in zip(bucket, self.encoder.token_states([toks[i] for i in bucket], window)):
+                    out[i] = s
             at = 0
             for k in ks:
                 n = len(jobs[k].toks)
                 states[k] = out[at : at + n]
                 at += n
         return [job.finish(states[k]) for k, job in enumerate(jobs)]
+
+
+#: a length bucket's shortest input is at least this share of its longest (or within ``BUCKET_SLACK`` tokens)
+BUCKET_SHARE = 0.5
+BUCKET_SLACK = 8
+
+
+def length_buckets(lengths: Sequence[int]) -> list[list[int]]:
+    """Indices grouped by similar length, longest first, so that merging requests of different sizes pads little.
+
+    The encoder pads a forward batch to its longest input; one paragraph beside fifteen sentences would make the
+    batch mostly padding (measured: merged batches of mixed sizes ran at half the speed of one request at a time on
+    a 2-core CPU). Each bucket goes through its own ``token_states`` call (which cuts it into token-budget batches):
+    its inputs are within :data:`BUCKET_SHARE` of its longest, or :data:`BUCKET_SLACK` tokens.
+
+    Args:
+        lengths: Tokens of each model input (a long document: its macro window's size).
+
+    Returns:
+        Buckets of indices into ``lengths``; every index once.
+    """
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    buckets: list[list[int]] = []
+    for i in order:
+        if buckets:
+            top = lengths[buckets[-1][0]]
+            if lengths[i] >= BUCKET_SHARE * top or top - lengths[i] <= BUCKET_SLACK:
+                buckets[-1].append(i)
+                continue
+        buckets.append([i])
+    return buckets
