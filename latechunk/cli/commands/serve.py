@@ -17,6 +17,14 @@ from latechunk.serve.config import ServeConfig
 
 _D = ServeConfig()
 
+#: the examples under the command's help (the command's epilog, registered by latechunk.cli)
+EPILOG = (
+    "\b\nExamples:\n"
+    "  latechunk serve\n"
+    "  latechunk serve --index out/docs --api-key \"$KEY\" --port 8080\n"
+    "  latechunk serve --model BAAI/bge-small-en-v1.5 --max-request-tokens 32768 --quiet\n"
+)
+
 
 def _opt(*names: str, help: str, **kw):
     return typer.Option(*names, help=help, show_default=False, **kw)
@@ -46,16 +54,8 @@ def serve(
     trust_remote_code: Annotated[bool, typer.Option("--trust-remote-code", help="Run the model repository's own Python code (only for models that need it).")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No access log (one JSON line per request on stderr).")] = False,
 ) -> None:
-    """Serve the model over HTTP: OpenAI-compatible POST /v1/embeddings (with Jina's task and late_chunking),
-    POST /v1/chunk, POST /v1/search (with --index), GET /health, /ready, /metrics and the OpenAPI page at /docs.
-
-    \b
-    Examples:
-      latechunk serve
-      latechunk serve --index out/docs --api-key "$KEY" --port 8080
-      curl -s localhost:8000/v1/embeddings -H 'content-type: application/json' \\
-        -d '{"input": ["First chunk.", "Second chunk."], "late_chunking": true}'
-    """  # noqa: D301  (\b: click's marker for a paragraph it must not rewrap, the examples)
+    """Serve the model over HTTP: OpenAI-compatible /v1/embeddings (with late_chunking), /v1/chunk, /v1/search over
+    --index, /health, /ready and /metrics. See docs/how-to/serve.md."""
     try:
         import fastapi  # noqa: F401
         import prometheus_client  # noqa: F401
