@@ -144,7 +144,7 @@ def test_timeout_504_and_disconnected_clients_never_stall(encoder):
 
 
 _TEXT = st.text(min_size=0, max_size=40)
-_VALUE = st.recursive(st.none() | st.booleans() | st.integers(-10, 10**6) | st.floats(allow_nan=False) | _TEXT,
+_VALUE = st.recursive(st.none() | st.booleans() | st.integers(-10, 10**6) | st.floats(allow_nan=False, allow_infinity=False) | _TEXT,
                       lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_TEXT, inner, max_size=3),
                       max_leaves=6)
 _FIELDS = {"input": st.one_of(_TEXT, st.lists(_TEXT, max_size=4), _VALUE), "model": st.one_of(st.none(), _TEXT,
@@ -171,6 +171,27 @@ def _fuzz(url: str, body) -> None:
         assert 400 <= resp.status_code < 500, (resp.status_code, resp.text[:300])
         return
     _check_answer(post(url, "/v1/embeddings", body), body)
+
+
+_CHUNK = st.fixed_dictionaries({}, optional={
+    "document": st.one_of(_TEXT, _VALUE), "documents": st.one_of(st.lists(st.one_of(_TEXT, st.fixed_dictionaries(
+        {"text": _TEXT}, optional={"id": _TEXT, "metadata": _VALUE})), max_size=3), _VALUE),
+    "strategy": st.one_of(st.sampled_from(["fixed:size=16", "recursive", "heading", "nope", "fixed:size=0"]), _VALUE),
+    "mode": st.sampled_from(["late", "naive", "x"]), "vectors": st.just(False), "markdown": st.one_of(st.booleans(),
+    _VALUE), "macro_window": st.one_of(st.integers(-1, 600), _VALUE), "extra": _VALUE})
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                 HealthCheck.too_slow])
+@given(body=_CHUNK)
+def test_fuzz_chunk_schema(server, body):
+    resp = post(server[0], "/v1/chunk", body)
+    assert resp.status_code < 500, (resp.status_code, resp.text[:500], body)
+    if resp.status_code == 200:
+        docs = [body["document"]] if "document" in body else body["documents"]
+        assert len(resp.json()["documents"]) == len(docs)
+    else:
+        assert resp.json()["error"]["message"]
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,

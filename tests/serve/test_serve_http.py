@@ -86,7 +86,7 @@ def test_late_chunking_equals_late_chunker(server, encoder):
     assert resp.json()["usage"]["prompt_tokens"] == len(tok)
 
 
-@pytest.mark.parametrize("mode", ["late", "naive"])
+@pytest.mark.parametrize("mode", ["late", "naive", "fused"])
 def test_chunk_equals_late_chunker(server, encoder, mode):
     url, _ = server
     spec = "heading:max_tokens=64"
