@@ -71,7 +71,7 @@ class LateChunker:
             :class:`~latechunk.encoder.Encoder` / :class:`~latechunk.models.LoadedModel` already loaded (then
             ``device`` and ``trust_remote_code`` do not apply).
         strategy: A SPEC (``"fixed:size=256,overlap=32"``; ``latechunk strategies`` lists them) or a Strategy;
-            ``None``: ``embed``'s default, :data:`latechunk.config.DEFAULT_STRATEGY` (``recursive:max_tokens=256``).
+            ``None``: ``embed``'s default, :data:`latechunk.config.DEFAULT_STRATEGY` (``semantic``).
         mode: ``"late"``, ``"naive"``, ``"contextual"`` (naive over ``header + "\n\n" + text``) or ``"fused"``
             (late + naive, each unit-normalised, summed: :func:`latechunk.pipeline.fused_vectors`).
         macro_window: Macro-window size in tokens, frame included (``None``: the model's sentence-transformers

@@ -17,7 +17,9 @@ from typer.testing import CliRunner
 
 import latechunk
 from latechunk.cli import app
+from latechunk.config import DEFAULT_STRATEGY
 from latechunk.output import OutputFolder
+from latechunk.strategies import get_strategy
 from latechunk.verify import verify_output
 
 runner = CliRunner()
@@ -102,7 +104,7 @@ def test_late_chunks_are_exact_slices_with_embeds_vectors(chunker, corpus, late_
     for doc_id, text in (("rivers.md", RIVERS), ("bread.md", BREAD)):
         chunks = chunker(latechunk.Document(doc_id, text))
         assert {c.doc_id for c in chunks} == {doc_id} and [c.chunk_index for c in chunks] == list(range(len(chunks)))
-        assert {c.mode for c in chunks} == {"late"} and chunker.strategy == "recursive:max_tokens=256,overlap=0"
+        assert {c.mode for c in chunks} == {"late"} and chunker.strategy == get_strategy(DEFAULT_STRATEGY).spec
         _check_same_as_embed(chunks, *folder[doc_id], text)
     # a plain str is document "0", with the same vectors
     plain = chunker(RIVERS)
@@ -326,7 +328,7 @@ def test_embed_append_adds_and_refuses_other_settings(late_folder, tmp_path):
     before = OutputFolder(out).read_manifest()
 
     bad = runner.invoke(app, ["embed", str(new), "--out", str(out), "--append", "--strategy", "fixed:size=64", "-q"])
-    assert bad.exit_code == 2 and "strategy (--strategy) was 'recursive:max_tokens=256,overlap=0', now 'fixed:size=64,overlap=0'" in bad.output
+    assert bad.exit_code == 2 and f"strategy (--strategy) was '{get_strategy(DEFAULT_STRATEGY).spec}', now 'fixed:size=64,overlap=0'" in bad.output
     bad = runner.invoke(app, ["embed", str(new), "--out", str(out), "--append", "--no-normalize", "-q"])
     assert bad.exit_code == 2 and "normalize (--normalize/--no-normalize) was True, now False" in bad.output
     bad = runner.invoke(app, ["embed", str(new), "--out", str(out), "--append", "--resume", "-q"])

@@ -12,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from latechunk.cli import app
+from latechunk.config import DEFAULT_STRATEGY
 from latechunk.eval.datasets import data_root
 from latechunk.models import resolve_model_path
 from latechunk.tokenize import DocumentTokenizer
@@ -48,7 +49,7 @@ def test_embed_writes_consistent_index_table_manifest(sotu_index):
     assert all(r["text"] == text[r["char_start"] : r["char_end"]] for r in table)
     assert [r["chunk_index"] for r in table] == list(range(len(table)))
     check_chunk_rows({src.name: text}, table, DocumentTokenizer.from_pretrained(resolve_model_path(None)))
-    assert manifest["model"]["sha256"] and manifest["strategy"]["name"] == "recursive"
+    assert manifest["model"]["sha256"] and manifest["strategy"]["name"] == DEFAULT_STRATEGY.split(":")[0]
 
 
 def test_search_finds_the_credit_card_fee_span(sotu_index):

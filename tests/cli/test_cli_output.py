@@ -18,7 +18,9 @@ import pytest
 from typer.testing import CliRunner
 
 from latechunk.cli import app
+from latechunk.config import DEFAULT_STRATEGY
 from latechunk.console import format_hits, snippet, visible
+from latechunk.strategies import get_strategy
 from tests.models import save_tiny_bert
 
 runner = CliRunner()
@@ -328,7 +330,7 @@ def test_expand_section_of_a_document_without_headings_says_it_is_the_whole_docu
     assert _run("embed", src, "--out", plain, "--model", model, "--device", "cpu", "--quiet").exit_code == 0
     res = runner.invoke(app, ["search", str(plain), "ferries", "-k", "1", "--expand", "section"])
     note = " ".join(res.stderr.split())
-    assert res.exit_code == 0 and "this index's strategy (recursive:max_tokens=256,overlap=0) records no heading " \
+    assert res.exit_code == 0 and f"this index's strategy ({get_strategy(DEFAULT_STRATEGY).spec}) records no heading " \
         "paths" in note and "--strategy heading" in note, res.stderr
 
 

@@ -127,18 +127,18 @@ def test_interrupted_chunk_leaves_no_tmp_file(tmp_path, monkeypatch):
     for error in (KeyboardInterrupt(), RuntimeError("disk gone")):
         with monkeypatch.context() as m:
             _chunk_documents_that_stop(m, error)
-            res = runner.invoke(app, ["chunk", str(src), "--out", str(out), "-q"])
+            res = runner.invoke(app, ["chunk", str(src), "--out", str(out), "-q", "--strategy", "recursive"])
         assert res.exit_code != 0, res.output
         assert sorted(p.name for p in tmp_path.iterdir()) == ["in"], (error, list(tmp_path.iterdir()))
     out.write_text("the earlier run's chunks\n", encoding="utf-8")
     with monkeypatch.context() as m:
         _chunk_documents_that_stop(m, KeyboardInterrupt())
-        res = runner.invoke(app, ["chunk", str(src), "--out", str(out), "--force", "-q"])
+        res = runner.invoke(app, ["chunk", str(src), "--out", str(out), "--force", "-q", "--strategy", "recursive"])
     assert res.exit_code != 0
     assert out.read_text(encoding="utf-8") == "the earlier run's chunks\n"
     assert not out.with_name(out.name + ".tmp").exists()
     # uninterrupted, the file is written and the temporary one renamed
-    res = runner.invoke(app, ["chunk", str(src), "--out", str(out), "--force", "-q"])
+    res = runner.invoke(app, ["chunk", str(src), "--out", str(out), "--force", "-q", "--strategy", "recursive"])
     assert res.exit_code == 0, res.output
     assert len(out.read_text(encoding="utf-8").splitlines()) == 3
     assert sorted(p.name for p in tmp_path.iterdir()) == ["chunks.jsonl", "in"]
