@@ -32,10 +32,14 @@ from pathlib import Path
 
 import numpy as np
 
-STOP = set("the and for are was were what which who whom whose when where why how did does do with from that this "
-           "these those into onto than then there their they them its his her has have had been being not but can "
-           "could would should may might will shall about after before over under between during many much most "
-           "more some any each other such only also very".split())
+STOP = frozenset({
+    "the", "and", "for", "are", "was", "were", "what", "which", "who", "whom", "whose", "when", "where", "why",
+    "how", "did", "does", "do", "with", "from", "that", "this", "these", "those", "into", "onto", "than", "then",
+    "there", "their", "they", "them", "its", "his", "her", "has", "have", "had", "been", "being", "not", "but",
+    "can", "could", "would", "should", "may", "might", "will", "shall", "about", "after", "before", "over",
+    "under", "between", "during", "many", "much", "most", "more", "some", "any", "each", "other", "such", "only",
+    "also", "very",
+})
 
 
 def content_words(text: str) -> set[str]:
@@ -45,13 +49,13 @@ def content_words(text: str) -> set[str]:
 def read_rows(folder: Path, spec_prefix: str) -> dict[str, dict[str, dict]]:
     """``{mode: {query_id: row}}`` for the strategy whose spec starts with ``spec_prefix`` (first window)."""
     path = folder / "per_query.csv"
-    opener = open if path.exists() else (lambda p, *a, **k: gzip.open(str(p) + ".gz", "rt", **k))
     out: dict[str, dict[str, dict]] = defaultdict(dict)
-    with opener(path, newline="", encoding="utf-8") as f:
+    with (open(path, newline="", encoding="utf-8") if path.exists()
+          else gzip.open(str(path) + ".gz", "rt", newline="", encoding="utf-8")) as f:
         for row in csv.DictReader(f):
-            if row["strategy"].split(":")[0] == spec_prefix.split(":")[0] and row["strategy"].startswith(spec_prefix):
-                if row["mode"] in ("late", "naive") and row["query_id"] not in out[row["mode"]]:
-                    out[row["mode"]][row["query_id"]] = row
+            if (row["strategy"].startswith(spec_prefix) and row["mode"] in ("late", "naive")
+                    and row["query_id"] not in out[row["mode"]]):
+                out[row["mode"]][row["query_id"]] = row
     return out
 
 
@@ -116,8 +120,8 @@ def main(argv: list[str] | None = None) -> int:
             if nbs:
                 nb_late[i] = max(float(late[idx[i]] @ late[idx[j]]) for j in nbs)
                 nb_naive[i] = max(float(naive[idx[i]] @ naive[idx[j]]) for j in nbs)
-        docs[doc.doc_id] = dict(text=doc.text, chars=b.char_spans.astype(np.int64), straddle=straddle, pos=pos,
-                                nb_late=nb_late, nb_naive=nb_naive, windows=len(plan))
+        docs[doc.doc_id] = {"text": doc.text, "chars": b.char_spans.astype(np.int64), "straddle": straddle,
+                            "pos": pos, "nb_late": nb_late, "nb_naive": nb_naive, "windows": len(plan)}
         n_straddle += int(straddle.sum())
         n_chunks += n
         row0 += n
@@ -146,12 +150,12 @@ def main(argv: list[str] | None = None) -> int:
                 ts_, te_ = (int(x) for x in rng_.split("-"))
                 k = int(np.argmax(np.minimum(info["chars"][:, 1], te_) - np.maximum(info["chars"][:, 0], ts_)))
                 kind = "a neighbour of the gold chunk" if abs(k - g) == 1 else "another chunk, same document"
-        feats.append(dict(
-            straddle=bool(info["straddle"][g]), multiwin=info["windows"] > 1,
-            pos=None if info["pos"] is None else float(info["pos"][g]), lex=lex,
-            nb_late=float(info["nb_late"][g]), nb_naive=float(info["nb_naive"][g]),
-            d_ar1=100 * (float(lr["AR@1"]) - float(nr["AR@1"])),
-            d_sr5=100 * (float(lr["SpanRecall@5"]) - float(nr["SpanRecall@5"])), lost=kind))
+        feats.append({
+            "straddle": bool(info["straddle"][g]), "multiwin": info["windows"] > 1,
+            "pos": None if info["pos"] is None else float(info["pos"][g]), "lex": lex,
+            "nb_late": float(info["nb_late"][g]), "nb_naive": float(info["nb_naive"][g]),
+            "d_ar1": 100 * (float(lr["AR@1"]) - float(nr["AR@1"])),
+            "d_sr5": 100 * (float(lr["SpanRecall@5"]) - float(nr["SpanRecall@5"])), "lost": kind})
 
     def table(title: str, groups: dict[str, list[dict]]) -> list[str]:
         out = [f"### {title}", "", "| group | queries | late − naive AR@1 | late − naive SpanRecall@5 |",
@@ -165,13 +169,13 @@ def main(argv: list[str] | None = None) -> int:
         vals = np.array([f[key] for f in feats if not np.isnan(f[key])])
         lo, hi = np.percentile(vals, [100 / 3, 200 / 3])
         return {f"low (< {lo:.2f})": [f for f in feats if f[key] < lo],
-                f"middle": [f for f in feats if lo <= f[key] < hi],
+                "middle": [f for f in feats if lo <= f[key] < hi],
                 f"high (>= {hi:.2f})": [f for f in feats if f[key] >= hi]}
 
     md = [f"## `{spec}` on {args.dataset}: late − naive by the gold chunk's features", "",
-          f"Folder `{args.folder}`; macro window {mw.size}, overlap {mw.overlap}; {len(feats)} queries, "
+          (f"Folder `{args.folder}`; macro window {mw.size}, overlap {mw.overlap}; {len(feats)} queries, "
           f"{n_chunks} chunks of which {n_straddle} ({100 * n_straddle / max(n_chunks, 1):.1f}%) straddle two "
-          "token-aligned macro windows. Paired bootstrap 95% intervals (10,000 resamples, seed 0), * excludes 0.", ""]
+          "token-aligned macro windows. Paired bootstrap 95% intervals (10,000 resamples, seed 0), * excludes 0."), ""]
     md += table("All queries", {"all": feats})
     multi = [f for f in feats if f["multiwin"]]
     md += table("Gold chunk straddles two macro windows (documents longer than one window)",

@@ -4,6 +4,8 @@ token; the keep ranges still tile the document; every strategy of the pass is se
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 import torch
@@ -33,7 +35,7 @@ def test_aligned_plan_tiles_and_stops_at_ends(n, size, overlap_frac, ends):
     mw = MacroWindow(size, int(overlap_frac * (cap - 1)))
     plan = mw.plan(n, n_frame, ends=ends)
     assert plan[0].keep_start == 0 and plan[-1].keep_end == n
-    for a, b in zip(plan, plan[1:]):
+    for a, b in itertools.pairwise(plan):
         assert a.keep_end == b.keep_start
     inside = {e for e in ends if 0 < e < n}
     for i, w in enumerate(plan):
