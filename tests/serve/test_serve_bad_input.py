@@ -14,7 +14,6 @@ import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from models import minilm_encoder
 from serve_helpers import RIVERS, post, served
 
 GOOD = {"input": ["hello there", "late chunking"]}
@@ -60,17 +59,6 @@ BAD = [
     ("/v1/chunk", {"documents": [{"id": "x"}]}, 400, "text"),
     ("/v1/search", {"query": "rivers"}, 404, "--index"),
 ]
-
-
-@pytest.fixture(scope="module")
-def encoder():
-    return minilm_encoder()
-
-
-@pytest.fixture(scope="module")
-def server(encoder):
-    with served(encoder) as (url, app):
-        yield url, app
 
 
 def _refused(resp, status: int, words: str) -> None:

@@ -11,7 +11,6 @@ import json
 import httpx
 import numpy as np
 import pytest
-from models import minilm_encoder
 from serve_helpers import RIVERS, post, served
 
 import latechunk
@@ -20,17 +19,6 @@ from latechunk.serve.service import late_spans
 
 TEXTS = ["The Danube flows through ten countries.", "Sourdough rises slowly.", "Etna erupts almost every year. " * 40]
 TOL = 1e-5
-
-
-@pytest.fixture(scope="module")
-def encoder():
-    return minilm_encoder()
-
-
-@pytest.fixture(scope="module")
-def server(encoder):
-    with served(encoder) as (url, app):
-        yield url, app
 
 
 def _vectors(resp) -> np.ndarray:
