@@ -61,11 +61,18 @@ def build_app(model: ModelConfig | None = None, config: ServeConfig | None = Non
     return create_app(service, index_path=None if index is None else str(index))
 
 
-def _uvicorn_server(app, config: ServeConfig, log_level: str = "info"):
+def _uvicorn_server(app, config: ServeConfig, log_level: str = "info", on_started=None):
     import uvicorn
 
     class Server(uvicorn.Server):
-        """uvicorn's server that marks the app as draining the moment a signal asks it to stop."""
+        """uvicorn's server that marks the app as draining the moment a signal asks it to stop, and calls
+        ``on_started(host, port)`` once it listens (the port really bound: ``--port 0`` gives a free one)."""
+
+        async def startup(self, sockets=None) -> None:
+            await super().startup(sockets)
+            if self.started and on_started is not None and self.servers and self.servers[0].sockets:
+                host, port = self.servers[0].sockets[0].getsockname()[:2]
+                on_started(host, port)
 
         def handle_exit(self, sig, frame) -> None:
             app.state.draining = True
@@ -87,15 +94,17 @@ def _uvicorn_server(app, config: ServeConfig, log_level: str = "info"):
     return Server(cfg)
 
 
-def serve(app, config: ServeConfig, log_level: str = "info") -> None:
+def serve(app, config: ServeConfig, log_level: str = "info", on_started=None) -> None:
     """Serve ``app`` in the foreground until SIGTERM or SIGINT (then gracefully: see the module docstring).
 
     Args:
         app: The app of :func:`build_app`.
         config: Its :class:`~latechunk.serve.config.ServeConfig` (host, port, shutdown timeout).
         log_level: uvicorn's log level.
+        on_started: Called as ``on_started(host, port)`` once the socket is bound and the app started (the
+            bound port: a free one for port 0); never called when the bind fails.
     """
-    _uvicorn_server(app, config, log_level).run()
+    _uvicorn_server(app, config, log_level, on_started).run()
 
 
 class ServerThread:

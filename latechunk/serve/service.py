@@ -18,7 +18,8 @@ them):
 - ``/v1/search``: :meth:`Index.search_rows <latechunk.api_index.Index.search_rows>` (what ``search --json``
   prints), widened by :func:`latechunk.contexts.expand_hits` with ``expand``.
 
-Tests: ``tests/serve/test_serve_http.py``, ``tests/serve/test_serve_search.py``.
+Tests: ``tests/serve/test_serve_http.py``, ``tests/serve/test_serve_search.py``,
+``tests/serve/test_serve_trial_fixes.py``.
 """
 
 from __future__ import annotations
@@ -150,15 +151,18 @@ class Service:
         for i, t in enumerate(texts):
             if not t:
                 raise BadRequest(f"{field}[{i}] is an empty string", param=field, code="empty_input")
+            if not t.strip():  # LateChunker skips such a text (no tokens): a 400 here, as an empty one
+                raise BadRequest(f"{field}[{i}] is whitespace only (no text to embed)", param=field,
+                                 code="empty_input")
             problem = surrogate_reason(t)
             if problem:
                 raise BadRequest(f"{field}[{i}]: {problem}", param=field, code="invalid_text")
 
-    def _check_tokens(self, n: int, what: str) -> None:
+    def _check_tokens(self, n: int, what: str, param: str = "input") -> None:
         if n > self.config.max_request_tokens:
             raise BadRequest(f"{what} has {n:,} tokens, more than this server's limit of "
                              f"{self.config.max_request_tokens:,} tokens per request (--max-request-tokens); "
-                             "nothing is truncated: send it in parts", status=413, param="input",
+                             "nothing is truncated: send it in parts", status=413, param=param,
                              code="request_too_large")
 
     async def _tokenize(self, tokenizer, texts: Sequence[str]) -> list:
@@ -269,8 +273,12 @@ class Service:
             c.config = dataclasses.replace(c.config, macro_window_overlap=p.macro_window_overlap,
                                            macro_window_align=p.macro_window_align, late_pooling=p.late_pooling)
             c.config.check_model(self.encoder.facts)
-        except (ValueError, TypeError) as err:
+        except (ValueError, TypeError, KeyError, LookupError) as err:
             raise BadRequest(str(err), param="strategy", code="invalid_settings") from None
+        source = getattr(c.config.strategies[0], "source", "late")
+        if source != "late":  # the server loads no model of a client's choosing
+            raise BadRequest(f"{c.strategy}: source={source!r} is not served: this server pools sentence vectors "
+                             "from its own late pass only (source=late)", param="strategy", code="invalid_settings")
         with self._lock:
             self._chunkers[key] = c
             while len(self._chunkers) > _CHUNKERS:
@@ -280,11 +288,18 @@ class Service:
     async def chunk(self, req: ChunkRequest, wait) -> tuple[dict, int]:
         """Answer ``POST /v1/chunk``: ``LateChunker.map``'s chunks of each document, vectors as asked.
 
+        The encoder's work is counted before it runs (the documents split first, no model pass, except for a
+        strategy that needs sentence vectors): the documents' tokens for the late pass (``late``, ``fused``,
+        ``semantic``) plus the chunks' token lengths for a per-chunk pass (``naive``, ``contextual``, ``fused``;
+        for ``semantic`` the documents' tokens again); ``tokens`` and ``usage`` are that count.
+
         Returns:
             ``(body, tokens)``: ``{"model", "strategy", "mode", "documents": [{"id", "chunks": [...]}], "usage"}``.
 
         Raises:
-            BadRequest: on a bad or oversized request, or a full queue.
+            BadRequest: on a bad request (400: a duplicate id, a whitespace-only document, a strategy that cannot
+                split or whose ``source`` is not ``late``), work past ``--max-request-tokens`` (413), or a full
+                queue.
         """
         self.check_model(req.model)
         if (req.document is None) == (req.documents is None):
@@ -296,15 +311,47 @@ class Service:
         if req.dimensions is not None and req.dimensions > self.encoder.dim:
             raise BadRequest(f"dimensions={req.dimensions} is more than the model's {self.encoder.dim}",
                              param="dimensions", code="invalid_dimensions")
+        ids = [_doc_id(it, pos) for pos, it in enumerate(items)]
+        seen: set[str] = set()
+        for pos, i in enumerate(ids):
+            if i in seen:
+                raise BadRequest(f"documents[{pos}]: the id {i!r} is already taken by an earlier document of this "
+                                 "request (ids must be unique; a document without one gets its position)",
+                                 param="documents", code="duplicate_id")
+            seen.add(i)
         chunker = self.chunker(req.strategy, req.mode, req.macro_window, req.markdown)
         toks = await self._tokenize(self.encoder.tokenizer, texts)
         tokens = sum(len(t) for t in toks)
         self._check_tokens(tokens, "the request")
         docs = [it if isinstance(it, str) else _document(it, pos) for pos, it in enumerate(items)]
-        if req.vectors or chunker.config.strategies[0].needs_sentence_vectors:
-            per_doc = await wait(self.batcher.submit(CallJob(lambda: list(chunker.map(docs)), tokens, "chunk")))
+        strategy = chunker.config.strategies[0]
+        late = chunker.mode in ("late", "fused")
+        per_chunk = chunker.mode in ("naive", "contextual", "fused")
+        if strategy.needs_sentence_vectors:
+            # the late pass is needed to split: its tokens, and (the chunks partition the text) as many again
+            # for the chunks' own pass
+            work = tokens + (tokens if req.vectors and per_chunk else 0)
+            self._check_tokens(work, f"the encoder's work for this request ({chunker.strategy}, mode "
+                                     f"{chunker.mode}: the late pass, then the chunks)", param="strategy")
+            per_doc = await wait(self.batcher.submit(CallJob(self._guarded(lambda: list(chunker.map(docs))), work,
+                                                             "chunk")))
         else:
-            per_doc = await asyncio.to_thread(_split_only, chunker, docs)
+            try:
+                per_doc = await asyncio.to_thread(_split_only, chunker, docs)
+            except Exception as err:  # noqa: BLE001  (a split is the client's strategy over its text: a 4xx)
+                raise BadRequest(f"{chunker.strategy}: {type(err).__name__}: {err}", param="strategy",
+                                 code="invalid_settings") from None
+            work = tokens
+            if req.vectors:
+                chunk_tokens = sum(c.token_end - c.token_start for cs in per_doc for c in cs)
+                work = (tokens if late else 0) + (chunk_tokens if per_chunk else 0)
+                self._check_tokens(work, f"the encoder's work for this request ({chunker.strategy}, mode "
+                                         f"{chunker.mode}: {'the late pass and ' if late else ''}"
+                                         f"{chunk_tokens:,} tokens of chunks encoded one by one)" if per_chunk else
+                                         "the request", param="strategy")
+                per_doc = await wait(self.batcher.submit(CallJob(self._guarded(lambda: list(chunker.map(docs))),
+                                                                 work, "chunk")))
+        tokens = work
         out_docs = []
         for pos, chunks in enumerate(per_doc):
             vecs = None
@@ -317,12 +364,28 @@ class Service:
         return {"object": "list", "model": self.model_name, "strategy": chunker.strategy, "mode": chunker.mode,
                 "documents": out_docs, "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}, tokens
 
+    @staticmethod
+    def _guarded(fn):
+        """``fn`` with a ValueError or TypeError (a strategy that cannot split the client's text) as a 400."""
+
+        def run():
+            try:
+                return fn()
+            except BadRequest:
+                raise
+            except (ValueError, TypeError) as err:
+                raise BadRequest(f"chunking failed: {type(err).__name__}: {err}", param="strategy",
+                                 code="invalid_settings") from None
+
+        return run
+
     # ------------------------------------------------------------------ /v1/search
     async def search(self, req: SearchRequest, wait) -> tuple[list[dict], int]:
         """Answer ``POST /v1/search``: the hits ``latechunk search --json`` prints (with ``expand``, the contexts).
 
         Returns:
-            ``(hits, 0)``.
+            ``(hits, tokens)``: the query's tokens (the index's model's tokenizer), counted against
+            ``--max-request-tokens`` (413 past it) before the search runs.
 
         Raises:
             BadRequest: (404) without ``--index``; (400) on a bad query, ``where``, ``expand`` or ``nprobe``.
@@ -344,6 +407,11 @@ class Service:
         except ValueError as err:
             raise BadRequest(str(err), param="where" if req.expand is None else "expand") from None
 
+        tokenizer = index.encoder.tokenizer if len(index) else self.encoder.tokenizer
+        (qtok,) = await self._tokenize(tokenizer, [req.query])
+        tokens = len(qtok)
+        self._check_tokens(tokens, "the query", param="query")
+
         def run() -> list[dict]:
             rows = index.search_rows(req.query, req.k, nprobe=req.nprobe, where=where or None)
             if req.expand is not None:
@@ -353,12 +421,12 @@ class Service:
             return rows
 
         try:
-            rows = await wait(self.batcher.submit(CallJob(run, 0, "search")))
+            rows = await wait(self.batcher.submit(CallJob(run, tokens, "search")))
         except (ValueError, TypeError) as err:
             if isinstance(err, BadRequest):
                 raise
             raise BadRequest(str(err), param="query", code="invalid_search") from None
-        return rows, 0
+        return rows, tokens
 
 
 def _doc_id(item, pos: int) -> str:

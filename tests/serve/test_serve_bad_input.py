@@ -46,7 +46,7 @@ BAD = [
     ("/v1/embeddings", {"input": "a", "encoding_format": "int8"}, 400, "encoding_format"),
     ("/v1/embeddings", {"input": "a", "late_chunking": "yes"}, 400, "late_chunking"),
     ("/v1/embeddings", {"input": "a", "task": "retrieval.everything"}, 400, "retrieval.query"),
-    ("/v1/embeddings", {"input": ["a", "  "], "late_chunking": True}, 400, "input[1] has no tokens"),
+    ("/v1/embeddings", {"input": ["a", "  "], "late_chunking": True}, 400, "input[1] is whitespace only"),
     ("/v1/embeddings", {"input": "a", "model": "text-embedding-3-small"}, 404, "not served"),
     ("/v1/embeddings", {"input": "a" * 10_000_000}, 413, "--max-body-bytes"),
     ("/v1/embeddings", {"input": ["a"] * 10_000}, 413, "--max-inputs"),

@@ -79,3 +79,12 @@ def test_bad_search_is_400(server, body, words):
     resp = post(server, "/v1/search", body)
     assert resp.status_code == 400, resp.text
     assert words in resp.json()["error"]["message"]
+
+
+def test_query_tokens_count_against_the_limit(index):
+    with served(minilm_encoder(), index=str(index), max_request_tokens=50) as (url, _):
+        assert post(url, "/v1/search", {"query": "rivers of Europe", "k": 1}).status_code == 200
+        resp = post(url, "/v1/search", {"query": "river " * 200, "k": 1})
+        assert resp.status_code == 413, resp.text[:300]
+        msg = resp.json()["error"]["message"]
+        assert "the query has 202 tokens" in msg and "limit of 50 tokens" in msg, msg

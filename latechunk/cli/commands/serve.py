@@ -90,11 +90,29 @@ def serve(
     except ValueError as err:
         _fail(str(err))
     service = app.state.service
-    typer.echo(f"latechunk serve: {service.model_name} ({service.encoder.dim} dim, {service.encoder.device}, "
-               f"{str(service.encoder.dtype).replace('torch.', '')}) on http://{config.host}:{config.port}"
-               + (f", index {index}" if index is not None else "") + ("; API key required" if config.api_key else ""),
-               err=True)
-    run_server(app, config, log_level="warning" if quiet else "info")
+    if config.api_key is None and not _loopback(config.host):
+        typer.echo(f"latechunk serve: warning: --host {config.host} listens beyond this machine and there is no "
+                   "--api-key: anyone who can reach it can use it", err=True)
+
+    def announce(bound_host: str, bound_port: int) -> None:  # after the bind: the real port (--port 0)
+        typer.echo(f"latechunk serve: {service.model_name} ({service.encoder.dim} dim, {service.encoder.device}, "
+                   f"{str(service.encoder.dtype).replace('torch.', '')}) on http://{config.host}:{bound_port}"
+                   + (f", index {index}" if index is not None else "")
+                   + ("; API key required" if config.api_key else ""), err=True)
+
+    run_server(app, config, log_level="warning" if quiet else "info", on_started=announce)
+
+
+def _loopback(host: str) -> bool:
+    """Whether ``host`` only listens on this machine (127.0.0.0/8, ::1, localhost)."""
+    import ipaddress
+
+    if host.strip("[]").lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def _access_log(quiet: bool) -> None:
