@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -34,6 +34,7 @@ class _Entry:
     skip: Skipped | None = None  # set when the item is (or becomes) skipped
     pre: list[Boundaries | None] | None = None  # per strategy; None where the split needs sentence vectors
     window_ends: np.ndarray | None = None  # where a chunk-aligned macro window may stop (None: token-aligned)
+    pooled: dict[int, np.ndarray] = field(default_factory=dict)  # strategy index -> late mode's pooled token spans
 
 
 def _item_batches(items: Iterable[Document | Skipped], max_chars: int = 1 << 18,

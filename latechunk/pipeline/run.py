@@ -223,8 +223,7 @@ class _Run:
         """The token spans late mode pools, per ``(spec, kept index)``, and their segment ranges in the sums
         (:meth:`_locate`, which may add a second pass): ``(sums, spans, ranges)``."""
         t0 = time.perf_counter()
-        spans = {(s.spec, k): _pool_spans(per[j], e.tok, self.config.include_special,
-                                          s.pool_spans(per[j], e.item, e.tok, self.segmenter))
+        spans = {(s.spec, k): self._pooled_spans(e, j, per[j])
                  for k, (_, e, per) in enumerate(kept) for j, s in enumerate(self.strats)}
         sums, ranges = self._locate(sums, [i for i, _, _ in kept], [e.tok for _, e, _ in kept], spans, stats,
                                     [e.window_ends for _, e, _ in kept])
@@ -316,8 +315,7 @@ class _Run:
                                        sentences=self.segmenter)
             if b is not None:
                 if late:
-                    ends.append(_pool_spans(b, tok, cfg.include_special,
-                                            s.pool_spans(b, e.item, tok, self.segmenter)).reshape(-1))
+                    ends.append(self._pooled_spans(e, j, b).reshape(-1))
                 if align:
                     shared = _shared_ends(shared, b.token_spans[:, 1])
                 continue
@@ -330,6 +328,17 @@ class _Run:
                 shared = _shared_ends(shared, ends[-1])
         e.window_ends = shared if align else None
         return points if points is not None else np.unique(np.concatenate(ends))
+
+    def _pooled_spans(self, e: _Entry, j: int, b: Boundaries) -> np.ndarray:
+        """The token spans late mode pools for strategy ``j``'s chunks ``b`` of entry ``e`` (its
+        :meth:`~latechunk.strategies.base.Strategy.pool_spans`, the frame added with ``include_special``): (n, 2)
+        int64 document token positions, computed once per entry and strategy (the cut points and the pooling
+        both read them)."""
+        if j not in e.pooled:
+            s = self.strats[j]
+            e.pooled[j] = _pool_spans(b, e.tok, self.config.include_special,
+                                      s.pool_spans(b, e.item, e.tok, self.segmenter))
+        return e.pooled[j]
 
     def _late_pass(self, toks: list[Tokenization], points: list[np.ndarray], stats: PipelineStats,
                    progress: bool, meter: _TextMeter | None,
